@@ -1,0 +1,87 @@
+/* loupe base: status codes, the last-error message, and atomic file output.
+ * Every layer (the profiler included) uses these; this header depends only on libc.
+ *
+ *   lp_status st = lp_file_read_all("config.json", &buf, &len);
+ *   if (st != LP_OK) { fprintf(stderr, "loupe: %s\n", lp_err_msg()); return st; }
+ *
+ *   lp_atomic_file f;
+ *   if (lp_atomic_open(&f, "out/summary.json") == LP_OK) {
+ *       fprintf(f.fp, "{...}");
+ *       st = lp_atomic_commit(&f);      // fsync + rename into place, or remove the temp
+ *   }
+ */
+#ifndef LOUPE_BASE_H
+#define LOUPE_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LP_WARN_UNUSED __attribute__((warn_unused_result))
+#define LP_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+
+/* Status of every fallible call. LP_OK is 0; the message naming the file and the
+ * problem is in lp_err_msg() (per thread) after a failure. */
+typedef enum lp_status {
+    LP_OK = 0,
+    LP_STATUS_IO,          /* a file could not be opened, read, written or renamed */
+    LP_STATUS_FORMAT,      /* a file's contents are malformed */
+    LP_STATUS_INVALID_ARG, /* a caller passed a value outside the contract */
+    LP_STATUS_NO_MEMORY,   /* an allocation failed */
+    LP_STATUS_UNSUPPORTED, /* valid input this build does not handle */
+    LP_STATUS_NOT_FOUND,   /* a named file, tensor, column or key is missing */
+    LP_STATUS_RANGE,       /* a value is out of its allowed range (label, index, size) */
+    LP_STATUS_NUMERIC,     /* NaN or infinity where a finite number is required */
+    LP_STATUS_INTERRUPTED, /* stopped by a signal */
+    LP_STATUS__COUNT
+} lp_status;
+
+/* A short fixed name for a status ("io error", "format error", ...). Never NULL. */
+const char *lp_status_str(lp_status st);
+
+/* Sets this thread's error message (printf-style) and returns st, so a failing path
+ * reads: return lp_err(LP_STATUS_FORMAT, "%s: header size %llu exceeds file", path, n); */
+lp_status lp_err(lp_status st, const char *fmt, ...) LP_PRINTF(2, 3);
+
+/* Prepends context to this thread's message ("while loading model: <old message>"). */
+lp_status lp_err_wrap(lp_status st, const char *fmt, ...) LP_PRINTF(2, 3);
+
+/* This thread's last error message; "" when none. Owned by the library; valid until
+ * the next lp_err* call on this thread. */
+const char *lp_err_msg(void);
+
+/* Clears this thread's message. */
+void lp_err_clear(void);
+
+/* Reads a whole file into a fresh buffer (NUL-terminated for convenience; *len does not
+ * count the NUL). Caller frees *out with free(). */
+LP_WARN_UNUSED lp_status lp_file_read_all(const char *path, char **out, size_t *len);
+
+/* Output that appears under its final name only when complete: writes go to
+ * "<path>.tmp.<pid>" in the same directory, lp_atomic_commit flushes, fsyncs and renames
+ * it into place; lp_atomic_abort removes it. A full disk surfaces as LP_STATUS_IO from
+ * commit, and the previous file at path (if any) is left untouched. */
+typedef struct lp_atomic_file {
+    FILE *fp;         /* write through this */
+    char *path;       /* final name (owned) */
+    char *tmp_path;   /* temporary name (owned) */
+} lp_atomic_file;
+
+LP_WARN_UNUSED lp_status lp_atomic_open(lp_atomic_file *f, const char *path);
+LP_WARN_UNUSED lp_status lp_atomic_commit(lp_atomic_file *f);
+void lp_atomic_abort(lp_atomic_file *f);
+
+/* Writes len bytes to path atomically (open + write + commit). */
+LP_WARN_UNUSED lp_status lp_file_write_atomic(const char *path, const void *data, size_t len);
+
+/* Creates a directory and its parents (mkdir -p). Existing directories are fine. */
+LP_WARN_UNUSED lp_status lp_mkdir_p(const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LOUPE_BASE_H */

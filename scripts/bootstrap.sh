@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what loupe's build and tests need on a fresh Debian 12 machine: the Debian
+# packages in scripts/deps-debian.txt, and the Python packages the tests use (into
+# .venv). Idempotent and quiet when everything is already there.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+want=$(grep -v '^#' scripts/deps-debian.txt | grep -v '^$')
+missing=()
+for p in $want; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bootstrap: installing Debian packages: ${missing[*]}"
+  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Python for tests only. A stamp holding the requirements' hash skips pip when unchanged.
+if [ "${LP_SKIP_PYTHON:-0}" != 1 ]; then
+  py=${PYTHON:-python3}
+  [ -x .venv/bin/python ] || "$py" -m venv .venv
+  stamp=.venv/.requirements.sha
+  sha=$(cat scripts/requirements-test.txt | sha256sum | cut -d' ' -f1)
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$sha" ]; then
+    echo "bootstrap: installing Python test packages into .venv"
+    .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements-test.txt
+    echo "$sha" > "$stamp"
+  fi
+fi

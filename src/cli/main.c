@@ -1,0 +1,65 @@
+/* loupe's entry point: picks the subcommand and hands it the remaining arguments.
+ * Only this layer decides to stop the process; every library layer returns a status. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+    const char *name;
+    lp_cmd_fn fn;
+    const char *summary;
+} commands[] = {
+    {"train", lp_cmd_train, "fine-tune a model (full, LoRA, QLoRA)"},
+    {"profile", lp_cmd_profile, "a short training run with the profiler on"},
+    {"bench", lp_cmd_bench, "inference benchmark: batch-size sweep, latency, throughput, memory"},
+    {"report", lp_cmd_report, "re-render report.html and plots from a run directory"},
+    {"compare", lp_cmd_compare, "compare runs side by side"},
+    {"analyze", lp_cmd_analyze, "key averages and step breakdown of any Kineto trace"},
+    {"inspect", lp_cmd_inspect, "architecture, parameters and predicted memory of a model"},
+    {"peak", lp_cmd_peak, "this machine's FLOP/s and bandwidth ceilings"},
+    {"tokenize", lp_cmd_tokenize, "print token ids for lines on stdin"},
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: loupe <command> [options]\n"
+            "       loupe --help | --version\n\n"
+            "loupe fine-tunes and runs transformer models and profiles where the time and\n"
+            "memory go.\n\ncommands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n'loupe <command> --help' describes each command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return LP_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return LP_EXIT_OK;
+    }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
+        printf("%s\n", lp_cli_version());
+        return LP_EXIT_OK;
+    }
+    for (size_t i = 0; i < N_COMMANDS; i++) {
+        if (!strcmp(cmd, commands[i].name)) {
+            optind = 0; /* glibc: full reinitialisation of getopt for the subcommand */
+            return commands[i].fn(argc - 1, argv + 1);
+        }
+    }
+    if (cmd[0] == '-')
+        fprintf(stderr, "loupe: unknown option '%s'\n", cmd);
+    else
+        fprintf(stderr, "loupe: unknown command '%s'\n", cmd);
+    fprintf(stderr, "Try 'loupe --help'.\n");
+    return LP_EXIT_USAGE;
+}
