@@ -1,15 +1,384 @@
-/* loupe inspect: Architecture, parameter counts and predicted memory of a model.
- * Placeholder until the model loader lands: --help describes the command, anything else exits 2. */
+/* loupe inspect: what a model directory holds (architecture, layer sizes, parameter
+ * counts, size on disk, dtypes, which tensors map where) and, with --method, the
+ * predicted peak training memory by category; as text or JSON (stdout or --output). */
+#include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
+#include "loupe/io.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: loupe inspect --model DIR [--json] [--output FILE] [--task auto|base|seq-cls|causal-lm]\n"
+            "                     [--method full|lora|qlora [--batch-size N] [--seq-len N] [--rank R]]\n\n"
+            "Architecture, layer sizes, parameter counts, size on disk and dtypes of a Hugging Face\n"
+            "model directory (config.json + model.safetensors or a sharded index), and with --method\n"
+            "the predicted peak training memory (AdamW, fp32) by category.\n\n"
+            "  --model DIR        model directory\n"
+            "  --json             print JSON instead of text\n"
+            "  --output FILE      also write the JSON to FILE (atomically)\n"
+            "  --task T           model to build (default auto: the config's architecture)\n"
+            "  --method M         full, lora or qlora: add the memory prediction\n"
+            "  --batch-size N     batch size for the prediction (default 8)\n"
+            "  --seq-len N        sequence length for the prediction (default 128)\n"
+            "  --rank R           LoRA rank (default 8; targets query/value or q_proj/v_proj)\n");
+}
+
+static const char *task_name(lp_model_task t)
+{
+    switch (t) {
+    case LP_MODEL_TASK_BASE: return "base";
+    case LP_MODEL_TASK_SEQ_CLS: return "seq-cls";
+    case LP_MODEL_TASK_CAUSAL_LM: return "causal-lm";
+    default: return "auto";
+    }
+}
+
+static const char *method_name(lp_train_method m)
+{
+    return m == LP_TRAIN_METHOD_FULL ? "full" : m == LP_TRAIN_METHOD_LORA ? "lora" : "qlora";
+}
+
+/* 22713216 -> "22,713,216" */
+static const char *commas(uint64_t v, char *buf)
+{
+    char tmp[32];
+    int n = snprintf(tmp, sizeof tmp, "%" PRIu64, v), k = 0;
+    for (int i = 0; i < n; i++) {
+        if (i && (n - i) % 3 == 0)
+            buf[k++] = ',';
+        buf[k++] = tmp[i];
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
+static const char *mib(uint64_t v, char *buf)
+{
+    snprintf(buf, 32, "%.1f MiB", (double)v / (1024.0 * 1024.0));
+    return buf;
+}
+
+typedef struct {
+    uint64_t total, embeddings, layers, per_layer, final_norm, head, in_file;
+} counts;
+
+static counts count_params(const lp_model_config *cfg, const lp_param_map *m)
+{
+    counts c = {0};
+    for (size_t i = 0; i < m->n; i++) {
+        const lp_param_binding *p = &m->params[i];
+        c.total += p->numel;
+        if (p->tensor)
+            c.in_file += p->numel;
+        switch (p->group) {
+        case LP_PARAM_GROUP_EMBEDDINGS: c.embeddings += p->numel; break;
+        case LP_PARAM_GROUP_LAYER: c.layers += p->numel; break;
+        case LP_PARAM_GROUP_FINAL_NORM: c.final_norm += p->numel; break;
+        case LP_PARAM_GROUP_HEAD: c.head += p->numel; break;
+        }
+    }
+    c.per_layer = cfg->num_layers ? c.layers / (uint64_t)cfg->num_layers : 0;
+    return c;
+}
+
+static cJSON *shape_json(const int64_t *shape, int nd)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int d = 0; d < nd; d++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)shape[d]));
+    return a;
+}
+
+static cJSON *build_json(const char *dir, const lp_model_config *cfg, const lp_st_set *w, const lp_param_map *m,
+                         const counts *c, const lp_mem_estimate *e, const lp_mem_estimate_opts *o)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "model_dir", dir);
+    cJSON_AddStringToObject(r, "architecture", lp_hf_arch_name(cfg->arch));
+    cJSON_AddStringToObject(r, "family", cfg->family == LP_MODEL_FAMILY_BERT ? "bert" : "llama");
+    cJSON_AddStringToObject(r, "model_type", cfg->model_type);
+    cJSON_AddStringToObject(r, "task", task_name(m->task));
+
+    cJSON *k = cJSON_AddObjectToObject(r, "config");
+    cJSON_AddNumberToObject(k, "vocab_size", (double)cfg->vocab_size);
+    cJSON_AddNumberToObject(k, "hidden_size", (double)cfg->hidden_size);
+    cJSON_AddNumberToObject(k, "num_layers", (double)cfg->num_layers);
+    cJSON_AddNumberToObject(k, "num_heads", (double)cfg->num_heads);
+    cJSON_AddNumberToObject(k, "num_kv_heads", (double)cfg->num_kv_heads);
+    cJSON_AddNumberToObject(k, "head_dim", (double)cfg->head_dim);
+    cJSON_AddNumberToObject(k, "intermediate_size", (double)cfg->intermediate_size);
+    cJSON_AddNumberToObject(k, "max_position_embeddings", (double)cfg->max_position_embeddings);
+    cJSON_AddNumberToObject(k, "type_vocab_size", (double)cfg->type_vocab_size);
+    cJSON_AddNumberToObject(k, "norm_eps", cfg->norm_eps);
+    cJSON_AddNumberToObject(k, "rope_theta", cfg->rope_theta);
+    cJSON_AddStringToObject(k, "activation", cfg->activation_name);
+    cJSON_AddBoolToObject(k, "tie_word_embeddings", cfg->tie_word_embeddings);
+    cJSON_AddNumberToObject(k, "pad_token_id", (double)cfg->pad_token_id);
+    cJSON_AddNumberToObject(k, "num_labels", (double)cfg->num_labels);
+    cJSON *labels = cJSON_AddArrayToObject(k, "labels");
+    for (int64_t i = 0; i < cfg->num_labels; i++)
+        cJSON_AddItemToArray(labels, cJSON_CreateString(cfg->id2label[i]));
+    cJSON_AddNumberToObject(k, "hidden_dropout", cfg->hidden_dropout);
+    cJSON_AddNumberToObject(k, "attention_dropout", cfg->attention_dropout);
+    cJSON_AddNumberToObject(k, "classifier_dropout", cfg->classifier_dropout);
+
+    cJSON *wj = cJSON_AddObjectToObject(r, "weights");
+    cJSON *files = cJSON_AddArrayToObject(wj, "files");
+    for (size_t i = 0; i < lp_st_set_file_count(w); i++)
+        cJSON_AddItemToArray(files, cJSON_CreateString(lp_st_path(lp_st_set_file(w, i))));
+    cJSON_AddNumberToObject(wj, "disk_bytes", (double)lp_st_set_disk_bytes(w));
+    cJSON_AddNumberToObject(wj, "tensors", (double)lp_st_set_count(w));
+    cJSON *dts = cJSON_AddObjectToObject(wj, "dtypes");
+    for (int d = 0; d < LP_ST_DTYPE__COUNT; d++) {
+        size_t n = 0;
+        for (size_t i = 0; i < lp_st_set_count(w); i++)
+            n += lp_st_set_at(w, i)->dtype == (lp_st_dtype)d;
+        if (n)
+            cJSON_AddNumberToObject(dts, lp_st_dtype_name((lp_st_dtype)d), (double)n);
+    }
+    cJSON_AddStringToObject(wj, "prefix", m->prefix);
+    cJSON_AddNumberToObject(wj, "mapped", (double)(m->n - m->n_missing_head));
+    cJSON_AddNumberToObject(wj, "ignored", (double)m->n_ignored);
+    cJSON *un = cJSON_AddArrayToObject(wj, "unexpected");
+    for (size_t i = 0; i < m->n_unexpected; i++)
+        cJSON_AddItemToArray(un, cJSON_CreateString(m->unexpected[i]));
+    cJSON *hm = cJSON_AddArrayToObject(wj, "head_missing");
+    for (size_t i = 0; i < m->n; i++)
+        if (!m->params[i].tensor)
+            cJSON_AddItemToArray(hm, cJSON_CreateString(m->params[i].name));
+
+    cJSON *p = cJSON_AddObjectToObject(r, "parameters");
+    cJSON_AddNumberToObject(p, "total", (double)c->total);
+    cJSON_AddNumberToObject(p, "in_checkpoint", (double)c->in_file);
+    cJSON_AddNumberToObject(p, "embeddings", (double)c->embeddings);
+    cJSON_AddNumberToObject(p, "per_layer", (double)c->per_layer);
+    cJSON_AddNumberToObject(p, "layers", (double)c->layers);
+    cJSON_AddNumberToObject(p, "final_norm", (double)c->final_norm);
+    cJSON_AddNumberToObject(p, "head", (double)c->head);
+
+    /* layer sizes: layer 0's tensors (every layer has the same) and the ones outside */
+    cJSON *ls = cJSON_AddArrayToObject(r, "tensors");
+    for (size_t i = 0; i < m->n; i++) {
+        const lp_param_binding *b = &m->params[i];
+        if (b->layer > 0)
+            continue;
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddStringToObject(t, "role", lp_param_role_name(b->role));
+        cJSON_AddNumberToObject(t, "layer", b->layer);
+        cJSON_AddStringToObject(t, "name", b->name);
+        cJSON_AddItemToObject(t, "shape", shape_json(b->shape, b->ndim));
+        cJSON_AddStringToObject(t, "dtype", b->tensor ? lp_st_dtype_name(b->tensor->dtype) : "missing");
+        cJSON_AddItemToArray(ls, t);
+    }
+
+    if (e) {
+        cJSON *mem = cJSON_AddObjectToObject(r, "memory");
+        cJSON_AddStringToObject(mem, "method", method_name(o->method));
+        cJSON_AddNumberToObject(mem, "batch_size", (double)o->batch_size);
+        cJSON_AddNumberToObject(mem, "seq_len", (double)o->seq_len);
+        if (o->method != LP_TRAIN_METHOD_FULL)
+            cJSON_AddNumberToObject(mem, "rank", (double)o->lora_rank);
+        cJSON_AddStringToObject(mem, "optimizer", "adamw");
+        cJSON_AddStringToObject(mem, "dtype", "float32");
+        cJSON_AddNumberToObject(mem, "trainable_parameters", (double)e->trainable_params);
+        cJSON_AddNumberToObject(mem, "lora_parameters", (double)e->lora_params);
+        cJSON_AddNumberToObject(mem, "activations_per_layer", (double)e->activations_per_layer);
+        cJSON *b = cJSON_AddObjectToObject(mem, "bytes");
+        cJSON_AddNumberToObject(b, "parameters", (double)e->parameters);
+        cJSON_AddNumberToObject(b, "gradients", (double)e->gradients);
+        cJSON_AddNumberToObject(b, "optimizer_state", (double)e->optimizer_state);
+        cJSON_AddNumberToObject(b, "activations", (double)e->activations);
+        cJSON_AddNumberToObject(b, "quantized_weights", (double)e->quantized_weights);
+        cJSON_AddNumberToObject(b, "temporary", (double)e->temporary);
+        cJSON_AddNumberToObject(b, "total", (double)e->total);
+    }
+    return r;
+}
+
+static void print_text(const char *dir, const lp_model_config *cfg, const lp_st_set *w, const lp_param_map *m,
+                       const counts *c, const lp_mem_estimate *e, const lp_mem_estimate_opts *o)
+{
+    char a[32], b[32], d[32];
+    printf("model         %s\n", dir);
+    printf("architecture  %s (family %s, task %s)\n", lp_hf_arch_name(cfg->arch),
+           cfg->family == LP_MODEL_FAMILY_BERT ? "bert" : "llama", task_name(m->task));
+    printf("config        hidden %" PRId64 ", layers %" PRId64 ", heads %" PRId64 " (head dim %" PRId64
+           ", kv heads %" PRId64 "), intermediate %" PRId64 "\n",
+           cfg->hidden_size, cfg->num_layers, cfg->num_heads, cfg->head_dim, cfg->num_kv_heads,
+           cfg->intermediate_size);
+    printf("              vocab %" PRId64 ", max positions %" PRId64, cfg->vocab_size, cfg->max_position_embeddings);
+    if (cfg->family == LP_MODEL_FAMILY_BERT)
+        printf(", type vocab %" PRId64 ", layer norm eps %g", cfg->type_vocab_size, cfg->norm_eps);
+    else
+        printf(", rms norm eps %g, rope theta %g%s", cfg->norm_eps, cfg->rope_theta,
+               cfg->tie_word_embeddings ? ", tied embeddings" : "");
+    printf(", activation %s\n", cfg->activation_name);
+    if (m->task == LP_MODEL_TASK_SEQ_CLS) {
+        printf("labels        %" PRId64 ":", cfg->num_labels);
+        for (int64_t i = 0; i < cfg->num_labels && i < 10; i++)
+            printf(" %s", cfg->id2label[i]);
+        printf("%s\n", cfg->num_labels > 10 ? " ..." : "");
+    }
+    printf("weights       %zu file%s, %s on disk, %zu tensors:", lp_st_set_file_count(w),
+           lp_st_set_file_count(w) > 1 ? "s" : "", mib(lp_st_set_disk_bytes(w), a), lp_st_set_count(w));
+    for (int dt = 0; dt < LP_ST_DTYPE__COUNT; dt++) {
+        size_t n = 0;
+        for (size_t i = 0; i < lp_st_set_count(w); i++)
+            n += lp_st_set_at(w, i)->dtype == (lp_st_dtype)dt;
+        if (n)
+            printf(" %s x%zu", lp_st_dtype_name((lp_st_dtype)dt), n);
+    }
+    printf("\n");
+    printf("mapping       %zu parameters mapped (prefix \"%s\"), %zu ignored buffers, %zu unexpected\n",
+           m->n - m->n_missing_head, m->prefix, m->n_ignored, m->n_unexpected);
+    for (size_t i = 0; i < m->n_unexpected && i < 8; i++)
+        printf("  unexpected  %s (not used)\n", m->unexpected[i]);
+    if (m->n_unexpected > 8)
+        printf("  unexpected  ... %zu more\n", m->n_unexpected - 8);
+    if (m->n_missing_head) {
+        printf("  head missing: will be initialized:");
+        for (size_t i = 0; i < m->n; i++)
+            if (!m->params[i].tensor)
+                printf(" %s", m->params[i].name);
+        printf("\n");
+    }
+    printf("layer 0       ");
+    int col = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        const lp_param_binding *p = &m->params[i];
+        if (p->layer != 0 || !p->is_linear_weight)
+            continue;
+        printf("%s%s [%" PRId64 ", %" PRId64 "]", col++ ? ", " : "", lp_param_role_name(p->role), p->shape[0],
+               p->shape[1]);
+    }
+    printf("\nparameters    %s total", commas(c->total, a));
+    if (c->in_file != c->total)
+        printf(" (%s in the checkpoint)", commas(c->in_file, b));
+    printf("\n  embeddings  %s\n", commas(c->embeddings, a));
+    printf("  per layer   %s x %" PRId64 " = %s\n", commas(c->per_layer, a), cfg->num_layers, commas(c->layers, b));
+    if (c->final_norm)
+        printf("  final norm  %s\n", commas(c->final_norm, a));
+    printf("  head        %s\n", commas(c->head, d));
+    if (!e)
+        return;
+    printf("\npredicted peak training memory: %s, batch %" PRId64 ", seq len %" PRId64, method_name(o->method),
+           o->batch_size, o->seq_len);
+    if (o->method != LP_TRAIN_METHOD_FULL)
+        printf(", rank %" PRId64, o->lora_rank);
+    printf(" (AdamW, fp32)\n");
+    printf("  trainable parameters  %s\n", commas(e->trainable_params, a));
+    printf("  parameters            %12s\n", mib(e->parameters, a));
+    printf("  gradients             %12s\n", mib(e->gradients, a));
+    printf("  optimizer_state       %12s\n", mib(e->optimizer_state, a));
+    printf("  activations           %12s  (%s per layer)\n", mib(e->activations, a), mib(e->activations_per_layer, b));
+    printf("  quantized_weights     %12s\n", mib(e->quantized_weights, a));
+    printf("  temporary             %12s\n", mib(e->temporary, a));
+    printf("  total                 %12s\n", mib(e->total, a));
+}
 
 int lp_cmd_inspect(int argc, char **argv)
 {
-    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: loupe inspect [options]\n\nArchitecture, parameter counts and predicted memory of a model.\n\nNot built yet: this command arrives with the model loader.\n");
-        return LP_EXIT_OK;
+    static const struct option opts[] = {
+        {"model", required_argument, 0, 'm'},     {"json", no_argument, 0, 'j'},
+        {"output", required_argument, 0, 'o'},    {"task", required_argument, 0, 't'},
+        {"method", required_argument, 0, 'M'},    {"batch-size", required_argument, 0, 'b'},
+        {"seq-len", required_argument, 0, 's'},   {"rank", required_argument, 0, 'r'},
+        {"help", no_argument, 0, 'h'},            {0, 0, 0, 0},
+    };
+    const char *dir = NULL, *output = NULL;
+    bool json = false, have_method = false;
+    long bs = 8, sl = 128, rank = 8;
+    lp_model_task task = LP_MODEL_TASK_AUTO;
+    lp_train_method method = LP_TRAIN_METHOD_FULL;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'm': dir = optarg; break;
+        case 'j': json = true; break;
+        case 'o': output = optarg; break;
+        case 't':
+            if (!strcmp(optarg, "auto")) task = LP_MODEL_TASK_AUTO;
+            else if (!strcmp(optarg, "base")) task = LP_MODEL_TASK_BASE;
+            else if (!strcmp(optarg, "seq-cls")) task = LP_MODEL_TASK_SEQ_CLS;
+            else if (!strcmp(optarg, "causal-lm")) task = LP_MODEL_TASK_CAUSAL_LM;
+            else return lp_cli_usage_error("inspect", "--task must be auto, base, seq-cls or causal-lm, got '%s'", optarg);
+            break;
+        case 'M':
+            have_method = true;
+            if (!strcmp(optarg, "full")) method = LP_TRAIN_METHOD_FULL;
+            else if (!strcmp(optarg, "lora")) method = LP_TRAIN_METHOD_LORA;
+            else if (!strcmp(optarg, "qlora")) method = LP_TRAIN_METHOD_QLORA;
+            else return lp_cli_usage_error("inspect", "--method must be full, lora or qlora, got '%s'", optarg);
+            break;
+        case 'b':
+            if (lp_cli_parse_long("inspect", "--batch-size", optarg, 1, 1 << 20, &bs)) return LP_EXIT_USAGE;
+            break;
+        case 's':
+            if (lp_cli_parse_long("inspect", "--seq-len", optarg, 1, 1 << 24, &sl)) return LP_EXIT_USAGE;
+            break;
+        case 'r':
+            if (lp_cli_parse_long("inspect", "--rank", optarg, 1, 65536, &rank)) return LP_EXIT_USAGE;
+            break;
+        case 'h': usage(stdout); return LP_EXIT_OK;
+        default: return lp_cli_usage_error("inspect", "unknown option");
+        }
     }
-    return lp_cli_not_built("inspect", "the model loader");
+    if (optind < argc)
+        return lp_cli_usage_error("inspect", "unexpected argument '%s'", argv[optind]);
+    if (!dir)
+        return lp_cli_usage_error("inspect", "--model DIR is required");
+
+    lp_model_config cfg;
+    lp_st_set *w = NULL;
+    lp_param_map m = {0};
+    int rc = LP_EXIT_FAIL;
+    char cfg_path[4096];
+    snprintf(cfg_path, sizeof cfg_path, "%s/config.json", dir);
+    if (lp_hf_config_load(cfg_path, &cfg) != LP_OK)
+        return lp_cli_fail("inspect");
+    if (lp_st_set_open_dir(dir, &w) != LP_OK || lp_param_map_build(&cfg, w, task, &m) != LP_OK) {
+        rc = lp_cli_fail("inspect");
+        goto out;
+    }
+    counts c = count_params(&cfg, &m);
+    lp_mem_estimate e;
+    lp_mem_estimate_opts o = {method, bs, sl, rank};
+    if (have_method && lp_mem_estimate_compute(&cfg, &m, &o, &e) != LP_OK) {
+        rc = lp_cli_fail("inspect");
+        goto out;
+    }
+    cJSON *j = build_json(dir, &cfg, w, &m, &c, have_method ? &e : NULL, &o);
+    char *text = j ? cJSON_Print(j) : NULL;
+    cJSON_Delete(j);
+    if (!text) {
+        fprintf(stderr, "loupe inspect: out of memory\n");
+        goto out;
+    }
+    rc = LP_EXIT_OK;
+    if (output) {
+        size_t n = strlen(text);
+        text[n] = '\n'; /* replaces the NUL: the file ends in a newline */
+        if (lp_file_write_atomic(output, text, n + 1) != LP_OK)
+            rc = lp_cli_fail("inspect");
+        text[n] = '\0';
+    }
+    if (rc == LP_EXIT_OK) {
+        if (json)
+            printf("%s\n", text);
+        else
+            print_text(dir, &cfg, w, &m, &c, have_method ? &e : NULL, &o);
+    }
+    free(text);
+out:
+    lp_param_map_free(&m);
+    lp_st_set_close(w);
+    lp_model_config_free(&cfg);
+    return rc;
 }

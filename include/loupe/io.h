@@ -1,0 +1,331 @@
+/* loupe io: model files. safetensors read (mmap, validated like the reference
+ * implementation, tensor views point into the mapping) and write (atomic), sharded
+ * checkpoints, Hugging Face config.json, the map from checkpoint tensor names to the
+ * engine's parameters, and the memory estimate `loupe inspect` prints.
+ *
+ *   lp_st_set *w; lp_model_config cfg; lp_param_map map;
+ *   if (lp_st_set_open_dir("models/minilm", &w) != LP_OK ||
+ *       lp_hf_config_load("models/minilm/config.json", &cfg) != LP_OK)
+ *       fprintf(stderr, "%s\n", lp_err_msg());
+ *   else if (lp_param_map_build(&cfg, w, LP_MODEL_TASK_AUTO, &map) == LP_OK) {
+ *       const lp_param_binding *q = lp_param_map_find(&map, LP_PARAM_ROLE_Q_W, 0);
+ *       // q->tensor->data: [hidden, hidden] row-major, dtype q->tensor->dtype
+ *       lp_param_map_free(&map);
+ *   }
+ *   lp_model_config_free(&cfg); lp_st_set_close(w);
+ *
+ * Depends on base and cJSON only (not on core: dtypes here are file-format dtypes).
+ * Every error names the file, the tensor or key, and the problem (lp_err_msg()).
+ */
+#ifndef LOUPE_IO_H
+#define LOUPE_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loupe/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- safetensors */
+
+/* Element types a safetensors file may hold that loupe reads. Names are the format's
+ * own dtype strings ("F32", "BF16", ...). Sub-byte and 8-bit float types are
+ * recognised and refused with LP_STATUS_UNSUPPORTED. */
+typedef enum lp_st_dtype {
+    LP_ST_DTYPE_F32 = 0,
+    LP_ST_DTYPE_F16,
+    LP_ST_DTYPE_BF16,
+    LP_ST_DTYPE_F64,
+    LP_ST_DTYPE_I8,
+    LP_ST_DTYPE_U8,
+    LP_ST_DTYPE_I16,
+    LP_ST_DTYPE_U16,
+    LP_ST_DTYPE_I32,
+    LP_ST_DTYPE_U32,
+    LP_ST_DTYPE_I64,
+    LP_ST_DTYPE_U64,
+    LP_ST_DTYPE_BOOL,
+    LP_ST_DTYPE__COUNT
+} lp_st_dtype;
+
+/* "F32", "BF16", ...; "?" for an invalid value. */
+const char *lp_st_dtype_name(lp_st_dtype dt);
+/* Bytes per element (1, 2, 4 or 8); 0 for an invalid value. */
+size_t lp_st_dtype_size(lp_st_dtype dt);
+/* Parses a dtype string. LP_STATUS_UNSUPPORTED for a valid safetensors dtype loupe does
+ * not read (F8_E4M3, F4, C64, ...), LP_STATUS_FORMAT for an unknown string. Sets the
+ * message (without a file name). */
+LP_WARN_UNUSED lp_status lp_st_dtype_parse(const char *s, lp_st_dtype *out);
+
+#define LP_ST_MAX_DIMS 8                      /* more dims is refused (UNSUPPORTED) */
+#define LP_ST_MAX_HEADER_SIZE 100000000ull    /* the reference implementation's limit */
+
+/* One tensor of a file. All pointers are owned by the file and valid until it is
+ * closed; data points into the mapped (or caller's) buffer, little-endian, row-major. */
+typedef struct lp_st_tensor {
+    const char *name;
+    lp_st_dtype dtype;
+    int32_t ndim;                    /* 0 = scalar */
+    int64_t shape[LP_ST_MAX_DIMS];
+    uint64_t numel;                  /* product of shape (1 for a scalar) */
+    uint64_t nbytes;                 /* numel * dtype size */
+    uint64_t offset;                 /* start within the data section */
+    const void *data;                /* view, never a copy; 8-byte aligned if the header is */
+    const char *file;                /* path (or label) of the file holding it */
+} lp_st_tensor;
+
+typedef struct lp_st_file lp_st_file;
+
+/* Maps path read-only and validates header and offsets (see docs in safetensors_read.c):
+ * file >= 8 bytes, header size <= 100 MB and within the file, UTF-8 JSON object starting
+ * with '{', `__metadata__` a string->string map, known dtypes, shapes whose byte size
+ * (overflow-checked) equals END-BEGIN, tensors contiguous, non-overlapping and covering
+ * the data section exactly, no duplicate names. On success *out is owned by the caller
+ * (lp_st_close). Errors: IO, FORMAT, UNSUPPORTED, NO_MEMORY. */
+LP_WARN_UNUSED lp_status lp_st_open(const char *path, lp_st_file **out);
+
+/* Same validation over a caller's buffer (no copy: tensor data points into buf, which
+ * must outlive the file). label names the buffer in error messages. The fuzz target's
+ * entry point. */
+LP_WARN_UNUSED lp_status lp_st_parse_buffer(const void *buf, size_t len, const char *label,
+                                            lp_st_file **out);
+
+/* Unmaps and frees; NULL is fine. */
+void lp_st_close(lp_st_file *f);
+
+size_t lp_st_count(const lp_st_file *f);
+/* Tensors in data-offset order; i < lp_st_count. */
+const lp_st_tensor *lp_st_at(const lp_st_file *f, size_t i);
+/* By exact name; NULL if absent. O(log n). */
+const lp_st_tensor *lp_st_find(const lp_st_file *f, const char *name);
+/* `__metadata__` entries; NULL / 0 when absent. */
+size_t lp_st_metadata_count(const lp_st_file *f);
+void lp_st_metadata_at(const lp_st_file *f, size_t i, const char **key, const char **value);
+const char *lp_st_metadata_get(const lp_st_file *f, const char *key);
+const char *lp_st_path(const lp_st_file *f);
+/* Whole file size in bytes (8 + header + data). */
+uint64_t lp_st_file_size(const lp_st_file *f);
+
+/* One tensor to write. shape has ndim entries; data holds numel*dtype size bytes
+ * (may be NULL only when that is 0). Nothing is kept after the call. */
+typedef struct lp_st_write_tensor {
+    const char *name;
+    lp_st_dtype dtype;
+    int32_t ndim;
+    const int64_t *shape;
+    const void *data;
+} lp_st_write_tensor;
+
+/* Writes a safetensors file atomically (temp + rename: nothing appears at path on
+ * failure), laid out as the reference writer does: tensors sorted by descending dtype
+ * size then name, header padded with spaces to a multiple of 8. meta is n_meta
+ * key/value pairs (meta[2i], meta[2i+1]) for `__metadata__`, or NULL. Errors:
+ * INVALID_ARG (duplicate/empty name, bad dtype/shape), IO. */
+LP_WARN_UNUSED lp_status lp_st_write(const char *path, const lp_st_write_tensor *tensors, size_t n,
+                                     const char *const *meta, size_t n_meta);
+
+/* A model's weights: one file or a sharded checkpoint, seen as one set of tensors. */
+typedef struct lp_st_set lp_st_set;
+
+/* Opens dir/model.safetensors.index.json (sharded: every shard named in weight_map is
+ * opened; a tensor the index places in a shard must be there; a name in two shards is
+ * an error) or else dir/model.safetensors. NOT_FOUND if neither exists. */
+LP_WARN_UNUSED lp_status lp_st_set_open_dir(const char *dir, lp_st_set **out);
+/* Opens one index file (.index.json) or one .safetensors file. */
+LP_WARN_UNUSED lp_status lp_st_set_open(const char *path, lp_st_set **out);
+void lp_st_set_close(lp_st_set *s);
+size_t lp_st_set_count(const lp_st_set *s);
+const lp_st_tensor *lp_st_set_at(const lp_st_set *s, size_t i);
+const lp_st_tensor *lp_st_set_find(const lp_st_set *s, const char *name);
+size_t lp_st_set_file_count(const lp_st_set *s);
+const lp_st_file *lp_st_set_file(const lp_st_set *s, size_t i);
+/* Sum of the files' sizes on disk. */
+uint64_t lp_st_set_disk_bytes(const lp_st_set *s);
+
+/* ---------------------------------------------------------------- HF config */
+
+typedef enum lp_model_family { LP_MODEL_FAMILY_BERT = 0, LP_MODEL_FAMILY_LLAMA } lp_model_family;
+
+/* architectures[0] of config.json (or model_type when that is absent). */
+typedef enum lp_hf_arch {
+    LP_HF_ARCH_BERT_MODEL = 0,
+    LP_HF_ARCH_BERT_SEQ_CLS,
+    LP_HF_ARCH_BERT_MASKED_LM,       /* base checkpoint (bert-base-uncased); MLM head ignored */
+    LP_HF_ARCH_DISTILBERT_MODEL,
+    LP_HF_ARCH_DISTILBERT_SEQ_CLS,
+    LP_HF_ARCH_DISTILBERT_MASKED_LM, /* distilbert-base-uncased */
+    LP_HF_ARCH_LLAMA_CAUSAL_LM,
+    LP_HF_ARCH_LLAMA_SEQ_CLS,
+    LP_HF_ARCH_QWEN2_CAUSAL_LM,
+    LP_HF_ARCH_QWEN2_SEQ_CLS,
+    LP_HF_ARCH_MISTRAL_CAUSAL_LM,
+    LP_HF_ARCH__COUNT
+} lp_hf_arch;
+
+/* The class name ("BertModel", ...). */
+const char *lp_hf_arch_name(lp_hf_arch a);
+
+typedef enum lp_activation {
+    LP_ACTIVATION_GELU = 0, /* exact erf GELU ("gelu") */
+    LP_ACTIVATION_GELU_TANH, /* "gelu_new", "gelu_pytorch_tanh", "gelu_fast" */
+    LP_ACTIVATION_SILU,      /* "silu", "swish" */
+    LP_ACTIVATION_RELU
+} lp_activation;
+const char *lp_activation_name(lp_activation a);
+
+/* What a checkpoint's config says about the model. Integers are -1 where a key does not
+ * apply; strings and label arrays are owned (lp_model_config_free). */
+typedef struct lp_model_config {
+    lp_model_family family;
+    lp_hf_arch arch;
+    bool distilbert;            /* DistilBERT names and layout (no token types, no pooler) */
+    char model_type[32];
+    int64_t vocab_size;
+    int64_t hidden_size;
+    int64_t num_layers;
+    int64_t num_heads;
+    int64_t num_kv_heads;       /* = num_heads for bert */
+    int64_t head_dim;           /* hidden_size / num_heads unless the config says */
+    int64_t intermediate_size;
+    int64_t max_position_embeddings;
+    int64_t type_vocab_size;    /* bert only; 0 for DistilBERT and llama */
+    double norm_eps;            /* LayerNorm eps (bert) or RMSNorm eps (llama) */
+    double rope_theta;          /* llama only; 0 for bert */
+    lp_activation activation;
+    char activation_name[24];   /* as written in the config */
+    bool tie_word_embeddings;   /* llama: lm_head shares embed_tokens */
+    bool attention_qkv_bias;    /* bert: true; qwen2: true; llama: attention_bias */
+    bool attention_out_bias;    /* bert: true; llama: attention_bias; qwen2: false */
+    bool mlp_bias;
+    bool sinusoidal_pos;        /* DistilBERT sinusoidal_pos_embds */
+    int64_t pad_token_id;       /* -1 when absent */
+    int64_t bos_token_id, eos_token_id; /* -1 when absent (first of a list) */
+    double hidden_dropout;      /* bert hidden_dropout_prob / distilbert dropout */
+    double attention_dropout;
+    double classifier_dropout;  /* bert: classifier_dropout or hidden_dropout; distilbert: seq_classif_dropout */
+    int64_t num_labels;
+    char **id2label;            /* num_labels strings, index = class id */
+    char torch_dtype[16];       /* "" when absent */
+} lp_model_config;
+
+/* Reads and validates config.json. Unknown architecture -> UNSUPPORTED naming the
+ * supported ones; a missing size key -> FORMAT naming it; inconsistent values (hidden
+ * not divisible by heads, id2label/label2id disagree) -> FORMAT. */
+LP_WARN_UNUSED lp_status lp_hf_config_load(const char *path, lp_model_config *out);
+/* Same from memory (json need not be NUL-terminated); label names it in errors. */
+LP_WARN_UNUSED lp_status lp_hf_config_parse(const char *json, size_t len, const char *label,
+                                            lp_model_config *out);
+void lp_model_config_free(lp_model_config *c);
+
+/* ---------------------------------------------------------------- parameter map */
+
+/* The engine's parameters. "FFN_IN" is BERT's intermediate / DistilBERT's lin1 / llama's
+ * up_proj; FFN_GATE is llama's gate_proj; FFN_OUT is output.dense / lin2 / down_proj.
+ * ATTN_NORM is the norm after attention (BERT) or before it (llama input_layernorm);
+ * FFN_NORM is output.LayerNorm / output_layer_norm / post_attention_layernorm. */
+typedef enum lp_param_role {
+    LP_PARAM_ROLE_WORD_EMB = 0,
+    LP_PARAM_ROLE_POS_EMB,
+    LP_PARAM_ROLE_TYPE_EMB,
+    LP_PARAM_ROLE_EMB_NORM_W,
+    LP_PARAM_ROLE_EMB_NORM_B,
+    LP_PARAM_ROLE_Q_W, LP_PARAM_ROLE_Q_B,
+    LP_PARAM_ROLE_K_W, LP_PARAM_ROLE_K_B,
+    LP_PARAM_ROLE_V_W, LP_PARAM_ROLE_V_B,
+    LP_PARAM_ROLE_O_W, LP_PARAM_ROLE_O_B,
+    LP_PARAM_ROLE_ATTN_NORM_W, LP_PARAM_ROLE_ATTN_NORM_B,
+    LP_PARAM_ROLE_FFN_GATE_W, LP_PARAM_ROLE_FFN_GATE_B,
+    LP_PARAM_ROLE_FFN_IN_W, LP_PARAM_ROLE_FFN_IN_B,
+    LP_PARAM_ROLE_FFN_OUT_W, LP_PARAM_ROLE_FFN_OUT_B,
+    LP_PARAM_ROLE_FFN_NORM_W, LP_PARAM_ROLE_FFN_NORM_B,
+    LP_PARAM_ROLE_FINAL_NORM_W,
+    LP_PARAM_ROLE_POOLER_W, LP_PARAM_ROLE_POOLER_B,
+    LP_PARAM_ROLE_PRE_CLS_W, LP_PARAM_ROLE_PRE_CLS_B,
+    LP_PARAM_ROLE_CLS_W, LP_PARAM_ROLE_CLS_B, /* classifier / score (score has no bias) */
+    LP_PARAM_ROLE_LM_HEAD_W,
+    LP_PARAM_ROLE__COUNT
+} lp_param_role;
+const char *lp_param_role_name(lp_param_role r);
+
+/* Which model to build from a checkpoint: AUTO follows the config's architecture. */
+typedef enum lp_model_task {
+    LP_MODEL_TASK_AUTO = 0,
+    LP_MODEL_TASK_BASE,     /* encoder / decoder stack only (plus BERT's pooler) */
+    LP_MODEL_TASK_SEQ_CLS,  /* + classification head */
+    LP_MODEL_TASK_CAUSAL_LM /* llama family: + lm_head (or tied embeddings) */
+} lp_model_task;
+
+/* Where the group of a parameter falls in the counts `loupe inspect` prints. */
+typedef enum lp_param_group {
+    LP_PARAM_GROUP_EMBEDDINGS = 0,
+    LP_PARAM_GROUP_LAYER,
+    LP_PARAM_GROUP_FINAL_NORM,
+    LP_PARAM_GROUP_HEAD /* pooler, pre_classifier, classifier/score, lm_head */
+} lp_param_group;
+
+typedef struct lp_param_binding {
+    lp_param_role role;
+    lp_param_group group;
+    int32_t layer;               /* -1 outside the layer stack */
+    int32_t ndim;                /* 1 or 2 */
+    int64_t shape[2];            /* expected, [out, in] for weights */
+    uint64_t numel;
+    bool is_linear_weight;       /* a [out,in] matrix of a Linear (LoRA/NF4 candidates) */
+    char name[128];              /* checkpoint name found, or the canonical one when missing */
+    const lp_st_tensor *tensor;  /* view owned by the lp_st_set; NULL = missing (initialize) */
+} lp_param_binding;
+
+typedef struct lp_param_map {
+    lp_model_task task;          /* resolved (never AUTO) */
+    char prefix[32];             /* base prefix found: "", "bert.", "distilbert.", "model." */
+    size_t n;
+    lp_param_binding *params;    /* owned */
+    size_t n_missing_head;       /* head params absent from the checkpoint (to initialize) */
+    size_t n_unexpected;
+    char **unexpected;           /* owned names present in the file but not used */
+    size_t n_ignored;            /* known buffers skipped: position_ids, rotary inv_freq, tied lm_head */
+} lp_param_map;
+
+/* Binds every parameter the (config, task) model needs to a tensor of w, accepting the
+ * usual prefixes and LayerNorm.gamma/beta. Errors: NOT_FOUND listing missing non-head
+ * tensors, FORMAT for a shape mismatch (expected vs found) or a non-float weight.
+ * Missing head parameters (pooler, pre_classifier, classifier/score) are not an error
+ * (n_missing_head; the engine initializes them); a missing untied lm_head is.
+ * On success out is owned by the caller (lp_param_map_free). */
+LP_WARN_UNUSED lp_status lp_param_map_build(const lp_model_config *cfg, const lp_st_set *w,
+                                            lp_model_task task, lp_param_map *out);
+void lp_param_map_free(lp_param_map *m);
+/* The binding for role in layer (-1 outside the stack); NULL if the model has none. */
+const lp_param_binding *lp_param_map_find(const lp_param_map *m, lp_param_role role, int32_t layer);
+
+/* ---------------------------------------------------------------- memory estimate */
+
+typedef enum lp_train_method { LP_TRAIN_METHOD_FULL = 0, LP_TRAIN_METHOD_LORA, LP_TRAIN_METHOD_QLORA } lp_train_method;
+
+typedef struct lp_mem_estimate_opts {
+    lp_train_method method;
+    int64_t batch_size;
+    int64_t seq_len;
+    int64_t lora_rank;           /* LoRA/QLoRA; targets are query/value (q_proj/v_proj) */
+} lp_mem_estimate_opts;
+
+/* Predicted peak bytes by category for training with AdamW in fp32 (see estimate.c for
+ * the per-layer activation formula the trainer is held to). */
+typedef struct lp_mem_estimate {
+    uint64_t total_params, trainable_params, lora_params;
+    uint64_t parameters, gradients, optimizer_state, activations, quantized_weights, temporary;
+    uint64_t activations_per_layer;
+    uint64_t total;
+} lp_mem_estimate;
+
+LP_WARN_UNUSED lp_status lp_mem_estimate_compute(const lp_model_config *cfg, const lp_param_map *m,
+                                                 const lp_mem_estimate_opts *o, lp_mem_estimate *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LOUPE_IO_H */
