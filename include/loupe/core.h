@@ -1,0 +1,230 @@
+/* loupe core: dtypes, tensors, the tagged allocator (and a per-step arena), the one
+ * thread pool, and a counter-based RNG. Everything above (kernels, modules, trainer)
+ * allocates through lp_alloc so memory is accounted by category in the profiler.
+ *
+ *   lp_threads_init();                                   // LP_THREADS env or all cores
+ *   lp_tensor w;
+ *   if (lp_tensor_alloc(&w, LP_DTYPE_F32, 2, (int64_t[]){768, 3072},
+ *                       LP_MEM_CATEGORY_PARAMETER, "ffn.lin1.weight") != LP_OK)
+ *       return lp_err_wrap(LP_STATUS_NO_MEMORY, "model init");
+ *   lp_rng rng;
+ *   lp_rng_init(&rng, 42, LP_RNG_STREAM_INIT);
+ *   lp_rng_normal(&rng, w.data, lp_tensor_numel(&w), 0.0f, 0.02f);
+ *   lp_tensor_free(&w);
+ *
+ *   lp_arena act;                                         // activations for one step
+ *   lp_arena_init(&act, 64u << 20, LP_MEM_CATEGORY_ACTIVATION, "step activations");
+ *   float *h = lp_arena_alloc(&act, B * T * C * sizeof(float));   // NULL + lp_err if full
+ *   lp_arena_reset(&act);                                 // next step reuses the block
+ *   lp_arena_free(&act);
+ */
+#ifndef LOUPE_CORE_H
+#define LOUPE_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loupe/base.h"
+/* lp_mem_category comes from the profiler's header. Until src/prof lands, a copy of the
+ * enum stands in and the allocator keeps its own counters only. */
+#if defined(__has_include)
+#if __has_include("loupe/prof.h")
+#include "loupe/prof.h"
+#define LP_CORE_HAVE_PROF 1
+#endif
+#endif
+#ifndef LP_CORE_HAVE_PROF
+typedef enum lp_mem_category {
+    LP_MEM_CATEGORY_PARAMETER,
+    LP_MEM_CATEGORY_GRADIENT,
+    LP_MEM_CATEGORY_OPTIMIZER_STATE,
+    LP_MEM_CATEGORY_ACTIVATION,
+    LP_MEM_CATEGORY_TEMPORARY,
+    LP_MEM_CATEGORY_INPUT,
+    LP_MEM_CATEGORY_QUANTIZED_WEIGHT,
+    LP_MEM_CATEGORY_OTHER,
+    LP_MEM_CATEGORY__COUNT
+} lp_mem_category;
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- dtypes ------------------------------------------------------------------------ */
+
+typedef enum lp_dtype {
+    LP_DTYPE_F32 = 0,
+    LP_DTYPE_BF16,
+    LP_DTYPE_F16,
+    LP_DTYPE_INT8,
+    LP_DTYPE_NF4, /* 4-bit NormalFloat codes, two per byte (low nibble first) */
+    LP_DTYPE_I32, /* token ids, labels, masks */
+    LP_DTYPE__COUNT
+} lp_dtype;
+
+/* Short lowercase name ("f32", "bf16", ...); "?" for an unknown value. */
+const char *lp_dtype_name(lp_dtype dt);
+/* Bits per element (4 for NF4, 32 for F32); 0 for an unknown value. */
+int lp_dtype_bits(lp_dtype dt);
+/* Bytes for n elements, rounded up to whole bytes (NF4 packs two per byte). */
+size_t lp_dtype_nbytes(lp_dtype dt, int64_t n);
+/* Parses "f32"/"float32", "bf16"/"bfloat16", "f16"/"float16", "int8", "nf4", "i32". */
+LP_WARN_UNUSED lp_status lp_dtype_parse(const char *name, lp_dtype *out);
+
+/* Scalar conversions. f32 -> bf16/f16 round to nearest even; NaN stays NaN (quiet),
+ * overflow in f16 becomes infinity, as in PyTorch's .to(dtype). */
+uint16_t lp_f32_to_bf16(float x);
+float lp_bf16_to_f32(uint16_t x);
+uint16_t lp_f32_to_f16(float x);
+float lp_f16_to_f32(uint16_t x);
+/* Bulk forms over n elements (dst and src must not overlap). */
+void lp_f32_to_bf16_n(uint16_t *dst, const float *src, int64_t n);
+void lp_bf16_to_f32_n(float *dst, const uint16_t *src, int64_t n);
+void lp_f32_to_f16_n(uint16_t *dst, const float *src, int64_t n);
+void lp_f16_to_f32_n(float *dst, const uint16_t *src, int64_t n);
+
+/* ---- allocator ------------------------------------------------------------------------ */
+
+#define LP_ALIGN 64
+
+/* Allocates bytes (0 is allowed and gives a valid unique pointer), 64-byte aligned and
+ * zero-filled, tagged with a category and a name (a string that must outlive the
+ * buffer: a literal or a module-owned name). Reports to the profiler. Returns NULL and
+ * sets lp_err (LP_STATUS_NO_MEMORY) on failure. Release with lp_free. */
+void *lp_alloc(size_t bytes, lp_mem_category cat, const char *name);
+/* Releases a buffer from lp_alloc (NULL is a no-op) and reports it to the profiler. */
+void lp_free(void *p);
+/* Bytes, category and name lp_alloc recorded for a live buffer. */
+size_t lp_alloc_size(const void *p);
+lp_mem_category lp_alloc_category(const void *p);
+const char *lp_alloc_name(const void *p);
+
+/* Live and peak bytes per category as seen by this allocator alone (the profiler's
+ * lp_prof_mem_stats counts every reporter and keeps the timeline; these let tests check
+ * that lp_alloc/lp_free balance). */
+typedef struct lp_alloc_stats {
+    uint64_t live[LP_MEM_CATEGORY__COUNT];
+    uint64_t peak[LP_MEM_CATEGORY__COUNT];
+    uint64_t live_total, peak_total;
+    uint64_t n_allocs, n_frees;
+} lp_alloc_stats;
+void lp_alloc_stats_get(lp_alloc_stats *out);
+/* Resets the peaks to the current live values (e.g. at the start of a measured step). */
+void lp_alloc_stats_reset_peak(void);
+
+/* Debug torture mode: the nth lp_alloc from now (1 = the next one) fails as if the
+ * system were out of memory; 0 turns it off. Also set at first use from the environment
+ * variable LP_ALLOC_FAIL_AT. Returns the number of allocations made since the last call,
+ * so a test can first count a path's allocations and then fail each in turn. */
+uint64_t lp_alloc_fail_at(uint64_t nth);
+
+/* Bump allocator over one lp_alloc block, for activations and temporaries of a step:
+ * allocations are 64-byte aligned and freed together by lp_arena_reset. */
+typedef struct lp_arena {
+    uint8_t *base;      /* owned, from lp_alloc */
+    size_t cap, used, high_water;
+    lp_mem_category category;
+    const char *name;
+} lp_arena;
+LP_WARN_UNUSED lp_status lp_arena_init(lp_arena *a, size_t cap, lp_mem_category cat, const char *name);
+/* Next bytes of the arena (not zeroed); NULL and lp_err (LP_STATUS_NO_MEMORY, naming
+ * the arena, its capacity and the request) when it does not fit. */
+void *lp_arena_alloc(lp_arena *a, size_t bytes);
+/* A mark to roll back to: temporaries inside one op are released with lp_arena_release. */
+size_t lp_arena_mark(const lp_arena *a);
+void lp_arena_release(lp_arena *a, size_t mark);
+void lp_arena_reset(lp_arena *a);
+void lp_arena_free(lp_arena *a);
+
+/* ---- tensors ---------------------------------------------------------------------- */
+
+#define LP_MAX_DIMS 4
+
+/* A strided view of up to 4 dimensions. shape[0] is the outermost; strides are in
+ * elements (for NF4, contiguous layout only). Owning tensors free their data in
+ * lp_tensor_free; views never do. */
+typedef struct lp_tensor {
+    lp_dtype dtype;
+    int32_t ndim;
+    int64_t shape[LP_MAX_DIMS];
+    int64_t stride[LP_MAX_DIMS];
+    void *data;
+    bool owns;
+    lp_mem_category category;
+    const char *name;
+} lp_tensor;
+
+/* Allocates a zeroed contiguous tensor through lp_alloc (owning). ndim in 1..4, every
+ * dim >= 0. Errors: LP_STATUS_INVALID_ARG (bad rank/shape/dtype), LP_STATUS_NO_MEMORY. */
+LP_WARN_UNUSED lp_status lp_tensor_alloc(lp_tensor *t, lp_dtype dt, int ndim, const int64_t *shape,
+                                         lp_mem_category cat, const char *name);
+/* A contiguous non-owning view of caller memory. */
+LP_WARN_UNUSED lp_status lp_tensor_view(lp_tensor *t, lp_dtype dt, int ndim, const int64_t *shape, void *data);
+/* Frees data if owning; leaves t zeroed. Safe on a zeroed tensor. */
+void lp_tensor_free(lp_tensor *t);
+int64_t lp_tensor_numel(const lp_tensor *t);
+size_t lp_tensor_nbytes(const lp_tensor *t);
+bool lp_tensor_is_contiguous(const lp_tensor *t);
+/* Same dtype and shape. */
+bool lp_tensor_same_shape(const lp_tensor *a, const lp_tensor *b);
+/* Non-owning view with a new shape of the same element count (contiguous tensors only). */
+LP_WARN_UNUSED lp_status lp_tensor_reshape(lp_tensor *out, const lp_tensor *t, int ndim, const int64_t *shape);
+/* Non-owning view of rows [start, start+len) along dimension 0. */
+LP_WARN_UNUSED lp_status lp_tensor_slice0(lp_tensor *out, const lp_tensor *t, int64_t start, int64_t len);
+/* Sets every element (of a contiguous tensor) to zero. */
+void lp_tensor_zero(lp_tensor *t);
+/* "f32[16,128,768]" into buf (always terminated). */
+const char *lp_tensor_describe(const lp_tensor *t, char *buf, size_t cap);
+
+/* ---- threads ---------------------------------------------------------------------- */
+
+/* One pool for everything: our OpenMP kernels and OpenBLAS (built for OpenMP on Debian,
+ * libopenblas0-openmp) run on the same OpenMP runtime, so the two never spin against
+ * each other. Inside our own parallel regions OpenBLAS sees omp_in_parallel() and runs
+ * single-threaded, which is what our own partitioning wants.
+ *
+ * Sets the thread count from LP_THREADS, else OMP_NUM_THREADS, else all cores. Returns
+ * the count in use. Safe to call more than once. */
+int lp_threads_init(void);
+/* Sets the count for OpenMP and OpenBLAS together (n >= 1; clamped to 1..1024). */
+void lp_threads_set(int n);
+int lp_threads_get(void);
+/* "openmp", "pthreads", "sequential" or "unknown": how the linked OpenBLAS parallelises. */
+const char *lp_threads_blas_mode(void);
+/* Available cores (sched_getaffinity). */
+int lp_threads_cores(void);
+
+/* ---- RNG ---------------------------------------------------------------------------- */
+
+/* Philox4x32-10, counter based: element i of a fill depends only on (seed, stream,
+ * offset + i), so results are the same for any thread count and any partitioning.
+ * Each fill advances the offset past the counters it used. Streams separate uses:
+ * initialisation, dropout, data shuffling. */
+typedef struct lp_rng {
+    uint64_t seed;
+    uint64_t stream;
+    uint64_t offset; /* next 128-bit counter block */
+} lp_rng;
+
+enum { LP_RNG_STREAM_INIT = 1, LP_RNG_STREAM_DROPOUT = 2, LP_RNG_STREAM_DATA = 3 };
+
+void lp_rng_init(lp_rng *r, uint64_t seed, uint64_t stream);
+/* The four 32-bit outputs of Philox at counter block ctr (pure function). */
+void lp_rng_philox(uint64_t seed, uint64_t stream, uint64_t ctr, uint32_t out[4]);
+/* A 24-bit-precise uniform float in [0, 1) from a 32-bit draw. */
+static inline float lp_rng_u01(uint32_t x) { return (float)(x >> 8) * (1.0f / 16777216.0f); }
+/* n uniforms in [lo, hi). */
+void lp_rng_uniform(lp_rng *r, float *out, int64_t n, float lo, float hi);
+/* n normals (Box-Muller on pairs of draws), mean and std. */
+void lp_rng_normal(lp_rng *r, float *out, int64_t n, float mean, float std);
+/* Next 32-bit value (one counter block each; for occasional scalar use). */
+uint32_t lp_rng_u32(lp_rng *r);
+/* Uniform integer in [0, n) (n >= 1), unbiased. */
+uint64_t lp_rng_below(lp_rng *r, uint64_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LOUPE_CORE_H */

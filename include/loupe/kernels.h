@@ -1,0 +1,233 @@
+/* loupe kernels: the CPU ops a transformer encoder needs for training, each with an
+ * explicit forward and backward on raw row-major f32 pointers (llm.c style). Every op has
+ * a plain reference version and an optimized one (AVX2/FMA, OpenMP); one dispatch table
+ * picks (optimized by default; LP_KERNELS=ref in the environment or
+ * lp_kernels_select(LP_KERNELS_IMPL_REF) forces the reference). The lp_* wrappers below
+ * record each call's shapes and FLOPs with the profiler and call the active table.
+ *
+ * Accumulation rule, for every backward here: gradients of PARAMETERS are accumulated
+ * (+=, so micro-batches add up; zero them before a step), gradients of ACTIVATIONS and
+ * inputs are overwritten (=).
+ *
+ * Shapes are in comments beside each pointer: B batch, T sequence, C channels, H heads,
+ * D head size (C = H*D), V vocabulary or classes, N rows, OC output channels.
+ *
+ *   lp_kernels_init();                                   // reads LP_KERNELS once
+ *   lp_matmul_forward(h, x, w, b, B * T, C, 4 * C);      // h = x @ w^T + b
+ *   lp_gelu_forward(g, h, B * T * 4 * C, LP_GELU_ERF);
+ *   ...
+ *   lp_gelu_backward(dh, dg, h, B * T * 4 * C, LP_GELU_ERF);
+ *   lp_matmul_backward(dx, dw, db, dh, x, w, B * T, C, 4 * C);   // dx =, dw +=, db +=
+ */
+#ifndef LOUPE_KERNELS_H
+#define LOUPE_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "loupe/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum lp_gelu_kind {
+    LP_GELU_KIND_ERF = 0, /* x * Phi(x), exact (HF "gelu") */
+    LP_GELU_KIND_TANH,    /* tanh approximation (HF "gelu_new", "gelu_pytorch_tanh") */
+} lp_gelu_kind;
+#define LP_GELU_ERF LP_GELU_KIND_ERF
+#define LP_GELU_TANH LP_GELU_KIND_TANH
+
+/* The dispatch table. Every entry has the signature of the lp_* wrapper of the same
+ * name below; see there for shapes and semantics. Tests call lp_kernels_table(REF) and
+ * lp_kernels_table(OPT) directly and hold them equal. */
+typedef struct lp_kernel_table {
+    const char *name; /* "ref" or "opt" */
+    void (*sgemm)(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                  int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+    void (*bias_add_forward)(float *out, const float *bias, int64_t N, int64_t C);
+    void (*bias_backward)(float *dbias, const float *dout, int64_t N, int64_t C);
+    lp_status (*embedding_forward)(float *out, const int32_t *ids, const int32_t *type_ids, const float *wte,
+                                   const float *wpe, const float *wtt, int64_t B, int64_t T, int64_t C, int64_t V,
+                                   int64_t P, int64_t TT, int64_t pos_offset);
+    void (*embedding_backward)(float *dwte, float *dwpe, float *dwtt, const float *dout, const int32_t *ids,
+                               const int32_t *type_ids, int64_t B, int64_t T, int64_t C, int64_t pos_offset);
+    void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+                              const float *bias, int64_t N, int64_t C, float eps);
+    void (*layernorm_backward)(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                               const float *weight, const float *mean, const float *rstd, int64_t N, int64_t C);
+    void (*gelu_forward)(float *out, const float *inp, int64_t n, lp_gelu_kind kind);
+    void (*gelu_backward)(float *dinp, const float *dout, const float *inp, int64_t n, lp_gelu_kind kind);
+    void (*softmax_forward)(float *out, const float *inp, int64_t N, int64_t C);
+    void (*softmax_backward)(float *dinp, const float *dout, const float *out, int64_t N, int64_t C);
+    void (*attention_eager_forward)(float *out, float *att, const float *q, const float *k, const float *v,
+                                    const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld);
+    void (*attention_eager_backward)(float *dq, float *dk, float *dv, float *datt, const float *dout,
+                                     const float *att, const float *q, const float *k, const float *v, int64_t B,
+                                     int64_t T, int64_t H, int64_t D, int64_t ld);
+    void (*attention_fused_forward)(float *out, float *lse, const float *q, const float *k, const float *v,
+                                    const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld);
+    void (*attention_fused_backward)(float *dq, float *dk, float *dv, const float *dout, const float *out,
+                                     const float *lse, const float *q, const float *k, const float *v,
+                                     const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld);
+    void (*dropout_forward)(float *out, uint8_t *keep, const float *inp, int64_t n, float p, lp_rng *rng);
+    void (*dropout_backward)(float *dinp, const float *dout, const uint8_t *keep, int64_t n, float p);
+    lp_status (*cross_entropy_forward)(float *loss, float *lse, const float *logits, const int32_t *targets,
+                                       int64_t N, int64_t V, int32_t ignore_index);
+    void (*cross_entropy_backward)(float *dlogits, const float *logits, const float *lse, const int32_t *targets,
+                                   int64_t N, int64_t V, int32_t ignore_index, float dloss);
+    void (*adamw_step)(float *param, const float *grad, float *m, float *v, int64_t n, double lr, double beta1,
+                       double beta2, double eps, double weight_decay, int64_t step);
+    double (*sum_squares)(const float *x, int64_t n);
+    void (*scale)(float *x, int64_t n, float s);
+} lp_kernel_table;
+
+typedef enum lp_kernels_impl { LP_KERNELS_IMPL_REF = 0, LP_KERNELS_IMPL_OPT } lp_kernels_impl;
+
+/* Reads LP_KERNELS ("ref" or "opt"; default opt). Called implicitly by the first op. */
+void lp_kernels_init(void);
+/* Selects the table used by the lp_* wrappers (process-wide). */
+void lp_kernels_select(lp_kernels_impl impl);
+/* The table for impl (static storage, never NULL), and the active one. */
+const lp_kernel_table *lp_kernels_table(lp_kernels_impl impl);
+const lp_kernel_table *lp_kernels_active(void);
+
+/* ---- GEMM ------------------------------------------------------------------------- */
+
+/* C (M,N) = alpha * op(A) @ op(B) + beta * C, row-major, op = transpose when trans_*.
+ * A is (M,K) or, transposed, stored (K,M); B is (K,N) or stored (N,K). beta = 0 ignores
+ * C's old contents (NaNs included). Optimized: cblas_sgemm (OpenBLAS). */
+void lp_sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+              const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
+/* Linear layer (PyTorch weight layout): out = inp @ weight^T + bias.
+ *   out (N,OC) =; inp (N,C); weight (OC,C); bias (OC) or NULL. */
+void lp_matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int64_t N, int64_t C,
+                       int64_t OC);
+/*   dinp (N,C) = dout @ weight (skipped when NULL); dweight (OC,C) += dout^T @ inp (skipped
+ *   when NULL: frozen weight); dbias (OC) += column sums of dout (NULL: none); dout (N,OC). */
+void lp_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                        const float *weight, int64_t N, int64_t C, int64_t OC);
+
+/* out (N,C) += bias (C) on every row. */
+void lp_bias_add_forward(float *out, const float *bias, int64_t N, int64_t C);
+/* dbias (C) += column sums of dout (N,C). */
+void lp_bias_backward(float *dbias, const float *dout, int64_t N, int64_t C);
+
+/* ---- embedding ---------------------------------------------------------------------- */
+
+/* out (B,T,C) = wte[ids] + wpe[t + pos_offset] + wtt[type_ids] (wpe, wtt may be NULL to
+ * skip; type_ids NULL means type 0). ids, type_ids (B,T); wte (V,C); wpe (P,C); wtt (TT,C).
+ * Errors: LP_STATUS_RANGE naming the first id, position or type outside its table. */
+LP_WARN_UNUSED lp_status lp_embedding_forward(float *out, const int32_t *ids, const int32_t *type_ids,
+                                              const float *wte, const float *wpe, const float *wtt, int64_t B,
+                                              int64_t T, int64_t C, int64_t V, int64_t P, int64_t TT,
+                                              int64_t pos_offset);
+/* dwte (V,C) +=, dwpe (P,C) +=, dwtt (TT,C) += (each NULL to skip) from dout (B,T,C).
+ * Ids must have passed lp_embedding_forward. */
+void lp_embedding_backward(float *dwte, float *dwpe, float *dwtt, const float *dout, const int32_t *ids,
+                           const int32_t *type_ids, int64_t B, int64_t T, int64_t C, int64_t pos_offset);
+
+/* ---- LayerNorm ---------------------------------------------------------------------- */
+
+/* out (N,C) = (inp - mean) * rstd * weight + bias; saves mean (N) and rstd (N) for the
+ * backward (biased variance, as torch.nn.LayerNorm). */
+void lp_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+                          const float *bias, int64_t N, int64_t C, float eps);
+/* dinp (N,C) =; dweight (C) +=; dbias (C) += (each of dweight/dbias may be NULL). */
+void lp_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                           const float *weight, const float *mean, const float *rstd, int64_t N, int64_t C);
+
+/* ---- activations, softmax, dropout ---------------------------------------------------- */
+
+/* out (n) = gelu(inp (n)); in place (out == inp) allowed. */
+void lp_gelu_forward(float *out, const float *inp, int64_t n, lp_gelu_kind kind);
+/* dinp (n) = dout * gelu'(inp); dinp may alias dout. */
+void lp_gelu_backward(float *dinp, const float *dout, const float *inp, int64_t n, lp_gelu_kind kind);
+
+/* Row softmax: out (N,C) = softmax(inp (N,C)) over C. -inf entries get probability 0. */
+void lp_softmax_forward(float *out, const float *inp, int64_t N, int64_t C);
+/* dinp (N,C) = out * (dout - sum(dout * out)) per row. */
+void lp_softmax_backward(float *dinp, const float *dout, const float *out, int64_t N, int64_t C);
+
+/* Inverted dropout: keep (n) = 1 where u >= p for the RNG's uniform u, out = inp * keep /
+ * (1-p). p = 0 copies and keeps all; p must be in [0, 1). Advances rng by n/4 counters,
+ * identically for ref and opt and any thread count. */
+void lp_dropout_forward(float *out, uint8_t *keep, const float *inp, int64_t n, float p, lp_rng *rng);
+/* dinp (n) = dout * keep / (1-p). */
+void lp_dropout_backward(float *dinp, const float *dout, const uint8_t *keep, int64_t n, float p);
+
+/* ---- attention ---------------------------------------------------------------------- */
+
+/* Multi-head self-attention with a padding mask, scale 1/sqrt(D).
+ * q, k, v: token-major (B,T,H,D) with ld elements between consecutive tokens (ld = C for
+ * separate q/k/v buffers, 3*C for one packed (B,T,3C) qkv buffer); head h of token t of
+ * batch b starts at x + (b*T + t)*ld + h*D. mask (B,T): 1 = real token, 0 = padding (keys
+ * that are padding get no weight; padded queries still produce outputs, as in HF), or
+ * NULL for none; every row needs at least one real token.
+ * out (B,T,H,D) contiguous = (B,T,C): ready for the output projection.
+ *
+ * Eager: out =; att (B,H,T,T) = the softmax probabilities, saved for the backward. */
+void lp_attention_eager_forward(float *out, float *att, const float *q, const float *k, const float *v,
+                                const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld);
+/* dq, dk, dv (same layout and ld as q, k, v) =; datt (B,H,T,T) is scratch; dout (B,T,C). */
+void lp_attention_eager_backward(float *dq, float *dk, float *dv, float *datt, const float *dout, const float *att,
+                                 const float *q, const float *k, const float *v, int64_t B, int64_t T, int64_t H,
+                                 int64_t D, int64_t ld);
+/* Fused (flash-attention style): scores are computed tile by tile with an online softmax
+ * and never stored; lse (B,H,T) saves each row's log-sum-exp of scaled, masked scores. */
+void lp_attention_fused_forward(float *out, float *lse, const float *q, const float *k, const float *v,
+                                const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld);
+/* dq, dk, dv =; recomputes each score tile from q, k and lse. out is the forward's out. */
+void lp_attention_fused_backward(float *dq, float *dk, float *dv, const float *dout, const float *out,
+                                 const float *lse, const float *q, const float *k, const float *v,
+                                 const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld);
+
+/* ---- loss --------------------------------------------------------------------------- */
+
+/* Cross-entropy with logits, mean over the rows whose target != ignore_index (0 when all
+ * are ignored, where PyTorch would give NaN). logits (N,V); targets (N); loss (1) =;
+ * lse (N) = saved log-sum-exp per row. Errors: LP_STATUS_RANGE for a target outside
+ * [0, V) that is not ignore_index; LP_STATUS_NUMERIC for a non-finite logit row. */
+LP_WARN_UNUSED lp_status lp_cross_entropy_forward(float *loss, float *lse, const float *logits,
+                                                  const int32_t *targets, int64_t N, int64_t V,
+                                                  int32_t ignore_index);
+/* dlogits (N,V) = dloss * (softmax - onehot) / count; ignored rows get 0. */
+void lp_cross_entropy_backward(float *dlogits, const float *logits, const float *lse, const int32_t *targets,
+                               int64_t N, int64_t V, int32_t ignore_index, float dloss);
+
+/* ---- optimizer ---------------------------------------------------------------------- */
+
+/* One AdamW step over n elements, exactly as torch.optim.AdamW (amsgrad off):
+ * param *= 1 - lr*weight_decay; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2;
+ * param -= lr/(1-b1^step) * m / (sqrt(v)/sqrt(1-b2^step) + eps). step counts from 1. */
+void lp_adamw_step(float *param, const float *grad, float *m, float *v, int64_t n, double lr, double beta1, double beta2,
+                   double eps, double weight_decay, int64_t step);
+
+/* Global L2 norm of n_tensors gradient buffers (accumulated in double). */
+double lp_grad_norm(float *const *grads, const int64_t *sizes, int n_tensors);
+/* torch.nn.utils.clip_grad_norm_: computes the global norm; when it exceeds max_norm,
+ * scales every gradient by max_norm / (norm + 1e-6). Returns the norm before clipping
+ * (NaN/inf when a gradient is not finite: then nothing is scaled). */
+double lp_grad_clip(float *const *grads, const int64_t *sizes, int n_tensors, double max_norm);
+
+/* ---- machine peaks (for `loupe peak` and MFU) ------------------------------------------ */
+
+typedef struct lp_peak_result {
+    int threads;
+    int vector_bits;        /* width the FMA loop used: 256 or 512 */
+    double fma_gflops;      /* f32 FMA peak, all threads */
+    double fma_gflops_1t;   /* one thread */
+    double sgemm_gflops;    /* OpenBLAS sgemm at sgemm_n^3 */
+    int64_t sgemm_n;
+    double triad_gbs;       /* STREAM triad a = b + s*c, GB/s (12 bytes per f32 element) */
+    int64_t triad_bytes;    /* array size used per array */
+} lp_peak_result;
+/* Measures the three figures with the current thread count; seconds bounds each probe.
+ * Errors: LP_STATUS_NO_MEMORY. */
+LP_WARN_UNUSED lp_status lp_peak_measure(lp_peak_result *out, double seconds, int64_t sgemm_n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LOUPE_KERNELS_H */

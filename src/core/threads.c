@@ -1,0 +1,71 @@
+/* The one thread pool: OpenMP. OpenBLAS on Debian (libopenblas0-openmp) parallelises
+ * with the same OpenMP runtime, so lp_threads_set sets both and no second pool exists.
+ *
+ * Wait policy: we leave the runtime's default (GOMP spins briefly, then sleeps). With a
+ * single pool there is nothing to spin against, and the short spin keeps the gap between
+ * back-to-back kernels of a training step small; OMP_WAIT_POLICY=passive still works
+ * for a shared machine. */
+#define _GNU_SOURCE
+#include <omp.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include "loupe/core.h"
+
+/* OpenBLAS's own control functions (declared in its cblas.h, repeated here so this file
+ * does not depend on which BLAS header is found). */
+void openblas_set_num_threads(int n);
+int openblas_get_parallel(void);
+
+static int n_threads;
+
+int lp_threads_cores(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0)
+            return n;
+    }
+    return omp_get_num_procs();
+}
+
+void lp_threads_set(int n)
+{
+    if (n < 1)
+        n = 1;
+    if (n > 1024)
+        n = 1024;
+    n_threads = n;
+    omp_set_num_threads(n);
+    openblas_set_num_threads(n);
+}
+
+int lp_threads_get(void) { return n_threads ? n_threads : omp_get_max_threads(); }
+
+int lp_threads_init(void)
+{
+    const char *s = getenv("LP_THREADS");
+    long n = 0;
+    if (s && *s)
+        n = strtol(s, NULL, 10);
+    if (n <= 0) {
+        s = getenv("OMP_NUM_THREADS");
+        if (s && *s)
+            n = strtol(s, NULL, 10);
+    }
+    if (n <= 0)
+        n = lp_threads_cores();
+    lp_threads_set((int)n);
+    return n_threads;
+}
+
+const char *lp_threads_blas_mode(void)
+{
+    switch (openblas_get_parallel()) {
+    case 0: return "sequential";
+    case 1: return "pthreads";
+    case 2: return "openmp";
+    default: return "unknown";
+    }
+}

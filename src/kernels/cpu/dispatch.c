@@ -1,0 +1,286 @@
+/* The dispatch tables (reference and optimized) and the public lp_* wrappers: each
+ * wrapper records the call's shapes and FLOPs with the profiler, then calls the active
+ * table. Compositions (linear layer, clipping) live here too, built on table entries. */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_kernels.h"
+#include "op_record.h"
+
+#define ENTRY(impl, name) .name = lp_k_##name##_##impl
+#define TABLE(impl)                                                                                                 \
+    {                                                                                                               \
+        .name = #impl, ENTRY(impl, sgemm), ENTRY(impl, bias_add_forward), ENTRY(impl, bias_backward),               \
+        ENTRY(impl, embedding_forward), ENTRY(impl, embedding_backward), ENTRY(impl, layernorm_forward),            \
+        ENTRY(impl, layernorm_backward), ENTRY(impl, gelu_forward), ENTRY(impl, gelu_backward),                     \
+        ENTRY(impl, softmax_forward), ENTRY(impl, softmax_backward), ENTRY(impl, attention_eager_forward),          \
+        ENTRY(impl, attention_eager_backward), ENTRY(impl, attention_fused_forward),                                \
+        ENTRY(impl, attention_fused_backward), ENTRY(impl, dropout_forward), ENTRY(impl, dropout_backward),         \
+        ENTRY(impl, cross_entropy_forward), ENTRY(impl, cross_entropy_backward), ENTRY(impl, adamw_step),           \
+        ENTRY(impl, sum_squares), ENTRY(impl, scale),                                                               \
+    }
+
+static const lp_kernel_table table_ref = TABLE(ref);
+static const lp_kernel_table table_opt = TABLE(opt);
+
+static _Atomic(const lp_kernel_table *) active;
+
+void lp_kernels_init(void)
+{
+    if (atomic_load(&active))
+        return;
+    const char *s = getenv("LP_KERNELS");
+    const lp_kernel_table *t = (s && !strcmp(s, "ref")) ? &table_ref : &table_opt;
+    const lp_kernel_table *expected = NULL;
+    atomic_compare_exchange_strong(&active, &expected, t);
+}
+
+void lp_kernels_select(lp_kernels_impl impl) { atomic_store(&active, lp_kernels_table(impl)); }
+
+const lp_kernel_table *lp_kernels_table(lp_kernels_impl impl)
+{
+    return impl == LP_KERNELS_IMPL_REF ? &table_ref : &table_opt;
+}
+
+const lp_kernel_table *lp_kernels_active(void)
+{
+    const lp_kernel_table *t = atomic_load(&active);
+    if (!t) {
+        lp_kernels_init();
+        t = atomic_load(&active);
+    }
+    return t;
+}
+
+#define K lp_kernels_active()
+
+void lp_sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K_, float alpha, const float *A, int64_t lda,
+              const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    LP_OP_BEGIN("lp::sgemm", 2.0 * M * N * K_, 4.0 * (M * K_ + K_ * N + M * N), 3, M, N, K_);
+    K->sgemm(trans_a, trans_b, M, N, K_, alpha, A, lda, B, ldb, beta, C, ldc);
+    LP_OP_END();
+}
+
+void lp_matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int64_t N, int64_t C,
+                       int64_t OC)
+{
+    LP_OP_BEGIN("lp::matmul_forward", 2.0 * N * C * OC, 4.0 * (N * C + C * OC + N * OC), 3, N, C, OC);
+    // out (N,OC) = inp (N,C) @ weight^T (C,OC)
+    K->sgemm(false, true, N, OC, C, 1.0f, inp, C, weight, C, 0.0f, out, OC);
+    if (bias)
+        K->bias_add_forward(out, bias, N, OC);
+    LP_OP_END();
+}
+
+void lp_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                        const float *weight, int64_t N, int64_t C, int64_t OC)
+{
+    double flops = (dinp ? 2.0 * N * C * OC : 0.0) + (dweight ? 2.0 * N * C * OC : 0.0) + (dbias ? 1.0 * N * OC : 0.0);
+    LP_OP_BEGIN("lp::matmul_backward", flops, 4.0 * (2 * N * C + 2 * C * OC + N * OC), 3, N, C, OC);
+    // dinp (N,C) = dout (N,OC) @ weight (OC,C)
+    if (dinp)
+        K->sgemm(false, false, N, C, OC, 1.0f, dout, OC, weight, C, 0.0f, dinp, C);
+    // dweight (OC,C) += dout^T (OC,N) @ inp (N,C)
+    if (dweight)
+        K->sgemm(true, false, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
+    if (dbias)
+        K->bias_backward(dbias, dout, N, OC);
+    LP_OP_END();
+}
+
+void lp_bias_add_forward(float *out, const float *bias, int64_t N, int64_t C)
+{
+    LP_OP_BEGIN("lp::bias_add_forward", 1.0 * N * C, 4.0 * (2 * N * C + C), 2, N, C);
+    K->bias_add_forward(out, bias, N, C);
+    LP_OP_END();
+}
+
+void lp_bias_backward(float *dbias, const float *dout, int64_t N, int64_t C)
+{
+    LP_OP_BEGIN("lp::bias_backward", 1.0 * N * C, 4.0 * (N * C + 2 * C), 2, N, C);
+    K->bias_backward(dbias, dout, N, C);
+    LP_OP_END();
+}
+
+lp_status lp_embedding_forward(float *out, const int32_t *ids, const int32_t *type_ids, const float *wte,
+                               const float *wpe, const float *wtt, int64_t B, int64_t T, int64_t C, int64_t V,
+                               int64_t P, int64_t TT, int64_t pos_offset)
+{
+    LP_OP_BEGIN("lp::embedding_forward", 2.0 * B * T * C, 4.0 * 4 * B * T * C, 3, B, T, C);
+    lp_status st = K->embedding_forward(out, ids, type_ids, wte, wpe, wtt, B, T, C, V, P, TT, pos_offset);
+    LP_OP_END();
+    return st;
+}
+
+void lp_embedding_backward(float *dwte, float *dwpe, float *dwtt, const float *dout, const int32_t *ids,
+                           const int32_t *type_ids, int64_t B, int64_t T, int64_t C, int64_t pos_offset)
+{
+    LP_OP_BEGIN("lp::embedding_backward", 3.0 * B * T * C, 4.0 * 7 * B * T * C, 3, B, T, C);
+    K->embedding_backward(dwte, dwpe, dwtt, dout, ids, type_ids, B, T, C, pos_offset);
+    LP_OP_END();
+}
+
+void lp_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+                          const float *bias, int64_t N, int64_t C, float eps)
+{
+    LP_OP_BEGIN("lp::layernorm_forward", 8.0 * N * C, 4.0 * (2 * N * C + 2 * C + 2 * N), 2, N, C);
+    K->layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, eps);
+    LP_OP_END();
+}
+
+void lp_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                           const float *weight, const float *mean, const float *rstd, int64_t N, int64_t C)
+{
+    LP_OP_BEGIN("lp::layernorm_backward", 14.0 * N * C, 4.0 * (5 * N * C + 3 * C + 2 * N), 2, N, C);
+    K->layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+    LP_OP_END();
+}
+
+void lp_gelu_forward(float *out, const float *inp, int64_t n, lp_gelu_kind kind)
+{
+    if (kind == LP_GELU_KIND_TANH) {
+        LP_OP_BEGIN("lp::gelu_tanh_forward", 12.0 * n, 8.0 * n, 1, n);
+        K->gelu_forward(out, inp, n, kind);
+    } else {
+        LP_OP_BEGIN("lp::gelu_forward", 12.0 * n, 8.0 * n, 1, n);
+        K->gelu_forward(out, inp, n, kind);
+    }
+}
+
+void lp_gelu_backward(float *dinp, const float *dout, const float *inp, int64_t n, lp_gelu_kind kind)
+{
+    if (kind == LP_GELU_KIND_TANH) {
+        LP_OP_BEGIN("lp::gelu_tanh_backward", 20.0 * n, 12.0 * n, 1, n);
+        K->gelu_backward(dinp, dout, inp, n, kind);
+    } else {
+        LP_OP_BEGIN("lp::gelu_backward", 20.0 * n, 12.0 * n, 1, n);
+        K->gelu_backward(dinp, dout, inp, n, kind);
+    }
+}
+
+void lp_softmax_forward(float *out, const float *inp, int64_t N, int64_t C)
+{
+    LP_OP_BEGIN("lp::softmax_forward", 5.0 * N * C, 8.0 * N * C, 2, N, C);
+    K->softmax_forward(out, inp, N, C);
+    LP_OP_END();
+}
+
+void lp_softmax_backward(float *dinp, const float *dout, const float *out, int64_t N, int64_t C)
+{
+    LP_OP_BEGIN("lp::softmax_backward", 4.0 * N * C, 12.0 * N * C, 2, N, C);
+    K->softmax_backward(dinp, dout, out, N, C);
+    LP_OP_END();
+}
+
+void lp_dropout_forward(float *out, uint8_t *keep, const float *inp, int64_t n, float p, lp_rng *rng)
+{
+    LP_OP_BEGIN("lp::dropout_forward", 1.0 * n, 9.0 * n, 1, n);
+    K->dropout_forward(out, keep, inp, n, p, rng);
+    LP_OP_END();
+}
+
+void lp_dropout_backward(float *dinp, const float *dout, const uint8_t *keep, int64_t n, float p)
+{
+    LP_OP_BEGIN("lp::dropout_backward", 1.0 * n, 9.0 * n, 1, n);
+    K->dropout_backward(dinp, dout, keep, n, p);
+    LP_OP_END();
+}
+
+/* Attention FLOPs: QK^T and PV are 2*T*T*D each per (batch, head) forward; the backward
+ * does four such products (dV, dP, dQ, dK) plus, when fused, the recomputed QK^T. */
+void lp_attention_eager_forward(float *out, float *att, const float *q, const float *k, const float *v,
+                                const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld)
+{
+    LP_OP_BEGIN("lp::attention_eager_forward", 4.0 * B * H * T * T * D, 4.0 * (4 * B * T * H * D + B * H * T * T), 4, B,
+                H, T, D);
+    K->attention_eager_forward(out, att, q, k, v, mask, B, T, H, D, ld);
+    LP_OP_END();
+}
+
+void lp_attention_eager_backward(float *dq, float *dk, float *dv, float *datt, const float *dout, const float *att,
+                                 const float *q, const float *k, const float *v, int64_t B, int64_t T, int64_t H,
+                                 int64_t D, int64_t ld)
+{
+    LP_OP_BEGIN("lp::attention_eager_backward", 8.0 * B * H * T * T * D, 4.0 * (7 * B * T * H * D + 3 * B * H * T * T),
+                4, B, H, T, D);
+    K->attention_eager_backward(dq, dk, dv, datt, dout, att, q, k, v, B, T, H, D, ld);
+    LP_OP_END();
+}
+
+void lp_attention_fused_forward(float *out, float *lse, const float *q, const float *k, const float *v,
+                                const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld)
+{
+    LP_OP_BEGIN("lp::attention_fused_forward", 4.0 * B * H * T * T * D, 4.0 * (4 * B * T * H * D + B * H * T), 4, B, H,
+                T, D);
+    K->attention_fused_forward(out, lse, q, k, v, mask, B, T, H, D, ld);
+    LP_OP_END();
+}
+
+void lp_attention_fused_backward(float *dq, float *dk, float *dv, const float *dout, const float *out,
+                                 const float *lse, const float *q, const float *k, const float *v,
+                                 const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld)
+{
+    LP_OP_BEGIN("lp::attention_fused_backward", 10.0 * B * H * T * T * D, 4.0 * (8 * B * T * H * D + B * H * T), 4, B,
+                H, T, D);
+    K->attention_fused_backward(dq, dk, dv, dout, out, lse, q, k, v, mask, B, T, H, D, ld);
+    LP_OP_END();
+}
+
+lp_status lp_cross_entropy_forward(float *loss, float *lse, const float *logits, const int32_t *targets, int64_t N,
+                                   int64_t V, int32_t ignore_index)
+{
+    LP_OP_BEGIN("lp::cross_entropy_forward", 4.0 * N * V, 4.0 * (N * V + 2 * N), 2, N, V);
+    lp_status st = K->cross_entropy_forward(loss, lse, logits, targets, N, V, ignore_index);
+    LP_OP_END();
+    return st;
+}
+
+void lp_cross_entropy_backward(float *dlogits, const float *logits, const float *lse, const int32_t *targets,
+                               int64_t N, int64_t V, int32_t ignore_index, float dloss)
+{
+    LP_OP_BEGIN("lp::cross_entropy_backward", 4.0 * N * V, 4.0 * (2 * N * V + 2 * N), 2, N, V);
+    K->cross_entropy_backward(dlogits, logits, lse, targets, N, V, ignore_index, dloss);
+    LP_OP_END();
+}
+
+void lp_adamw_step(float *param, const float *grad, float *m, float *v, int64_t n, double lr, double beta1, double beta2,
+                   double eps, double weight_decay, int64_t step)
+{
+    LP_OP_BEGIN("lp::adamw_step", 14.0 * n, 4.0 * 7 * n, 1, n);
+    K->adamw_step(param, grad, m, v, n, lr, beta1, beta2, eps, weight_decay, step);
+    LP_OP_END();
+}
+
+double lp_grad_norm(float *const *grads, const int64_t *sizes, int n_tensors)
+{
+    int64_t total = 0;
+    for (int i = 0; i < n_tensors; i++)
+        total += sizes[i];
+    LP_OP_BEGIN("lp::grad_norm", 2.0 * total, 4.0 * total, 1, total);
+    double s = 0.0;
+    for (int i = 0; i < n_tensors; i++)
+        s += K->sum_squares(grads[i], sizes[i]);
+    LP_OP_END();
+    return sqrt(s);
+}
+
+double lp_grad_clip(float *const *grads, const int64_t *sizes, int n_tensors, double max_norm)
+{
+    double norm = lp_grad_norm(grads, sizes, n_tensors);
+    if (!isfinite(norm))
+        return norm;
+    double coef = max_norm / (norm + 1e-6);
+    if (coef < 1.0) {
+        int64_t total = 0;
+        for (int i = 0; i < n_tensors; i++)
+            total += sizes[i];
+        LP_OP_BEGIN("lp::grad_clip_scale", 1.0 * total, 8.0 * total, 1, total);
+        for (int i = 0; i < n_tensors; i++)
+            K->scale(grads[i], sizes[i], (float)coef);
+        LP_OP_END();
+    }
+    return norm;
+}

@@ -1,0 +1,126 @@
+/* GELU, exact (erf) and tanh-approximated, forward and backward. The optimized
+ * versions evaluate erf/tanh with AVX2 polynomials (erf: Abramowitz & Stegun 7.1.26,
+ * abs. error < 1.5e-7; the tanh form as a sigmoid through the vector exp), which the tests bound against libm. */
+#include <math.h>
+#include <omp.h>
+
+#include "cpu_kernels.h"
+#include "simd.h"
+
+#define SQRT1_2 0.70710678118654752440f
+#define INV_SQRT_2PI 0.39894228040143267794f
+#define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+#define GELU_A 0.044715f
+
+/* The reference evaluates in double so it is the accurate side of every comparison. */
+static inline float gelu1(float xf, lp_gelu_kind kind)
+{
+    double x = xf;
+    if (kind == LP_GELU_KIND_TANH) {
+        double u = GELU_K * (x + GELU_A * x * x * x);
+        return (float)(0.5 * x * (1.0 + tanh(u)));
+    }
+    return (float)(0.5 * x * (1.0 + erf(x * SQRT1_2)));
+}
+
+static inline float dgelu1(float xf, lp_gelu_kind kind)
+{
+    double x = xf;
+    if (kind == LP_GELU_KIND_TANH) {
+        double u = GELU_K * (x + GELU_A * x * x * x);
+        double t = tanh(u);
+        double du = GELU_K * (1.0 + 3.0 * GELU_A * x * x);
+        return (float)(0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du);
+    }
+    return (float)(0.5 * (1.0 + erf(x * SQRT1_2)) + x * INV_SQRT_2PI * exp(-0.5 * x * x));
+}
+
+// out (n) = gelu(inp (n))
+void lp_k_gelu_forward_ref(float *out, const float *inp, int64_t n, lp_gelu_kind kind)
+{
+    for (int64_t i = 0; i < n; i++)
+        out[i] = gelu1(inp[i], kind);
+}
+
+// dinp (n) = dout * gelu'(inp)
+void lp_k_gelu_backward_ref(float *dinp, const float *dout, const float *inp, int64_t n, lp_gelu_kind kind)
+{
+    for (int64_t i = 0; i < n; i++)
+        dinp[i] = dout[i] * dgelu1(inp[i], kind);
+}
+
+#ifdef LP_HAVE_AVX2
+/* erf(x) = sign(x) * (1 - poly(t) * exp(-x^2)), t = 1/(1 + p|x|). */
+static inline __m256 erf256(__m256 x)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 ax = _mm256_andnot_ps(sign, x);
+    __m256 t = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(_mm256_set1_ps(0.3275911f), ax, _mm256_set1_ps(1.0f)));
+    __m256 p = _mm256_set1_ps(1.061405429f);
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.453152027f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
+    p = _mm256_mul_ps(p, t);
+    __m256 e = lp_exp256(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(ax, ax)));
+    __m256 r = _mm256_fnmadd_ps(p, e, _mm256_set1_ps(1.0f));
+    return _mm256_or_ps(r, _mm256_and_ps(sign, x));
+}
+
+/* Returns gelu(x) and, when d != NULL, gelu'(x) in *d. */
+static inline __m256 gelu256(__m256 x, lp_gelu_kind kind, __m256 *d)
+{
+    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+    if (kind == LP_GELU_KIND_TANH) {
+        /* 0.5 * (1 + tanh(u)) = s = sigmoid(2u), 1 - tanh(u)^2 = 4 s (1 - s), and
+         * 1 - s = e * s with e = exp(-2u): no cancellation in either tail. */
+        __m256 x2 = _mm256_mul_ps(x, x);
+        __m256 u = _mm256_mul_ps(_mm256_set1_ps(GELU_K), _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(GELU_A), x2), x, x));
+        /* capped so that e * s stays finite (-> 1) far in the negative tail */
+        __m256 e = _mm256_min_ps(lp_exp256(_mm256_mul_ps(_mm256_set1_ps(-2.0f), u)), _mm256_set1_ps(1e30f));
+        __m256 s = _mm256_div_ps(one, _mm256_add_ps(one, e));
+        if (d) {
+            __m256 du = _mm256_mul_ps(_mm256_set1_ps(GELU_K), _mm256_fmadd_ps(_mm256_set1_ps(3.0f * GELU_A), x2, one));
+            __m256 oms = _mm256_mul_ps(e, s);
+            *d = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(2.0f), x), _mm256_mul_ps(s, oms)), du, s);
+        }
+        return _mm256_mul_ps(x, s);
+    }
+    __m256 cdf = _mm256_mul_ps(half, _mm256_add_ps(one, erf256(_mm256_mul_ps(x, _mm256_set1_ps(SQRT1_2)))));
+    if (d) {
+        __m256 pdf = _mm256_mul_ps(_mm256_set1_ps(INV_SQRT_2PI),
+                                   lp_exp256(_mm256_mul_ps(_mm256_set1_ps(-0.5f), _mm256_mul_ps(x, x))));
+        *d = _mm256_fmadd_ps(x, pdf, cdf);
+    }
+    return _mm256_mul_ps(x, cdf);
+}
+#endif
+
+void lp_k_gelu_forward_opt(float *out, const float *inp, int64_t n, lp_gelu_kind kind)
+{
+    int64_t nv = 0;
+#ifdef LP_HAVE_AVX2
+    nv = n / 8;
+#pragma omp parallel for schedule(static) if (n >= LP_PAR_MIN)
+    for (int64_t b = 0; b < nv; b++)
+        _mm256_storeu_ps(out + 8 * b, gelu256(_mm256_loadu_ps(inp + 8 * b), kind, NULL));
+#endif
+    for (int64_t i = nv * 8; i < n; i++)
+        out[i] = gelu1(inp[i], kind);
+}
+
+void lp_k_gelu_backward_opt(float *dinp, const float *dout, const float *inp, int64_t n, lp_gelu_kind kind)
+{
+    int64_t nv = 0;
+#ifdef LP_HAVE_AVX2
+    nv = n / 8;
+#pragma omp parallel for schedule(static) if (n >= LP_PAR_MIN)
+    for (int64_t b = 0; b < nv; b++) {
+        __m256 d;
+        (void)gelu256(_mm256_loadu_ps(inp + 8 * b), kind, &d);
+        _mm256_storeu_ps(dinp + 8 * b, _mm256_mul_ps(_mm256_loadu_ps(dout + 8 * b), d));
+    }
+#endif
+    for (int64_t i = nv * 8; i < n; i++)
+        dinp[i] = dout[i] * dgelu1(inp[i], kind);
+}

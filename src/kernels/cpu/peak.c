@@ -1,0 +1,163 @@
+/* Machine ceilings for `loupe peak` and MFU: the f32 FMA peak (independent register-
+ * resident FMA chains, one loop per thread), OpenBLAS sgemm at a large square size, and
+ * memory bandwidth by the STREAM triad a = b + s*c (24 bytes per element counted, no
+ * write-allocate, as STREAM does). */
+#include <cblas.h>
+#include <omp.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpu_kernels.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define VBITS 512
+typedef __m512 vec;
+#define VSET(x) _mm512_set1_ps(x)
+#define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define VADD(a, b) _mm512_add_ps(a, b)
+#define VSUM(v) _mm512_reduce_add_ps(v)
+#elif defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define VBITS 256
+typedef __m256 vec;
+#define VSET(x) _mm256_set1_ps(x)
+#define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define VADD(a, b) _mm256_add_ps(a, b)
+static inline float VSUM(__m256 v)
+{
+    float t[8];
+    _mm256_storeu_ps(t, v);
+    return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
+}
+#else
+#define VBITS 32
+typedef float vec;
+#define VSET(x) (x)
+#define VFMA(a, b, c) ((a) * (b) + (c))
+#define VADD(a, b) ((a) + (b))
+#define VSUM(v) (v)
+#endif
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* 12 independent chains cover FMA latency (4 cycles) times two FMA pipes with room.
+ * Returns the float sink so the compiler cannot drop the work. */
+static float fma_chain(int64_t iters)
+{
+    vec a0 = VSET(1.0f), a1 = VSET(1.1f), a2 = VSET(1.2f), a3 = VSET(1.3f), a4 = VSET(1.4f), a5 = VSET(1.5f);
+    vec a6 = VSET(1.6f), a7 = VSET(1.7f), a8 = VSET(1.8f), a9 = VSET(1.9f), a10 = VSET(2.0f), a11 = VSET(2.1f);
+    const vec b = VSET(0.999999f), c = VSET(1e-6f);
+    for (int64_t i = 0; i < iters; i++) {
+        a0 = VFMA(a0, b, c), a1 = VFMA(a1, b, c), a2 = VFMA(a2, b, c), a3 = VFMA(a3, b, c);
+        a4 = VFMA(a4, b, c), a5 = VFMA(a5, b, c), a6 = VFMA(a6, b, c), a7 = VFMA(a7, b, c);
+        a8 = VFMA(a8, b, c), a9 = VFMA(a9, b, c), a10 = VFMA(a10, b, c), a11 = VFMA(a11, b, c);
+        __asm__ volatile("" ::: "memory"); /* keep the loop as written */
+    }
+    vec s = VADD(VADD(VADD(a0, a1), VADD(a2, a3)), VADD(VADD(a4, a5), VADD(a6, a7)));
+    s = VADD(s, VADD(VADD(a8, a9), VADD(a10, a11)));
+    return VSUM(s);
+}
+
+#define FLOPS_PER_ITER (12.0 * 2.0 * (VBITS / 32))
+
+/* Best of several timed runs of `threads` concurrent chains, in GFLOP/s. */
+static double fma_peak(int threads, double seconds, volatile float *sink)
+{
+    int64_t iters = 1 << 20;
+    double best = 0.0, t_end = now_s() + seconds;
+    do {
+        double t0 = now_s();
+        float acc = 0.0f;
+#pragma omp parallel num_threads(threads) reduction(+ : acc)
+        acc += fma_chain(iters);
+        double dt = now_s() - t0;
+        *sink += acc;
+        double g = FLOPS_PER_ITER * (double)iters * threads / dt * 1e-9;
+        if (g > best)
+            best = g;
+        if (dt < 0.05)
+            iters *= 2;
+    } while (now_s() < t_end);
+    return best;
+}
+
+lp_status lp_peak_measure(lp_peak_result *out, double seconds, int64_t sgemm_n)
+{
+    memset(out, 0, sizeof *out);
+    if (seconds <= 0)
+        seconds = 1.0;
+    if (sgemm_n <= 0)
+        sgemm_n = 2048;
+    int threads = lp_threads_get();
+    volatile float sink = 0.0f;
+    out->threads = threads;
+    out->vector_bits = VBITS;
+    out->fma_gflops_1t = fma_peak(1, seconds / 2, &sink);
+    out->fma_gflops = fma_peak(threads, seconds, &sink);
+
+    int64_t n = sgemm_n;
+    float *A = lp_alloc((size_t)(n * n) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "peak sgemm A");
+    float *Bm = lp_alloc((size_t)(n * n) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "peak sgemm B");
+    float *Cm = lp_alloc((size_t)(n * n) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "peak sgemm C");
+    if (!A || !Bm || !Cm) {
+        lp_free(A), lp_free(Bm), lp_free(Cm);
+        return lp_err_wrap(LP_STATUS_NO_MEMORY, "peak: sgemm %lldx%lld", (long long)n, (long long)n);
+    }
+    for (int64_t i = 0; i < n * n; i++) {
+        A[i] = (float)(i % 7) * 0.01f;
+        Bm[i] = (float)(i % 5) * 0.02f;
+    }
+    double best = 0.0, t_end = now_s() + seconds;
+    do {
+        double t0 = now_s();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0f, A, (int)n, Bm, (int)n,
+                    0.0f, Cm, (int)n);
+        double g = 2.0 * (double)n * n * n / (now_s() - t0) * 1e-9;
+        if (g > best)
+            best = g;
+    } while (now_s() < t_end);
+    sink += Cm[n * n - 1];
+    out->sgemm_gflops = best;
+    out->sgemm_n = n;
+    lp_free(A), lp_free(Bm), lp_free(Cm);
+
+    /* Triad over arrays 4x the last-level cache of a typical server (>= 128 MiB total). */
+    int64_t m = 16 << 20;
+    float *a = lp_alloc((size_t)m * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "peak triad a");
+    float *b = lp_alloc((size_t)m * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "peak triad b");
+    float *c = lp_alloc((size_t)m * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "peak triad c");
+    if (!a || !b || !c) {
+        lp_free(a), lp_free(b), lp_free(c);
+        return lp_err_wrap(LP_STATUS_NO_MEMORY, "peak: triad arrays");
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < m; i++) {
+        b[i] = 1.0f;
+        c[i] = 2.0f;
+        a[i] = 0.0f;
+    }
+    best = 0.0;
+    t_end = now_s() + seconds;
+    do {
+        double t0 = now_s();
+        const float s = 3.0f;
+#pragma omp parallel for simd schedule(static)
+        for (int64_t i = 0; i < m; i++)
+            a[i] = b[i] + s * c[i];
+        double g = 3.0 * 4.0 * (double)m / (now_s() - t0) * 1e-9;
+        if (g > best)
+            best = g;
+    } while (now_s() < t_end);
+    sink += a[m / 2];
+    out->triad_gbs = best;
+    out->triad_bytes = m * 4;
+    lp_free(a), lp_free(b), lp_free(c);
+    (void)sink;
+    return LP_OK;
+}

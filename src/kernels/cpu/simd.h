@@ -1,0 +1,64 @@
+/* Private AVX2/FMA helpers for the optimized kernels: a vector exp (Cephes-style
+ * range reduction + degree-5 polynomial, rel. error ~2e-7) and horizontal sums.
+ * Without AVX2 the kernels use their scalar loops. */
+#ifndef LP_SIMD_H
+#define LP_SIMD_H
+
+#include <math.h>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define LP_HAVE_AVX2 1
+
+/* exp(x) for 8 floats; exactly 0 below -87.3 (where expf is denormal or 0), +inf above
+ * 88.7, NaN stays NaN. */
+static inline __m256 lp_exp256(__m256 x)
+{
+    const __m256 hi = _mm256_set1_ps(88.7228391f), lo = _mm256_set1_ps(-87.3365448f);
+    __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+    __m256 over = _mm256_cmp_ps(x, hi, _CMP_GT_OQ);
+    __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+    /* x = n*ln2 + r, |r| <= ln2/2 */
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    __m256 r2 = _mm256_mul_ps(r, r);
+    p = _mm256_fmadd_ps(p, r2, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    /* scale by 2^n; n in [-126, 128]: split so 2^n never overflows the exponent field */
+    __m256i ni = _mm256_cvtps_epi32(n);
+    __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, _mm256_set1_epi32(127)), 23));
+    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, _mm256_set1_epi32(127)), 23));
+    __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+    y = _mm256_andnot_ps(under, y);
+    y = _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), over);
+    /* NaN in -> NaN out (the min/max above would have clamped it) */
+    __m256 isnan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+    return _mm256_blendv_ps(y, x, isnan);
+}
+
+static inline float lp_hsum256(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static inline float lp_hmax256(__m256 v)
+{
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+#endif
+
+#endif

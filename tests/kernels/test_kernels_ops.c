@@ -1,0 +1,412 @@
+/* The op table (ggml test-backend-ops style): every kernel x odd shapes (1, 3, 17, 63,
+ * 128, non-multiples of 8, masks with all but one token padded), optimized against
+ * reference, each with its own error bound; guard bytes around every buffer, NaN-filled
+ * outputs, and a NaN check on every result. Fused attention is also held against eager. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "kernel_test_util.h"
+
+static const lp_kernel_table *R, *O;
+
+/* ---- runners: each returns the number of failures for one shape ---- */
+
+static int run_sgemm(const int64_t *d)
+{
+    int64_t M = d[0], N = d[1], K = d[2];
+    int fails = 0;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int bi = 0; bi < 2; bi++) {
+                float beta = bi ? 0.5f : 0.0f;
+                int64_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 1, ldc = N + 2;
+                float *A = kt_rand_f((ta ? K : M) * lda, -1, 1), *B = kt_rand_f((tb ? N : K) * ldb, -1, 1);
+                float *C0 = kt_rand_f(M * ldc, -1, 1);
+                if (!bi)
+                    for (int64_t i = 0; i < M * ldc; i++)
+                        C0[i] = NAN; /* beta = 0 must ignore C entirely */
+                float *C1 = kt_copy(C0, M * ldc);
+                R->sgemm(ta, tb, M, N, K, 0.7f, A, lda, B, ldb, beta, C0, ldc);
+                O->sgemm(ta, tb, M, N, K, 0.7f, A, lda, B, ldb, beta, C1, ldc);
+                for (int64_t i = 0; i < M; i++) {
+                    char what[64];
+                    snprintf(what, sizeof what, "sgemm ta=%d tb=%d beta=%g row %lld", ta, tb, beta, (long long)i);
+                    fails += kt_close(what, C1 + i * ldc, C0 + i * ldc, N, 1e-5 * (double)K, 1e-5);
+                    if (fails)
+                        break;
+                }
+                fails += kt_release("sgemm");
+            }
+    return fails;
+}
+
+static int run_matmul(const int64_t *d)
+{
+    int64_t N = d[0], C = d[1], OC = d[2];
+    float *x = kt_rand_f(N * C, -1, 1), *w = kt_rand_f(OC * C, -1, 1), *b = kt_rand_f(OC, -1, 1);
+    float *dout = kt_rand_f(N * OC, -1, 1);
+    float *o0 = kt_nan(N * OC), *o1 = kt_nan(N * OC), *dx0 = kt_nan(N * C), *dx1 = kt_nan(N * C);
+    float *dw0 = kt_rand_f(OC * C, -1, 1), *dw1 = kt_copy(dw0, OC * C);
+    float *db0 = kt_rand_f(OC, -1, 1), *db1 = kt_copy(db0, OC);
+    lp_kernels_select(LP_KERNELS_IMPL_REF);
+    lp_matmul_forward(o0, x, w, b, N, C, OC);
+    lp_matmul_backward(dx0, dw0, db0, dout, x, w, N, C, OC);
+    lp_kernels_select(LP_KERNELS_IMPL_OPT);
+    lp_matmul_forward(o1, x, w, b, N, C, OC);
+    lp_matmul_backward(dx1, dw1, db1, dout, x, w, N, C, OC);
+    int f = kt_close("matmul out", o1, o0, N * OC, 1e-5 * C, 1e-5);
+    f += kt_close("matmul dinp", dx1, dx0, N * C, 1e-5 * OC, 1e-5);
+    f += kt_close("matmul dweight", dw1, dw0, OC * C, 1e-5 * N, 1e-5);
+    f += kt_close("matmul dbias", db1, db0, OC, 1e-5 * N, 1e-5);
+    return f + kt_release("matmul");
+}
+
+static int run_bias(const int64_t *d)
+{
+    int64_t N = d[0], C = d[1];
+    float *o0 = kt_rand_f(N * C, -1, 1), *o1 = kt_copy(o0, N * C), *b = kt_rand_f(C, -1, 1);
+    float *g0 = kt_rand_f(C, -1, 1), *g1 = kt_copy(g0, C);
+    R->bias_add_forward(o0, b, N, C);
+    O->bias_add_forward(o1, b, N, C);
+    R->bias_backward(g0, o0, N, C);
+    O->bias_backward(g1, o0, N, C);
+    int f = kt_close("bias_add", o1, o0, N * C, 0, 0);
+    f += kt_close("bias_backward", g1, g0, C, 1e-6 * N, 1e-6);
+    return f + kt_release("bias");
+}
+
+static int run_embedding(const int64_t *d)
+{
+    int64_t B = d[0], T = d[1], C = d[2], V = d[3], P = T + 2, TT = 2;
+    int32_t *ids = kt_alloc((size_t)(B * T) * 4), *tt = kt_alloc((size_t)(B * T) * 4);
+    for (int64_t i = 0; i < B * T; i++) {
+        ids[i] = (int32_t)(kt_rand() % (uint32_t)(V < 4 ? V : 4)); /* repeats: scatter collisions */
+        tt[i] = (int32_t)(kt_rand() % 2);
+    }
+    float *wte = kt_rand_f(V * C, -1, 1), *wpe = kt_rand_f(P * C, -1, 1), *wtt = kt_rand_f(TT * C, -1, 1);
+    float *o0 = kt_nan(B * T * C), *o1 = kt_nan(B * T * C), *dout = kt_rand_f(B * T * C, -1, 1);
+    float *g0[3] = {kt_rand_f(V * C, -1, 1), kt_rand_f(P * C, -1, 1), kt_rand_f(TT * C, -1, 1)};
+    float *g1[3] = {kt_copy(g0[0], V * C), kt_copy(g0[1], P * C), kt_copy(g0[2], TT * C)};
+    int f = 0;
+    f += R->embedding_forward(o0, ids, tt, wte, wpe, wtt, B, T, C, V, P, TT, 1) != LP_OK;
+    f += O->embedding_forward(o1, ids, tt, wte, wpe, wtt, B, T, C, V, P, TT, 1) != LP_OK;
+    f += kt_close("embedding out", o1, o0, B * T * C, 0, 0);
+    R->embedding_backward(g0[0], g0[1], g0[2], dout, ids, tt, B, T, C, 1);
+    O->embedding_backward(g1[0], g1[1], g1[2], dout, ids, tt, B, T, C, 1);
+    f += kt_close("embedding dwte", g1[0], g0[0], V * C, 0, 0);
+    f += kt_close("embedding dwpe", g1[1], g0[1], P * C, 0, 0);
+    f += kt_close("embedding dwtt", g1[2], g0[2], TT * C, 0, 0);
+    /* out-of-range ids are errors naming the position, in both versions */
+    ids[B * T - 1] = (int32_t)V;
+    f += R->embedding_forward(o0, ids, tt, wte, wpe, wtt, B, T, C, V, P, TT, 1) != LP_STATUS_RANGE;
+    f += O->embedding_forward(o1, ids, tt, wte, wpe, wtt, B, T, C, V, P, TT, 1) != LP_STATUS_RANGE;
+    f += strstr(lp_err_msg(), "outside vocabulary") == NULL;
+    ids[B * T - 1] = 0;
+    f += O->embedding_forward(o1, ids, tt, wte, wpe, wtt, B, T, C, V, P, TT, 3) != LP_STATUS_RANGE;
+    return f + kt_release("embedding");
+}
+
+static int run_layernorm(const int64_t *d)
+{
+    int64_t N = d[0], C = d[1];
+    float *x = kt_rand_f(N * C, -3, 5), *w = kt_rand_f(C, 0.5f, 1.5f), *b = kt_rand_f(C, -1, 1);
+    float *o0 = kt_nan(N * C), *o1 = kt_nan(N * C), *m0 = kt_nan(N), *m1 = kt_nan(N), *r0 = kt_nan(N),
+          *r1 = kt_nan(N);
+    float *dout = kt_rand_f(N * C, -1, 1), *dx0 = kt_nan(N * C), *dx1 = kt_nan(N * C);
+    float *dw0 = kt_rand_f(C, -1, 1), *dw1 = kt_copy(dw0, C), *db0 = kt_rand_f(C, -1, 1), *db1 = kt_copy(db0, C);
+    R->layernorm_forward(o0, m0, r0, x, w, b, N, C, 1e-5f);
+    O->layernorm_forward(o1, m1, r1, x, w, b, N, C, 1e-5f);
+    int f = kt_close("layernorm out", o1, o0, N * C, 1e-5, 1e-4);
+    f += kt_close("layernorm mean", m1, m0, N, 1e-6, 1e-5);
+    f += kt_close("layernorm rstd", r1, r0, N, 1e-6, 1e-4);
+    R->layernorm_backward(dx0, dw0, db0, dout, x, w, m0, r0, N, C);
+    O->layernorm_backward(dx1, dw1, db1, dout, x, w, m0, r0, N, C);
+    f += kt_close("layernorm dinp", dx1, dx0, N * C, 1e-5, 1e-3);
+    f += kt_close("layernorm dweight", dw1, dw0, C, 1e-5 * N, 1e-4);
+    f += kt_close("layernorm dbias", db1, db0, C, 1e-6 * N, 1e-5);
+    return f + kt_release("layernorm");
+}
+
+static int run_gelu(const int64_t *d)
+{
+    int64_t n = d[0];
+    int f = 0;
+    for (int kind = 0; kind < 2; kind++) {
+        float *x = kt_rand_f(n, -6, 6);
+        if (n > 5) { /* the tails: exp underflow/overflow paths */
+            x[0] = -30.0f, x[1] = 30.0f, x[2] = 0.0f, x[3] = -1e-3f, x[4] = 9.5f;
+        }
+        float *o0 = kt_nan(n), *o1 = kt_nan(n), *dout = kt_rand_f(n, -1, 1), *g0 = kt_nan(n), *g1 = kt_nan(n);
+        R->gelu_forward(o0, x, n, (lp_gelu_kind)kind);
+        O->gelu_forward(o1, x, n, (lp_gelu_kind)kind);
+        R->gelu_backward(g0, dout, x, n, (lp_gelu_kind)kind);
+        O->gelu_backward(g1, dout, x, n, (lp_gelu_kind)kind);
+        f += kt_close(kind ? "gelu_tanh out" : "gelu out", o1, o0, n, 1e-6, 1e-5);
+        f += kt_close(kind ? "gelu_tanh dinp" : "gelu dinp", g1, g0, n, 1e-6, 1e-5);
+        /* in place */
+        float *y = kt_copy(x, n);
+        O->gelu_forward(y, y, n, (lp_gelu_kind)kind);
+        f += kt_close("gelu in place", y, o1, n, 0, 0);
+        f += kt_release("gelu");
+    }
+    return f;
+}
+
+static int run_softmax(const int64_t *d)
+{
+    int64_t N = d[0], C = d[1];
+    float *x = kt_rand_f(N * C, -10, 10);
+    x[0] = 80.0f; /* large logits must not overflow */
+    if (C > 2)
+        x[C - 1] = -INFINITY; /* masked entries get exactly 0 */
+    float *o0 = kt_nan(N * C), *o1 = kt_nan(N * C), *dout = kt_rand_f(N * C, -1, 1);
+    float *g0 = kt_nan(N * C), *g1 = kt_nan(N * C);
+    R->softmax_forward(o0, x, N, C);
+    O->softmax_forward(o1, x, N, C);
+    R->softmax_backward(g0, dout, o0, N, C);
+    O->softmax_backward(g1, dout, o0, N, C);
+    int f = kt_close("softmax out", o1, o0, N * C, 1e-7, 1e-5);
+    f += kt_close("softmax dinp", g1, g0, N * C, 1e-6, 1e-4);
+    if (C > 2 && o1[C - 1] != 0.0f) {
+        fprintf(stderr, "  softmax: -inf entry got %g\n", (double)o1[C - 1]);
+        f++;
+    }
+    return f + kt_release("softmax");
+}
+
+/* d = {B, T, H, D, packed, maskmode}: packed -> q,k,v inside one (B,T,3C) buffer;
+ * maskmode 0 none, 1 random lengths, 2 all but one token padded in every sequence. */
+static int run_attention(const int64_t *d)
+{
+    int64_t B = d[0], T = d[1], H = d[2], D = d[3], C = H * D;
+    int packed = (int)d[4], maskmode = (int)d[5];
+    int64_t ld = packed ? 3 * C : C;
+    int64_t nx = B * T * ld;
+    float *qkv = kt_rand_f(packed ? nx : 3 * nx, -2, 2);
+    const float *q = qkv, *k = packed ? qkv + C : qkv + nx, *v = packed ? qkv + 2 * C : qkv + 2 * nx;
+    int32_t *mask = NULL;
+    if (maskmode) {
+        mask = kt_alloc((size_t)(B * T) * 4);
+        for (int64_t b = 0; b < B; b++) {
+            int64_t len = maskmode == 2 ? 1 : 1 + (int64_t)(kt_rand() % (uint32_t)T);
+            for (int64_t t = 0; t < T; t++)
+                mask[b * T + t] = t < len;
+        }
+    }
+    int64_t nout = B * T * C, natt = B * H * T * T;
+    float *oe0 = kt_nan(nout), *oe1 = kt_nan(nout), *of0 = kt_nan(nout), *of1 = kt_nan(nout);
+    float *att0 = kt_nan(natt), *att1 = kt_nan(natt), *lse0 = kt_nan(B * H * T), *lse1 = kt_nan(B * H * T);
+    R->attention_eager_forward(oe0, att0, q, k, v, mask, B, T, H, D, ld);
+    O->attention_eager_forward(oe1, att1, q, k, v, mask, B, T, H, D, ld);
+    R->attention_fused_forward(of0, lse0, q, k, v, mask, B, T, H, D, ld);
+    O->attention_fused_forward(of1, lse1, q, k, v, mask, B, T, H, D, ld);
+    int f = kt_close("attention eager out", oe1, oe0, nout, 1e-5, 1e-4);
+    f += kt_close("attention eager att", att1, att0, natt, 1e-6, 1e-4);
+    f += kt_close("attention fused out (ref)", of0, oe0, nout, 1e-5, 1e-4);
+    f += kt_close("attention fused out (opt)", of1, oe0, nout, 1e-5, 1e-4);
+    f += kt_close("attention fused lse", lse1, lse0, B * H * T, 1e-5, 1e-5);
+
+    /* backward: gradients land in the same layout as q, k, v (stride ld) */
+    float *dout = kt_rand_f(nout, -1, 1);
+    int64_t ng = packed ? nx : 3 * nx;
+    float *g[4];
+    for (int i = 0; i < 4; i++)
+        g[i] = kt_nan(ng);
+    float *datt = kt_nan(natt);
+#define DQKV(gb) gb, packed ? gb + C : gb + nx, packed ? gb + 2 * C : gb + 2 * nx
+    R->attention_eager_backward(DQKV(g[0]), datt, dout, att0, q, k, v, B, T, H, D, ld);
+    O->attention_eager_backward(DQKV(g[1]), datt, dout, att0, q, k, v, B, T, H, D, ld);
+    R->attention_fused_backward(DQKV(g[2]), dout, of0, lse0, q, k, v, mask, B, T, H, D, ld);
+    O->attention_fused_backward(DQKV(g[3]), dout, of0, lse0, q, k, v, mask, B, T, H, D, ld);
+#undef DQKV
+    f += kt_close("attention eager dqkv", g[1], g[0], ng, 1e-5, 1e-3);
+    f += kt_close("attention fused dqkv (ref)", g[2], g[0], ng, 1e-5, 1e-3);
+    f += kt_close("attention fused dqkv (opt)", g[3], g[0], ng, 1e-5, 1e-3);
+    return f + kt_release("attention");
+}
+
+static int run_dropout(const int64_t *d)
+{
+    int64_t n = d[0];
+    int f = 0;
+    const float ps[] = {0.0f, 0.1f, 0.5f};
+    for (int pi = 0; pi < 3; pi++) {
+        float p = ps[pi];
+        float *x = kt_rand_f(n, -1, 1), *o0 = kt_nan(n), *o1 = kt_nan(n), *dout = kt_rand_f(n, -1, 1);
+        float *g0 = kt_nan(n), *g1 = kt_nan(n);
+        uint8_t *k0 = kt_alloc((size_t)n), *k1 = kt_alloc((size_t)n);
+        lp_rng r0, r1;
+        lp_rng_init(&r0, 99, LP_RNG_STREAM_DROPOUT);
+        lp_rng_init(&r1, 99, LP_RNG_STREAM_DROPOUT);
+        r0.offset = r1.offset = 5;
+        R->dropout_forward(o0, k0, x, n, p, &r0);
+        O->dropout_forward(o1, k1, x, n, p, &r1);
+        R->dropout_backward(g0, dout, k0, n, p);
+        O->dropout_backward(g1, dout, k1, n, p);
+        f += memcmp(k0, k1, (size_t)n) != 0;
+        f += r0.offset != r1.offset || r0.offset != 5 + (uint64_t)((n + 3) / 4);
+        f += kt_close("dropout out", o1, o0, n, 0, 0);
+        f += kt_close("dropout dinp", g1, g0, n, 0, 0);
+        int64_t kept = 0;
+        for (int64_t i = 0; i < n; i++)
+            kept += k0[i];
+        if (p == 0.0f)
+            f += kept != n;
+        else if (n > 10000 && fabs((double)kept / n - (1.0 - p)) > 0.02) {
+            fprintf(stderr, "  dropout: kept %lld of %lld at p=%g\n", (long long)kept, (long long)n, (double)p);
+            f++;
+        }
+        f += kt_release("dropout");
+    }
+    return f;
+}
+
+static int run_cross_entropy(const int64_t *d)
+{
+    int64_t N = d[0], V = d[1];
+    float *x = kt_rand_f(N * V, -8, 8);
+    int32_t *t = kt_alloc((size_t)N * 4);
+    for (int64_t i = 0; i < N; i++)
+        t[i] = (i % 3 == 2) ? -100 : (int32_t)(kt_rand() % (uint32_t)V);
+    float l0 = NAN, l1 = NAN, *lse0 = kt_nan(N), *lse1 = kt_nan(N), *g0 = kt_nan(N * V), *g1 = kt_nan(N * V);
+    int f = 0;
+    f += R->cross_entropy_forward(&l0, lse0, x, t, N, V, -100) != LP_OK;
+    f += O->cross_entropy_forward(&l1, lse1, x, t, N, V, -100) != LP_OK;
+    f += kt_close("cross_entropy loss", &l1, &l0, 1, 1e-6, 1e-5);
+    f += kt_close("cross_entropy lse", lse1, lse0, N, 1e-6, 1e-5);
+    R->cross_entropy_backward(g0, x, lse0, t, N, V, -100, 1.5f);
+    O->cross_entropy_backward(g1, x, lse0, t, N, V, -100, 1.5f);
+    f += kt_close("cross_entropy dlogits", g1, g0, N * V, 1e-7, 1e-4);
+    t[0] = (int32_t)V;
+    f += O->cross_entropy_forward(&l1, lse1, x, t, N, V, -100) != LP_STATUS_RANGE;
+    f += R->cross_entropy_forward(&l0, lse0, x, t, N, V, -100) != LP_STATUS_RANGE;
+    return f + kt_release("cross_entropy");
+}
+
+static int run_adamw(const int64_t *d)
+{
+    int64_t n = d[0];
+    float *p0 = kt_rand_f(n, -1, 1), *p1 = kt_copy(p0, n), *g = kt_rand_f(n, -1, 1);
+    float *m0 = kt_rand_f(n, -0.1f, 0.1f), *m1 = kt_copy(m0, n), *v0 = kt_rand_f(n, 0, 0.01f), *v1 = kt_copy(v0, n);
+    R->adamw_step(p0, g, m0, v0, n, 1e-3, 0.9, 0.999, 1e-8, 0.01, 7);
+    O->adamw_step(p1, g, m1, v1, n, 1e-3, 0.9, 0.999, 1e-8, 0.01, 7);
+    int f = kt_close("adamw param", p1, p0, n, 1e-7, 1e-6);
+    f += kt_close("adamw m", m1, m0, n, 1e-8, 1e-6);
+    f += kt_close("adamw v", v1, v0, n, 1e-10, 1e-6);
+    double s0 = R->sum_squares(g, n), s1 = O->sum_squares(g, n);
+    if (fabs(s0 - s1) > 1e-5 * s0 + 1e-12) {
+        fprintf(stderr, "  sum_squares: %.9g vs %.9g\n", s1, s0);
+        f++;
+    }
+    R->scale(p0, n, 0.25f);
+    O->scale(p1, n, 0.25f);
+    f += kt_close("scale", p1, p0, n, 1e-7, 1e-6);
+    return f + kt_release("adamw");
+}
+
+typedef int (*runner)(const int64_t *d);
+typedef struct op_case {
+    const char *op;
+    runner run;
+    int64_t d[6];
+} op_case;
+
+static const op_case cases[] = {
+    {"sgemm", run_sgemm, {1, 1, 1}},
+    {"sgemm", run_sgemm, {3, 17, 5}},
+    {"sgemm", run_sgemm, {17, 63, 128}},
+    {"sgemm", run_sgemm, {128, 3, 63}},
+    {"sgemm", run_sgemm, {65, 66, 67}},
+    {"matmul", run_matmul, {1, 1, 1}},
+    {"matmul", run_matmul, {17, 63, 3}},
+    {"matmul", run_matmul, {128, 96, 130}},
+    {"bias", run_bias, {1, 1}},
+    {"bias", run_bias, {3, 17}},
+    {"bias", run_bias, {300, 129}},
+    {"bias", run_bias, {257, 768}},
+    {"embedding", run_embedding, {1, 1, 1, 1}},
+    {"embedding", run_embedding, {3, 17, 63, 5}},
+    {"embedding", run_embedding, {4, 128, 129, 50}},
+    {"layernorm", run_layernorm, {1, 1}},
+    {"layernorm", run_layernorm, {3, 17}},
+    {"layernorm", run_layernorm, {63, 128}},
+    {"layernorm", run_layernorm, {130, 769}},
+    {"gelu", run_gelu, {1}},
+    {"gelu", run_gelu, {3}},
+    {"gelu", run_gelu, {17}},
+    {"gelu", run_gelu, {63}},
+    {"gelu", run_gelu, {100003}},
+    {"softmax", run_softmax, {1, 1}},
+    {"softmax", run_softmax, {3, 17}},
+    {"softmax", run_softmax, {63, 128}},
+    {"softmax", run_softmax, {129, 1001}},
+    {"attention", run_attention, {1, 1, 1, 1, 0, 0}},
+    {"attention", run_attention, {2, 3, 2, 4, 1, 1}},
+    {"attention", run_attention, {2, 17, 3, 8, 0, 1}},
+    {"attention", run_attention, {3, 17, 2, 5, 1, 2}},
+    {"attention", run_attention, {1, 63, 2, 16, 0, 0}},
+    {"attention", run_attention, {2, 128, 2, 64, 1, 1}},
+    {"attention", run_attention, {2, 70, 1, 64, 0, 2}},
+    {"attention", run_attention, {1, 130, 1, 128, 1, 1}},
+    {"dropout", run_dropout, {1}},
+    {"dropout", run_dropout, {17}},
+    {"dropout", run_dropout, {63}},
+    {"dropout", run_dropout, {100001}},
+    {"cross_entropy", run_cross_entropy, {1, 1}},
+    {"cross_entropy", run_cross_entropy, {3, 17}},
+    {"cross_entropy", run_cross_entropy, {63, 2}},
+    {"cross_entropy", run_cross_entropy, {130, 1027}},
+    {"adamw", run_adamw, {1}},
+    {"adamw", run_adamw, {17}},
+    {"adamw", run_adamw, {100003}},
+};
+
+static void test_op_table(void **state)
+{
+    (void)state;
+    R = lp_kernels_table(LP_KERNELS_IMPL_REF);
+    O = lp_kernels_table(LP_KERNELS_IMPL_OPT);
+    int failed = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const op_case *c = &cases[i];
+        int f = c->run(c->d);
+        fprintf(stderr, "%-14s [%lld,%lld,%lld,%lld,%lld,%lld] %s\n", c->op, (long long)c->d[0], (long long)c->d[1],
+                (long long)c->d[2], (long long)c->d[3], (long long)c->d[4], (long long)c->d[5], f ? "FAIL" : "ok");
+        failed += f != 0;
+    }
+    lp_kernels_select(LP_KERNELS_IMPL_OPT);
+    assert_int_equal(failed, 0);
+}
+
+/* The same checks with one thread: partitioning must not change results beyond bounds. */
+static void test_op_table_one_thread(void **state)
+{
+    int saved = lp_threads_get();
+    lp_threads_set(1);
+    test_op_table(state);
+    lp_threads_set(saved);
+}
+
+static void test_dispatch_env(void **state)
+{
+    (void)state;
+    assert_string_equal(lp_kernels_table(LP_KERNELS_IMPL_REF)->name, "ref");
+    lp_kernels_select(LP_KERNELS_IMPL_REF);
+    assert_string_equal(lp_kernels_active()->name, "ref");
+    lp_kernels_select(LP_KERNELS_IMPL_OPT);
+    assert_string_equal(lp_kernels_active()->name, "opt");
+}
+
+int main(void)
+{
+    lp_threads_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dispatch_env),
+        cmocka_unit_test(test_op_table),
+        cmocka_unit_test(test_op_table_one_thread),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
