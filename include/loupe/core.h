@@ -26,27 +26,7 @@
 #include <stdint.h>
 
 #include "loupe/base.h"
-/* lp_mem_category comes from the profiler's header. Until src/prof lands, a copy of the
- * enum stands in and the allocator keeps its own counters only. */
-#if defined(__has_include)
-#if __has_include("loupe/prof.h")
-#include "loupe/prof.h"
-#define LP_CORE_HAVE_PROF 1
-#endif
-#endif
-#ifndef LP_CORE_HAVE_PROF
-typedef enum lp_mem_category {
-    LP_MEM_CATEGORY_PARAMETER,
-    LP_MEM_CATEGORY_GRADIENT,
-    LP_MEM_CATEGORY_OPTIMIZER_STATE,
-    LP_MEM_CATEGORY_ACTIVATION,
-    LP_MEM_CATEGORY_TEMPORARY,
-    LP_MEM_CATEGORY_INPUT,
-    LP_MEM_CATEGORY_QUANTIZED_WEIGHT,
-    LP_MEM_CATEGORY_OTHER,
-    LP_MEM_CATEGORY__COUNT
-} lp_mem_category;
-#endif
+#include "loupe/prof.h" /* lp_mem_category, lp_prof_mem_alloc/free */
 
 #ifdef __cplusplus
 extern "C" {

@@ -94,9 +94,7 @@ void *lp_alloc(size_t bytes, lp_mem_category cat, const char *name)
     raise_peak(&peak[cat], atomic_fetch_add(&live[cat], bytes) + bytes);
     raise_peak(&peak_total, atomic_fetch_add(&live_total, bytes) + bytes);
     atomic_fetch_add(&n_allocs, 1);
-#ifdef LP_CORE_HAVE_PROF
     lp_prof_mem_alloc(p, bytes, cat);
-#endif
     return p;
 }
 
@@ -117,9 +115,7 @@ void lp_free(void *p)
         return;
     alloc_hdr *h = hdr_of(p);
     lp_mem_category cat = (lp_mem_category)h->category;
-#ifdef LP_CORE_HAVE_PROF
     lp_prof_mem_free(p, h->bytes, cat);
-#endif
     atomic_fetch_sub(&live[cat], h->bytes);
     atomic_fetch_sub(&live_total, h->bytes);
     atomic_fetch_add(&n_frees, 1);

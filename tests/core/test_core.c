@@ -100,7 +100,9 @@ static void test_alloc_accounting(void **state)
 {
     (void)state;
     lp_alloc_stats s0, s1, s2;
+    lp_mem_stats p0, p1, p2;
     lp_alloc_stats_get(&s0);
+    lp_prof_mem_stats(&p0);
     uint8_t *a = lp_alloc(100, LP_MEM_CATEGORY_PARAMETER, "w");
     float *b = lp_alloc(4096, LP_MEM_CATEGORY_GRADIENT, "dw");
     void *z = lp_alloc(0, LP_MEM_CATEGORY_TEMPORARY, "empty");
@@ -115,6 +117,12 @@ static void test_alloc_accounting(void **state)
     assert_int_equal(lp_alloc_category(b), LP_MEM_CATEGORY_GRADIENT);
     assert_string_equal(lp_alloc_name(b), "dw");
     lp_alloc_stats_get(&s1);
+    lp_prof_mem_stats(&p1);
+    /* the profiler saw the same bytes in the same categories */
+    assert_int_equal(p1.current[LP_MEM_CATEGORY_PARAMETER] - p0.current[LP_MEM_CATEGORY_PARAMETER], 100);
+    assert_int_equal(p1.current[LP_MEM_CATEGORY_GRADIENT] - p0.current[LP_MEM_CATEGORY_GRADIENT], 4096);
+    assert_int_equal(p1.current[LP_MEM_CATEGORY_TEMPORARY] - p0.current[LP_MEM_CATEGORY_TEMPORARY], 0);
+    assert_true(p1.peak[LP_MEM_CATEGORY_GRADIENT] >= 4096);
     assert_int_equal(s1.live[LP_MEM_CATEGORY_PARAMETER] - s0.live[LP_MEM_CATEGORY_PARAMETER], 100);
     assert_int_equal(s1.live[LP_MEM_CATEGORY_GRADIENT] - s0.live[LP_MEM_CATEGORY_GRADIENT], 4096);
     assert_int_equal(s1.live_total - s0.live_total, 4196);
@@ -124,7 +132,9 @@ static void test_alloc_accounting(void **state)
     lp_free(z);
     lp_free(NULL);
     lp_alloc_stats_get(&s2);
+    lp_prof_mem_stats(&p2);
     assert_int_equal(s2.live_total, s0.live_total);
+    assert_int_equal(p2.total_current, p0.total_current);
     assert_true(s2.peak[LP_MEM_CATEGORY_GRADIENT] >= 4096);
     lp_alloc_stats_reset_peak();
     lp_alloc_stats_get(&s2);
