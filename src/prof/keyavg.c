@@ -149,6 +149,39 @@ void lp_prof_keyavg_free(lp_prof_keyavg *ka)
     memset(ka, 0, sizeof *ka);
 }
 
+/* torch's EventList._remove_dup_nodes: a node that is its parent's only child and has
+ * the parent's name is dropped; its children become the parent's (so the parent's self
+ * time absorbs the child's). Dropped nodes get node_of = -1. Parents precede children in
+ * node order, so one forward pass reaches torch's fixed point. */
+static lp_status fold_duplicates(const lp_prof_events *ev, lp_prof_node *nodes, size_t nn,
+                                 size_t *node_of)
+{
+    int *nchild = calloc(nn ? nn : 1, sizeof *nchild);
+    if (!nchild)
+        return LP_STATUS_NO_MEMORY;
+    for (size_t k = 0; k < nn; k++)
+        if (nodes[k].parent >= 0)
+            nchild[nodes[k].parent]++;
+    for (size_t k = 0; k < nn; k++) {
+        long p = nodes[k].parent;
+        if (p < 0 || nchild[p] != 1)
+            continue;
+        const lp_prof_event *e = lp_prof_events_get(ev, nodes[k].idx);
+        const lp_prof_event *pe = lp_prof_events_get(ev, nodes[p].idx);
+        if (strcmp(e->name, pe->name) != 0)
+            continue;
+        nodes[p].child_ns = nodes[k].child_ns;
+        nchild[p] = nchild[k];
+        for (size_t j = k + 1; j < nn; j++) /* children follow their parent */
+            if (nodes[j].parent == (long)k)
+                nodes[j].parent = p;
+        node_of[nodes[k].idx] = (size_t)-1;
+        nodes[k].parent = -2; /* dropped */
+    }
+    free(nchild);
+    return LP_OK;
+}
+
 typedef struct rowx {
     int is_user_annotation;
     int flags; /* grouping discriminator: device, user annotation */
@@ -181,6 +214,9 @@ lp_status lp_prof_keyavg_build(const lp_prof_events *ev, const lp_prof_keyavg_op
         node_of[i] = (size_t)-1;
     for (size_t k = 0; k < nn; k++)
         node_of[nodes[k].idx] = k;
+    st = fold_duplicates(ev, nodes, nn, node_of);
+    if (st != LP_OK)
+        goto oom;
 
     /* Memory events, by time, with prefix sums split by device type. */
     for (size_t i = 0; i < total; i++) {
