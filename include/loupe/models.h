@@ -1,0 +1,186 @@
+/* loupe models: model families built from nn modules, loaded from a Hugging Face model
+ * directory (config.json + safetensors) and saved back so transformers loads the result.
+ * Family `bert`: BertForSequenceClassification, DistilBertForSequenceClassification, and bare
+ * encoders (BertModel such as all-MiniLM-L6-v2, DistilBertModel, *ForMaskedLM base
+ * checkpoints) with a classification head initialized as transformers would.
+ *
+ *   lp_model_options o;
+ *   lp_model_options_init(&o);
+ *   o.task = LP_MODEL_TASK_SEQ_CLS; o.num_labels = 2; o.exec = LP_EXEC_MODE_FUSED;
+ *   o.training = true; o.seed = 42;
+ *   lp_model *m;
+ *   if (lp_model_load("models/minilm", &o, &m) != LP_OK) { fprintf(stderr, "%s\n", lp_err_msg()); ... }
+ *   size_t np; const lp_model_param *p = lp_model_params(m, &np);
+ *   for (each step) {
+ *       lp_model_zero_grad(m);
+ *       float loss;
+ *       if (lp_model_loss_forward(m, ids, mask, NULL, labels, B, T, logits, &loss) != LP_OK) ...;
+ *       if (lp_model_backward(m) != LP_OK) ...;                  // p[i].grad += dloss/dp
+ *       for (size_t i = 0; i < np; i++)
+ *           if (p[i].trainable) lp_adamw_step(p[i].data, p[i].grad, m_i, v_i, p[i].numel, ...);
+ *   }
+ *   lp_model_save_hf(m, "reports/run1/model");              // safetensors + config + tokenizer
+ *   lp_model_free(m);
+ *
+ * Memory: parameters (PARAMETER), gradients (GRADIENT), activations (ACTIVATION), backward
+ * scratch (TEMPORARY) and copies of the batch (INPUT) all come from lp_alloc. Activations are
+ * sized for max_batch x max_seq at load when given, and grow on demand otherwise.
+ *
+ * Threads: a model is used by one thread at a time (its kernels use the OpenMP pool).
+ */
+#ifndef LOUPE_MODELS_H
+#define LOUPE_MODELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loupe/base.h"
+#include "loupe/core.h"
+#include "loupe/io.h"
+#include "loupe/nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a bare encoder (BertModel, DistilBertModel) pools for its classification head. CLS
+ * on a BERT checkpoint is exactly BertForSequenceClassification (tanh pooler on the first
+ * token, pooler weights from the checkpoint when present); on DistilBERT it is
+ * DistilBertForSequenceClassification (pre_classifier + ReLU). MEAN averages the real tokens
+ * (the sentence-transformers rule) and feeds the classifier directly; such a model is saved
+ * with "loupe_pooling": "mean" in its config.json (transformers' own class would use the
+ * pooler instead). Checkpoints that already have a head ignore this. */
+typedef enum lp_pooling { LP_POOLING_CLS = 0, LP_POOLING_MEAN } lp_pooling;
+const char *lp_pooling_name(lp_pooling p);
+LP_WARN_UNUSED lp_status lp_pooling_parse(const char *s, lp_pooling *out);
+
+typedef struct lp_model_options {
+    lp_model_task task;      /* AUTO (the config's architecture), BASE (no head) or SEQ_CLS */
+    int32_t num_labels;      /* > 0 overrides the config (the head is then re-initialized when
+                                the checkpoint's classifier has another size); 0 = config's */
+    lp_pooling pooling;      /* bare encoders only, see lp_pooling */
+    lp_exec_mode exec;       /* attention implementation (lp_model_set_exec changes it) */
+    bool grad_checkpointing; /* keep each layer's input only; recompute the layer in backward */
+    bool training;           /* dropout on (lp_model_set_training changes it) */
+    uint64_t seed;           /* initialization of missing weights, and the dropout stream */
+    int32_t max_batch, max_seq; /* preallocate activations for this size (0: grow on demand) */
+    bool quiet;              /* no notices on stderr (newly initialized head, ...) */
+} lp_model_options;
+
+/* Defaults: AUTO task, config's labels, CLS pooling, EAGER, no checkpointing, eval mode,
+ * seed 42, grow on demand, notices on. */
+void lp_model_options_init(lp_model_options *o);
+
+typedef struct lp_model lp_model;
+
+/* Loads dir/config.json and the weights (model.safetensors or a sharded index) and builds
+ * the model. Every float weight dtype is converted to f32 (f16, bf16, f64). Head parameters
+ * the checkpoint lacks are initialized as transformers does (Linear weights ~ normal(0,
+ * initializer_range), zero biases) and a notice naming them is printed (unless quiet). A
+ * directory with config.json and no weights is initialized entirely from opt->seed
+ * (deterministic): Linear/embedding weights normal(0, initializer_range), padding row zero,
+ * LayerNorm ones/zeros, zero biases. opt may be NULL (defaults).
+ * Errors: the config's and io's (IO, FORMAT, UNSUPPORTED, NOT_FOUND naming the file and
+ * tensor), UNSUPPORTED for the llama family (not built yet), NO_MEMORY.
+ * On success *out is owned by the caller (lp_model_free). */
+LP_WARN_UNUSED lp_status lp_model_load(const char *dir, const lp_model_options *opt, lp_model **out);
+void lp_model_free(lp_model *m);
+
+/* Dropout on/off (train/eval). */
+void lp_model_set_training(lp_model *m, bool training);
+/* Switches the attention implementation for the next forward. */
+void lp_model_set_exec(lp_model *m, lp_exec_mode exec);
+/* Turns gradient checkpointing on/off for the next forward (activations are re-laid out). */
+void lp_model_set_grad_checkpointing(lp_model *m, bool on);
+
+/* Forward pass. ids, mask (B,T) (mask 1 = real token, 0 = padding; NULL = all real; every
+ * row needs a real token), type_ids (B,T) or NULL (all 0). logits (B,L) =, may be NULL.
+ * Keeps what lp_model_backward needs. Errors: INVALID_ARG (B or T < 1, T beyond the
+ * position table, a model without a head), RANGE (an id outside the vocabulary), NO_MEMORY. */
+LP_WARN_UNUSED lp_status lp_model_forward(lp_model *m, const int32_t *ids, const int32_t *mask,
+                                          const int32_t *type_ids, int32_t B, int32_t T, float *logits);
+/* Forward plus mean cross-entropy over the B rows against labels (B) in [0, L). loss (1) =;
+ * logits (B,L) = (may be NULL). Errors: as lp_model_forward, RANGE for a bad label, NUMERIC
+ * for non-finite logits. */
+LP_WARN_UNUSED lp_status lp_model_loss_forward(lp_model *m, const int32_t *ids, const int32_t *mask,
+                                               const int32_t *type_ids, const int32_t *labels, int32_t B,
+                                               int32_t T, float *logits, float *loss);
+/* Back-propagates the last lp_model_loss_forward's loss: every trainable parameter's grad
+ * += dloss/dparam (so micro-batches accumulate; divide the loss yourself if you want a mean
+ * over micro-batches: see dloss_scale). Errors: INVALID_ARG when no loss forward preceded. */
+LP_WARN_UNUSED lp_status lp_model_backward(lp_model *m);
+/* Multiplies the loss gradient lp_model_backward starts from (default 1; 1/accum for
+ * gradient accumulation). */
+void lp_model_set_dloss_scale(lp_model *m, float scale);
+/* Sets every gradient to zero. */
+void lp_model_zero_grad(lp_model *m);
+
+/* Sentence embeddings of a bare or headed encoder: the masked mean of the last hidden state
+ * (B,T,C) -> out (B,C), L2-normalized when normalize (sentence-transformers' Pooling(mean) +
+ * Normalize). Eval mode regardless of the training flag. Errors as lp_model_forward. */
+LP_WARN_UNUSED lp_status lp_model_embed(lp_model *m, const int32_t *ids, const int32_t *mask,
+                                        const int32_t *type_ids, int32_t B, int32_t T, bool normalize,
+                                        float *out);
+/* The hidden states of the last forward: i = 0 the embedding output, i = l the output of
+ * layer l-1 (B,T,C) of that forward's B,T. Owned by the model, valid until the next forward;
+ * NULL for i outside [0, num_layers]. */
+const float *lp_model_hidden(const lp_model *m, int32_t i);
+
+/* One parameter tensor, as the optimizer and checkpoints see it. */
+typedef struct lp_model_param {
+    const char *name;         /* Hugging Face name the model saves it under */
+    float *data;              /* (numel) f32, owned by the model */
+    float *grad;              /* (numel), or NULL when not trainable */
+    int64_t numel;
+    int32_t ndim;             /* 1 or 2 */
+    int64_t shape[2];
+    bool trainable;
+    bool no_decay;            /* a bias or LayerNorm parameter (HF Trainer excludes these from weight decay) */
+    lp_mem_category category; /* LP_MEM_CATEGORY_PARAMETER */
+    bool from_checkpoint;     /* false: initialized at load */
+} lp_model_param;
+
+/* All parameters in a fixed order (embeddings, layers, head). n_out gets the count. The
+ * array is owned by the model and stays valid until lp_model_free. */
+const lp_model_param *lp_model_params(const lp_model *m, size_t *n_out);
+/* By HF name; NULL if absent. */
+const lp_model_param *lp_model_param_find(const lp_model *m, const char *name);
+/* Marks a parameter trainable or frozen (a frozen one has grad NULL and gets no gradient).
+ * INVALID_ARG for an unknown name. */
+LP_WARN_UNUSED lp_status lp_model_set_trainable(lp_model *m, const char *name, bool trainable);
+
+typedef struct lp_model_info {
+    lp_model_family family;
+    lp_hf_arch arch;          /* the class the model is saved as */
+    bool distilbert;
+    bool has_head;
+    lp_pooling pooling;
+    int64_t num_layers, hidden_size, num_heads, intermediate_size, vocab_size, max_positions;
+    int64_t num_labels;
+    uint64_t n_params, n_trainable, n_tensors, n_initialized; /* initialized: tensors not from the checkpoint */
+    uint64_t activation_bytes; /* allocated now */
+    lp_exec_mode exec;
+    bool training, grad_checkpointing;
+    double forward_flops_per_token; /* 2 * matmul weights; attention adds 4*T*C per layer per token */
+} lp_model_info;
+void lp_model_info_get(const lp_model *m, lp_model_info *out);
+/* Forward FLOPs of one (B,T) batch (matmuls and attention); the backward is about twice. */
+double lp_model_forward_flops(const lp_model *m, int64_t B, int64_t T);
+/* The parsed config (owned by the model). */
+const lp_model_config *lp_model_config_get(const lp_model *m);
+/* Label names for config.json's id2label/label2id when saving (n must equal num_labels;
+ * copied). INVALID_ARG otherwise. */
+LP_WARN_UNUSED lp_status lp_model_set_label_names(lp_model *m, const char *const *names, int32_t n);
+
+/* Writes dir/model.safetensors (f32, HF names), dir/config.json (the source config with the
+ * saved architecture, labels and dropout) and copies the source's tokenizer files
+ * (tokenizer.json, tokenizer_config.json, vocab.txt, special_tokens_map.json, vocab.json,
+ * merges.txt, when present). The directory appears complete or not at all: files are written
+ * into a temporary sibling which then replaces dir. Errors: IO naming the path. */
+LP_WARN_UNUSED lp_status lp_model_save_hf(const lp_model *m, const char *dir);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LOUPE_MODELS_H */
