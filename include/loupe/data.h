@@ -35,7 +35,8 @@ extern "C" {
 /* Class names by id: names[id] for id in [0, n). */
 typedef struct lp_label_map {
     int32_t n;
-    char **names; /* (n) owned, NUL-terminated, distinct */
+    char **names;    /* (n) owned, NUL-terminated, distinct */
+    int32_t *sorted; /* (n) ids in name order, for lp_label_map_find (internal, owned) */
 } lp_label_map;
 
 /* Builds a map from n distinct names (copied; id = position). Duplicate or empty names
@@ -45,7 +46,7 @@ LP_WARN_UNUSED lp_status lp_label_map_from_names(lp_label_map *m, const char *co
 /* Copies src into dst (dst is overwritten, not freed first). */
 LP_WARN_UNUSED lp_status lp_label_map_copy(lp_label_map *dst, const lp_label_map *src);
 
-/* Id of name, or -1 when absent. */
+/* Id of name, or -1 when absent (binary search: O(log n)). */
 int32_t lp_label_map_find(const lp_label_map *m, const char *name);
 
 /* Writes {"label2id": {name: id, ...}, "id2label": {"0": name, ...}, "num_labels": n}

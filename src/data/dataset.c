@@ -349,7 +349,7 @@ static lp_status resolve_labels(lp_row_sink *s, unsigned char *keep)
         if (k == 0 || strcmp(sorted[k - 1], sorted[i]) != 0)
             sorted[k++] = sorted[i];
     if (k > LP_DATA_MAX_CLASSES || (o->num_labels > 0 && k > o->num_labels)) {
-        lp_label_map tmp = {(int32_t)(k < 8 ? k : 8), sorted};
+        lp_label_map tmp = {.n = (int32_t)(k < 8 ? k : 8), .names = sorted};
         char some[300];
         list_names(&tmp, some, sizeof some);
         free(sorted);

@@ -15,36 +15,56 @@ void lp_label_map_free(lp_label_map *m)
     for (int32_t i = 0; i < m->n && m->names; i++)
         free(m->names[i]);
     free(m->names);
+    free(m->sorted);
     m->names = NULL;
+    m->sorted = NULL;
     m->n = 0;
+}
+
+/* qsort has no context argument; the names being sorted are passed through this. */
+static _Thread_local char *const *sort_names;
+
+static int cmp_by_name(const void *a, const void *b)
+{
+    return strcmp(sort_names[*(const int32_t *)a], sort_names[*(const int32_t *)b]);
 }
 
 lp_status lp_label_map_from_names(lp_label_map *m, const char *const *names, int32_t n)
 {
-    m->n = 0;
-    m->names = NULL;
+    memset(m, 0, sizeof *m);
     if (n < 0 || (n > 0 && !names))
         return lp_err(LP_STATUS_INVALID_ARG, "label map: bad name list (n=%d)", (int)n);
-    for (int32_t i = 0; i < n; i++) {
+    for (int32_t i = 0; i < n; i++)
         if (!names[i] || !names[i][0])
             return lp_err(LP_STATUS_INVALID_ARG, "label map: label %d has an empty name", (int)i);
-        for (int32_t j = 0; j < i; j++)
-            if (strcmp(names[i], names[j]) == 0)
-                return lp_err(LP_STATUS_INVALID_ARG, "label map: duplicate label '%s' (ids %d and %d)",
-                              names[i], (int)j, (int)i);
-    }
-    m->names = calloc(n ? (size_t)n : 1, sizeof *m->names);
-    if (!m->names)
+    size_t cnt = n ? (size_t)n : 1;
+    m->names = calloc(cnt, sizeof *m->names);
+    m->sorted = malloc(cnt * sizeof *m->sorted);
+    if (!m->names || !m->sorted) {
+        lp_label_map_free(m);
         return lp_err(LP_STATUS_NO_MEMORY, "label map: out of memory");
+    }
     for (int32_t i = 0; i < n; i++) {
         m->names[i] = strdup(names[i]);
+        m->n = i + 1;
         if (!m->names[i]) {
-            m->n = i;
             lp_label_map_free(m);
             return lp_err(LP_STATUS_NO_MEMORY, "label map: out of memory");
         }
+        m->sorted[i] = i;
     }
-    m->n = n;
+    /* sorting by name both finds duplicates (neighbours) and serves lookups */
+    sort_names = m->names;
+    qsort(m->sorted, (size_t)n, sizeof *m->sorted, cmp_by_name);
+    for (int32_t k = 1; k < n; k++) {
+        int32_t a = m->sorted[k - 1], b = m->sorted[k];
+        if (strcmp(m->names[a], m->names[b]) == 0) {
+            lp_status st = lp_err(LP_STATUS_INVALID_ARG, "label map: duplicate label '%s' (ids %d and %d)",
+                                  m->names[a], (int)(a < b ? a : b), (int)(a < b ? b : a));
+            lp_label_map_free(m);
+            return st;
+        }
+    }
     return LP_OK;
 }
 
@@ -55,9 +75,17 @@ lp_status lp_label_map_copy(lp_label_map *dst, const lp_label_map *src)
 
 int32_t lp_label_map_find(const lp_label_map *m, const char *name)
 {
-    for (int32_t i = 0; i < m->n; i++)
-        if (strcmp(m->names[i], name) == 0)
-            return i;
+    int32_t lo = 0, hi = m->n - 1;
+    while (lo <= hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(m->names[m->sorted[mid]], name);
+        if (c == 0)
+            return m->sorted[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
     return -1;
 }
 
@@ -112,8 +140,7 @@ static int count_children(const cJSON *obj)
 
 lp_status lp_label_map_parse(lp_label_map *m, const char *name, const char *json, size_t len)
 {
-    m->n = 0;
-    m->names = NULL;
+    memset(m, 0, sizeof *m);
     cJSON *root = cJSON_ParseWithLength(json, len);
     if (!root)
         return lp_err(LP_STATUS_FORMAT, "%s: not valid JSON", name);
@@ -207,8 +234,7 @@ lp_status lp_label_map_load(lp_label_map *m, const char *path)
 {
     char *buf;
     size_t len;
-    m->n = 0;
-    m->names = NULL;
+    memset(m, 0, sizeof *m);
     lp_status st = lp_file_read_all(path, &buf, &len);
     if (st != LP_OK)
         return st;
