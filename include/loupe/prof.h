@@ -221,9 +221,11 @@ static inline void lp_prof__scope_end(int *pushed)
     __attribute__((cleanup(lp_prof__scope_end), unused)) int LP_PROF__CAT(lp_prof_scope_, __COUNTER__) = \
         lp_prof__scope_op((desc), (dims), (flops), (bytes))
 #else
-#define LP_PROF_SCOPE(name) do { } while (0)
-#define LP_PROF_SCOPE_CAT(name, cat) do { } while (0)
-#define LP_PROF_OP_SCOPE(desc, dims, flops, bytes) do { } while (0)
+/* compiled out: arguments are still "used" so call sites build warning-free */
+#define LP_PROF_SCOPE(name) do { (void)(name); } while (0)
+#define LP_PROF_SCOPE_CAT(name, cat) do { (void)(name); (void)(cat); } while (0)
+#define LP_PROF_OP_SCOPE(desc, dims, flops, bytes)                                         \
+    do { (void)(desc); (void)(dims); (void)(flops); (void)(bytes); } while (0)
 #endif
 
 /* Well-known range names the step breakdown recognises (torch's conventions). */

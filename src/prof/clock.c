@@ -37,6 +37,42 @@ int64_t lp_prof_mono_to_unix_ns(int64_t mono_ns)
     return base_unix + (mono_ns - base_mono);
 }
 
+static pthread_once_t tcal_once = PTHREAD_ONCE_INIT;
+static int64_t tcal_t0, tcal_n0;
+
+static void tcal_anchor(void)
+{
+    int64_t a = lp_prof_now_ns();
+    tcal_t0 = lp_prof__ticks();
+    int64_t b = lp_prof_now_ns();
+    tcal_n0 = a + (b - a) / 2;
+}
+
+void lp_prof__tcal_init(void) { pthread_once(&tcal_once, tcal_anchor); }
+
+void lp_prof__tcal_get(lp_prof_tcal *c)
+{
+    lp_prof__tcal_init();
+    c->t0 = tcal_t0;
+    c->n0 = tcal_n0;
+    if (LP_PROF_TICKS_ARE_NS) {
+        c->ns_per_tick = 1.0;
+        return;
+    }
+    int64_t n1, t1;
+    for (;;) { /* a short span would make the ratio noisy: wait for 5 ms of it */
+        int64_t a = lp_prof_now_ns();
+        t1 = lp_prof__ticks();
+        int64_t b = lp_prof_now_ns();
+        n1 = a + (b - a) / 2;
+        if (n1 - c->n0 >= 5000000 && t1 > c->t0)
+            break;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    c->ns_per_tick = (double)(n1 - c->n0) / (double)(t1 - c->t0);
+}
+
 static __thread int64_t tls_tid;
 
 int64_t lp_prof_thread_id(void)

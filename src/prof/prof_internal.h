@@ -21,13 +21,39 @@ void lp_prof_out_abort(lp_prof_out *o);       /* removes the temp file; frees o 
 void lp_prof__mem_record(const void *addr, int64_t bytes, int cat, int64_t total_after);
 extern int lp_prof__mem_on;
 
+/* The recorder's clock: the TSC on x86-64 (a clock_gettime costs ~2x more on VMs), else
+ * CLOCK_MONOTONIC ns. Ticks become ns at collection through a calibration against
+ * CLOCK_MONOTONIC taken over the whole session (clock.c), a monotonic linear map, so
+ * order and nesting are kept exactly. */
+#if defined(__x86_64__)
+#include <x86intrin.h>
+static inline int64_t lp_prof__ticks(void) { return (int64_t)__rdtsc(); }
+#define LP_PROF_TICKS_ARE_NS 0
+#else
+static inline int64_t lp_prof__ticks(void) { return lp_prof_now_ns(); }
+#define LP_PROF_TICKS_ARE_NS 1
+#endif
+typedef struct lp_prof_tcal {
+    int64_t t0, n0;     /* a (ticks, monotonic ns) pair */
+    double ns_per_tick;
+} lp_prof_tcal;
+/* Captures the anchor pair once (cheap, idempotent). */
+void lp_prof__tcal_init(void);
+/* A calibration from the anchor to now (waits until >= 5 ms have passed since it). */
+void lp_prof__tcal_get(lp_prof_tcal *c);
+static inline int64_t lp_prof__ticks_to_ns(const lp_prof_tcal *c, int64_t t)
+{
+    return c->n0 + (int64_t)((double)(t - c->t0) * c->ns_per_tick + 0.5 * (t >= c->t0 ? 1 : -1));
+}
+
 /* Recorder control (record.c). */
 void lp_prof__rec_set_flags(int record_shapes, int hw_counters);
 void lp_prof__rec_enable(int on);          /* flips lp_prof__active */
 /* Marks the start of a window: later events only. Drops buffered events. */
 void lp_prof__rec_window_start(int64_t t_ns);
-/* Collects events recorded in [window start, t_end] into ev (relative to t_base). */
-lp_status lp_prof__rec_collect(lp_prof_events *ev, int64_t t_start, int64_t t_end);
+/* Collects events recorded in [t_start, t_end] (ticks) into ev, ts relative to t_start. */
+lp_status lp_prof__rec_collect(lp_prof_events *ev, int64_t t_start, int64_t t_end,
+                               const lp_prof_tcal *cal);
 /* Step ranges: the name is "ProfilerStep#<n>". */
 void lp_prof__step_push(int64_t n);
 

@@ -130,7 +130,7 @@ static void commit(uint32_t k)
     atomic_store_explicit(&tls_chunk->n, tls_pos, memory_order_release);
 }
 
-static inline int64_t now(void) { return lp_prof_now_ns(); }
+static inline int64_t now(void) { return lp_prof__ticks(); }
 
 /* Appends the hardware-counter payload when counting is on for this thread. */
 static uint32_t hw_extra(void) { return (rec_hw && tls_tb && tls_tb->hw_ok) ? 1u : 0u; }
@@ -253,7 +253,9 @@ typedef struct open_rng {
 
 typedef struct coll {
     lp_prof_events *ev;
-    int64_t t0, t1;
+    int64_t t0, t1;   /* window, ticks */
+    int64_t t0_ns;    /* window start, ns */
+    const lp_prof_tcal *cal;
     lp_status st;
     open_rng *stack;
     size_t depth, cap;
@@ -301,8 +303,9 @@ static void emit_range(coll *c, const open_rng *o, int64_t t_end, const int64_t 
         e.name = "(null)";
     e.pid = c->pid;
     e.tid = c->tid;
-    e.ts_ns = o->ts - c->t0;
-    e.dur_ns = t_end - o->ts;
+    int64_t s_ns = lp_prof__ticks_to_ns(c->cal, o->ts);
+    e.ts_ns = s_ns - c->t0_ns;
+    e.dur_ns = lp_prof__ticks_to_ns(c->cal, t_end) - s_ns;
     if (o->has_hw && hw_end && o->hw[0] >= 0 && hw_end[0] >= 0) {
         e.hw_cycles = hw_end[0] - o->hw[0];
         e.hw_instructions = hw_end[1] - o->hw[1];
@@ -339,7 +342,7 @@ static void on_group(coll *c, const rec *r)
         e.ph = 'i';
         e.pid = c->pid;
         e.tid = c->tid;
-        e.ts_ns = r->e.ts - c->t0;
+        e.ts_ns = lp_prof__ticks_to_ns(c->cal, r->e.ts) - c->t0_ns;
         e.dur_ns = 0;
         e.mem_addr = r->e.b;
         e.mem_bytes = (int64_t)r->e.c;
@@ -419,9 +422,11 @@ void lp_prof__rec_window_start(int64_t t_ns)
     pthread_mutex_unlock(&coll_mu);
 }
 
-lp_status lp_prof__rec_collect(lp_prof_events *ev, int64_t t_start, int64_t t_end)
+lp_status lp_prof__rec_collect(lp_prof_events *ev, int64_t t_start, int64_t t_end,
+                               const lp_prof_tcal *cal)
 {
-    coll c = {.ev = ev, .t0 = t_start, .t1 = t_end, .st = LP_OK, .pid = (int64_t)getpid()};
+    coll c = {.ev = ev, .t0 = t_start, .t1 = t_end, .st = LP_OK, .pid = (int64_t)getpid(),
+              .cal = cal, .t0_ns = lp_prof__ticks_to_ns(cal, t_start)};
     pthread_mutex_lock(&coll_mu);
     pthread_mutex_lock(&reg_mu);
     tbuf *list = all_bufs;

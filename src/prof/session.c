@@ -48,7 +48,7 @@ static void start_trace(void)
     if (!__atomic_load_n(&lp_prof__active, __ATOMIC_RELAXED))
         prepare_trace();
     lp_prof_mem_stats(&S.base);
-    S.t_start = lp_prof_now_ns();
+    S.t_start = lp_prof__ticks();
     lp_prof__rec_window_start(S.t_start);
     S.window_open = 1;
 }
@@ -66,7 +66,7 @@ static void process_name(char *buf, size_t cap)
 
 static lp_status stop_trace(void)
 {
-    int64_t t_end = lp_prof_now_ns();
+    int64_t t_end = lp_prof__ticks();
     lp_prof__rec_enable(0);
     if (!S.window_open)
         return LP_OK;
@@ -77,11 +77,14 @@ static lp_status stop_trace(void)
     lp_status st = lp_prof_events_new(&ev);
     if (st != LP_OK)
         return st;
-    st = lp_prof__rec_collect(ev, S.t_start, t_end);
+    lp_prof_tcal cal;
+    lp_prof__tcal_get(&cal);
+    st = lp_prof__rec_collect(ev, S.t_start, t_end, &cal);
     lp_prof_events_info *in = lp_prof_events_info_of(ev);
-    in->base_time_ns = lp_prof_mono_to_unix_ns(S.t_start);
+    int64_t start_ns = lp_prof__ticks_to_ns(&cal, S.t_start);
+    in->base_time_ns = lp_prof_mono_to_unix_ns(start_ns);
     in->window_start_ns = 0;
-    in->window_end_ns = t_end - S.t_start;
+    in->window_end_ns = lp_prof__ticks_to_ns(&cal, t_end) - start_ns;
     in->pid = (int64_t)getpid();
     in->record_shapes = S.cfg.record_shapes != 0;
     in->profile_memory = S.cfg.profile_memory != 0;
@@ -186,6 +189,7 @@ lp_status lp_prof_start(const lp_prof_config *cfg)
 {
     if (S.running)
         return lp_err(LP_STATUS_INVALID_ARG, "profiler: a session is already running");
+    lp_prof__tcal_init();
     if (cfg->use_schedule) {
         lp_status st = lp_prof_schedule_validate(&cfg->schedule);
         if (st != LP_OK)
