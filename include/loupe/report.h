@@ -1,0 +1,66 @@
+/* loupe report: reading traces back (and, later, JSON/CSV writers, charts and HTML
+ * reports). The trace reader accepts Kineto / torch.profiler Chrome-trace JSON, plain or
+ * gzip, from loupe's own exporter or from PyTorch's profiler.
+ *
+ *   lp_prof_events *ev; lp_trace_info info;
+ *   if (lp_trace_load("run/worker0.pt.trace.json.gz", &ev, &info) != LP_OK)
+ *       fprintf(stderr, "%s\n", lp_err_msg());      // names the file and the problem
+ *   lp_prof_keyavg ka; lp_prof_keyavg_opts o; lp_prof_keyavg_opts_init(&o);
+ *   if (lp_prof_keyavg_build(ev, &o, &ka) == LP_OK) { ... lp_prof_keyavg_free(&ka); }
+ *   lp_prof_events_free(ev);
+ */
+#ifndef LOUPE_REPORT_H
+#define LOUPE_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loupe/base.h"
+#include "loupe/prof.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What the reader saw besides the events it put in the list. Trace-wide facts
+ * (baseTimeNanoseconds, the recorded window, record_shapes/profile_memory/with_flops,
+ * the CPU pid) go to the list's lp_prof_events_info. */
+typedef struct lp_trace_info {
+    int schema_version;   /* "schemaVersion", 0 when absent */
+    int has_base_time;    /* "baseTimeNanoseconds" present (new traces: ts relative to it) */
+    int absolute_ts;      /* ts are Unix-epoch µs (PyTorch <= ~2.3 traces); base time 0 */
+    int64_t min_ts_ns;    /* earliest event kept */
+    size_t n_items;       /* entries in traceEvents */
+    size_t n_complete;    /* "X" events kept (the profiler's "Trace" span is not one) */
+    size_t n_instants;    /* "[memory]" / "[OutOfMemory]" instants kept */
+    size_t n_skipped;     /* malformed entries ignored (no name/ts/dur, negative dur, not an object) */
+    size_t n_unsupported; /* "B"/"E" begin-end events, which Kineto never writes */
+} lp_trace_info;
+
+/* Reads path into a fresh NUL-terminated buffer, gunzipping when the file starts with
+ * the gzip magic (whatever its name). Caller frees *out. Errors name the file: missing
+ * (LP_STATUS_IO), truncated or corrupt gzip (LP_STATUS_FORMAT), out of memory. */
+LP_WARN_UNUSED lp_status lp_trace_read_text(const char *path, char **out, size_t *out_len);
+
+/* Decompresses in-memory gzip data (one or more members) into a fresh NUL-terminated
+ * buffer; name is used in error messages. Caller frees *out. */
+LP_WARN_UNUSED lp_status lp_trace_gunzip(const char *name, const void *data, size_t len, char **out,
+                                         size_t *out_len);
+
+/* Parses trace JSON text (len bytes, need not be NUL-terminated) and appends its events
+ * to ev: every "X" event except the profiler's own "Trace" span (which sets the info's
+ * window), and "[memory]" instants; thread/process names from "M" events. Times become
+ * ns relative to info.base_time_ns (0 for old absolute traces). Fails with
+ * LP_STATUS_FORMAT, naming `name`, when the text is not JSON (with line/column) or has no
+ * "traceEvents" array; malformed single events are skipped and counted in *info. */
+LP_WARN_UNUSED lp_status lp_trace_parse(const char *name, const char *text, size_t len, lp_prof_events *ev,
+                                        lp_trace_info *info);
+
+/* lp_trace_read_text + lp_trace_parse into a new list (*out, free with
+ * lp_prof_events_free). On error *out is NULL and the message names path. */
+LP_WARN_UNUSED lp_status lp_trace_load(const char *path, lp_prof_events **out, lp_trace_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LOUPE_REPORT_H */
