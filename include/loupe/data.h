@@ -106,7 +106,8 @@ typedef struct lp_dataset {
     char *source;           /* file (or buffer) name for messages, owned */
     int64_t n_skipped;      /* bad rows dropped (skip_bad_rows) */
     int32_t n_reasons;      /* entries used in skip_reasons */
-    char *skip_reasons[LP_DATA_MAX_REASONS]; /* "file:line: problem", owned */
+    char *skip_reasons[LP_DATA_MAX_REASONS]; /* "file:line: problem", owned; the first
+                                              * reported (row problems, then labels) */
 } lp_dataset;
 
 /* Reads a dataset file. A bad row (unterminated quote, wrong number of fields, missing
@@ -195,6 +196,7 @@ typedef struct lp_batch {
     int32_t *token_type_ids; /* (B,T) */
     int32_t *labels;         /* (B) */
     int64_t *rows;           /* (B) row of the encoded dataset behind each entry */
+    int64_t n_tokens;        /* real (unpadded) tokens in the batch: the sum of the mask */
     size_t cap_bt, cap_b;    /* allocated elements (internal) */
 } lp_batch;
 

@@ -211,6 +211,7 @@ lp_status lp_batch_fill(lp_batch *b, const lp_encoded_dataset *e, const int64_t 
     }
     b->B = n_rows;
     b->T = T;
+    b->n_tokens = 0;
     for (int32_t r = 0; r < n_rows; r++) {
         int64_t src = rows[r];
         int64_t off = e->offsets[src];
@@ -227,6 +228,7 @@ lp_status lp_batch_fill(lp_batch *b, const lp_encoded_dataset *e, const int64_t 
             mask[t] = 0;
             tt[t] = 0;
         }
+        b->n_tokens += len;
         b->labels[r] = e->labels[src];
         b->rows[r] = src;
     }

@@ -276,6 +276,7 @@ static void test_batches(void **state)
     assert_int_equal(lp_batch_fill(&b, &e, rows, 3, 0), LP_OK);
     assert_int_equal(b.B, 3);
     assert_int_equal(b.T, 7); /* dynamic: the longest row */
+    assert_int_equal(b.n_tokens, 5 + 3 + 7);
     int32_t lens[3] = {5, 3, 7};
     for (int r = 0; r < 3; r++) {
         const int32_t *src = e.ids + e.offsets[rows[r]];
@@ -291,6 +292,7 @@ static void test_batches(void **state)
     /* fixed length */
     assert_int_equal(lp_batch_fill(&b, &e, rows, 3, 12), LP_OK);
     assert_int_equal(b.T, 12);
+    assert_int_equal(b.n_tokens, 5 + 3 + 7);
     assert_int_equal(b.input_ids[1 * 12 + 3], pad);
     assert_int_equal(b.attention_mask[2 * 12 + 6], 1);
     assert_int_equal(b.attention_mask[2 * 12 + 7], 0);
