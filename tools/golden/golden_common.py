@@ -18,6 +18,11 @@ SEED = 1234
 
 def setup(seed=SEED):
     """Fix every RNG and make torch single-threaded and deterministic."""
+    # Set iteration order depends on the string hash seed (PEFT keeps target_modules in a
+    # set and writes it as a list): re-run ourselves once with a fixed seed.
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        os.environ["PYTHONHASHSEED"] = "0"
+        os.execv(sys.executable, [sys.executable] + sys.argv)
     warnings.filterwarnings("ignore")
     import logging
     logging.getLogger("bitsandbytes").setLevel(logging.ERROR)

@@ -1,0 +1,7 @@
+# Golden: PEFT LoRA (r=4, alpha=8, use_rslora=True) on the tiny distilbert classifier.
+# Usage: python3 tools/golden/gen_lora_distilbert_rslora.py --out tests/golden/lora_distilbert_rslora
+import golden_common as gc
+import lora_golden
+
+if __name__ == "__main__":
+    lora_golden.run("distilbert", gc.parse_out("lora_distilbert_rslora golden"), rslora=True)
