@@ -68,6 +68,14 @@ lp_status lp_mem_estimate_compute(const lp_model_config *c, const lp_param_map *
     const uint64_t A = (uint64_t)c->num_heads, I = (uint64_t)c->intermediate_size, hd = (uint64_t)c->head_dim;
     const uint64_t KV = (uint64_t)c->num_kv_heads, L = (uint64_t)c->num_layers, C = (uint64_t)c->num_labels;
     const uint64_t V = (uint64_t)c->vocab_size;
+    /* the largest terms, in floating point: refuse sizes whose byte counts overflow */
+    double big = (double)o->batch_size * (double)o->seq_len *
+                 ((double)c->num_heads * (double)o->seq_len + 8.0 * (double)c->hidden_size +
+                  3.0 * (double)c->intermediate_size + 2.0 * (double)c->vocab_size) *
+                 (double)(c->num_layers + 1) * 8.0;
+    if (big > 1e18)
+        return lp_err(LP_STATUS_RANGE, "memory estimate: batch %lld x seq len %lld is too large to count",
+                      (long long)o->batch_size, (long long)o->seq_len);
     const bool lora = o->method != LP_TRAIN_METHOD_FULL;
     const uint64_t r = lora ? (uint64_t)o->lora_rank : 0;
 

@@ -270,6 +270,12 @@ static lp_status parse(lp_st_file *f)
         return lp_err(LP_STATUS_FORMAT, "%s: header does not start with '{'", label);
     if (!lp_io_utf8_valid(h, hn))
         return lp_err(LP_STATUS_FORMAT, "%s: header is not valid UTF-8", label);
+    /* JSON allows no raw control characters (serde refuses them in strings too); a NUL
+     * would also cut a tensor name short behind cJSON's back */
+    for (uint64_t i = 0; i < hn; i++)
+        if (h[i] < 0x20 && h[i] != '\t' && h[i] != '\n' && h[i] != '\r')
+            return lp_err(LP_STATUS_FORMAT, "%s: header has control character 0x%02x at byte %llu", label, h[i],
+                          (unsigned long long)(8 + i));
 
     const char *endp = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts((const char *)h, (size_t)hn, &endp, 0);

@@ -259,6 +259,17 @@ static void test_malformed_headers(void **state)
     expect_parse("{} x", 0, F, "trailing bytes", NULL);
     expect_parse("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}\xff", 4, F, "UTF-8", NULL);
     expect_parse("{\"a\":5}", 0, F, "'a'", "not an object");
+    {
+        static const char nul_hdr[] = "{\"a\0b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}";
+        size_t len = 8 + sizeof nul_hdr - 1 + 1;
+        uint8_t *b = calloc(1, len);
+        b[0] = (uint8_t)(sizeof nul_hdr - 1);
+        memcpy(b + 8, nul_hdr, sizeof nul_hdr - 1);
+        lp_st_file *f = NULL;
+        assert_int_equal(lp_st_parse_buffer(b, len, "bad.safetensors", &f), F);
+        assert_non_null(strstr(lp_err_msg(), "control character 0x00"));
+        free(b);
+    }
     expect_parse("{\"a\":{\"shape\":[1],\"data_offsets\":[0,4]}}", 4, F, "'a'", "dtype");
     expect_parse("{\"a\":{\"dtype\":\"F32\",\"data_offsets\":[0,4]}}", 4, F, "'a'", "shape");
     expect_parse("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0]}}", 4, F, "'a'", "data_offsets");
