@@ -184,6 +184,10 @@ static lp_status parse_activation(const ctx *c, const char *const *keys, const c
                   c->label, s);
 }
 
+/* Classification heads beyond this many classes are not what loupe trains; the cap also
+ * keeps a hostile config from costing a million label strings. */
+#define LP_MAX_LABELS 65536
+
 /* id2label / label2id / num_labels: class names indexed 0..n-1, consistent both ways. */
 static lp_status parse_labels(const ctx *c, lp_model_config *o)
 {
@@ -192,7 +196,7 @@ static lp_status parse_labels(const ctx *c, lp_model_config *o)
     int64_t n = 2;
     static const char *const nl_keys[] = {"num_labels", NULL};
     bool have_nl = cJSON_GetObjectItemCaseSensitive(c->root, "num_labels") != NULL;
-    lp_status st = get_int(c, nl_keys, false, 2, 1, 1000000, &n);
+    lp_status st = get_int(c, nl_keys, false, 2, 1, LP_MAX_LABELS, &n);
     if (st != LP_OK)
         return st;
     if (id2 && !cJSON_IsNull(id2)) {
@@ -202,8 +206,9 @@ static lp_status parse_labels(const ctx *c, lp_model_config *o)
         if (have_nl && m != n)
             return lp_err(LP_STATUS_FORMAT, "%s: num_labels is %lld but id2label has %lld entries", c->label,
                           (long long)n, (long long)m);
-        if (m < 1 || m > 1000000)
-            return lp_err(LP_STATUS_FORMAT, "%s: id2label has %lld entries", c->label, (long long)m);
+        if (m < 1 || m > LP_MAX_LABELS)
+            return lp_err(LP_STATUS_FORMAT, "%s: id2label has %lld entries (1 to %d supported)", c->label,
+                          (long long)m, LP_MAX_LABELS);
         n = m;
     }
     o->id2label = calloc((size_t)n, sizeof *o->id2label);
