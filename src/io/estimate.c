@@ -20,6 +20,12 @@
  *   LoRA on query and value adds the rank-r projection x·Aᵀ: 2·B·T·r floats.
  * Outside the layers: embedding LayerNorm x̂ + rstd (+ mask), the last layer's output
  * (B,T,H), and the head's small inputs/outputs (2·B·H + 2·B·C).
+ * Checked against PyTorch (tools/activation_bytes.py: distinct storages autograd saves in
+ * one eager BertLayer of all-MiniLM-L6-v2, B=16, T=128): dropout off, PyTorch keeps
+ * 62,947,328 bytes, this formula says 62,930,944 (PyTorch also keeps the LayerNorm means,
+ * +16 KiB); dropout 0.1, PyTorch keeps 94,404,608 against 67,649,536 here, because its CPU
+ * dropout saves float32 noise (not uint8 masks) and a second copy of the dropped
+ * probabilities — an engine that keeps those must say so rather than miss this bound.
  *
  * Llama / Qwen2 / Mistral layer (pre-RMSNorm), saved for backward:
  *   x (B,T,H) + rstd (B,T); n1 (B,T,H); q,k after RoPE (B,T,A·hd),(B,T,KV·hd); v (B,T,KV·hd);
