@@ -115,11 +115,11 @@ typedef struct lp_nn_embedding {
 
 typedef struct lp_nn_embedding_act {
     float *sum;         /* (N,C) word + position + type */
-    float *ln;          /* (N,C) after LayerNorm */
+    float *ln;          /* (N,C) after LayerNorm (and dropout, in place) */
     float *ln_mean, *ln_rstd; /* (N) */
     uint8_t *keep;      /* (N,C) dropout mask */
     bool dropped;       /* keep was drawn */
-    float *out;         /* (N,C) = ln, or the dropout output when dropped */
+    float *out;         /* (N,C) the module output (= ln) */
 } lp_nn_embedding_act;
 
 /* act->out (B,T,C) from ids, type_ids (B,T) (type_ids NULL = all 0). Errors: LP_STATUS_RANGE
@@ -128,7 +128,7 @@ LP_WARN_UNUSED lp_status lp_nn_embedding_forward(const lp_nn_embedding *e, const
                                                  lp_nn_embedding_act *act, const int32_t *ids,
                                                  const int32_t *type_ids, int64_t B, int64_t T);
 /* dwte, dwpe, dwtt, LayerNorm grads += from dout (B,T,C) (the embedding output's gradient).
- * scratch (N,C) is overwritten. */
+ * scratch (2*N*C floats) is overwritten. The padding row's gradient stays 0. */
 void lp_nn_embedding_backward(const lp_nn_embedding *e, const lp_nn_embedding_act *act, const float *dout,
                               float *scratch, const int32_t *ids, const int32_t *type_ids, int64_t B, int64_t T);
 
@@ -157,7 +157,7 @@ typedef struct lp_nn_attention_act {
 void lp_nn_attention_forward(const lp_nn_attention *a, const lp_nn_ctx *ctx, lp_nn_attention_act *act,
                              const float *x, const int32_t *mask, int64_t B, int64_t T);
 /* dx (N,C) = gradient w.r.t. x; parameter grads +=. dout (N,C). scratch needs 4*N*C floats
- * plus B*H*T*T (EAGER). The exec mode must be the forward's. */
+ * plus 2*B*H*T*T (EAGER): lp_nn_attention_scratch_floats. The exec mode must be the forward's. */
 void lp_nn_attention_backward(const lp_nn_attention *a, const lp_nn_ctx *ctx, const lp_nn_attention_act *act,
                               float *dx, const float *dout, const float *x, const int32_t *mask, float *scratch,
                               int64_t B, int64_t T);

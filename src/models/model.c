@@ -1,0 +1,550 @@
+/* lp_model: loading (config, weights, task and head choice), the activation/scratch/input
+ * blocks sized per batch, and the forward, loss, backward and embedding passes over the nn
+ * modules (with gradient checkpointing: layer inputs kept, layers recomputed in backward). */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "models_internal.h"
+
+const char *lp_pooling_name(lp_pooling p)
+{
+    switch (p) {
+    case LP_POOLING_CLS: return "cls";
+    case LP_POOLING_MEAN: return "mean";
+    }
+    return "?";
+}
+
+lp_status lp_pooling_parse(const char *s, lp_pooling *out)
+{
+    if (s && !strcmp(s, "cls"))
+        *out = LP_POOLING_CLS;
+    else if (s && !strcmp(s, "mean"))
+        *out = LP_POOLING_MEAN;
+    else
+        return lp_err(LP_STATUS_INVALID_ARG, "unknown pooling '%s' (expected cls or mean)", s ? s : "(null)");
+    return LP_OK;
+}
+
+void lp_model_options_init(lp_model_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->task = LP_MODEL_TASK_AUTO;
+    o->pooling = LP_POOLING_CLS;
+    o->exec = LP_EXEC_MODE_EAGER;
+    o->seed = 42;
+}
+
+static bool file_exists(const char *dir, const char *name)
+{
+    char p[4096];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return stat(p, &sb) == 0;
+}
+
+/* ---- blocks ----------------------------------------------------------------------------- */
+
+static int64_t up16(int64_t n) { return (n + 15) & ~(int64_t)15; }
+static int64_t up64(int64_t n) { return (n + 63) & ~(int64_t)63; }
+
+typedef struct sizes {
+    int64_t act, u8, tmp, in;
+} sizes;
+
+static sizes need(const lp_model *m, int64_t B, int64_t T)
+{
+    const int64_t N = B * T, C = m->cfg.hidden_size, L = m->num_labels;
+    const lp_nn_encoder_layer *l0 = &m->layers[0];
+    sizes s = {0, 0, 0, 0};
+    int64_t la = lp_nn_layer_act_floats(l0, m->exec, m->training, B, T);
+    int64_t lu = lp_nn_layer_act_bytes_u8(l0, m->exec, m->training, B, T);
+    s.act = 2 * up16(N * C) + 2 * up16(N) + (m->ckpt ? la + m->L * up16(N * C) : m->L * la) + 4 * up16(B * C) +
+            up16(B * L) + up16(B);
+    s.u8 = up64(N * C) + (m->ckpt ? lu : m->L * lu) + up64(B * C);
+    int64_t ls = lp_nn_encoder_layer_scratch_floats(l0, m->exec, B, T), other = 2 * N * C > 2 * B * C ? 2 * N * C : 2 * B * C;
+    s.tmp = 2 * up16(N * C) + (ls > other ? ls : other) + up16(B * L);
+    s.in = 3 * N + B + 64;
+    return s;
+}
+
+static lp_status ensure(lp_model *m, int64_t B, int64_t T)
+{
+    sizes s = need(m, B, T);
+    if (s.act > m->act_cap_floats) {
+        lp_free(m->act_block);
+        m->act_cap_floats = 0;
+        if (!(m->act_block = lp_alloc((size_t)s.act * sizeof(float), LP_MEM_CATEGORY_ACTIVATION, "model activations")))
+            return lp_err_wrap(LP_STATUS_NO_MEMORY, "model activations for batch %lld x %lld", (long long)B,
+                               (long long)T);
+        m->act_cap_floats = s.act;
+    }
+    if (s.u8 > m->act_cap_u8) {
+        lp_free(m->act_u8);
+        m->act_cap_u8 = 0;
+        if (!(m->act_u8 = lp_alloc((size_t)s.u8, LP_MEM_CATEGORY_ACTIVATION, "model dropout masks")))
+            return lp_err_wrap(LP_STATUS_NO_MEMORY, "dropout masks for batch %lld x %lld", (long long)B, (long long)T);
+        m->act_cap_u8 = s.u8;
+    }
+    if (s.tmp > m->tmp_cap) {
+        lp_free(m->tmp_block);
+        m->tmp_cap = 0;
+        if (!(m->tmp_block = lp_alloc((size_t)s.tmp * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "model backward scratch")))
+            return lp_err_wrap(LP_STATUS_NO_MEMORY, "backward scratch for batch %lld x %lld", (long long)B,
+                               (long long)T);
+        m->tmp_cap = s.tmp;
+    }
+    if (s.in > m->in_cap) {
+        lp_free(m->in_block);
+        m->in_cap = 0;
+        if (!(m->in_block = lp_alloc((size_t)s.in * sizeof(int32_t), LP_MEM_CATEGORY_INPUT, "model batch")))
+            return lp_err_wrap(LP_STATUS_NO_MEMORY, "batch of %lld x %lld", (long long)B, (long long)T);
+        m->in_cap = s.in;
+    }
+    return LP_OK;
+}
+
+/* Points every activation at its place in the blocks for a (B,T) batch. */
+static void bind(lp_model *m, int64_t B, int64_t T)
+{
+    const int64_t N = B * T, C = m->cfg.hidden_size, L = m->num_labels;
+    float *f = m->act_block;
+    uint8_t *u = m->act_u8;
+#define TAKE(n) (f += up16(n), f - up16(n))
+    lp_nn_embedding_act *e = &m->emb_act;
+    e->sum = TAKE(N * C);
+    e->ln = TAKE(N * C);
+    e->out = e->ln;
+    e->ln_mean = TAKE(N);
+    e->ln_rstd = TAKE(N);
+    e->keep = u;
+    u += up64(N * C);
+    int64_t la = lp_nn_layer_act_floats(&m->layers[0], m->exec, m->training, B, T);
+    int64_t lu = lp_nn_layer_act_bytes_u8(&m->layers[0], m->exec, m->training, B, T);
+    for (int64_t l = 0; l < (m->ckpt ? 1 : m->L); l++) {
+        lp_nn_layer_act_bind(&m->layers[l], m->exec, m->training, &m->lact[l], f, u, B, T);
+        f += la;
+        u += lu;
+    }
+    if (m->ckpt)
+        for (int64_t l = 0; l < m->L; l++)
+            m->ckpt_out[l] = TAKE(N * C);
+    lp_nn_head_act *h = &m->head_act;
+    h->pooled = TAKE(B * C);
+    h->pre = TAKE(B * C);
+    h->act = TAKE(B * C);
+    h->drop = TAKE(B * C);
+    h->keep = u;
+    m->logits = TAKE(B * L);
+    m->lse = TAKE(B);
+#undef TAKE
+    m->ids = m->in_block;
+    m->mask = m->ids + N;
+    m->types = m->mask + N;
+    m->labels = m->types + N;
+}
+
+/* ---- load / free ------------------------------------------------------------------------ */
+
+lp_status lp_model_load(const char *dir, const lp_model_options *opt, lp_model **out)
+{
+    *out = NULL;
+    lp_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", dir);
+    if (opt)
+        m->opt = *opt;
+    else
+        lp_model_options_init(&m->opt);
+    lp_st_set *w = NULL;
+    lp_status st = LP_OK;
+    char path[4096];
+    size_t len = 0;
+    if (!(m->dir = strdup(dir))) {
+        st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", dir);
+        goto fail;
+    }
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if ((st = lp_file_read_all(path, &m->config_json, &len)) != LP_OK ||
+        (st = lp_hf_config_parse(m->config_json, len, path, &m->cfg)) != LP_OK)
+        goto fail;
+    if (m->cfg.family != LP_MODEL_FAMILY_BERT) {
+        st = lp_err(LP_STATUS_UNSUPPORTED, "%s: %s (llama family) is not supported by the engine yet; bert-family "
+                    "models are (BERT, DistilBERT, MiniLM)", path, lp_hf_arch_name(m->cfg.arch));
+        goto fail;
+    }
+    m->init_range = 0.02;
+    cJSON *root = cJSON_ParseWithLength(m->config_json, len);
+    if (root) {
+        const cJSON *ir = cJSON_GetObjectItemCaseSensitive(root, "initializer_range");
+        if (cJSON_IsNumber(ir) && ir->valuedouble > 0 && ir->valuedouble < 10)
+            m->init_range = ir->valuedouble;
+        cJSON_Delete(root);
+    }
+
+    lp_model_task task = m->opt.task;
+    bool src_head = m->cfg.arch == LP_HF_ARCH_BERT_SEQ_CLS || m->cfg.arch == LP_HF_ARCH_DISTILBERT_SEQ_CLS;
+    if (task == LP_MODEL_TASK_AUTO)
+        task = src_head ? LP_MODEL_TASK_SEQ_CLS : LP_MODEL_TASK_BASE;
+    if (task == LP_MODEL_TASK_CAUSAL_LM) {
+        st = lp_err(LP_STATUS_INVALID_ARG, "%s: a causal LM head needs a llama-family model", path);
+        goto fail;
+    }
+    m->has_head = task == LP_MODEL_TASK_SEQ_CLS;
+    m->num_labels = m->opt.num_labels > 0 ? m->opt.num_labels : m->cfg.num_labels;
+    if (m->num_labels < 1)
+        m->num_labels = 2;
+    bool di = m->cfg.distilbert;
+    m->head.kind = (src_head || m->opt.pooling == LP_POOLING_CLS)
+                       ? (di ? LP_NN_HEAD_KIND_DISTILBERT : LP_NN_HEAD_KIND_BERT)
+                       : LP_NN_HEAD_KIND_MEAN;
+    m->save_arch = m->has_head ? (di ? LP_HF_ARCH_DISTILBERT_SEQ_CLS : LP_HF_ARCH_BERT_SEQ_CLS)
+                               : (di ? LP_HF_ARCH_DISTILBERT_MODEL : LP_HF_ARCH_BERT_MODEL);
+
+    st = lp_st_set_open_dir(dir, &w);
+    if (st == LP_STATUS_NOT_FOUND) {
+        if (file_exists(dir, "pytorch_model.bin") || file_exists(dir, "pytorch_model.bin.index.json")) {
+            st = lp_err(LP_STATUS_UNSUPPORTED, "%s: only pytorch_model.bin (pickle) weights; loupe reads safetensors "
+                        "(convert with transformers: model.save_pretrained(dir, safe_serialization=True))", dir);
+            goto fail;
+        }
+        w = NULL; // config only: initialize everything from the seed
+        st = LP_OK;
+        if (!m->opt.quiet)
+            fprintf(stderr, "loupe: %s has no weights: every parameter initialized from seed %llu (normal(0, %g))\n",
+                    dir, (unsigned long long)m->opt.seed, m->init_range);
+    }
+    if (st != LP_OK)
+        goto fail;
+    if ((st = lp_model__build_bert(m, w)) != LP_OK)
+        goto fail;
+    lp_st_set_close(w); // every tensor was copied (and converted) into the parameter block
+    w = NULL;
+
+    m->exec = m->opt.exec;
+    m->training = m->opt.training;
+    m->ckpt = m->opt.grad_checkpointing;
+    m->dloss_scale = 1.0f;
+    lp_rng_init(&m->rng, m->opt.seed, LP_RNG_STREAM_DROPOUT);
+    if (!(m->layer_rng = calloc((size_t)m->L, sizeof *m->layer_rng)) ||
+        !(m->lact = calloc((size_t)m->L, sizeof *m->lact)) ||
+        !(m->ckpt_out = calloc((size_t)m->L, sizeof *m->ckpt_out))) {
+        st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", dir);
+        goto fail;
+    }
+    if (m->opt.max_batch > 0 && m->opt.max_seq > 0 && (st = ensure(m, m->opt.max_batch, m->opt.max_seq)) != LP_OK)
+        goto fail;
+    *out = m;
+    return LP_OK;
+fail:
+    if (st != LP_STATUS_NO_MEMORY && strstr(lp_err_msg(), dir) == NULL)
+        lp_err_wrap(st, "loading model %s", dir);
+    lp_st_set_close(w);
+    lp_model_free(m);
+    return st;
+}
+
+void lp_model_free(lp_model *m)
+{
+    if (!m)
+        return;
+    lp_free(m->param_block);
+    lp_free(m->grad_block);
+    lp_free(m->act_block);
+    lp_free(m->act_u8);
+    lp_free(m->tmp_block);
+    lp_free(m->in_block);
+    for (size_t i = 0; i < m->n_params; i++)
+        free(m->names[i]);
+    free(m->names);
+    free(m->params);
+    free(m->slots);
+    free(m->layers);
+    free(m->layer_rng);
+    free(m->lact);
+    free(m->ckpt_out);
+    if (m->label_names)
+        for (int64_t i = 0; i < m->num_labels; i++)
+            free(m->label_names[i]);
+    free(m->label_names);
+    lp_model_config_free(&m->cfg);
+    free(m->config_json);
+    free(m->dir);
+    free(m);
+}
+
+void lp_model_set_training(lp_model *m, bool training) { m->training = training; m->fwd_ok = m->loss_ok = false; }
+void lp_model_set_exec(lp_model *m, lp_exec_mode exec) { m->exec = exec; m->fwd_ok = m->loss_ok = false; }
+void lp_model_set_grad_checkpointing(lp_model *m, bool on) { m->ckpt = on; m->fwd_ok = m->loss_ok = false; }
+void lp_model_set_dloss_scale(lp_model *m, float scale) { m->dloss_scale = scale; }
+
+/* ---- passes ------------------------------------------------------------------------------ */
+
+static lp_nn_ctx run_ctx(lp_model *m, lp_rng *rng)
+{
+    return (lp_nn_ctx){.training = m->training, .exec = m->exec, .rng = rng};
+}
+
+/* Embeddings and the layer stack; the last hidden state is lp_model_hidden(m, L). */
+static lp_status run_encoder(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids, int32_t B,
+                             int32_t T)
+{
+    m->fwd_ok = m->loss_ok = false;
+    if (B < 1 || T < 1)
+        return lp_err(LP_STATUS_INVALID_ARG, "model forward: batch %d x %d is empty", B, T);
+    if (T > m->cfg.max_position_embeddings)
+        return lp_err(LP_STATUS_INVALID_ARG, "model forward: sequence length %d exceeds the %lld positions of %s", T,
+                      (long long)m->cfg.max_position_embeddings, m->dir);
+    if (!ids)
+        return lp_err(LP_STATUS_INVALID_ARG, "model forward: no token ids");
+    lp_status st = ensure(m, B, T);
+    if (st != LP_OK)
+        return st;
+    bind(m, B, T);
+    const int64_t N = (int64_t)B * T;
+    memcpy(m->ids, ids, (size_t)N * sizeof *ids);
+    for (int64_t b = 0; b < B; b++) {
+        int64_t real = 0;
+        for (int64_t t = 0; t < T; t++) {
+            int32_t v = mask ? mask[b * T + t] : 1;
+            if (v != 0 && v != 1)
+                return lp_err(LP_STATUS_INVALID_ARG, "model forward: attention mask [%lld, %lld] is %d (not 0/1)",
+                              (long long)b, (long long)t, v);
+            m->mask[b * T + t] = v;
+            real += v;
+        }
+        if (!real)
+            return lp_err(LP_STATUS_INVALID_ARG, "model forward: row %lld of the batch has no real token", (long long)b);
+    }
+    m->has_types = type_ids != NULL;
+    if (type_ids)
+        memcpy(m->types, type_ids, (size_t)N * sizeof *type_ids);
+    const int32_t *types = m->has_types ? m->types : NULL;
+    if (types && m->emb.wtt)
+        for (int64_t i = 0; i < N; i++)
+            if (types[i] < 0 || types[i] >= m->emb.TT)
+                return lp_err(LP_STATUS_RANGE, "model forward: token type %d at %lld outside [0, %lld)", types[i],
+                              (long long)i, (long long)m->emb.TT);
+
+    lp_nn_ctx ctx = run_ctx(m, &m->rng);
+    if ((st = lp_nn_embedding_forward(&m->emb, &ctx, &m->emb_act, m->ids, types, B, T)) != LP_OK)
+        return st;
+    const float *x = m->emb_act.out;
+    for (int64_t l = 0; l < m->L; l++) {
+        m->layer_rng[l] = m->rng; // the recompute replays this layer's dropout masks
+        lp_nn_layer_act *a = &m->lact[m->ckpt ? 0 : l];
+        lp_nn_encoder_layer_forward(&m->layers[l], &ctx, a, x, m->mask, B, T);
+        if (m->ckpt) {
+            memcpy(m->ckpt_out[l], a->out, (size_t)N * m->cfg.hidden_size * sizeof(float));
+            x = m->ckpt_out[l];
+        } else {
+            x = a->out;
+        }
+    }
+    m->B = B;
+    m->T = T;
+    m->fwd_exec = m->exec;
+    m->fwd_training = m->training;
+    m->fwd_ckpt = m->ckpt;
+    m->fwd_ok = true;
+    return LP_OK;
+}
+
+const float *lp_model_hidden(const lp_model *m, int32_t i)
+{
+    if (!m->fwd_ok || i < 0 || i > m->L)
+        return NULL;
+    if (i == 0)
+        return m->emb_act.out;
+    return m->fwd_ckpt ? m->ckpt_out[i - 1] : m->lact[i - 1].out;
+}
+
+lp_status lp_model_forward(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids, int32_t B,
+                           int32_t T, float *logits)
+{
+    if (!m->has_head)
+        return lp_err(LP_STATUS_INVALID_ARG, "model %s was loaded without a classification head (task base): use "
+                      "lp_model_embed, or load with task seq_cls", m->dir);
+    LP_PROF_SCOPE(m->cfg.distilbert ? "distilbert.forward" : "bert.forward");
+    lp_status st = run_encoder(m, ids, mask, type_ids, B, T);
+    if (st != LP_OK)
+        return st;
+    lp_nn_ctx ctx = run_ctx(m, &m->rng);
+    lp_nn_cls_head_forward(&m->head, &ctx, &m->head_act, m->logits, lp_model_hidden(m, (int32_t)m->L), m->mask, B, T);
+    if (logits)
+        memcpy(logits, m->logits, (size_t)B * m->num_labels * sizeof(float));
+    return LP_OK;
+}
+
+lp_status lp_model_loss_forward(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
+                                const int32_t *labels, int32_t B, int32_t T, float *logits, float *loss)
+{
+    if (!labels)
+        return lp_err(LP_STATUS_INVALID_ARG, "model loss: no labels");
+    lp_status st = lp_model_forward(m, ids, mask, type_ids, B, T, logits);
+    if (st != LP_OK)
+        return st;
+    memcpy(m->labels, labels, (size_t)B * sizeof *labels);
+    // -100 is ignored, as in transformers
+    if ((st = lp_cross_entropy_forward(&m->loss, m->lse, m->logits, m->labels, B, m->num_labels, -100)) != LP_OK)
+        return lp_err_wrap(st, "model loss");
+    *loss = m->loss;
+    m->loss_ok = true;
+    return LP_OK;
+}
+
+lp_status lp_model_backward(lp_model *m)
+{
+    if (!m->loss_ok)
+        return lp_err(LP_STATUS_INVALID_ARG, "model backward: no loss forward to back-propagate (call "
+                      "lp_model_loss_forward first; a backward consumes it)");
+    LP_PROF_SCOPE(m->cfg.distilbert ? "distilbert.backward" : "bert.backward");
+    const int64_t B = m->B, T = m->T, N = B * T, C = m->cfg.hidden_size, L = m->num_labels;
+    float *dA = m->tmp_block, *dB = dA + up16(N * C), *scratch = dB + up16(N * C);
+    int64_t ls = lp_nn_encoder_layer_scratch_floats(&m->layers[0], m->fwd_exec, B, T);
+    int64_t other = 2 * N * C > 2 * B * C ? 2 * N * C : 2 * B * C;
+    float *dlogits = scratch + (ls > other ? ls : other);
+    lp_nn_ctx ctx = {.training = m->fwd_training, .exec = m->fwd_exec, .rng = NULL};
+    const int32_t *types = m->has_types ? m->types : NULL;
+
+    lp_cross_entropy_backward(dlogits, m->logits, m->lse, m->labels, B, L, -100, m->dloss_scale);
+    lp_nn_cls_head_backward(&m->head, &m->head_act, dA, dlogits, m->mask, scratch, B, T);
+    for (int64_t l = m->L - 1; l >= 0; l--) {
+        const float *x = l == 0 ? m->emb_act.out : m->fwd_ckpt ? m->ckpt_out[l - 1] : m->lact[l - 1].out;
+        lp_nn_layer_act *a = &m->lact[m->fwd_ckpt ? 0 : l];
+        if (m->fwd_ckpt) { // recompute the layer from its kept input with the same dropout masks
+            lp_rng r = m->layer_rng[l];
+            lp_nn_ctx rc = {.training = m->fwd_training, .exec = m->fwd_exec, .rng = &r};
+            lp_nn_encoder_layer_forward(&m->layers[l], &rc, a, x, m->mask, B, T);
+        }
+        lp_nn_encoder_layer_backward(&m->layers[l], &ctx, a, dB, dA, x, m->mask, scratch, B, T);
+        float *t = dA;
+        dA = dB;
+        dB = t;
+    }
+    lp_nn_embedding_backward(&m->emb, &m->emb_act, dA, scratch, m->ids, types, B, T);
+    m->loss_ok = false;
+    return LP_OK;
+}
+
+void lp_model_zero_grad(lp_model *m)
+{
+    LP_PROF_SCOPE(LP_PROF_NAME_OPTIMIZER_ZERO_GRAD);
+    memset(m->grad_block, 0, (size_t)m->n_floats * sizeof(float));
+}
+
+lp_status lp_model_embed(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids, int32_t B,
+                         int32_t T, bool normalize, float *out)
+{
+    LP_PROF_SCOPE(m->cfg.distilbert ? "distilbert.embed" : "bert.embed");
+    bool tr = m->training;
+    m->training = false;
+    lp_status st = run_encoder(m, ids, mask, type_ids, B, T);
+    m->training = tr;
+    if (st != LP_OK)
+        return st;
+    const int64_t C = m->cfg.hidden_size;
+    lp_nn_mean_pool_forward(out, lp_model_hidden(m, (int32_t)m->L), m->mask, B, T, C);
+    if (normalize)
+        lp_nn_l2_normalize(out, B, C);
+    return LP_OK;
+}
+
+/* ---- parameters and info ---------------------------------------------------------------- */
+
+const lp_model_param *lp_model_params(const lp_model *m, size_t *n_out)
+{
+    if (n_out)
+        *n_out = m->n_params;
+    return m->params;
+}
+
+const lp_model_param *lp_model_param_find(const lp_model *m, const char *name)
+{
+    for (size_t i = 0; i < m->n_params; i++)
+        if (!strcmp(m->params[i].name, name))
+            return &m->params[i];
+    return NULL;
+}
+
+lp_status lp_model_set_trainable(lp_model *m, const char *name, bool trainable)
+{
+    for (size_t i = 0; i < m->n_params; i++)
+        if (!strcmp(m->params[i].name, name)) {
+            lp_model_param *p = &m->params[i];
+            p->trainable = trainable;
+            p->grad = trainable ? m->grad_block + m->slots[i].offset : NULL;
+            *m->slots[i].g = p->grad;
+            return LP_OK;
+        }
+    return lp_err(LP_STATUS_INVALID_ARG, "model %s has no parameter '%s'", m->dir, name);
+}
+
+double lp_model_forward_flops(const lp_model *m, int64_t B, int64_t T)
+{
+    const double C = (double)m->cfg.hidden_size, I = (double)m->cfg.intermediate_size, N = (double)B * (double)T;
+    double f = N * (double)m->L * (8.0 * C * C + 4.0 * C * I) + (double)B * (double)m->L * 4.0 * (double)T * (double)T * C;
+    if (m->has_head)
+        f += (double)B * (2.0 * C * C + 2.0 * C * (double)m->num_labels);
+    return f;
+}
+
+void lp_model_info_get(const lp_model *m, lp_model_info *o)
+{
+    memset(o, 0, sizeof *o);
+    o->family = m->cfg.family;
+    o->arch = m->save_arch;
+    o->distilbert = m->cfg.distilbert;
+    o->has_head = m->has_head;
+    o->pooling = m->head.kind == LP_NN_HEAD_KIND_MEAN ? LP_POOLING_MEAN : LP_POOLING_CLS;
+    o->num_layers = m->L;
+    o->hidden_size = m->cfg.hidden_size;
+    o->num_heads = m->cfg.num_heads;
+    o->intermediate_size = m->cfg.intermediate_size;
+    o->vocab_size = m->cfg.vocab_size;
+    o->max_positions = m->cfg.max_position_embeddings;
+    o->num_labels = m->has_head ? m->num_labels : 0;
+    o->n_tensors = m->n_params;
+    for (size_t i = 0; i < m->n_params; i++) {
+        o->n_params += (uint64_t)m->params[i].numel;
+        if (m->params[i].trainable)
+            o->n_trainable += (uint64_t)m->params[i].numel;
+        if (!m->params[i].from_checkpoint)
+            o->n_initialized++;
+    }
+    o->activation_bytes = (uint64_t)m->act_cap_floats * sizeof(float) + (uint64_t)m->act_cap_u8;
+    o->exec = m->exec;
+    o->training = m->training;
+    o->grad_checkpointing = m->ckpt;
+    const double C = (double)m->cfg.hidden_size, I = (double)m->cfg.intermediate_size;
+    o->forward_flops_per_token = (double)m->L * (8.0 * C * C + 4.0 * C * I);
+}
+
+const lp_model_config *lp_model_config_get(const lp_model *m) { return &m->cfg; }
+
+lp_status lp_model_set_label_names(lp_model *m, const char *const *names, int32_t n)
+{
+    if (n != m->num_labels)
+        return lp_err(LP_STATUS_INVALID_ARG, "model %s has %lld labels, %d names given", m->dir,
+                      (long long)m->num_labels, n);
+    char **v = calloc((size_t)n, sizeof *v);
+    if (!v)
+        return lp_err(LP_STATUS_NO_MEMORY, "out of memory");
+    for (int32_t i = 0; i < n; i++)
+        if (!(v[i] = strdup(names[i] ? names[i] : ""))) {
+            for (int32_t j = 0; j < i; j++)
+                free(v[j]);
+            free(v);
+            return lp_err(LP_STATUS_NO_MEMORY, "out of memory");
+        }
+    if (m->label_names)
+        for (int64_t i = 0; i < m->num_labels; i++)
+            free(m->label_names[i]);
+    free(m->label_names);
+    m->label_names = v;
+    return LP_OK;
+}

@@ -1,0 +1,145 @@
+/* Saving a model as a Hugging Face model directory: model.safetensors (f32, HF names),
+ * config.json (the source config with the saved architecture and labels) and the source's
+ * tokenizer files, so transformers' from_pretrained loads the result. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "models_internal.h"
+
+static const char *const tokenizer_files[] = {"tokenizer.json", "tokenizer_config.json", "vocab.txt",
+                                              "special_tokens_map.json", "vocab.json", "merges.txt", NULL};
+
+static lp_status write_config(const lp_model *m, const char *path)
+{
+    cJSON *root = cJSON_Parse(m->config_json);
+    if (!root)
+        return lp_err(LP_STATUS_FORMAT, "%s/config.json: cannot re-read the source config", m->dir);
+    lp_status st = LP_OK;
+    cJSON *arch = cJSON_CreateArray();
+    cJSON_AddItemToArray(arch, cJSON_CreateString(lp_hf_arch_name(m->save_arch)));
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "architectures");
+    cJSON_AddItemToObject(root, "architectures", arch);
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "loupe_pooling");
+    if (m->has_head) {
+        cJSON *id2 = cJSON_CreateObject(), *l2i = cJSON_CreateObject();
+        for (int64_t i = 0; i < m->num_labels; i++) {
+            char k[32], def[32];
+            snprintf(k, sizeof k, "%lld", (long long)i);
+            snprintf(def, sizeof def, "LABEL_%lld", (long long)i);
+            const char *name = m->label_names ? m->label_names[i]
+                               : (i < m->cfg.num_labels && m->cfg.id2label && m->cfg.id2label[i]) ? m->cfg.id2label[i]
+                                                                                                   : def;
+            cJSON_AddItemToObject(id2, k, cJSON_CreateString(name));
+            cJSON_AddItemToObject(l2i, name, cJSON_CreateNumber((double)i));
+        }
+        cJSON_DeleteItemFromObjectCaseSensitive(root, "id2label");
+        cJSON_DeleteItemFromObjectCaseSensitive(root, "label2id");
+        cJSON_DeleteItemFromObjectCaseSensitive(root, "num_labels");
+        cJSON_AddItemToObject(root, "id2label", id2);
+        cJSON_AddItemToObject(root, "label2id", l2i);
+        if (m->head.kind == LP_NN_HEAD_KIND_MEAN) // not a transformers notion: see lp_pooling
+            cJSON_AddItemToObject(root, "loupe_pooling", cJSON_CreateString("mean"));
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text)
+        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
+    st = lp_file_write_atomic(path, text, strlen(text));
+    free(text);
+    return st;
+}
+
+static lp_status write_weights(const lp_model *m, const char *path)
+{
+    lp_st_write_tensor *t = calloc(m->n_params ? m->n_params : 1, sizeof *t);
+    if (!t)
+        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
+    for (size_t i = 0; i < m->n_params; i++) {
+        const lp_model_param *p = &m->params[i];
+        t[i] = (lp_st_write_tensor){.name = p->name, .dtype = LP_ST_DTYPE_F32, .ndim = p->ndim, .shape = p->shape,
+                                    .data = p->data};
+    }
+    // transformers refuses safetensors whose metadata lacks a known "format"
+    static const char *const meta[] = {"format", "pt"};
+    lp_status st = lp_st_write(path, t, m->n_params, meta, 1);
+    free(t);
+    return st;
+}
+
+static lp_status write_all(const lp_model *m, const char *dir)
+{
+    char p[4096], q[4096];
+    lp_status st;
+    snprintf(p, sizeof p, "%s/model.safetensors", dir);
+    if ((st = write_weights(m, p)) != LP_OK)
+        return st;
+    for (int i = 0; tokenizer_files[i]; i++) {
+        snprintf(q, sizeof q, "%s/%s", m->dir, tokenizer_files[i]);
+        struct stat sb;
+        if (stat(q, &sb) != 0)
+            continue;
+        char *buf = NULL;
+        size_t len = 0;
+        if ((st = lp_file_read_all(q, &buf, &len)) != LP_OK)
+            return st;
+        snprintf(p, sizeof p, "%s/%s", dir, tokenizer_files[i]);
+        st = lp_file_write_atomic(p, buf, len);
+        free(buf);
+        if (st != LP_OK)
+            return st;
+    }
+    // the config last: a reader that sees it sees the weights it describes
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    return write_config(m, p);
+}
+
+static void remove_flat_dir(const char *dir)
+{
+    char p[4096 + 64];
+    snprintf(p, sizeof p, "%s/model.safetensors", dir);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    unlink(p);
+    for (int i = 0; tokenizer_files[i]; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, tokenizer_files[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
+lp_status lp_model_save_hf(const lp_model *m, const char *dir)
+{
+    struct stat sb;
+    if (stat(dir, &sb) == 0) {
+        if (!S_ISDIR(sb.st_mode))
+            return lp_err(LP_STATUS_IO, "%s: exists and is not a directory", dir);
+        // an existing directory (it may hold other files): every file is replaced atomically
+        return write_all(m, dir);
+    }
+    // a new directory: build it beside its final place and rename it in whole
+    char tmp[4096], parent[4096];
+    snprintf(parent, sizeof parent, "%s", dir);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) {
+        *slash = '\0';
+        lp_status st = lp_mkdir_p(parent);
+        if (st != LP_OK)
+            return st;
+    }
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", dir) >= sizeof tmp)
+        return lp_err(LP_STATUS_INVALID_ARG, "%s: path too long", dir);
+    if (!mkdtemp(tmp))
+        return lp_err(LP_STATUS_IO, "%s: cannot create a temporary directory: %s", tmp, strerror(errno));
+    chmod(tmp, 0755);
+    lp_status st = write_all(m, tmp);
+    if (st == LP_OK && rename(tmp, dir) != 0)
+        st = lp_err(LP_STATUS_IO, "%s: cannot rename %s into place: %s", dir, tmp, strerror(errno));
+    if (st != LP_OK)
+        remove_flat_dir(tmp);
+    return st;
+}

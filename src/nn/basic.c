@@ -1,0 +1,139 @@
+/* nn basics: exec mode names, Linear, LayerNorm and dropout modules (thin wrappers that add
+ * a profiler range and the frozen/NULL rules over kernels), and the small element-wise ops
+ * the modules share (residual add, masked mean pooling, L2 normalization). */
+#include <math.h>
+#include <string.h>
+
+#include "nn_internal.h"
+
+const char *lp_exec_mode_name(lp_exec_mode m)
+{
+    switch (m) {
+    case LP_EXEC_MODE_EAGER: return "eager";
+    case LP_EXEC_MODE_FUSED: return "fused";
+    }
+    return "?";
+}
+
+lp_status lp_exec_mode_parse(const char *s, lp_exec_mode *out)
+{
+    if (s && !strcmp(s, "eager"))
+        *out = LP_EXEC_MODE_EAGER;
+    else if (s && !strcmp(s, "fused"))
+        *out = LP_EXEC_MODE_FUSED;
+    else
+        return lp_err(LP_STATUS_INVALID_ARG, "unknown exec mode '%s' (expected eager or fused)", s ? s : "(null)");
+    return LP_OK;
+}
+
+void lp_nn_linear_forward(const lp_nn_linear *l, float *out, const float *inp, int64_t N)
+{
+    lp_nn__push(l->fwd_name);
+    // out (N,out) = inp (N,in) @ w^T (in,out) + b
+    lp_matmul_forward(out, inp, l->w, l->b, N, l->in, l->out);
+    lp_nn__pop(l->fwd_name);
+}
+
+void lp_nn_linear_backward(const lp_nn_linear *l, float *dinp, const float *dout, const float *inp, int64_t N)
+{
+    lp_nn__push(l->bwd_name);
+    lp_matmul_backward(dinp, l->dw, l->b ? l->db : NULL, dout, inp, l->w, N, l->in, l->out);
+    lp_nn__pop(l->bwd_name);
+}
+
+void lp_nn_layernorm_forward(const lp_nn_layernorm *ln, float *out, float *mean, float *rstd, const float *inp,
+                             int64_t N)
+{
+    lp_nn__push(ln->fwd_name);
+    lp_layernorm_forward(out, mean, rstd, inp, ln->w, ln->b, N, ln->C, ln->eps);
+    lp_nn__pop(ln->fwd_name);
+}
+
+void lp_nn_layernorm_backward(const lp_nn_layernorm *ln, float *dinp, const float *dout, const float *inp,
+                              const float *mean, const float *rstd, int64_t N)
+{
+    lp_nn__push(ln->bwd_name);
+    lp_layernorm_backward(dinp, ln->dw, ln->db, dout, inp, ln->w, mean, rstd, N, ln->C);
+    lp_nn__pop(ln->bwd_name);
+}
+
+bool lp_nn_dropout_forward(const lp_nn_ctx *ctx, float *out, uint8_t *keep, const float *inp, int64_t n, float p)
+{
+    if (ctx->training && p > 0.0f && ctx->rng) {
+        lp_dropout_forward(out, keep, inp, n, p, ctx->rng);
+        return true;
+    }
+    if (out != inp)
+        memcpy(out, inp, (size_t)n * sizeof *out);
+    return false;
+}
+
+void lp_nn_dropout_backward(float *dinp, const float *dout, const uint8_t *keep, int64_t n, float p, bool applied)
+{
+    if (applied)
+        lp_dropout_backward(dinp, dout, keep, n, p);
+    else if (dinp != dout)
+        memcpy(dinp, dout, (size_t)n * sizeof *dinp);
+}
+
+void lp_nn__add_inplace(float *y, const float *x, int64_t n)
+{
+#pragma omp parallel for schedule(static) if (n >= (1 << 16))
+    for (int64_t i = 0; i < n; i++)
+        y[i] += x[i];
+}
+
+void lp_nn__add(float *out, const float *a, const float *b, int64_t n)
+{
+#pragma omp parallel for schedule(static) if (n >= (1 << 16))
+    for (int64_t i = 0; i < n; i++)
+        out[i] = a[i] + b[i];
+}
+
+void lp_nn_mean_pool_forward(float *out, const float *x, const int32_t *mask, int64_t B, int64_t T, int64_t C)
+{
+    for (int64_t b = 0; b < B; b++) {
+        float *o = out + b * C;
+        int64_t cnt = 0;
+        for (int64_t t = 0; t < T; t++)
+            cnt += !mask || mask[b * T + t];
+        // per channel in double: as exact as the f32 inputs allow, whatever the length
+        for (int64_t c = 0; c < C; c++) {
+            double acc = 0;
+            for (int64_t t = 0; t < T; t++)
+                if (!mask || mask[b * T + t])
+                    acc += x[(b * T + t) * C + c];
+            o[c] = cnt ? (float)(acc / (double)cnt) : 0.0f;
+        }
+    }
+}
+
+void lp_nn_mean_pool_backward(float *dx, const float *dout, const int32_t *mask, int64_t B, int64_t T, int64_t C)
+{
+    for (int64_t b = 0; b < B; b++) {
+        int64_t cnt = 0;
+        for (int64_t t = 0; t < T; t++)
+            cnt += !mask || mask[b * T + t];
+        float s = cnt ? 1.0f / (float)cnt : 0.0f;
+        for (int64_t t = 0; t < T; t++) {
+            float *d = dx + (b * T + t) * C;
+            float w = (!mask || mask[b * T + t]) ? s : 0.0f;
+            for (int64_t c = 0; c < C; c++)
+                d[c] = dout[b * C + c] * w;
+        }
+    }
+}
+
+void lp_nn_l2_normalize(float *x, int64_t N, int64_t C)
+{
+    for (int64_t i = 0; i < N; i++) {
+        float *r = x + i * C;
+        double ss = 0;
+        for (int64_t c = 0; c < C; c++)
+            ss += (double)r[c] * r[c];
+        double nrm = sqrt(ss);
+        float s = (float)(1.0 / (nrm > 1e-12 ? nrm : 1e-12));
+        for (int64_t c = 0; c < C; c++)
+            r[c] *= s;
+    }
+}

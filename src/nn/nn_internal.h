@@ -1,0 +1,37 @@
+/* nn internals: profiler range helpers and the few element-wise ops the kernels layer does
+ * not have (residual add, tanh/relu for the heads), kept here until kernels grows them. */
+#ifndef LP_NN_INTERNAL_H
+#define LP_NN_INTERNAL_H
+
+#include "loupe/nn.h"
+
+/* A module range: names are interned by the model; NULL means "no range". */
+static inline void lp_nn__push(const char *name)
+{
+    if (name)
+        lp_prof_range_push(name);
+}
+static inline void lp_nn__pop(const char *name)
+{
+    if (name)
+        lp_prof_range_pop();
+}
+
+/* y (n) += x (n) */
+void lp_nn__add_inplace(float *y, const float *x, int64_t n);
+/* out (n) = a (n) + b (n) */
+void lp_nn__add(float *out, const float *a, const float *b, int64_t n);
+
+/* Eager attention composed from ops (QK^T matmul, mask, softmax, dropout, PV matmul) for the
+ * case the eager kernel cannot do: dropout on the probabilities. p = 0 is allowed (tests hold
+ * it equal to the kernel). ctx (B,T,C) =; att, att_drop (B,H,T,T) =; keep (B,H,T,T). */
+void lp_nn__attention_composed_forward(float *ctx, float *att, float *att_drop, uint8_t *keep, const float *q,
+                                       const float *k, const float *v, const int32_t *mask, int64_t B, int64_t T,
+                                       int64_t H, int64_t D, float p, lp_rng *rng);
+/* dq, dk, dv (B,T,C) =; datt (2*B*H*T*T) scratch. */
+void lp_nn__attention_composed_backward(float *dq, float *dk, float *dv, float *datt, const float *dctx,
+                                        const float *att, const float *att_drop, const uint8_t *keep,
+                                        const float *q, const float *k, const float *v, int64_t B, int64_t T,
+                                        int64_t H, int64_t D, float p, bool dropped);
+
+#endif

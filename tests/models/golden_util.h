@@ -1,0 +1,72 @@
+/* Helpers for the golden tests: read a tensor of a golden.safetensors file as f32 or i32,
+ * and compare a C result with the reference tensor, printing the largest difference.
+ *
+ * "Relative" is normwise per tensor: max|a-b| / max(max|b|, tiny). The golden.json of each
+ * golden records how far torch's own float32 run is from float64 with the same measure
+ * (f32_vs_f64 ... max_rel). */
+#ifndef LP_GOLDEN_UTIL_H
+#define LP_GOLDEN_UTIL_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loupe/io.h"
+
+/* Floats of a golden tensor (f32 in every golden); NULL when absent or not f32. */
+static inline const float *gold_f32(const lp_st_file *f, const char *name, int64_t *numel)
+{
+    const lp_st_tensor *t = lp_st_find(f, name);
+    if (!t || t->dtype != LP_ST_DTYPE_F32)
+        return NULL;
+    if (numel)
+        *numel = (int64_t)t->numel;
+    return t->data;
+}
+
+/* An integer golden tensor (i64 or i32) converted to a fresh i32 array (caller frees). */
+static inline int32_t *gold_i32(const lp_st_file *f, const char *name, int64_t *numel)
+{
+    const lp_st_tensor *t = lp_st_find(f, name);
+    if (!t || (t->dtype != LP_ST_DTYPE_I64 && t->dtype != LP_ST_DTYPE_I32))
+        return NULL;
+    int32_t *v = malloc((t->numel ? t->numel : 1) * sizeof *v);
+    if (!v)
+        return NULL;
+    for (uint64_t i = 0; i < t->numel; i++) {
+        if (t->dtype == LP_ST_DTYPE_I64) {
+            int64_t x;
+            memcpy(&x, (const char *)t->data + 8 * i, 8);
+            v[i] = (int32_t)x;
+        } else {
+            memcpy(&v[i], (const char *)t->data + 4 * i, 4);
+        }
+    }
+    if (numel)
+        *numel = (int64_t)t->numel;
+    return v;
+}
+
+typedef struct gold_cmp {
+    double max_abs, ref_max, rel;
+    int64_t worst;
+} gold_cmp;
+
+static inline gold_cmp gold_compare(const float *a, const float *b, int64_t n, double tiny)
+{
+    gold_cmp c = {0, 0, 0, 0};
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (!(d <= c.max_abs)) { // NaN counts as the worst
+            c.max_abs = isnan(d) ? INFINITY : d;
+            c.worst = i;
+        }
+        if (fabs((double)b[i]) > c.ref_max)
+            c.ref_max = fabs((double)b[i]);
+    }
+    c.rel = c.max_abs / (c.ref_max > tiny ? c.ref_max : tiny);
+    return c;
+}
+
+#endif
