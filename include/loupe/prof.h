@@ -182,7 +182,11 @@ static inline void lp_prof_range_pop(void) {}
 #endif
 
 /* lp_prof_range_push(lp_prof_intern(name)) : for names built at run time. */
+#ifndef LP_PROF_DISABLE
 void lp_prof_range_push_copy(const char *name);
+#else
+static inline void lp_prof_range_push_copy(const char *name) { (void)name; }
+#endif
 
 /* Scoped forms: the range closes when the enclosing block exits (cleanup attribute). A
  * scope only pops what it pushed, so toggling recording mid-scope stays balanced. */
@@ -554,8 +558,9 @@ void lp_prof_config_init(lp_prof_config *c);
 LP_WARN_UNUSED lp_status lp_prof_start(const lp_prof_config *cfg);
 /* torch's prof.step(): closes ProfilerStep#k, advances, runs the transition (which may
  * save a window and call on_trace_ready), opens ProfilerStep#k+1. Returns the handler's
- * failure, if any. Call from the thread that called lp_prof_start, with the ranges it
- * opened during the step closed (the step range is closed as the innermost one). */
+ * failure, if any. Call from the thread that called lp_prof_start. Like torch, the step
+ * range is closed by identity: a range left open across step() stays open (and then
+ * overlaps the step boundary in the trace). */
 LP_WARN_UNUSED lp_status lp_prof_step(void);
 /* Ends the session (torch's __exit__): closes the open step and saves a partial active
  * window. */

@@ -127,6 +127,7 @@ const char *lp_prof_intern(const char *s)
     return e->s;
 }
 
+#ifndef LP_PROF_DISABLE
 void lp_prof_range_push_copy(const char *name)
 {
     if (!LP_PROF__ON())
@@ -135,3 +136,4 @@ void lp_prof_range_push_copy(const char *name)
     if (p)
         lp_prof__push(p, LP_PROF_CAT_USER_ANNOTATION);
 }
+#endif

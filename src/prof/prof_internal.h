@@ -54,8 +54,10 @@ void lp_prof__rec_window_start(int64_t t_ns);
 /* Collects events recorded in [t_start, t_end] (ticks) into ev, ts relative to t_start. */
 lp_status lp_prof__rec_collect(lp_prof_events *ev, int64_t t_start, int64_t t_end,
                                const lp_prof_tcal *cal);
-/* Step ranges: the name is "ProfilerStep#<n>". */
+/* Step ranges: the name is "ProfilerStep#<n>"; step_pop closes the innermost step even
+ * with other ranges open above it. */
 void lp_prof__step_push(int64_t n);
+void lp_prof__step_pop(void);
 
 /* Hardware counters (hwc.c). */
 int lp_prof__hw_open_thread(int *fd_leader, int fds[3]);

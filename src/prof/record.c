@@ -23,6 +23,7 @@ enum {
     K_STEP = 3,  /* c = step number */
     K_END = 4,
     K_MEM = 5,   /* b = addr, c = signed bytes; payload: total after, category */
+    K_STEP_END = 6, /* closes the innermost open ProfilerStep, whatever is above it */
     K_HW = 0x80  /* flag: one payload record of counters follows the others */
 };
 
@@ -205,6 +206,18 @@ void lp_prof__op_push(const lp_prof_op_desc *d, const int64_t *dims, double flop
     commit(1 + extra);
 }
 
+void lp_prof__step_pop(void)
+{
+    rec *r = reserve(1);
+    if (!r)
+        return;
+    r->e.ts = now();
+    r->e.b = r->e.c = 0;
+    r->e.kind = K_STEP_END;
+    r->e.n = 0;
+    commit(1);
+}
+
 void lp_prof__pop(void)
 {
     uint32_t x = hw_extra();
@@ -328,10 +341,30 @@ static void on_group(coll *c, const rec *r)
         return;
     }
     if (kind == K_END) {
-        if (c->depth == 0)
-            return; /* unbalanced pop, or the range began before the window */
-        c->depth--;
-        emit_range(c, &c->stack[c->depth], r->e.ts, hwr ? hwr->v : NULL);
+        /* A plain pop never closes a ProfilerStep (those close by identity): it closes the
+         * innermost other range; with none it is unbalanced, or its range began before the
+         * window, and is dropped. */
+        for (size_t k = c->depth; k-- > 0;) {
+            if ((c->stack[k].h[0].e.kind & 0x7f) == K_STEP)
+                continue;
+            emit_range(c, &c->stack[k], r->e.ts, hwr ? hwr->v : NULL);
+            memmove(&c->stack[k], &c->stack[k + 1], (c->depth - k - 1) * sizeof c->stack[0]);
+            c->depth--;
+            break;
+        }
+        return;
+    }
+    if (kind == K_STEP_END) {
+        /* torch closes its ProfilerStep record_function by reference, not as the innermost
+         * range: ranges the caller left open stay open (and will overlap the step). */
+        for (size_t k = c->depth; k-- > 0;) {
+            if ((c->stack[k].h[0].e.kind & 0x7f) != K_STEP)
+                continue;
+            emit_range(c, &c->stack[k], r->e.ts, NULL);
+            memmove(&c->stack[k], &c->stack[k + 1], (c->depth - k - 1) * sizeof c->stack[0]);
+            c->depth--;
+            break;
+        }
         return;
     }
     if (kind == K_MEM) {

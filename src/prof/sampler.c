@@ -25,6 +25,7 @@ struct lp_prof_sampler {
     sample *s;
     size_t n, cap;
     int oom;
+    int64_t t0, prev_t, prev_c; /* start, and the previous sample's time and CPU ticks */
 };
 
 /* utime + stime of this process in clock ticks (/proc/self/stat fields 14, 15). */
@@ -47,12 +48,43 @@ static int64_t cpu_ticks(void)
     return (int64_t)(ut + st);
 }
 
+/* Appends one sample (caller holds s->mu). */
+static void add_sample(lp_prof_sampler *s, double t_s, int64_t rss, double pct)
+{
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 256;
+        sample *ns2 = realloc(s->s, nc * sizeof *ns2);
+        if (!ns2) {
+            s->oom = 1;
+            return;
+        }
+        s->s = ns2;
+        s->cap = nc;
+    }
+    s->s[s->n++] = (sample){t_s, rss, pct};
+}
+
+/* Takes a sample: RSS now, CPU % since the previous sample (-1 for the first). */
+static void take(lp_prof_sampler *s)
+{
+    double hz = (double)sysconf(_SC_CLK_TCK);
+    int64_t now = lp_prof_now_ns(), c = cpu_ticks(), rss = -1, prss;
+    if (lp_prof_rss(&rss, &prss) != LP_OK)
+        rss = -1;
+    double pct = -1;
+    if (c >= 0 && s->prev_c >= 0 && now > s->prev_t)
+        pct = (double)(c - s->prev_c) / hz / ((double)(now - s->prev_t) / 1e9) * 100.0;
+    s->prev_t = now;
+    s->prev_c = c;
+    pthread_mutex_lock(&s->mu);
+    add_sample(s, (double)(now - s->t0) / 1e9, rss, pct);
+    pthread_mutex_unlock(&s->mu);
+}
+
 static void *run(void *arg)
 {
     lp_prof_sampler *s = arg;
     lp_prof_set_thread_name("loupe-sampler");
-    double hz = (double)sysconf(_SC_CLK_TCK);
-    int64_t t0 = lp_prof_now_ns(), prev_t = t0, prev_c = cpu_ticks();
     pthread_mutex_lock(&s->mu);
     while (!s->stop) {
         struct timespec dl;
@@ -64,26 +96,8 @@ static void *run(void *arg)
         if (s->stop)
             break;
         pthread_mutex_unlock(&s->mu);
-        int64_t now = lp_prof_now_ns(), c = cpu_ticks(), rss = -1, prss;
-        if (lp_prof_rss(&rss, &prss) != LP_OK)
-            rss = -1;
-        double pct = -1;
-        if (c >= 0 && prev_c >= 0 && now > prev_t)
-            pct = (double)(c - prev_c) / hz / ((double)(now - prev_t) / 1e9) * 100.0;
-        prev_t = now;
-        prev_c = c;
+        take(s);
         pthread_mutex_lock(&s->mu);
-        if (s->n == s->cap) {
-            size_t nc = s->cap ? s->cap * 2 : 256;
-            sample *ns2 = realloc(s->s, nc * sizeof *ns2);
-            if (!ns2) {
-                s->oom = 1;
-                continue;
-            }
-            s->s = ns2;
-            s->cap = nc;
-        }
-        s->s[s->n++] = (sample){(double)(now - t0) / 1e9, rss, pct};
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -102,6 +116,9 @@ lp_status lp_prof_sampler_start(const char *csv_path, int period_ms, lp_prof_sam
     s->period_ms = period_ms;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    s->t0 = s->prev_t = lp_prof_now_ns();
+    s->prev_c = -1; /* the first row has no CPU % (nothing to difference against) */
+    take(s); /* a first row at t = 0, whatever the scheduler does */
     if (pthread_create(&s->th, NULL, run, s) != 0) {
         free(s->path);
         free(s);
@@ -120,6 +137,7 @@ lp_status lp_prof_sampler_stop(lp_prof_sampler *s)
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->th, NULL);
+    take(s); /* and a last one at stop */
     lp_prof_out *o;
     lp_status st = lp_prof_out_open(&o, s->path, 0);
     if (st == LP_OK) {

@@ -174,7 +174,7 @@ static void open_step(void)
 static void close_step(void)
 {
     if (S.step_pushed)
-        lp_prof__pop();
+        lp_prof__step_pop();
     S.step_pushed = 0;
 }
 
