@@ -72,10 +72,14 @@ static void take(lp_prof_sampler *s)
     if (lp_prof_rss(&rss, &prss) != LP_OK)
         rss = -1;
     double pct = -1;
-    if (c >= 0 && s->prev_c >= 0 && now > s->prev_t)
-        pct = (double)(c - s->prev_c) / hz / ((double)(now - s->prev_t) / 1e9) * 100.0;
-    s->prev_t = now;
-    s->prev_c = c;
+    /* CPU time comes in clock ticks (10 ms at 100 Hz): over shorter spans the ratio is
+     * noise, so leave the cell empty and let the next sample cover a longer span. */
+    if (c < 0 || s->prev_c < 0 || (double)(now - s->prev_t) >= 2e9 / hz) {
+        if (c >= 0 && s->prev_c >= 0)
+            pct = (double)(c - s->prev_c) / hz / ((double)(now - s->prev_t) / 1e9) * 100.0;
+        s->prev_t = now;
+        s->prev_c = c;
+    }
     pthread_mutex_lock(&s->mu);
     add_sample(s, (double)(now - s->t0) / 1e9, rss, pct);
     pthread_mutex_unlock(&s->mu);
@@ -143,7 +147,7 @@ lp_status lp_prof_sampler_stop(lp_prof_sampler *s)
     if (st == LP_OK) {
         lp_prof_out_puts(o, "time_s,rss_bytes,cpu_percent,gpu_util_percent,gpu_mem_bytes\n");
         for (size_t i = 0; i < s->n; i++) {
-            lp_prof_out_printf(o, "%.3f,", s->s[i].t_s);
+            lp_prof_out_printf(o, "%.6f,", s->s[i].t_s);
             if (s->s[i].rss >= 0)
                 lp_prof_out_printf(o, "%lld", (long long)s->s[i].rss);
             lp_prof_out_puts(o, ",");
