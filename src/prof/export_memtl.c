@@ -193,8 +193,9 @@ static lp_status write_html(const lp_prof_events *ev, const lp_prof_mem_pt *p, s
                        W, H, W, H);
     lp_prof_out_printf(o,
                        "<text x=\"%.0f\" y=\"24\" text-anchor=\"middle\" style=\"font-size:16px\">"
-                       "Max memory allocated: %.2f GiB (%.2f MiB at %.3f ms)</text>\n",
-                       L + pw / 2, peak_gib, (double)peak / 1048576.0, peak_t);
+                       "Max memory allocated: %.2f %s at %.3f ms</text>\n",
+                       L + pw / 2, use_gb ? peak_gib : (double)peak / 1048576.0,
+                       use_gb ? "GiB" : "MiB", peak_t);
     /* areas: category c spans [sum of categories below c, that + c] */
     for (int c = 0; c < LP_MEM_CATEGORY__COUNT; c++) {
         int any = 0;
