@@ -87,6 +87,19 @@ def main():
         ec.fail(f"operators in the plugin but not in the trace: {sorted(extra)[:5]}")
     print(f"ok: {len(want)} operators, call counts equal")
 
+    # Memory view: the plugin's peak is the largest "Total Allocated" of the [memory] events.
+    mem = [e for e in ec.load_trace(trace_path)["traceEvents"]
+           if e.get("ph") == "i" and e.get("name") == "[memory]"]
+    if mem:
+        peak = max(e["args"]["Total Allocated"] for e in mem)
+        got = dict(data.memory_snapshot.get_peak_memory()) if data.memory_snapshot else {}
+        cpu = [v for (dev, _), v in got.items() if int(dev) == 0]
+        if cpu != [peak]:
+            ec.fail(f"Memory view peak {got}, trace's largest Total Allocated {peak}")
+        print(f"ok: Memory view from {len(mem)} [memory] events, peak {peak} bytes")
+    elif ec.trace_kind(sys.argv) == "demo":
+        ec.fail(f"{trace_path}: no [memory] events (profile_memory is on in prof_demo)")
+
     RunGenerator(worker, None, data).generate_run_profile()  # every view builds
     print(f"PASS: torch-tb-profiler reads {base}")
 
