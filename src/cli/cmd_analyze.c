@@ -12,7 +12,7 @@
 #include "loupe/report.h"
 
 static const char usage[] =
-    "usage: loupe analyze TRACE [--sort COLUMN] [--top N] [--group-by-shape] [--csv FILE]\n"
+    "usage: loupe analyze TRACE [--sort COLUMN] [--top N] [--group-by-shape] [--csv FILE] [--all-steps]\n"
     "\n"
     "Key averages and per-step time breakdown of a Kineto trace (*.pt.trace.json or .json.gz),\n"
     "written by loupe's profiler or by PyTorch's (torch.profiler, any version). TRACE may also be\n"
@@ -26,6 +26,7 @@ static const char usage[] =
     "  --top N            print the first N rows (default 100, as torch; 0 = all)\n"
     "  --group-by-shape   one row per (name, input shapes) (needs record_shapes in the trace)\n"
     "  --csv FILE         also write every row as CSV (times in us, memory in bytes)\n"
+    "  --all-steps        list every step in the breakdown (default: first and last 10 of a long trace)\n"
     "  -h, --help         this help\n"
     "\n"
     "Exit status: 0 ok, 1 the trace could not be read (the message names the file and the\n"
@@ -70,7 +71,29 @@ static void fmt_ms(int64_t ns, char *buf, size_t cap) { snprintf(buf, cap, "%.3f
 
 /* Per-step table: one row per ProfilerStep#N, the time split into parts that sum to the
  * step (columns only for parts that occur). */
-static void print_steps(const lp_prof_step_row *rows, size_t n)
+#define LP_ANALYZE_STEPS_SHOWN 20
+
+static void print_step_row(const char *label, int64_t dur_ns, const int64_t *part_ns, const int *used)
+{
+    char a[32];
+    fmt_ms(dur_ns, a, sizeof a);
+    printf("%8s  %12s", label, a);
+    for (int p = 0; p < LP_PROF_STEP_PART__COUNT; p++) {
+        if (!used[p])
+            continue;
+        double pct = dur_ns > 0 ? 100.0 * (double)part_ns[p] / (double)dur_ns : 0;
+        char cell[64];
+        fmt_ms(part_ns[p], a, sizeof a);
+        snprintf(cell, sizeof cell, "%s (%5.1f%%)", a, pct);
+        printf("  %18s", cell);
+    }
+    printf("\n");
+}
+
+/* Per-step table: one row per ProfilerStep#N (the first and last LP_ANALYZE_STEPS_SHOWN/2
+ * of a long trace unless all), the time split into parts that sum to the step (columns
+ * only for parts that occur), and the mean over all steps. */
+static void print_steps(const lp_prof_step_row *rows, size_t n, int all)
 {
     if (n == 0)
         return;
@@ -86,36 +109,25 @@ static void print_steps(const lp_prof_step_row *rows, size_t n)
             printf("  %18s", lp_prof_step_part_name((lp_prof_step_part)p));
     printf("\n");
     int64_t tot[LP_PROF_STEP_PART__COUNT] = {0}, tot_dur = 0;
-    char a[32];
+    size_t half = LP_ANALYZE_STEPS_SHOWN / 2;
     for (size_t i = 0; i < n; i++) {
-        fmt_ms(rows[i].dur_ns, a, sizeof a);
-        printf("%8lld  %12s", (long long)rows[i].step, a);
         tot_dur += rows[i].dur_ns;
-        for (int p = 0; p < LP_PROF_STEP_PART__COUNT; p++) {
-            if (!used[p])
-                continue;
+        for (int p = 0; p < LP_PROF_STEP_PART__COUNT; p++)
             tot[p] += rows[i].part_ns[p];
-            double pct = rows[i].dur_ns > 0 ? 100.0 * (double)rows[i].part_ns[p] / (double)rows[i].dur_ns : 0;
-            char cell[64];
-            fmt_ms(rows[i].part_ns[p], a, sizeof a);
-            snprintf(cell, sizeof cell, "%s (%5.1f%%)", a, pct);
-            printf("  %18s", cell);
+        if (!all && n > LP_ANALYZE_STEPS_SHOWN && i >= half && i < n - half) {
+            if (i == half)
+                printf("%8s  (%zu more steps; --all-steps lists them)\n", "...", n - 2 * half);
+            continue;
         }
-        printf("\n");
+        char label[32];
+        snprintf(label, sizeof label, "%lld", (long long)rows[i].step);
+        print_step_row(label, rows[i].dur_ns, rows[i].part_ns, used);
     }
     if (n > 1) {
-        fmt_ms(tot_dur / (int64_t)n, a, sizeof a);
-        printf("%8s  %12s", "mean", a);
-        for (int p = 0; p < LP_PROF_STEP_PART__COUNT; p++) {
-            if (!used[p])
-                continue;
-            double pct = tot_dur > 0 ? 100.0 * (double)tot[p] / (double)tot_dur : 0;
-            char cell[64];
-            fmt_ms(tot[p] / (int64_t)n, a, sizeof a);
-            snprintf(cell, sizeof cell, "%s (%5.1f%%)", a, pct);
-            printf("  %18s", cell);
-        }
-        printf("\n");
+        int64_t mean[LP_PROF_STEP_PART__COUNT];
+        for (int p = 0; p < LP_PROF_STEP_PART__COUNT; p++)
+            mean[p] = tot[p] / (int64_t)n;
+        print_step_row("mean", tot_dur / (int64_t)n, mean, used);
     }
 }
 
@@ -124,13 +136,14 @@ int lp_cmd_analyze(int argc, char **argv)
     static const struct option opts[] = {
         {"sort", required_argument, NULL, 's'},   {"top", required_argument, NULL, 't'},
         {"group-by-shape", no_argument, NULL, 'g'}, {"csv", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"all-steps", no_argument, NULL, 'a'},    {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     lp_prof_keyavg_opts ko;
     lp_prof_keyavg_opts_init(&ko);
     const char *csv = NULL;
     long top = 100;
-    int c;
+    int c, all_steps = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 's':
@@ -143,6 +156,9 @@ int lp_cmd_analyze(int argc, char **argv)
             break;
         case 'g':
             ko.group_by_input_shape = 1;
+            break;
+        case 'a':
+            all_steps = 1;
             break;
         case 'c':
             csv = optarg;
@@ -200,7 +216,7 @@ int lp_cmd_analyze(int argc, char **argv)
         printf("; ignored %zu malformed and %zu begin/end events", info.n_skipped, info.n_unsupported);
     printf("\n\n");
     fputs(table, stdout);
-    print_steps(steps, n_steps);
+    print_steps(steps, n_steps, all_steps);
     if (csv)
         printf("\nWrote %s (%zu rows)\n", csv, ka.n);
     rc = LP_EXIT_OK;

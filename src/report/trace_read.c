@@ -332,7 +332,11 @@ static lp_status read_item(const cJSON *e, lp_prof_events *ev, lp_trace_info *in
     return LP_OK;
 }
 
-lp_status lp_trace_parse(const char *name, const char *text, size_t len, lp_prof_events *ev, lp_trace_info *info)
+/* The parse; when owned is the text's own buffer it is freed as soon as the JSON tree
+ * exists, and each event's subtree is deleted once converted, so a huge trace's peak
+ * memory is the tree plus the text, never the tree plus the text plus the event list. */
+static lp_status parse_impl(const char *name, const char *text, size_t len, char *owned, lp_prof_events *ev,
+                            lp_trace_info *info)
 {
     memset(info, 0, sizeof *info);
     const char *end = NULL;
@@ -340,11 +344,12 @@ lp_status lp_trace_parse(const char *name, const char *text, size_t len, lp_prof
     if (!root) {
         char where[96];
         error_place(text, end, len, where, sizeof where);
+        free(owned);
         return lp_err(LP_STATUS_FORMAT, "%s: not valid JSON (%s)", name, where);
     }
     lp_status st = LP_OK;
     shape_buf sb = {0};
-    const cJSON *events = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "traceEvents") : NULL;
+    cJSON *events = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "traceEvents") : NULL;
     if (!cJSON_IsObject(root)) {
         /* The Chrome format also allows a bare array of events; Kineto never writes one,
          * and the tools we target (HTA, TensorBoard) require the object form. */
@@ -377,11 +382,16 @@ lp_status lp_trace_parse(const char *name, const char *text, size_t len, lp_prof
     const cJSON *hw = cJSON_GetObjectItemCaseSensitive(root, "hw_counters");
     if (cJSON_IsString(hw) && hw->valuestring && !strcmp(hw->valuestring, "unavailable"))
         pi->hw_counters = -1;
+    free(owned); /* everything below reads the tree only */
+    owned = NULL;
 
     int pid_set = 0;
-    for (const cJSON *e = events->child; e; e = e->next) {
+    for (cJSON *e; (e = events->child) != NULL;) {
+        cJSON_DetachItemViaPointer(events, e); /* first child: O(1) */
         info->n_items++;
-        if ((st = read_item(e, ev, info, &sb, &pid_set)) != LP_OK) {
+        st = read_item(e, ev, info, &sb, &pid_set);
+        cJSON_Delete(e);
+        if (st != LP_OK) {
             lp_err_wrap(st, "%s", name);
             goto done;
         }
@@ -390,11 +400,17 @@ lp_status lp_trace_parse(const char *name, const char *text, size_t len, lp_prof
      * relative to baseTimeNanoseconds. */
     info->absolute_ts = !info->has_base_time && info->min_ts_ns > 1000000000000000000ll;
 done:
+    free(owned);
     free(sb.ranks);
     free(sb.dims);
     free((void *)sb.types);
     cJSON_Delete(root);
     return st;
+}
+
+lp_status lp_trace_parse(const char *name, const char *text, size_t len, lp_prof_events *ev, lp_trace_info *info)
+{
+    return parse_impl(name, text, len, NULL, ev, info);
 }
 
 lp_status lp_trace_load(const char *path, lp_prof_events **out, lp_trace_info *info)
@@ -406,10 +422,11 @@ lp_status lp_trace_load(const char *path, lp_prof_events **out, lp_trace_info *i
     if (st != LP_OK)
         return st;
     lp_prof_events *ev = NULL;
-    if ((st = lp_prof_events_new(&ev)) == LP_OK)
-        st = lp_trace_parse(path, text, len, ev, info);
-    free(text);
-    if (st != LP_OK) {
+    if ((st = lp_prof_events_new(&ev)) != LP_OK) {
+        free(text);
+        return st;
+    }
+    if ((st = parse_impl(path, text, len, text, ev, info)) != LP_OK) { /* frees text */
         lp_prof_events_free(ev);
         return st;
     }

@@ -70,6 +70,22 @@ expect 0 'ProfilerStep\*' -- "$L" analyze "$T/dir"
 gzip -dc $FIX/worker0.pt.trace.json.gz > "$T/plain.pt.trace.json"
 expect 0 'ProfilerStep\*' -- "$L" analyze "$T/plain.pt.trace.json"
 
+# A long trace: the breakdown shows the first and last 10 steps unless --all-steps.
+{
+  printf '{"schemaVersion": 1, "baseTimeNanoseconds": 1700000000000000000, "traceEvents": [\n'
+  for i in $(seq 0 24); do
+    printf '{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#%d", "pid": 1, "tid": 1, "ts": %d.000, "dur": 900.000},\n' "$i" "$((i * 1000))"
+    printf '{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": %d.500, "dur": 600.250},\n' "$((i * 1000 + 100))"
+  done
+  printf '{"ph": "i", "s": "g", "name": "Record Window End", "pid": "", "tid": "", "ts": 25000.000}]}\n'
+} > "$T/long.json"
+expect 0 '\(5 more steps; --all-steps lists them\)' -- "$L" analyze "$T/long.json"
+[ "$(grep -cE '^ +[0-9]+ +0\.900 ' "$T/out")" = 20 ] || bad "long trace: not 20 step rows shown"
+grep -Eq '^ +mean +0\.900 +0\.600 \( 66\.7%\)' "$T/out" || bad "long trace: wrong mean row"
+grep -Eq '^ +aten::mm .* 25 *$' "$T/out" || bad "long trace: aten::mm not 25 calls"
+expect 0 'ProfilerStep' -- "$L" analyze --all-steps "$T/long.json"
+[ "$(grep -cE '^ +[0-9]+ +0\.900 ' "$T/out")" = 25 ] || bad "--all-steps: not 25 step rows"
+
 # --- bad input: exit 1, the file named, no CSV left behind -----------------------------
 head -c 5000 $FIX/worker0.pt.trace.json.gz > "$T/cut.json.gz"
 expect 1 "$T/cut.json.gz: truncated gzip" -- "$L" analyze --csv "$T/bad.csv" "$T/cut.json.gz"
