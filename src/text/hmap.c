@@ -20,7 +20,7 @@ uint64_t lp_hash_bytes(const void *p, size_t n)
         n -= 8;
     }
     uint64_t w = 0;
-    memcpy(&w, s, n);
+    if (n) memcpy(&w, s, n);
     h = (h ^ w ^ ((uint64_t)n << 56)) * 0xC4CEB9FE1A85EC53ull;
     h ^= h >> 32;
     h *= 0x9E3779B97F4A7C15ull;
@@ -84,6 +84,7 @@ static int strmap_grow(lp_strmap *m)
 int lp_strmap_put(lp_strmap *m, const char *k, size_t n, int32_t v)
 {
     if (n > UINT32_MAX) return -1;
+    if (!n) k = ""; /* empty keys may come with a NULL pointer */
     uint64_t h = lp_hash_bytes(k, n);
     uint32_t i = (uint32_t)h & m->mask;
     while (m->slots[i]) {
@@ -120,6 +121,7 @@ int lp_strmap_put(lp_strmap *m, const char *k, size_t n, int32_t v)
 
 int lp_strmap_get(const lp_strmap *m, const char *k, size_t n, int32_t *v)
 {
+    if (!n) k = "";
     uint64_t h = lp_hash_bytes(k, n);
     uint32_t i = (uint32_t)h & m->mask;
     while (m->slots[i]) {
