@@ -56,16 +56,16 @@ const char *lp_pooling_name(lp_pooling p);
 LP_WARN_UNUSED lp_status lp_pooling_parse(const char *s, lp_pooling *out);
 
 typedef struct lp_model_options {
-    lp_model_task task;      /* AUTO (the config's architecture), BASE (no head) or SEQ_CLS */
-    int32_t num_labels;      /* > 0 overrides the config (the head is then re-initialized when
-                                the checkpoint's classifier has another size); 0 = config's */
-    lp_pooling pooling;      /* bare encoders only, see lp_pooling */
-    lp_exec_mode exec;       /* attention implementation (lp_model_set_exec changes it) */
-    bool grad_checkpointing; /* keep each layer's input only; recompute the layer in backward */
-    bool training;           /* dropout on (lp_model_set_training changes it) */
-    uint64_t seed;           /* initialization of missing weights, and the dropout stream */
+    lp_model_task task;         /* AUTO (the config's architecture), BASE (no head) or SEQ_CLS */
+    int32_t num_labels;         /* > 0 overrides the config (the head is then re-initialized when
+                                   the checkpoint's classifier has another size); 0 = config's */
+    lp_pooling pooling;         /* bare encoders only, see lp_pooling */
+    lp_exec_mode exec;          /* attention implementation (lp_model_set_exec changes it) */
+    bool grad_checkpointing;    /* keep each layer's input only; recompute the layer in backward */
+    bool training;              /* dropout on (lp_model_set_training changes it) */
+    uint64_t seed;              /* initialization of missing weights, and the dropout stream */
     int32_t max_batch, max_seq; /* preallocate activations for this size (0: grow on demand) */
-    bool quiet;              /* no notices on stderr (newly initialized head, ...) */
+    bool quiet;                 /* no notices on stderr (newly initialized head, ...) */
 } lp_model_options;
 
 /* Defaults: AUTO task, config's labels, CLS pooling, EAGER, no checkpointing, eval mode,
@@ -129,14 +129,14 @@ const float *lp_model_hidden(const lp_model *m, int32_t i);
 
 /* One parameter tensor, as the optimizer and checkpoints see it. */
 typedef struct lp_model_param {
-    const char *name;         /* Hugging Face name the model saves it under */
-    float *data;              /* (numel) f32, owned by the model */
-    float *grad;              /* (numel), or NULL when not trainable */
+    const char *name; /* Hugging Face name the model saves it under */
+    float *data;      /* (numel) f32, owned by the model */
+    float *grad;      /* (numel), or NULL when not trainable */
     int64_t numel;
-    int32_t ndim;             /* 1 or 2 */
+    int32_t ndim; /* 1 or 2 */
     int64_t shape[2];
     bool trainable;
-    bool no_decay;            /* a bias or LayerNorm parameter (HF Trainer excludes these from weight decay) */
+    bool no_decay; /* a bias or LayerNorm parameter (HF Trainer excludes these from weight decay) */
     lp_mem_category category; /* LP_MEM_CATEGORY_PARAMETER */
     bool from_checkpoint;     /* false: initialized at load */
 } lp_model_param;
@@ -152,13 +152,14 @@ LP_WARN_UNUSED lp_status lp_model_set_trainable(lp_model *m, const char *name, b
 
 typedef struct lp_model_info {
     lp_model_family family;
-    lp_hf_arch arch;          /* the class the model is saved as */
+    lp_hf_arch arch; /* the class the model is saved as */
     bool distilbert;
     bool has_head;
     lp_pooling pooling;
     int64_t num_layers, hidden_size, num_heads, intermediate_size, vocab_size, max_positions;
     int64_t num_labels;
-    uint64_t n_params, n_trainable, n_tensors, n_initialized; /* initialized: tensors not from the checkpoint */
+    uint64_t n_params, n_trainable, n_tensors,
+        n_initialized;         /* initialized: tensors not from the checkpoint */
     uint64_t activation_bytes; /* allocated now */
     lp_exec_mode exec;
     bool training, grad_checkpointing;

@@ -60,12 +60,12 @@ struct lp_nn_qweight;
 /* out = inp @ w^T + b (PyTorch layout). Pointers are views into the model's blocks. */
 typedef struct lp_nn_linear {
     int64_t in, out;
-    float *w;   /* (out,in) */
-    float *b;   /* (out) or NULL (no bias) */
-    float *dw;  /* (out,in) or NULL: frozen weight */
-    float *db;  /* (out) or NULL: frozen or no bias */
-    struct lp_nn_lora *lora;     /* NULL: none (issue 5) */
-    struct lp_nn_qweight *qbase; /* NULL: w is the f32 base (issue 5) */
+    float *w;                        /* (out,in) */
+    float *b;                        /* (out) or NULL (no bias) */
+    float *dw;                       /* (out,in) or NULL: frozen weight */
+    float *db;                       /* (out) or NULL: frozen or no bias */
+    struct lp_nn_lora *lora;         /* NULL: none (issue 5) */
+    struct lp_nn_qweight *qbase;     /* NULL: w is the f32 base (issue 5) */
     const char *fwd_name, *bwd_name; /* profiler range names (interned), or NULL for none */
 } lp_nn_linear;
 
@@ -73,7 +73,8 @@ typedef struct lp_nn_linear {
 void lp_nn_linear_forward(const lp_nn_linear *l, float *out, const float *inp, int64_t N);
 /* dinp (N,in) = dout @ w (skipped when dinp is NULL); dw += dout^T @ inp; db += colsum(dout)
  * (each skipped when NULL). dout (N,out); inp (N,in) the forward's input. */
-void lp_nn_linear_backward(const lp_nn_linear *l, float *dinp, const float *dout, const float *inp, int64_t N);
+void lp_nn_linear_backward(const lp_nn_linear *l, float *dinp, const float *dout, const float *inp,
+                           int64_t N);
 
 /* ---- LayerNorm ------------------------------------------------------------------------- */
 
@@ -86,8 +87,8 @@ typedef struct lp_nn_layernorm {
 } lp_nn_layernorm;
 
 /* out (N,C) = LN(inp (N,C)); mean (N), rstd (N) saved for the backward. */
-void lp_nn_layernorm_forward(const lp_nn_layernorm *ln, float *out, float *mean, float *rstd, const float *inp,
-                             int64_t N);
+void lp_nn_layernorm_forward(const lp_nn_layernorm *ln, float *out, float *mean, float *rstd,
+                             const float *inp, int64_t N);
 /* dinp (N,C) =; dw, db +=. inp, mean, rstd from the forward. */
 void lp_nn_layernorm_backward(const lp_nn_layernorm *ln, float *dinp, const float *dout, const float *inp,
                               const float *mean, const float *rstd, int64_t N);
@@ -97,15 +98,17 @@ void lp_nn_layernorm_backward(const lp_nn_layernorm *ln, float *dinp, const floa
 /* Inverted dropout of n values with probability p when ctx->training and p > 0: out =,
  * keep (n) = mask. Otherwise out is a copy of inp (out == inp allowed: then nothing is done)
  * and keep is untouched. Returns true when a mask was drawn (the backward needs it). */
-bool lp_nn_dropout_forward(const lp_nn_ctx *ctx, float *out, uint8_t *keep, const float *inp, int64_t n, float p);
+bool lp_nn_dropout_forward(const lp_nn_ctx *ctx, float *out, uint8_t *keep, const float *inp, int64_t n,
+                           float p);
 /* dinp (n) = dout * keep / (1-p) when the forward drew a mask (applied), else a copy. */
-void lp_nn_dropout_backward(float *dinp, const float *dout, const uint8_t *keep, int64_t n, float p, bool applied);
+void lp_nn_dropout_backward(float *dinp, const float *dout, const uint8_t *keep, int64_t n, float p,
+                            bool applied);
 
 /* ---- Embeddings (word + position + token type, then LayerNorm and dropout) ----------- */
 
 typedef struct lp_nn_embedding {
-    int64_t V, P, TT, C; /* vocabulary, positions, token types (0: none, DistilBERT) */
-    int32_t pad_id;      /* row whose gradient stays zero (nn.Embedding padding_idx); -1: none */
+    int64_t V, P, TT, C;       /* vocabulary, positions, token types (0: none, DistilBERT) */
+    int32_t pad_id;            /* row whose gradient stays zero (nn.Embedding padding_idx); -1: none */
     float *wte, *wpe, *wtt;    /* (V,C), (P,C), (TT,C) or NULL */
     float *dwte, *dwpe, *dwtt; /* same shapes, each NULL when frozen */
     lp_nn_layernorm ln;
@@ -114,12 +117,12 @@ typedef struct lp_nn_embedding {
 } lp_nn_embedding;
 
 typedef struct lp_nn_embedding_act {
-    float *sum;         /* (N,C) word + position + type */
-    float *ln;          /* (N,C) after LayerNorm (and dropout, in place) */
+    float *sum;               /* (N,C) word + position + type */
+    float *ln;                /* (N,C) after LayerNorm (and dropout, in place) */
     float *ln_mean, *ln_rstd; /* (N) */
-    uint8_t *keep;      /* (N,C) dropout mask */
-    bool dropped;       /* keep was drawn */
-    float *out;         /* (N,C) the module output (= ln) */
+    uint8_t *keep;            /* (N,C) dropout mask */
+    bool dropped;             /* keep was drawn */
+    float *out;               /* (N,C) the module output (= ln) */
 } lp_nn_embedding_act;
 
 /* act->out (B,T,C) from ids, type_ids (B,T) (type_ids NULL = all 0). Errors: LP_STATUS_RANGE
@@ -130,7 +133,8 @@ LP_WARN_UNUSED lp_status lp_nn_embedding_forward(const lp_nn_embedding *e, const
 /* dwte, dwpe, dwtt, LayerNorm grads += from dout (B,T,C) (the embedding output's gradient).
  * scratch (2*N*C floats) is overwritten. The padding row's gradient stays 0. */
 void lp_nn_embedding_backward(const lp_nn_embedding *e, const lp_nn_embedding_act *act, const float *dout,
-                              float *scratch, const int32_t *ids, const int32_t *type_ids, int64_t B, int64_t T);
+                              float *scratch, const int32_t *ids, const int32_t *type_ids, int64_t B,
+                              int64_t T);
 
 /* ---- Self-attention (q, k, v projections, attention, output projection) -------------- */
 
@@ -142,14 +146,14 @@ typedef struct lp_nn_attention {
 } lp_nn_attention;
 
 typedef struct lp_nn_attention_act {
-    float *q, *k, *v;   /* (N,C) each, token-major (B,T,H,D) */
-    float *att;         /* (B,H,T,T) softmax probabilities (EAGER), else unused */
-    float *att_drop;    /* (B,H,T,T) after dropout (EAGER, training, p > 0) */
-    uint8_t *att_keep;  /* (B,H,T,T) dropout mask */
+    float *q, *k, *v;  /* (N,C) each, token-major (B,T,H,D) */
+    float *att;        /* (B,H,T,T) softmax probabilities (EAGER), else unused */
+    float *att_drop;   /* (B,H,T,T) after dropout (EAGER, training, p > 0) */
+    uint8_t *att_keep; /* (B,H,T,T) dropout mask */
     bool att_dropped;
-    float *lse;         /* (B,H,T) log-sum-exp (FUSED) */
-    float *ctx;         /* (N,C) attention output before the output projection */
-    float *out;         /* (N,C) after the output projection */
+    float *lse; /* (B,H,T) log-sum-exp (FUSED) */
+    float *ctx; /* (N,C) attention output before the output projection */
+    float *out; /* (N,C) after the output projection */
 } lp_nn_attention_act;
 
 /* act->out (B,T,C) = self-attention of x (B,T,C) with mask (B,T) (1 real, 0 padding; NULL
@@ -159,8 +163,8 @@ void lp_nn_attention_forward(const lp_nn_attention *a, const lp_nn_ctx *ctx, lp_
 /* dx (N,C) = gradient w.r.t. x; parameter grads +=. dout (N,C). scratch needs 4*N*C floats
  * plus 2*B*H*T*T (EAGER): lp_nn_attention_scratch_floats. The exec mode must be the forward's. */
 void lp_nn_attention_backward(const lp_nn_attention *a, const lp_nn_ctx *ctx, const lp_nn_attention_act *act,
-                              float *dx, const float *dout, const float *x, const int32_t *mask, float *scratch,
-                              int64_t B, int64_t T);
+                              float *dx, const float *dout, const float *x, const int32_t *mask,
+                              float *scratch, int64_t B, int64_t T);
 /* Floats of scratch lp_nn_attention_backward needs. */
 int64_t lp_nn_attention_scratch_floats(const lp_nn_attention *a, lp_exec_mode exec, int64_t B, int64_t T);
 
@@ -198,14 +202,14 @@ typedef struct lp_nn_encoder_layer {
 
 typedef struct lp_nn_layer_act {
     lp_nn_attention_act attn;
-    uint8_t *keep1;           /* (N,C) */
+    uint8_t *keep1; /* (N,C) */
     bool dropped1;
-    float *res1;              /* (N,C) x + dropout(attn.out) */
+    float *res1;                      /* (N,C) x + dropout(attn.out) */
     float *ln1, *ln1_mean, *ln1_rstd; /* (N,C), (N), (N) */
     lp_nn_mlp_act mlp;
-    uint8_t *keep2;           /* (N,C) */
+    uint8_t *keep2; /* (N,C) */
     bool dropped2;
-    float *res2;              /* (N,C) ln1 + dropout(mlp.out) */
+    float *res2;                      /* (N,C) ln1 + dropout(mlp.out) */
     float *out, *ln2_mean, *ln2_rstd; /* (N,C) layer output, (N), (N) */
 } lp_nn_layer_act;
 
@@ -215,22 +219,24 @@ int64_t lp_nn_layer_act_floats(const lp_nn_encoder_layer *l, lp_exec_mode exec, 
 int64_t lp_nn_layer_act_bytes_u8(const lp_nn_encoder_layer *l, lp_exec_mode exec, bool training, int64_t B,
                                  int64_t T);
 /* Points act's members into f (lp_nn_layer_act_floats floats) and u8 (mask bytes). */
-void lp_nn_layer_act_bind(const lp_nn_encoder_layer *l, lp_exec_mode exec, bool training, lp_nn_layer_act *act,
-                          float *f, uint8_t *u8, int64_t B, int64_t T);
+void lp_nn_layer_act_bind(const lp_nn_encoder_layer *l, lp_exec_mode exec, bool training,
+                          lp_nn_layer_act *act, float *f, uint8_t *u8, int64_t B, int64_t T);
 
 void lp_nn_encoder_layer_forward(const lp_nn_encoder_layer *l, const lp_nn_ctx *ctx, lp_nn_layer_act *act,
                                  const float *x, const int32_t *mask, int64_t B, int64_t T);
 /* dx (N,C) =; parameter grads +=. dout (N,C) is the layer output's gradient. scratch holds
  * lp_nn_encoder_layer_scratch_floats floats. dx may not alias dout. */
-void lp_nn_encoder_layer_backward(const lp_nn_encoder_layer *l, const lp_nn_ctx *ctx, const lp_nn_layer_act *act,
-                                  float *dx, const float *dout, const float *x, const int32_t *mask,
-                                  float *scratch, int64_t B, int64_t T);
-int64_t lp_nn_encoder_layer_scratch_floats(const lp_nn_encoder_layer *l, lp_exec_mode exec, int64_t B, int64_t T);
+void lp_nn_encoder_layer_backward(const lp_nn_encoder_layer *l, const lp_nn_ctx *ctx,
+                                  const lp_nn_layer_act *act, float *dx, const float *dout, const float *x,
+                                  const int32_t *mask, float *scratch, int64_t B, int64_t T);
+int64_t lp_nn_encoder_layer_scratch_floats(const lp_nn_encoder_layer *l, lp_exec_mode exec, int64_t B,
+                                           int64_t T);
 
 /* ---- Pooling and classification heads ------------------------------------------------- */
 
 typedef enum lp_nn_head_kind {
-    LP_NN_HEAD_KIND_BERT = 0,   /* tanh(pooler(h[:,0])) -> dropout -> classifier (BertForSequenceClassification) */
+    LP_NN_HEAD_KIND_BERT =
+        0, /* tanh(pooler(h[:,0])) -> dropout -> classifier (BertForSequenceClassification) */
     LP_NN_HEAD_KIND_DISTILBERT, /* relu(pre_classifier(h[:,0])) -> dropout -> classifier */
     LP_NN_HEAD_KIND_CLS,        /* h[:,0] -> dropout -> classifier (bare encoder, CLS pooling) */
     LP_NN_HEAD_KIND_MEAN        /* masked mean of h -> dropout -> classifier (bare encoder) */
@@ -246,12 +252,12 @@ typedef struct lp_nn_cls_head {
 } lp_nn_cls_head;
 
 typedef struct lp_nn_head_act {
-    float *pooled;  /* (B,C) first token or masked mean */
-    float *pre;     /* (B,C) pre-linear output (before tanh/relu) */
-    float *act;     /* (B,C) after tanh/relu (or = pooled) */
-    uint8_t *keep;  /* (B,C) */
+    float *pooled; /* (B,C) first token or masked mean */
+    float *pre;    /* (B,C) pre-linear output (before tanh/relu) */
+    float *act;    /* (B,C) after tanh/relu (or = pooled) */
+    uint8_t *keep; /* (B,C) */
     bool dropped;
-    float *drop;    /* (B,C) classifier input */
+    float *drop; /* (B,C) classifier input */
 } lp_nn_head_act;
 
 /* logits (B,L) from hidden (B,T,C) (and mask (B,T) for MEAN; NULL = all real). */
@@ -264,9 +270,11 @@ void lp_nn_cls_head_backward(const lp_nn_cls_head *h, const lp_nn_head_act *act,
 
 /* Masked mean over T: out (B,C) = sum_t mask[b,t] * x[b,t,:] / sum_t mask[b,t] (mask NULL = all
  * 1; a row with no real token gives 0). The sentence-transformers Pooling(mean) rule. */
-void lp_nn_mean_pool_forward(float *out, const float *x, const int32_t *mask, int64_t B, int64_t T, int64_t C);
+void lp_nn_mean_pool_forward(float *out, const float *x, const int32_t *mask, int64_t B, int64_t T,
+                             int64_t C);
 /* dx (B,T,C) = dout[b] * mask[b,t] / count_b. */
-void lp_nn_mean_pool_backward(float *dx, const float *dout, const int32_t *mask, int64_t B, int64_t T, int64_t C);
+void lp_nn_mean_pool_backward(float *dx, const float *dout, const int32_t *mask, int64_t B, int64_t T,
+                              int64_t C);
 /* Rows of x (N,C) scaled to unit L2 norm (norm clamped at 1e-12, as F.normalize). */
 void lp_nn_l2_normalize(float *x, int64_t N, int64_t C);
 

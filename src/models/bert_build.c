@@ -10,8 +10,8 @@
 
 #define NAME_MAX_LEN 160
 
-static lp_status add_param(lp_model *m, const char *name, int ndim, int64_t d0, int64_t d1, float **w, float **g,
-                           const lp_st_tensor *src, int init, bool no_decay)
+static lp_status add_param(lp_model *m, const char *name, int ndim, int64_t d0, int64_t d1, float **w,
+                           float **g, const lp_st_tensor *src, int init, bool no_decay)
 {
     if (m->n_params == m->cap_params) {
         size_t cap = m->cap_params ? 2 * m->cap_params : 64;
@@ -76,16 +76,17 @@ static const char *intern(const char *fam, const char *mid, const char *dir, lp_
     return s;
 }
 
-#define TRY(x)                                                                                                   \
-    do {                                                                                                         \
-        lp_status st_ = (x);                                                                                     \
-        if (st_ != LP_OK)                                                                                        \
-            return st_;                                                                                          \
+#define TRY(x)                                                                                               \
+    do {                                                                                                     \
+        lp_status st_ = (x);                                                                                 \
+        if (st_ != LP_OK)                                                                                    \
+            return st_;                                                                                      \
     } while (0)
 
 /* A Linear: weight (+ bias), its names and profiler ranges. */
-static lp_status add_linear(lp_model *m, lp_nn_linear *l, const char *hf_base, const char *fam, const char *rng,
-                            int64_t out, int64_t in, const lp_st_tensor *w, const lp_st_tensor *b)
+static lp_status add_linear(lp_model *m, lp_nn_linear *l, const char *hf_base, const char *fam,
+                            const char *rng, int64_t out, int64_t in, const lp_st_tensor *w,
+                            const lp_st_tensor *b)
 {
     char n[NAME_MAX_LEN];
     lp_status st = LP_OK;
@@ -100,8 +101,8 @@ static lp_status add_linear(lp_model *m, lp_nn_linear *l, const char *hf_base, c
     return st;
 }
 
-static lp_status add_norm(lp_model *m, lp_nn_layernorm *ln, const char *hf_base, const char *fam, const char *rng,
-                          const lp_st_tensor *w, const lp_st_tensor *b)
+static lp_status add_norm(lp_model *m, lp_nn_layernorm *ln, const char *hf_base, const char *fam,
+                          const char *rng, const lp_st_tensor *w, const lp_st_tensor *b)
 {
     char n[NAME_MAX_LEN];
     lp_status st = LP_OK;
@@ -129,17 +130,19 @@ static lp_status head_src(const lp_model *m, const lp_st_set *w, const char *nam
     if (!ok) {
         if (reinit_ok) {
             if (!m->opt.quiet)
-                fprintf(stderr, "loupe: %s: '%s' has %lld rows but the model has %lld labels: re-initialized\n",
+                fprintf(stderr,
+                        "loupe: %s: '%s' has %lld rows but the model has %lld labels: re-initialized\n",
                         t->file, name, (long long)t->shape[0], (long long)d0);
             return LP_OK;
         }
-        return lp_err(LP_STATUS_FORMAT, "%s: tensor '%s' does not have the shape [%lld%s%lld] the config implies",
-                      t->file, name, (long long)d0, d1 ? ", " : "", d1 ? (long long)d1 : 0LL);
+        return lp_err(LP_STATUS_FORMAT,
+                      "%s: tensor '%s' does not have the shape [%lld%s%lld] the config implies", t->file,
+                      name, (long long)d0, d1 ? ", " : "", d1 ? (long long)d1 : 0LL);
     }
     if (t->dtype != LP_ST_DTYPE_F32 && t->dtype != LP_ST_DTYPE_F16 && t->dtype != LP_ST_DTYPE_BF16 &&
         t->dtype != LP_ST_DTYPE_F64)
-        return lp_err(LP_STATUS_FORMAT, "%s: tensor '%s' has dtype %s; weights must be floating point", t->file, name,
-                      lp_st_dtype_name(t->dtype));
+        return lp_err(LP_STATUS_FORMAT, "%s: tensor '%s' has dtype %s; weights must be floating point",
+                      t->file, name, lp_st_dtype_name(t->dtype));
     *out = t;
     return LP_OK;
 }
@@ -148,9 +151,15 @@ static void convert(float *dst, const lp_st_tensor *t)
 {
     int64_t n = (int64_t)t->numel;
     switch (t->dtype) {
-    case LP_ST_DTYPE_F32: memcpy(dst, t->data, (size_t)n * sizeof(float)); break;
-    case LP_ST_DTYPE_F16: lp_f16_to_f32_n(dst, t->data, n); break;
-    case LP_ST_DTYPE_BF16: lp_bf16_to_f32_n(dst, t->data, n); break;
+    case LP_ST_DTYPE_F32:
+        memcpy(dst, t->data, (size_t)n * sizeof(float));
+        break;
+    case LP_ST_DTYPE_F16:
+        lp_f16_to_f32_n(dst, t->data, n);
+        break;
+    case LP_ST_DTYPE_BF16:
+        lp_bf16_to_f32_n(dst, t->data, n);
+        break;
     default: {
         const unsigned char *s = t->data;
         for (int64_t i = 0; i < n; i++) {
@@ -192,8 +201,8 @@ static lp_status wire(lp_model *m, const lp_st_set *w, const lp_param_map *map)
     e->pad_id = c->pad_token_id >= 0 && c->pad_token_id < c->vocab_size ? (int32_t)c->pad_token_id : -1;
     e->dropout = (float)c->hidden_dropout;
     snprintf(n, sizeof n, "%sembeddings.word_embeddings.weight", pfx);
-    TRY(add_param(m, n, 2, e->V, H, &e->wte, &e->dwte, src_of(map, LP_PARAM_ROLE_WORD_EMB, -1), LP_INIT_NORMAL,
-                  false));
+    TRY(add_param(m, n, 2, e->V, H, &e->wte, &e->dwte, src_of(map, LP_PARAM_ROLE_WORD_EMB, -1),
+                  LP_INIT_NORMAL, false));
     m->slots[m->n_params - 1].pad_row = e->pad_id;
     snprintf(n, sizeof n, "%sembeddings.position_embeddings.weight", pfx);
     TRY(add_param(m, n, 2, e->P, H, &e->wpe, &e->dwpe, src_of(map, LP_PARAM_ROLE_POS_EMB, -1),
@@ -304,7 +313,8 @@ static lp_status wire(lp_model *m, const lp_st_set *w, const lp_param_map *map)
             if (!m->slots[i].src) {
                 cnt++;
                 if (k < sizeof list)
-                    k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", k ? ", " : "", m->params[i].name);
+                    k +=
+                        (size_t)snprintf(list + k, sizeof list - k, "%s%s", k ? ", " : "", m->params[i].name);
             }
         if (cnt)
             fprintf(stderr,
@@ -320,8 +330,9 @@ lp_status lp_model__build_bert(lp_model *m, const lp_st_set *w)
 {
     const lp_model_config *c = &m->cfg;
     if (c->activation != LP_ACTIVATION_GELU && c->activation != LP_ACTIVATION_GELU_TANH)
-        return lp_err(LP_STATUS_UNSUPPORTED, "%s/config.json: activation '%s' is not supported (gelu, gelu_new)",
-                      m->dir, c->activation_name);
+        return lp_err(LP_STATUS_UNSUPPORTED,
+                      "%s/config.json: activation '%s' is not supported (gelu, gelu_new)", m->dir,
+                      c->activation_name);
     m->L = c->num_layers;
     if (!(m->layers = calloc((size_t)m->L, sizeof *m->layers)))
         return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory");
@@ -340,11 +351,12 @@ lp_status lp_model__build_bert(lp_model *m, const lp_st_set *w)
         return st;
 
     /* blocks */
-    if (!(m->param_block = lp_alloc((size_t)m->n_floats * sizeof(float), LP_MEM_CATEGORY_PARAMETER,
-                                    "model parameters")) ||
-        !(m->grad_block = lp_alloc((size_t)m->n_floats * sizeof(float), LP_MEM_CATEGORY_GRADIENT,
-                                   "model gradients")))
-        return lp_err_wrap(LP_STATUS_NO_MEMORY, "%s: allocating %lld parameters", m->dir, (long long)m->n_floats);
+    if (!(m->param_block =
+              lp_alloc((size_t)m->n_floats * sizeof(float), LP_MEM_CATEGORY_PARAMETER, "model parameters")) ||
+        !(m->grad_block =
+              lp_alloc((size_t)m->n_floats * sizeof(float), LP_MEM_CATEGORY_GRADIENT, "model gradients")))
+        return lp_err_wrap(LP_STATUS_NO_MEMORY, "%s: allocating %lld parameters", m->dir,
+                           (long long)m->n_floats);
     lp_rng rng;
     lp_rng_init(&rng, m->opt.seed, LP_RNG_STREAM_INIT);
     for (size_t i = 0; i < m->n_params; i++) {
@@ -368,8 +380,11 @@ lp_status lp_model__build_bert(lp_model *m, const lp_st_set *w)
             for (int64_t k = 0; k < p->numel; k++)
                 p->data[k] = 1.0f;
             break;
-        case LP_INIT_SINUSOID: sinusoid(p->data, p->shape[0], p->shape[1]); break;
-        default: break; // zero: lp_alloc zero-fills
+        case LP_INIT_SINUSOID:
+            sinusoid(p->data, p->shape[0], p->shape[1]);
+            break;
+        default:
+            break; // zero: lp_alloc zero-fills
         }
     }
     return LP_OK;

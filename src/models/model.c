@@ -13,8 +13,10 @@
 const char *lp_pooling_name(lp_pooling p)
 {
     switch (p) {
-    case LP_POOLING_CLS: return "cls";
-    case LP_POOLING_MEAN: return "mean";
+    case LP_POOLING_CLS:
+        return "cls";
+    case LP_POOLING_MEAN:
+        return "mean";
     }
     return "?";
 }
@@ -49,8 +51,14 @@ static bool file_exists(const char *dir, const char *name)
 
 /* ---- blocks ----------------------------------------------------------------------------- */
 
-static int64_t up16(int64_t n) { return (n + 15) & ~(int64_t)15; }
-static int64_t up64(int64_t n) { return (n + 63) & ~(int64_t)63; }
+static int64_t up16(int64_t n)
+{
+    return (n + 15) & ~(int64_t)15;
+}
+static int64_t up64(int64_t n)
+{
+    return (n + 63) & ~(int64_t)63;
+}
 
 typedef struct sizes {
     int64_t act, u8, tmp, in;
@@ -63,10 +71,11 @@ static sizes need(const lp_model *m, int64_t B, int64_t T)
     sizes s = {0, 0, 0, 0};
     int64_t la = lp_nn_layer_act_floats(l0, m->exec, m->training, B, T);
     int64_t lu = lp_nn_layer_act_bytes_u8(l0, m->exec, m->training, B, T);
-    s.act = 2 * up16(N * C) + 2 * up16(N) + (m->ckpt ? la + m->L * up16(N * C) : m->L * la) + 4 * up16(B * C) +
-            up16(B * L) + up16(B);
+    s.act = 2 * up16(N * C) + 2 * up16(N) + (m->ckpt ? la + m->L * up16(N * C) : m->L * la) +
+            4 * up16(B * C) + up16(B * L) + up16(B);
     s.u8 = up64(N * C) + (m->ckpt ? lu : m->L * lu) + up64(B * C);
-    int64_t ls = lp_nn_encoder_layer_scratch_floats(l0, m->exec, B, T), other = 2 * N * C > 2 * B * C ? 2 * N * C : 2 * B * C;
+    int64_t ls = lp_nn_encoder_layer_scratch_floats(l0, m->exec, B, T),
+            other = 2 * N * C > 2 * B * C ? 2 * N * C : 2 * B * C;
     s.tmp = 2 * up16(N * C) + (ls > other ? ls : other) + up16(B * L);
     s.in = 3 * N + B + 64;
     return s;
@@ -78,7 +87,8 @@ static lp_status ensure(lp_model *m, int64_t B, int64_t T)
     if (s.act > m->act_cap_floats) {
         lp_free(m->act_block);
         m->act_cap_floats = 0;
-        if (!(m->act_block = lp_alloc((size_t)s.act * sizeof(float), LP_MEM_CATEGORY_ACTIVATION, "model activations")))
+        if (!(m->act_block =
+                  lp_alloc((size_t)s.act * sizeof(float), LP_MEM_CATEGORY_ACTIVATION, "model activations")))
             return lp_err_wrap(LP_STATUS_NO_MEMORY, "model activations for batch %lld x %lld", (long long)B,
                                (long long)T);
         m->act_cap_floats = s.act;
@@ -87,13 +97,15 @@ static lp_status ensure(lp_model *m, int64_t B, int64_t T)
         lp_free(m->act_u8);
         m->act_cap_u8 = 0;
         if (!(m->act_u8 = lp_alloc((size_t)s.u8, LP_MEM_CATEGORY_ACTIVATION, "model dropout masks")))
-            return lp_err_wrap(LP_STATUS_NO_MEMORY, "dropout masks for batch %lld x %lld", (long long)B, (long long)T);
+            return lp_err_wrap(LP_STATUS_NO_MEMORY, "dropout masks for batch %lld x %lld", (long long)B,
+                               (long long)T);
         m->act_cap_u8 = s.u8;
     }
     if (s.tmp > m->tmp_cap) {
         lp_free(m->tmp_block);
         m->tmp_cap = 0;
-        if (!(m->tmp_block = lp_alloc((size_t)s.tmp * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "model backward scratch")))
+        if (!(m->tmp_block = lp_alloc((size_t)s.tmp * sizeof(float), LP_MEM_CATEGORY_TEMPORARY,
+                                      "model backward scratch")))
             return lp_err_wrap(LP_STATUS_NO_MEMORY, "backward scratch for batch %lld x %lld", (long long)B,
                                (long long)T);
         m->tmp_cap = s.tmp;
@@ -173,8 +185,10 @@ lp_status lp_model_load(const char *dir, const lp_model_options *opt, lp_model *
         (st = lp_hf_config_parse(m->config_json, len, path, &m->cfg)) != LP_OK)
         goto fail;
     if (m->cfg.family != LP_MODEL_FAMILY_BERT) {
-        st = lp_err(LP_STATUS_UNSUPPORTED, "%s: %s (llama family) is not supported by the engine yet; bert-family "
-                    "models are (BERT, DistilBERT, MiniLM)", path, lp_hf_arch_name(m->cfg.arch));
+        st = lp_err(LP_STATUS_UNSUPPORTED,
+                    "%s: %s (llama family) is not supported by the engine yet; bert-family "
+                    "models are (BERT, DistilBERT, MiniLM)",
+                    path, lp_hf_arch_name(m->cfg.arch));
         goto fail;
     }
     m->init_range = 0.02;
@@ -208,14 +222,17 @@ lp_status lp_model_load(const char *dir, const lp_model_options *opt, lp_model *
     st = lp_st_set_open_dir(dir, &w);
     if (st == LP_STATUS_NOT_FOUND) {
         if (file_exists(dir, "pytorch_model.bin") || file_exists(dir, "pytorch_model.bin.index.json")) {
-            st = lp_err(LP_STATUS_UNSUPPORTED, "%s: only pytorch_model.bin (pickle) weights; loupe reads safetensors "
-                        "(convert with transformers: model.save_pretrained(dir, safe_serialization=True))", dir);
+            st = lp_err(LP_STATUS_UNSUPPORTED,
+                        "%s: only pytorch_model.bin (pickle) weights; loupe reads safetensors "
+                        "(convert with transformers: model.save_pretrained(dir, safe_serialization=True))",
+                        dir);
             goto fail;
         }
         w = NULL; // config only: initialize everything from the seed
         st = LP_OK;
         if (!m->opt.quiet)
-            fprintf(stderr, "loupe: %s has no weights: every parameter initialized from seed %llu (normal(0, %g))\n",
+            fprintf(stderr,
+                    "loupe: %s has no weights: every parameter initialized from seed %llu (normal(0, %g))\n",
                     dir, (unsigned long long)m->opt.seed, m->init_range);
     }
     if (st != LP_OK)
@@ -236,7 +253,8 @@ lp_status lp_model_load(const char *dir, const lp_model_options *opt, lp_model *
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", dir);
         goto fail;
     }
-    if (m->opt.max_batch > 0 && m->opt.max_seq > 0 && (st = ensure(m, m->opt.max_batch, m->opt.max_seq)) != LP_OK)
+    if (m->opt.max_batch > 0 && m->opt.max_seq > 0 &&
+        (st = ensure(m, m->opt.max_batch, m->opt.max_seq)) != LP_OK)
         goto fail;
     *out = m;
     return LP_OK;
@@ -277,10 +295,25 @@ void lp_model_free(lp_model *m)
     free(m);
 }
 
-void lp_model_set_training(lp_model *m, bool training) { m->training = training; m->fwd_ok = m->loss_ok = false; }
-void lp_model_set_exec(lp_model *m, lp_exec_mode exec) { m->exec = exec; m->fwd_ok = m->loss_ok = false; }
-void lp_model_set_grad_checkpointing(lp_model *m, bool on) { m->ckpt = on; m->fwd_ok = m->loss_ok = false; }
-void lp_model_set_dloss_scale(lp_model *m, float scale) { m->dloss_scale = scale; }
+void lp_model_set_training(lp_model *m, bool training)
+{
+    m->training = training;
+    m->fwd_ok = m->loss_ok = false;
+}
+void lp_model_set_exec(lp_model *m, lp_exec_mode exec)
+{
+    m->exec = exec;
+    m->fwd_ok = m->loss_ok = false;
+}
+void lp_model_set_grad_checkpointing(lp_model *m, bool on)
+{
+    m->ckpt = on;
+    m->fwd_ok = m->loss_ok = false;
+}
+void lp_model_set_dloss_scale(lp_model *m, float scale)
+{
+    m->dloss_scale = scale;
+}
 
 /* ---- passes ------------------------------------------------------------------------------ */
 
@@ -290,14 +323,15 @@ static lp_nn_ctx run_ctx(lp_model *m, lp_rng *rng)
 }
 
 /* Embeddings and the layer stack; the last hidden state is lp_model_hidden(m, L). */
-static lp_status run_encoder(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids, int32_t B,
-                             int32_t T)
+static lp_status run_encoder(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
+                             int32_t B, int32_t T)
 {
     m->fwd_ok = m->loss_ok = false;
     if (B < 1 || T < 1)
         return lp_err(LP_STATUS_INVALID_ARG, "model forward: batch %d x %d is empty", B, T);
     if (T > m->cfg.max_position_embeddings)
-        return lp_err(LP_STATUS_INVALID_ARG, "model forward: sequence length %d exceeds the %lld positions of %s", T,
+        return lp_err(LP_STATUS_INVALID_ARG,
+                      "model forward: sequence length %d exceeds the %lld positions of %s", T,
                       (long long)m->cfg.max_position_embeddings, m->dir);
     if (!ids)
         return lp_err(LP_STATUS_INVALID_ARG, "model forward: no token ids");
@@ -312,13 +346,15 @@ static lp_status run_encoder(lp_model *m, const int32_t *ids, const int32_t *mas
         for (int64_t t = 0; t < T; t++) {
             int32_t v = mask ? mask[b * T + t] : 1;
             if (v != 0 && v != 1)
-                return lp_err(LP_STATUS_INVALID_ARG, "model forward: attention mask [%lld, %lld] is %d (not 0/1)",
-                              (long long)b, (long long)t, v);
+                return lp_err(LP_STATUS_INVALID_ARG,
+                              "model forward: attention mask [%lld, %lld] is %d (not 0/1)", (long long)b,
+                              (long long)t, v);
             m->mask[b * T + t] = v;
             real += v;
         }
         if (!real)
-            return lp_err(LP_STATUS_INVALID_ARG, "model forward: row %lld of the batch has no real token", (long long)b);
+            return lp_err(LP_STATUS_INVALID_ARG, "model forward: row %lld of the batch has no real token",
+                          (long long)b);
     }
     m->has_types = type_ids != NULL;
     if (type_ids)
@@ -327,8 +363,8 @@ static lp_status run_encoder(lp_model *m, const int32_t *ids, const int32_t *mas
     if (types && m->emb.wtt)
         for (int64_t i = 0; i < N; i++)
             if (types[i] < 0 || types[i] >= m->emb.TT)
-                return lp_err(LP_STATUS_RANGE, "model forward: token type %d at %lld outside [0, %lld)", types[i],
-                              (long long)i, (long long)m->emb.TT);
+                return lp_err(LP_STATUS_RANGE, "model forward: token type %d at %lld outside [0, %lld)",
+                              types[i], (long long)i, (long long)m->emb.TT);
 
     lp_nn_ctx ctx = run_ctx(m, &m->rng);
     if ((st = lp_nn_embedding_forward(&m->emb, &ctx, &m->emb_act, m->ids, types, B, T)) != LP_OK)
@@ -363,18 +399,21 @@ const float *lp_model_hidden(const lp_model *m, int32_t i)
     return m->fwd_ckpt ? m->ckpt_out[i - 1] : m->lact[i - 1].out;
 }
 
-lp_status lp_model_forward(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids, int32_t B,
-                           int32_t T, float *logits)
+lp_status lp_model_forward(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
+                           int32_t B, int32_t T, float *logits)
 {
     if (!m->has_head)
-        return lp_err(LP_STATUS_INVALID_ARG, "model %s was loaded without a classification head (task base): use "
-                      "lp_model_embed, or load with task seq_cls", m->dir);
+        return lp_err(LP_STATUS_INVALID_ARG,
+                      "model %s was loaded without a classification head (task base): use "
+                      "lp_model_embed, or load with task seq_cls",
+                      m->dir);
     LP_PROF_SCOPE(m->cfg.distilbert ? "distilbert.forward" : "bert.forward");
     lp_status st = run_encoder(m, ids, mask, type_ids, B, T);
     if (st != LP_OK)
         return st;
     lp_nn_ctx ctx = run_ctx(m, &m->rng);
-    lp_nn_cls_head_forward(&m->head, &ctx, &m->head_act, m->logits, lp_model_hidden(m, (int32_t)m->L), m->mask, B, T);
+    lp_nn_cls_head_forward(&m->head, &ctx, &m->head_act, m->logits, lp_model_hidden(m, (int32_t)m->L),
+                           m->mask, B, T);
     if (logits)
         memcpy(logits, m->logits, (size_t)B * m->num_labels * sizeof(float));
     return LP_OK;
@@ -390,7 +429,8 @@ lp_status lp_model_loss_forward(lp_model *m, const int32_t *ids, const int32_t *
         return st;
     memcpy(m->labels, labels, (size_t)B * sizeof *labels);
     // -100 is ignored, as in transformers
-    if ((st = lp_cross_entropy_forward(&m->loss, m->lse, m->logits, m->labels, B, m->num_labels, -100)) != LP_OK)
+    if ((st = lp_cross_entropy_forward(&m->loss, m->lse, m->logits, m->labels, B, m->num_labels, -100)) !=
+        LP_OK)
         return lp_err_wrap(st, "model loss");
     *loss = m->loss;
     m->loss_ok = true;
@@ -401,7 +441,7 @@ lp_status lp_model_backward(lp_model *m)
 {
     if (!m->loss_ok)
         return lp_err(LP_STATUS_INVALID_ARG, "model backward: no loss forward to back-propagate (call "
-                      "lp_model_loss_forward first; a backward consumes it)");
+                                             "lp_model_loss_forward first; a backward consumes it)");
     LP_PROF_SCOPE(m->cfg.distilbert ? "distilbert.backward" : "bert.backward");
     const int64_t B = m->B, T = m->T, N = B * T, C = m->cfg.hidden_size, L = m->num_labels;
     float *dA = m->tmp_block, *dB = dA + up16(N * C), *scratch = dB + up16(N * C);
@@ -437,8 +477,8 @@ void lp_model_zero_grad(lp_model *m)
     memset(m->grad_block, 0, (size_t)m->n_floats * sizeof(float));
 }
 
-lp_status lp_model_embed(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids, int32_t B,
-                         int32_t T, bool normalize, float *out)
+lp_status lp_model_embed(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
+                         int32_t B, int32_t T, bool normalize, float *out)
 {
     LP_PROF_SCOPE(m->cfg.distilbert ? "distilbert.embed" : "bert.embed");
     bool tr = m->training;
@@ -486,8 +526,10 @@ lp_status lp_model_set_trainable(lp_model *m, const char *name, bool trainable)
 
 double lp_model_forward_flops(const lp_model *m, int64_t B, int64_t T)
 {
-    const double C = (double)m->cfg.hidden_size, I = (double)m->cfg.intermediate_size, N = (double)B * (double)T;
-    double f = N * (double)m->L * (8.0 * C * C + 4.0 * C * I) + (double)B * (double)m->L * 4.0 * (double)T * (double)T * C;
+    const double C = (double)m->cfg.hidden_size, I = (double)m->cfg.intermediate_size,
+                 N = (double)B * (double)T;
+    double f = N * (double)m->L * (8.0 * C * C + 4.0 * C * I) +
+               (double)B * (double)m->L * 4.0 * (double)T * (double)T * C;
     if (m->has_head)
         f += (double)B * (2.0 * C * C + 2.0 * C * (double)m->num_labels);
     return f;
@@ -524,7 +566,10 @@ void lp_model_info_get(const lp_model *m, lp_model_info *o)
     o->forward_flops_per_token = (double)m->L * (8.0 * C * C + 4.0 * C * I);
 }
 
-const lp_model_config *lp_model_config_get(const lp_model *m) { return &m->cfg; }
+const lp_model_config *lp_model_config_get(const lp_model *m)
+{
+    return &m->cfg;
+}
 
 lp_status lp_model_set_label_names(lp_model *m, const char *const *names, int32_t n)
 {

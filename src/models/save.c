@@ -11,8 +11,13 @@
 
 #include "models_internal.h"
 
-static const char *const tokenizer_files[] = {"tokenizer.json", "tokenizer_config.json", "vocab.txt",
-                                              "special_tokens_map.json", "vocab.json", "merges.txt", NULL};
+static const char *const tokenizer_files[] = {"tokenizer.json",
+                                              "tokenizer_config.json",
+                                              "vocab.txt",
+                                              "special_tokens_map.json",
+                                              "vocab.json",
+                                              "merges.txt",
+                                              NULL};
 
 static lp_status write_config(const lp_model *m, const char *path)
 {
@@ -32,8 +37,9 @@ static lp_status write_config(const lp_model *m, const char *path)
             snprintf(k, sizeof k, "%lld", (long long)i);
             snprintf(def, sizeof def, "LABEL_%lld", (long long)i);
             const char *name = m->label_names ? m->label_names[i]
-                               : (i < m->cfg.num_labels && m->cfg.id2label && m->cfg.id2label[i]) ? m->cfg.id2label[i]
-                                                                                                   : def;
+                               : (i < m->cfg.num_labels && m->cfg.id2label && m->cfg.id2label[i])
+                                   ? m->cfg.id2label[i]
+                                   : def;
             cJSON_AddItemToObject(id2, k, cJSON_CreateString(name));
             cJSON_AddItemToObject(l2i, name, cJSON_CreateNumber((double)i));
         }
@@ -61,8 +67,8 @@ static lp_status write_weights(const lp_model *m, const char *path)
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
     for (size_t i = 0; i < m->n_params; i++) {
         const lp_model_param *p = &m->params[i];
-        t[i] = (lp_st_write_tensor){.name = p->name, .dtype = LP_ST_DTYPE_F32, .ndim = p->ndim, .shape = p->shape,
-                                    .data = p->data};
+        t[i] = (lp_st_write_tensor){
+            .name = p->name, .dtype = LP_ST_DTYPE_F32, .ndim = p->ndim, .shape = p->shape, .data = p->data};
     }
     // transformers refuses safetensors whose metadata lacks a known "format"
     static const char *const meta[] = {"format", "pt"};

@@ -6,30 +6,52 @@
 
 #include "nn_internal.h"
 
+/* Profiler ops of the composed path: one record per batched step (not one per head). */
+static const lp_prof_op_desc composed_scores_desc = {
+    "lp::attention_scores_forward", LP_PROF_CAT_CPU_OP, 1, {4}, {"float"}};
+static const lp_prof_op_desc composed_pv_desc = {
+    "lp::attention_pv_forward", LP_PROF_CAT_CPU_OP, 1, {4}, {"float"}};
+static const lp_prof_op_desc composed_pv_bwd_desc = {
+    "lp::attention_pv_backward", LP_PROF_CAT_CPU_OP, 1, {4}, {"float"}};
+static const lp_prof_op_desc composed_scores_bwd_desc = {
+    "lp::attention_scores_backward", LP_PROF_CAT_CPU_OP, 1, {4}, {"float"}};
+
 void lp_nn__attention_composed_forward(float *ctx, float *att, float *att_drop, uint8_t *keep, const float *q,
-                                       const float *k, const float *v, const int32_t *mask, int64_t B, int64_t T,
-                                       int64_t H, int64_t D, float p, lp_rng *rng)
+                                       const float *k, const float *v, const int32_t *mask, int64_t B,
+                                       int64_t T, int64_t H, int64_t D, float p, lp_rng *rng)
 {
     const int64_t C = H * D, TT = T * T;
     const float scale = 1.0f / sqrtf((float)D);
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t h = 0; h < H; h++) {
-            float *S = att_drop + (b * H + h) * TT;
-            // S (T,T) = scale * Q_bh (T,D; ld C) @ K_bh^T
-            lp_sgemm(false, true, T, T, D, scale, q + b * T * C + h * D, C, k + b * T * C + h * D, C, 0.0f, S, T);
-            if (mask)
-                for (int64_t j = 0; j < T; j++)
-                    if (!mask[b * T + j])
-                        for (int64_t i = 0; i < T; i++)
-                            S[i * T + j] = -INFINITY; // padded key: probability 0
-        }
+    const lp_kernel_table *K = lp_kernels_active();
+    int64_t dims[] = {B, T, H, D};
+    {
+        LP_PROF_OP_SCOPE(&composed_scores_desc, dims, 2.0 * B * H * T * T * D,
+                         4.0 * (2 * B * T * C + B * H * TT));
+        // one parallel loop over (b,h) with single-threaded GEMMs inside: B*H small GEMMs each
+        // opening its own BLAS parallel region cost far more than their arithmetic
+#pragma omp parallel for collapse(2) schedule(static)
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t h = 0; h < H; h++) {
+                float *S = att_drop + (b * H + h) * TT;
+                // S (T,T) = scale * Q_bh (T,D; ld C) @ K_bh^T
+                K->sgemm(false, true, T, T, D, scale, q + b * T * C + h * D, C, k + b * T * C + h * D, C,
+                         0.0f, S, T);
+                if (mask)
+                    for (int64_t j = 0; j < T; j++)
+                        if (!mask[b * T + j])
+                            for (int64_t i = 0; i < T; i++)
+                                S[i * T + j] = -INFINITY; // padded key: probability 0
+            }
+    }
     lp_softmax_forward(att, att_drop, B * H * T, T);
     lp_dropout_forward(att_drop, keep, att, B * H * TT, p, rng);
+    LP_PROF_OP_SCOPE(&composed_pv_desc, dims, 2.0 * B * H * T * T * D, 4.0 * (2 * B * T * C + B * H * TT));
+#pragma omp parallel for collapse(2) schedule(static)
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++)
             // ctx_bh (T,D; ld C) = Pd (T,T) @ V_bh (T,D; ld C)
-            lp_sgemm(false, false, T, D, T, 1.0f, att_drop + (b * H + h) * TT, T, v + b * T * C + h * D, C, 0.0f,
-                     ctx + b * T * C + h * D, C);
+            K->sgemm(false, false, T, D, T, 1.0f, att_drop + (b * H + h) * TT, T, v + b * T * C + h * D, C,
+                     0.0f, ctx + b * T * C + h * D, C);
 }
 
 void lp_nn__attention_composed_backward(float *dq, float *dk, float *dv, float *datt, const float *dctx,
@@ -40,14 +62,21 @@ void lp_nn__attention_composed_backward(float *dq, float *dk, float *dv, float *
     const int64_t C = H * D, TT = T * T;
     const float scale = 1.0f / sqrtf((float)D);
     const float *Pd = dropped ? att_drop : att;
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t h = 0; h < H; h++) {
-            const int64_t o = b * T * C + h * D;
-            // dV_bh (T,D) = Pd^T (T,T) @ dctx_bh (T,D)
-            lp_sgemm(true, false, T, D, T, 1.0f, Pd + (b * H + h) * TT, T, dctx + o, C, 0.0f, dv + o, C);
-            // dPd (T,T) = dctx_bh (T,D) @ V_bh^T
-            lp_sgemm(false, true, T, T, D, 1.0f, dctx + o, C, v + o, C, 0.0f, datt + (b * H + h) * TT, T);
-        }
+    const lp_kernel_table *K = lp_kernels_active();
+    int64_t dims[] = {B, T, H, D};
+    {
+        LP_PROF_OP_SCOPE(&composed_pv_bwd_desc, dims, 4.0 * B * H * T * T * D,
+                         4.0 * (3 * B * T * C + 2 * B * H * TT));
+#pragma omp parallel for collapse(2) schedule(static)
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t h = 0; h < H; h++) {
+                const int64_t o = b * T * C + h * D;
+                // dV_bh (T,D) = Pd^T (T,T) @ dctx_bh (T,D)
+                K->sgemm(true, false, T, D, T, 1.0f, Pd + (b * H + h) * TT, T, dctx + o, C, 0.0f, dv + o, C);
+                // dPd (T,T) = dctx_bh (T,D) @ V_bh^T
+                K->sgemm(false, true, T, T, D, 1.0f, dctx + o, C, v + o, C, 0.0f, datt + (b * H + h) * TT, T);
+            }
+    }
     // the kernels' optimized loops take restrict pointers: never in place, ping-pong instead
     float *dS_all = datt + B * H * TT;
     if (dropped) {
@@ -57,13 +86,16 @@ void lp_nn__attention_composed_backward(float *dq, float *dk, float *dv, float *
     } else {
         lp_softmax_backward(dS_all, datt, att, B * H * T, T);
     }
+    LP_PROF_OP_SCOPE(&composed_scores_bwd_desc, dims, 4.0 * B * H * T * T * D,
+                     4.0 * (4 * B * T * C + B * H * TT));
+#pragma omp parallel for collapse(2) schedule(static)
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++) {
             const int64_t o = b * T * C + h * D;
             const float *dS = dS_all + (b * H + h) * TT;
             // dQ_bh = scale * dS @ K_bh;  dK_bh = scale * dS^T @ Q_bh
-            lp_sgemm(false, false, T, D, T, scale, dS, T, k + o, C, 0.0f, dq + o, C);
-            lp_sgemm(true, false, T, D, T, scale, dS, T, q + o, C, 0.0f, dk + o, C);
+            K->sgemm(false, false, T, D, T, scale, dS, T, k + o, C, 0.0f, dq + o, C);
+            K->sgemm(true, false, T, D, T, scale, dS, T, q + o, C, 0.0f, dk + o, C);
         }
 }
 
@@ -79,8 +111,8 @@ void lp_nn_attention_forward(const lp_nn_attention *a, const lp_nn_ctx *ctx, lp_
     if (ctx->exec == LP_EXEC_MODE_FUSED) {
         lp_attention_fused_forward(act->ctx, act->lse, act->q, act->k, act->v, mask, B, T, a->H, a->D, C);
     } else if (ctx->training && a->attn_dropout > 0.0f && ctx->rng) {
-        lp_nn__attention_composed_forward(act->ctx, act->att, act->att_drop, act->att_keep, act->q, act->k, act->v,
-                                          mask, B, T, a->H, a->D, a->attn_dropout, ctx->rng);
+        lp_nn__attention_composed_forward(act->ctx, act->att, act->att_drop, act->att_keep, act->q, act->k,
+                                          act->v, mask, B, T, a->H, a->D, a->attn_dropout, ctx->rng);
         act->att_dropped = true;
     } else {
         lp_attention_eager_forward(act->ctx, act->att, act->q, act->k, act->v, mask, B, T, a->H, a->D, C);
@@ -98,21 +130,22 @@ int64_t lp_nn_attention_scratch_floats(const lp_nn_attention *a, lp_exec_mode ex
 }
 
 void lp_nn_attention_backward(const lp_nn_attention *a, const lp_nn_ctx *ctx, const lp_nn_attention_act *act,
-                              float *dx, const float *dout, const float *x, const int32_t *mask, float *scratch,
-                              int64_t B, int64_t T)
+                              float *dx, const float *dout, const float *x, const int32_t *mask,
+                              float *scratch, int64_t B, int64_t T)
 {
     lp_nn__push(a->bwd_name);
     const int64_t N = B * T, C = a->C;
     float *dctx = scratch, *dq = dctx + N * C, *dk = dq + N * C, *dv = dk + N * C, *datt = dv + N * C;
     lp_nn_linear_backward(&a->o, dctx, dout, act->ctx, N);
     if (ctx->exec == LP_EXEC_MODE_FUSED)
-        lp_attention_fused_backward(dq, dk, dv, dctx, act->ctx, act->lse, act->q, act->k, act->v, mask, B, T, a->H,
-                                    a->D, C);
+        lp_attention_fused_backward(dq, dk, dv, dctx, act->ctx, act->lse, act->q, act->k, act->v, mask, B, T,
+                                    a->H, a->D, C);
     else if (act->att_dropped)
-        lp_nn__attention_composed_backward(dq, dk, dv, datt, dctx, act->att, act->att_drop, act->att_keep, act->q,
-                                           act->k, act->v, B, T, a->H, a->D, a->attn_dropout, true);
+        lp_nn__attention_composed_backward(dq, dk, dv, datt, dctx, act->att, act->att_drop, act->att_keep,
+                                           act->q, act->k, act->v, B, T, a->H, a->D, a->attn_dropout, true);
     else
-        lp_attention_eager_backward(dq, dk, dv, datt, dctx, act->att, act->q, act->k, act->v, B, T, a->H, a->D, C);
+        lp_attention_eager_backward(dq, dk, dv, datt, dctx, act->att, act->q, act->k, act->v, B, T, a->H,
+                                    a->D, C);
     // dx = dq Wq + dk Wk + dv Wv (dctx is free now: reuse it for the partial products)
     lp_nn_linear_backward(&a->q, dx, dq, x, N);
     lp_nn_linear_backward(&a->k, dctx, dk, x, N);

@@ -9,8 +9,10 @@
 const char *lp_exec_mode_name(lp_exec_mode m)
 {
     switch (m) {
-    case LP_EXEC_MODE_EAGER: return "eager";
-    case LP_EXEC_MODE_FUSED: return "fused";
+    case LP_EXEC_MODE_EAGER:
+        return "eager";
+    case LP_EXEC_MODE_FUSED:
+        return "fused";
     }
     return "?";
 }
@@ -22,7 +24,8 @@ lp_status lp_exec_mode_parse(const char *s, lp_exec_mode *out)
     else if (s && !strcmp(s, "fused"))
         *out = LP_EXEC_MODE_FUSED;
     else
-        return lp_err(LP_STATUS_INVALID_ARG, "unknown exec mode '%s' (expected eager or fused)", s ? s : "(null)");
+        return lp_err(LP_STATUS_INVALID_ARG, "unknown exec mode '%s' (expected eager or fused)",
+                      s ? s : "(null)");
     return LP_OK;
 }
 
@@ -41,8 +44,8 @@ void lp_nn_linear_backward(const lp_nn_linear *l, float *dinp, const float *dout
     lp_nn__pop(l->bwd_name);
 }
 
-void lp_nn_layernorm_forward(const lp_nn_layernorm *ln, float *out, float *mean, float *rstd, const float *inp,
-                             int64_t N)
+void lp_nn_layernorm_forward(const lp_nn_layernorm *ln, float *out, float *mean, float *rstd,
+                             const float *inp, int64_t N)
 {
     lp_nn__push(ln->fwd_name);
     lp_layernorm_forward(out, mean, rstd, inp, ln->w, ln->b, N, ln->C, ln->eps);
@@ -57,7 +60,8 @@ void lp_nn_layernorm_backward(const lp_nn_layernorm *ln, float *dinp, const floa
     lp_nn__pop(ln->bwd_name);
 }
 
-bool lp_nn_dropout_forward(const lp_nn_ctx *ctx, float *out, uint8_t *keep, const float *inp, int64_t n, float p)
+bool lp_nn_dropout_forward(const lp_nn_ctx *ctx, float *out, uint8_t *keep, const float *inp, int64_t n,
+                           float p)
 {
     if (ctx->training && p > 0.0f && ctx->rng) {
         lp_dropout_forward(out, keep, inp, n, p, ctx->rng);
@@ -68,7 +72,8 @@ bool lp_nn_dropout_forward(const lp_nn_ctx *ctx, float *out, uint8_t *keep, cons
     return false;
 }
 
-void lp_nn_dropout_backward(float *dinp, const float *dout, const uint8_t *keep, int64_t n, float p, bool applied)
+void lp_nn_dropout_backward(float *dinp, const float *dout, const uint8_t *keep, int64_t n, float p,
+                            bool applied)
 {
     if (applied)
         lp_dropout_backward(dinp, dout, keep, n, p);
@@ -108,7 +113,8 @@ void lp_nn_mean_pool_forward(float *out, const float *x, const int32_t *mask, in
     }
 }
 
-void lp_nn_mean_pool_backward(float *dx, const float *dout, const int32_t *mask, int64_t B, int64_t T, int64_t C)
+void lp_nn_mean_pool_backward(float *dx, const float *dout, const int32_t *mask, int64_t B, int64_t T,
+                              int64_t C)
 {
     for (int64_t b = 0; b < B; b++) {
         int64_t cnt = 0;

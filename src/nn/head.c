@@ -34,12 +34,13 @@ void lp_nn_cls_head_backward(const lp_nn_cls_head *h, const lp_nn_head_act *act,
     lp_nn__push(h->bwd_name);
     const int64_t C = h->C;
     float *s1 = scratch, *s2 = scratch + B * C;
-    lp_nn_linear_backward(&h->classifier, s1, dlogits, act->drop, B); // s1 = d drop
+    lp_nn_linear_backward(&h->classifier, s1, dlogits, act->drop, B);           // s1 = d drop
     lp_nn_dropout_backward(s2, s1, act->keep, B * C, h->dropout, act->dropped); // s2 = d act
     const float *dpooled = s2;
     if (h->kind == LP_NN_HEAD_KIND_BERT || h->kind == LP_NN_HEAD_KIND_DISTILBERT) {
         for (int64_t i = 0; i < B * C; i++) // s2 = d pre
-            s2[i] *= h->kind == LP_NN_HEAD_KIND_BERT ? 1.0f - act->act[i] * act->act[i] : (act->pre[i] > 0.0f);
+            s2[i] *=
+                h->kind == LP_NN_HEAD_KIND_BERT ? 1.0f - act->act[i] * act->act[i] : (act->pre[i] > 0.0f);
         lp_nn_linear_backward(&h->pre, s1, s2, act->pooled, B); // s1 = d pooled
         dpooled = s1;
     }

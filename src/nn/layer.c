@@ -8,32 +8,39 @@
 void lp_nn_mlp_forward(const lp_nn_mlp *m, lp_nn_mlp_act *act, const float *x, int64_t N)
 {
     lp_nn__push(m->fwd_name);
-    lp_nn_linear_forward(&m->in, act->h, x, N);           // h (N,I)
+    lp_nn_linear_forward(&m->in, act->h, x, N);              // h (N,I)
     lp_gelu_forward(act->g, act->h, N * m->in.out, m->gelu); // g (N,I)
-    lp_nn_linear_forward(&m->out, act->out, act->g, N);   // out (N,C)
+    lp_nn_linear_forward(&m->out, act->out, act->g, N);      // out (N,C)
     lp_nn__pop(m->fwd_name);
 }
 
-void lp_nn_mlp_backward(const lp_nn_mlp *m, const lp_nn_mlp_act *act, float *dx, const float *dout, const float *x,
-                        float *scratch, int64_t N)
+void lp_nn_mlp_backward(const lp_nn_mlp *m, const lp_nn_mlp_act *act, float *dx, const float *dout,
+                        const float *x, float *scratch, int64_t N)
 {
     lp_nn__push(m->bwd_name);
-    lp_nn_linear_backward(&m->out, scratch, dout, act->g, N);            // dg (N,I)
-    lp_gelu_backward(scratch, scratch, act->h, N * m->in.out, m->gelu);  // dh (N,I), aliasing allowed
-    lp_nn_linear_backward(&m->in, dx, scratch, x, N);                    // dx (N,C)
+    lp_nn_linear_backward(&m->out, scratch, dout, act->g, N);           // dg (N,I)
+    lp_gelu_backward(scratch, scratch, act->h, N * m->in.out, m->gelu); // dh (N,I), aliasing allowed
+    lp_nn_linear_backward(&m->in, dx, scratch, x, N);                   // dx (N,C)
     lp_nn__pop(m->bwd_name);
 }
 
 /* Sub-buffers start on 64-byte boundaries. */
-static int64_t up16(int64_t n) { return (n + 15) & ~(int64_t)15; }
-static int64_t up64(int64_t n) { return (n + 63) & ~(int64_t)63; }
+static int64_t up16(int64_t n)
+{
+    return (n + 15) & ~(int64_t)15;
+}
+static int64_t up64(int64_t n)
+{
+    return (n + 63) & ~(int64_t)63;
+}
 
 static bool att_dropout_on(const lp_nn_encoder_layer *l, lp_exec_mode exec, bool training)
 {
     return exec == LP_EXEC_MODE_EAGER && training && l->attn.attn_dropout > 0.0f;
 }
 
-int64_t lp_nn_layer_act_floats(const lp_nn_encoder_layer *l, lp_exec_mode exec, bool training, int64_t B, int64_t T)
+int64_t lp_nn_layer_act_floats(const lp_nn_encoder_layer *l, lp_exec_mode exec, bool training, int64_t B,
+                               int64_t T)
 {
     const int64_t N = B * T, C = l->attn.C, I = l->mlp.in.out, H = l->attn.H;
     int64_t n = 10 * up16(N * C) + 2 * up16(N * I) + 4 * up16(N);
@@ -56,8 +63,8 @@ int64_t lp_nn_layer_act_bytes_u8(const lp_nn_encoder_layer *l, lp_exec_mode exec
     return n;
 }
 
-void lp_nn_layer_act_bind(const lp_nn_encoder_layer *l, lp_exec_mode exec, bool training, lp_nn_layer_act *act,
-                          float *f, uint8_t *u8, int64_t B, int64_t T)
+void lp_nn_layer_act_bind(const lp_nn_encoder_layer *l, lp_exec_mode exec, bool training,
+                          lp_nn_layer_act *act, float *f, uint8_t *u8, int64_t B, int64_t T)
 {
     const int64_t N = B * T, C = l->attn.C, I = l->mlp.in.out, H = l->attn.H;
     memset(act, 0, sizeof *act);
@@ -102,26 +109,29 @@ void lp_nn_encoder_layer_forward(const lp_nn_encoder_layer *l, const lp_nn_ctx *
     const int64_t N = B * T, C = l->attn.C;
     lp_nn_attention_forward(&l->attn, ctx, &act->attn, x, mask, B, T);
     // dropout in place on the attention output: its backward needs only the mask
-    act->dropped1 = lp_nn_dropout_forward(ctx, act->attn.out, act->keep1, act->attn.out, N * C, l->hidden_dropout);
+    act->dropped1 =
+        lp_nn_dropout_forward(ctx, act->attn.out, act->keep1, act->attn.out, N * C, l->hidden_dropout);
     lp_nn__add(act->res1, x, act->attn.out, N * C);
     lp_nn_layernorm_forward(&l->ln1, act->ln1, act->ln1_mean, act->ln1_rstd, act->res1, N);
     lp_nn_mlp_forward(&l->mlp, &act->mlp, act->ln1, N);
-    act->dropped2 = lp_nn_dropout_forward(ctx, act->mlp.out, act->keep2, act->mlp.out, N * C, l->hidden_dropout);
+    act->dropped2 =
+        lp_nn_dropout_forward(ctx, act->mlp.out, act->keep2, act->mlp.out, N * C, l->hidden_dropout);
     lp_nn__add(act->res2, act->ln1, act->mlp.out, N * C);
     lp_nn_layernorm_forward(&l->ln2, act->out, act->ln2_mean, act->ln2_rstd, act->res2, N);
     lp_nn__pop(l->fwd_name);
 }
 
-int64_t lp_nn_encoder_layer_scratch_floats(const lp_nn_encoder_layer *l, lp_exec_mode exec, int64_t B, int64_t T)
+int64_t lp_nn_encoder_layer_scratch_floats(const lp_nn_encoder_layer *l, lp_exec_mode exec, int64_t B,
+                                           int64_t T)
 {
     const int64_t N = B * T;
     int64_t a = lp_nn_attention_scratch_floats(&l->attn, exec, B, T), m = N * l->mlp.in.out;
     return 3 * N * l->attn.C + (a > m ? a : m);
 }
 
-void lp_nn_encoder_layer_backward(const lp_nn_encoder_layer *l, const lp_nn_ctx *ctx, const lp_nn_layer_act *act,
-                                  float *dx, const float *dout, const float *x, const int32_t *mask, float *scratch,
-                                  int64_t B, int64_t T)
+void lp_nn_encoder_layer_backward(const lp_nn_encoder_layer *l, const lp_nn_ctx *ctx,
+                                  const lp_nn_layer_act *act, float *dx, const float *dout, const float *x,
+                                  const int32_t *mask, float *scratch, int64_t B, int64_t T)
 {
     lp_nn__push(l->bwd_name);
     const int64_t N = B * T, C = l->attn.C;

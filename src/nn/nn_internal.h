@@ -26,8 +26,8 @@ void lp_nn__add(float *out, const float *a, const float *b, int64_t n);
  * case the eager kernel cannot do: dropout on the probabilities. p = 0 is allowed (tests hold
  * it equal to the kernel). ctx (B,T,C) =; att, att_drop (B,H,T,T) =; keep (B,H,T,T). */
 void lp_nn__attention_composed_forward(float *ctx, float *att, float *att_drop, uint8_t *keep, const float *q,
-                                       const float *k, const float *v, const int32_t *mask, int64_t B, int64_t T,
-                                       int64_t H, int64_t D, float p, lp_rng *rng);
+                                       const float *k, const float *v, const int32_t *mask, int64_t B,
+                                       int64_t T, int64_t H, int64_t D, float p, lp_rng *rng);
 /* dq, dk, dv (B,T,C) =; datt (2*B*H*T*T) scratch. */
 void lp_nn__attention_composed_backward(float *dq, float *dk, float *dv, float *datt, const float *dctx,
                                         const float *att, const float *att_drop, const uint8_t *keep,

@@ -92,8 +92,8 @@ static lp_model *load(const char *name, lp_exec_mode exec, bool ckpt)
 }
 
 /* Compares and prints one tensor; returns its relative error. */
-static double check(const char *what, const char *label, const float *a, const float *b, int64_t n, double *worst,
-                    char *worst_name, size_t cap)
+static double check(const char *what, const char *label, const float *a, const float *b, int64_t n,
+                    double *worst, char *worst_name, size_t cap)
 {
     gold_cmp c = gold_compare(a, b, n, TINY);
     printf("  %-66s max|d| %.3e  ref max %.3e  rel %.3e\n", label, c.max_abs, c.ref_max, c.rel);
@@ -102,8 +102,8 @@ static double check(const char *what, const char *label, const float *a, const f
         snprintf(worst_name, cap, "%s", label);
     }
     if (!(c.rel <= REL_TOL))
-        fail_msg("%s %s: relative difference %.3e > %.0e (element %lld: %.9g vs %.9g)", what, label, c.rel, REL_TOL,
-                 (long long)c.worst, a[c.worst], b[c.worst]);
+        fail_msg("%s %s: relative difference %.3e > %.0e (element %lld: %.9g vs %.9g)", what, label, c.rel,
+                 REL_TOL, (long long)c.worst, a[c.worst], b[c.worst]);
     return c.rel;
 }
 
@@ -156,8 +156,9 @@ static void run_grads(const char *name, lp_exec_mode exec, bool ckpt)
         assert_non_null(p[i].grad);
         check("gradient", p[i].name, p[i].grad, ref, n, &w_grad, n_grad, sizeof n_grad);
     }
-    printf("SUMMARY %-18s %-5s%s  logits/loss rel %.2e | hidden rel %.2e (%s) | grad rel %.2e (%s; key-bias noise excluded, abs <= 1e-7)\n", name,
-           lp_exec_mode_name(exec), ckpt ? "+ckpt" : "", w_out, w_hid, n_hid, w_grad, n_grad);
+    printf("SUMMARY %-18s %-5s%s  logits/loss rel %.2e | hidden rel %.2e (%s) | grad rel %.2e (%s; key-bias "
+           "noise excluded, abs <= 1e-7)\n",
+           name, lp_exec_mode_name(exec), ckpt ? "+ckpt" : "", w_out, w_hid, n_hid, w_grad, n_grad);
     free(logits);
     lp_model_free(m);
     free_batch(&b);
@@ -176,12 +177,14 @@ static void run_adamw(const char *name, lp_exec_mode exec)
     free(text);
     assert_non_null(root);
     const cJSON *o = cJSON_GetObjectItem(root, "optimizer");
-    double lr = cJSON_GetObjectItem(o, "lr")->valuedouble, wd = cJSON_GetObjectItem(o, "weight_decay")->valuedouble,
+    double lr = cJSON_GetObjectItem(o, "lr")->valuedouble,
+           wd = cJSON_GetObjectItem(o, "weight_decay")->valuedouble,
            eps = cJSON_GetObjectItem(o, "eps")->valuedouble;
     const cJSON *betas = cJSON_GetObjectItem(o, "betas");
     double b1 = cJSON_GetArrayItem(betas, 0)->valuedouble, b2 = cJSON_GetArrayItem(betas, 1)->valuedouble;
     int steps = cJSON_GetObjectItem(o, "steps")->valueint;
-    const cJSON *excl = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "f32_vs_f64"), "grad_all_and_step3_all_exclude");
+    const cJSON *excl =
+        cJSON_GetObjectItem(cJSON_GetObjectItem(root, "f32_vs_f64"), "grad_all_and_step3_all_exclude");
 
     lp_st_file *g = open_golden(name);
     batch b;
@@ -198,8 +201,8 @@ static void run_adamw(const char *name, lp_exec_mode exec)
     }
     const float *losses = gold_f32(g, "losses", NULL);
     assert_non_null(losses);
-    printf("%s, %s, %d AdamW steps (lr %g, betas %g/%g, eps %g, wd %g):\n", name, lp_exec_mode_name(exec), steps, lr,
-           b1, b2, eps, wd);
+    printf("%s, %s, %d AdamW steps (lr %g, betas %g/%g, eps %g, wd %g):\n", name, lp_exec_mode_name(exec),
+           steps, lr, b1, b2, eps, wd);
     for (int s = 1; s <= steps; s++) {
         float loss;
         lp_model_zero_grad(m);
@@ -213,9 +216,11 @@ static void run_adamw(const char *name, lp_exec_mode exec)
             lp_adamw_step(p[i].data, p[i].grad, ms[i], vs[i], p[i].numel, lr, b1, b2, eps, wd, s);
     }
     float loss3;
-    assert_int_equal(lp_model_loss_forward(m, b.ids, b.mask, b.types, b.labels, b.B, b.T, NULL, &loss3), LP_OK);
+    assert_int_equal(lp_model_loss_forward(m, b.ids, b.mask, b.types, b.labels, b.B, b.T, NULL, &loss3),
+                     LP_OK);
     float ref3 = *gold_f32(g, "loss_after_step3", NULL);
-    printf("  loss after step %d: %.7f (torch %.7f, rel %.2e)\n", steps, loss3, ref3, fabs(loss3 - ref3) / fabs(ref3));
+    printf("  loss after step %d: %.7f (torch %.7f, rel %.2e)\n", steps, loss3, ref3,
+           fabs(loss3 - ref3) / fabs(ref3));
     assert_true(fabs(loss3 - ref3) <= REL_TOL * fabs(ref3));
 
     double worst = 0;
@@ -239,8 +244,8 @@ static void run_adamw(const char *name, lp_exec_mode exec)
             ref_upd[j] = ref[j] - init[i][j];
         }
         gold_cmp c = gold_compare(upd, ref_upd, n, TINY);
-        printf("  step3 %-60s max|d| %.3e  update max %.3e  rel %.3e%s\n", p[i].name, c.max_abs, c.ref_max, c.rel,
-               excluded ? "  (noise-driven: checked against 3*lr absolute)" : "");
+        printf("  step3 %-60s max|d| %.3e  update max %.3e  rel %.3e%s\n", p[i].name, c.max_abs, c.ref_max,
+               c.rel, excluded ? "  (noise-driven: checked against 3*lr absolute)" : "");
         if (excluded) {
             assert_true(c.max_abs <= steps * lr * 1.01);
             continue;
@@ -250,10 +255,11 @@ static void run_adamw(const char *name, lp_exec_mode exec)
             snprintf(worst_name, sizeof worst_name, "%s", p[i].name);
         }
         if (!(c.rel <= UPDATE_TOL))
-            fail_msg("%s step3 %s: update differs by %.3e relative (> %.0e)", name, p[i].name, c.rel, UPDATE_TOL);
+            fail_msg("%s step3 %s: update differs by %.3e relative (> %.0e)", name, p[i].name, c.rel,
+                     UPDATE_TOL);
     }
-    printf("SUMMARY %-18s %-5s  AdamW x%d update rel %.2e (%s)\n", name, lp_exec_mode_name(exec), steps, worst,
-           worst_name);
+    printf("SUMMARY %-18s %-5s  AdamW x%d update rel %.2e (%s)\n", name, lp_exec_mode_name(exec), steps,
+           worst, worst_name);
     for (size_t i = 0; i < np; i++) {
         free(ms[i]);
         free(vs[i]);
@@ -270,11 +276,11 @@ static void run_adamw(const char *name, lp_exec_mode exec)
     lp_st_close(g);
 }
 
-#define GOLDEN(fn, name, exec, ckpt)                                                                             \
-    static void fn(void **state)                                                                                 \
-    {                                                                                                            \
-        (void)state;                                                                                             \
-        run_grads(name, exec, ckpt);                                                                             \
+#define GOLDEN(fn, name, exec, ckpt)                                                                         \
+    static void fn(void **state)                                                                             \
+    {                                                                                                        \
+        (void)state;                                                                                         \
+        run_grads(name, exec, ckpt);                                                                         \
     }
 GOLDEN(distilbert_eager, "cls_distilbert", LP_EXEC_MODE_EAGER, false)
 GOLDEN(distilbert_fused, "cls_distilbert", LP_EXEC_MODE_FUSED, false)
@@ -285,11 +291,11 @@ GOLDEN(bert_gelu_new_fused, "cls_bert_gelu_new", LP_EXEC_MODE_FUSED, false)
 GOLDEN(bert_eager_ckpt, "cls_bert", LP_EXEC_MODE_EAGER, true)
 GOLDEN(distilbert_fused_ckpt, "cls_distilbert", LP_EXEC_MODE_FUSED, true)
 
-#define ADAMW(fn, name, exec)                                                                                    \
-    static void fn(void **state)                                                                                 \
-    {                                                                                                            \
-        (void)state;                                                                                             \
-        run_adamw(name, exec);                                                                                   \
+#define ADAMW(fn, name, exec)                                                                                \
+    static void fn(void **state)                                                                             \
+    {                                                                                                        \
+        (void)state;                                                                                         \
+        run_adamw(name, exec);                                                                               \
     }
 ADAMW(adamw_distilbert_eager, "cls_distilbert", LP_EXEC_MODE_EAGER)
 ADAMW(adamw_bert_fused, "cls_bert", LP_EXEC_MODE_FUSED)
@@ -299,11 +305,16 @@ int main(void)
 {
     lp_threads_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(distilbert_eager),     cmocka_unit_test(distilbert_fused),
-        cmocka_unit_test(bert_eager),           cmocka_unit_test(bert_fused),
-        cmocka_unit_test(bert_gelu_new_eager),  cmocka_unit_test(bert_gelu_new_fused),
-        cmocka_unit_test(bert_eager_ckpt),      cmocka_unit_test(distilbert_fused_ckpt),
-        cmocka_unit_test(adamw_distilbert_eager), cmocka_unit_test(adamw_bert_fused),
+        cmocka_unit_test(distilbert_eager),
+        cmocka_unit_test(distilbert_fused),
+        cmocka_unit_test(bert_eager),
+        cmocka_unit_test(bert_fused),
+        cmocka_unit_test(bert_gelu_new_eager),
+        cmocka_unit_test(bert_gelu_new_fused),
+        cmocka_unit_test(bert_eager_ckpt),
+        cmocka_unit_test(distilbert_fused_ckpt),
+        cmocka_unit_test(adamw_distilbert_eager),
+        cmocka_unit_test(adamw_bert_fused),
         cmocka_unit_test(adamw_bert_gelu_new_eager),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

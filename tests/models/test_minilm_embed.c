@@ -70,7 +70,8 @@ static void run(lp_exec_mode exec)
     assert_int_equal(n_emb, S * C);
 
     enum { BATCH = 25 };
-    int32_t *bids = malloc((size_t)(BATCH * TMAX) * sizeof *bids), *bmask = malloc((size_t)(BATCH * TMAX) * sizeof *bmask);
+    int32_t *bids = malloc((size_t)(BATCH * TMAX) * sizeof *bids),
+            *bmask = malloc((size_t)(BATCH * TMAX) * sizeof *bmask);
     int32_t *btypes = calloc((size_t)(BATCH * TMAX), sizeof *btypes);
     float *emb = malloc((size_t)(S * C) * sizeof *emb), *raw = malloc((size_t)(S * C) * sizeof *raw);
     for (int64_t s0 = 0; s0 < S; s0 += BATCH) {
@@ -103,9 +104,11 @@ static void run(lp_exec_mode exec)
         }
     }
     gold_cmp ce = gold_compare(emb, ref, S * C, 1e-3), cr = gold_compare(raw, ref_raw, S * C, 1e-3);
-    printf("SUMMARY minilm %-5s  %lld sentences: min cosine %.12f (1 - cos = %.2e, sentence %lld) | normalized max|d| %.3e rel "
+    printf("SUMMARY minilm %-5s  %lld sentences: min cosine %.12f (1 - cos = %.2e, sentence %lld) | "
+           "normalized max|d| %.3e rel "
            "%.3e | raw mean max|d| %.3e rel %.3e\n",
-           lp_exec_mode_name(exec), (long long)S, min_cos, 1.0 - min_cos, (long long)worst, ce.max_abs, ce.rel, cr.max_abs, cr.rel);
+           lp_exec_mode_name(exec), (long long)S, min_cos, 1.0 - min_cos, (long long)worst, ce.max_abs,
+           ce.rel, cr.max_abs, cr.rel);
     assert_true(min_cos >= 0.9999);
     assert_true(cr.rel <= 1e-4);
     free(bids);

@@ -51,7 +51,8 @@ static void composed_equals_kernel(void **state)
     uint8_t *keep = calloc(A, 1);
     lp_attention_eager_forward(c1, att1, q, k, v, mask, B, T, H, D, C);
     lp_nn__attention_composed_forward(c2, att2, attd, keep, q, k, v, mask, B, T, H, D, 0.0f, &r);
-    printf("composed vs kernel forward: ctx %.3e, probabilities %.3e\n", maxdiff(c1, c2, N * C), maxdiff(att1, att2, A));
+    printf("composed vs kernel forward: ctx %.3e, probabilities %.3e\n", maxdiff(c1, c2, N * C),
+           maxdiff(att1, att2, A));
     assert_true(maxdiff(c1, c2, N * C) < 1e-5 && maxdiff(att1, att2, A) < 1e-6);
     float *g1[3], *g2[3];
     for (int i = 0; i < 3; i++) {
@@ -59,8 +60,8 @@ static void composed_equals_kernel(void **state)
         g2[i] = calloc(N * C, 4);
     }
     lp_attention_eager_backward(g1[0], g1[1], g1[2], datt, dctx, att1, q, k, v, B, T, H, D, C);
-    lp_nn__attention_composed_backward(g2[0], g2[1], g2[2], datt, dctx, att2, attd, keep, q, k, v, B, T, H, D, 0.0f,
-                                       false);
+    lp_nn__attention_composed_backward(g2[0], g2[1], g2[2], datt, dctx, att2, attd, keep, q, k, v, B, T, H, D,
+                                       0.0f, false);
     for (int i = 0; i < 3; i++) {
         printf("composed vs kernel backward d%c: %.3e\n", "qkv"[i], maxdiff(g1[i], g2[i], N * C));
         assert_true(maxdiff(g1[i], g2[i], N * C) < 1e-5);
@@ -72,8 +73,8 @@ static void composed_equals_kernel(void **state)
 }
 
 /* loss = sum(ctx * R) with a fixed dropout mask (the RNG state is replayed per evaluation). */
-static double composed_loss(const float *q, const float *k, const float *v, const int32_t *mask, const float *R,
-                            lp_rng rng, float p)
+static double composed_loss(const float *q, const float *k, const float *v, const int32_t *mask,
+                            const float *R, lp_rng rng, float p)
 {
     const int64_t N = B * T, A = B * H * T * T;
     float *ctx = calloc(N * C, 4), *att = calloc(A, 4), *attd = calloc(A, 4);
@@ -107,8 +108,8 @@ static void composed_dropout_finite_differences(void **state)
         dropped += !keep[i];
     assert_true(dropped > 0);
     float *g[3] = {calloc(N * C, 4), calloc(N * C, 4), calloc(N * C, 4)};
-    lp_nn__attention_composed_backward(g[0], g[1], g[2], datt, R, att, attd, keep, x[0], x[1], x[2], B, T, H, D, p,
-                                       true);
+    lp_nn__attention_composed_backward(g[0], g[1], g[2], datt, R, att, attd, keep, x[0], x[1], x[2], B, T, H,
+                                       D, p, true);
     double worst = 0;
     for (int w = 0; w < 3; w++)
         for (int64_t i = 0; i < N * C; i += 5) {
@@ -137,9 +138,12 @@ static const char *tiny_dir(void)
     const char *bd = getenv("LP_BUILD_DIR");
     snprintf(dir, sizeof dir, "%s/test_nn_tiny_bert", bd ? bd : "build");
     static const char cfg[] =
-        "{\"architectures\": [\"BertForSequenceClassification\"], \"model_type\": \"bert\", \"hidden_size\": 16,"
-        " \"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"intermediate_size\": 32, \"vocab_size\": 50,"
-        " \"max_position_embeddings\": 16, \"type_vocab_size\": 2, \"hidden_act\": \"gelu\", \"layer_norm_eps\": 1e-12,"
+        "{\"architectures\": [\"BertForSequenceClassification\"], \"model_type\": \"bert\", \"hidden_size\": "
+        "16,"
+        " \"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"intermediate_size\": 32, \"vocab_size\": "
+        "50,"
+        " \"max_position_embeddings\": 16, \"type_vocab_size\": 2, \"hidden_act\": \"gelu\", "
+        "\"layer_norm_eps\": 1e-12,"
         " \"hidden_dropout_prob\": 0.2, \"attention_probs_dropout_prob\": 0.25, \"classifier_dropout\": 0.3,"
         " \"initializer_range\": 0.05, \"pad_token_id\": 0, \"num_labels\": 3}";
     char p[600];
@@ -172,7 +176,8 @@ static const int32_t lab[2] = {2, 0};
 static void grads_of(lp_model *m, float *loss, float **out, int64_t *n_out)
 {
     lp_model_zero_grad(m);
-    if (lp_model_loss_forward(m, ids, msk, typ, lab, 2, 9, NULL, loss) != LP_OK || lp_model_backward(m) != LP_OK)
+    if (lp_model_loss_forward(m, ids, msk, typ, lab, 2, 9, NULL, loss) != LP_OK ||
+        lp_model_backward(m) != LP_OK)
         fail_msg("%s", lp_err_msg());
     size_t np;
     const lp_model_param *p = lp_model_params(m, &np);
@@ -200,8 +205,8 @@ static void checkpointing_replays_dropout(void **state)
         grads_of(a, &la, &ga, &na);
         grads_of(b, &lb, &gb, &nb);
         assert_int_equal(na, nb);
-        printf("%s with dropout: loss %.7f vs %.7f with checkpointing, grads max|d| %.3e\n", lp_exec_mode_name(exec),
-               la, lb, maxdiff(ga, gb, na));
+        printf("%s with dropout: loss %.7f vs %.7f with checkpointing, grads max|d| %.3e\n",
+               lp_exec_mode_name(exec), la, lb, maxdiff(ga, gb, na));
         assert_true(la == lb);
         assert_true(memcmp(ga, gb, (size_t)na * sizeof *ga) == 0);
         // dropout really is on: eval mode gives another loss
@@ -219,10 +224,12 @@ static void checkpointing_replays_dropout(void **state)
 static void seeded_init(void **state)
 {
     (void)state;
-    lp_model *a = load_tiny(LP_EXEC_MODE_EAGER, false, false, 9), *b = load_tiny(LP_EXEC_MODE_EAGER, false, false, 9),
+    lp_model *a = load_tiny(LP_EXEC_MODE_EAGER, false, false, 9),
+             *b = load_tiny(LP_EXEC_MODE_EAGER, false, false, 9),
              *c = load_tiny(LP_EXEC_MODE_EAGER, false, false, 10);
     size_t np, nb;
-    const lp_model_param *pa = lp_model_params(a, &np), *pb = lp_model_params(b, &nb), *pc = lp_model_params(c, &nb);
+    const lp_model_param *pa = lp_model_params(a, &np), *pb = lp_model_params(b, &nb),
+                         *pc = lp_model_params(c, &nb);
     assert_int_equal(np, nb);
     bool differs = false;
     double ss = 0;
@@ -295,8 +302,10 @@ int main(void)
 {
     lp_threads_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(composed_equals_kernel), cmocka_unit_test(composed_dropout_finite_differences),
-        cmocka_unit_test(checkpointing_replays_dropout), cmocka_unit_test(seeded_init),
+        cmocka_unit_test(composed_equals_kernel),
+        cmocka_unit_test(composed_dropout_finite_differences),
+        cmocka_unit_test(checkpointing_replays_dropout),
+        cmocka_unit_test(seeded_init),
         cmocka_unit_test(bad_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,166 @@
+/* The model seen from the profiler and from disk: every module's forward and backward is a
+ * named range (and the recompute under gradient checkpointing shows up as a second layer
+ * forward inside the backward); every buffer is accounted in its memory category; and
+ * lp_model_save_hf writes a directory that lp_model_load reads back bit for bit (new
+ * directory: whole-directory rename; existing one: per-file replacement), with clear errors
+ * for a bad destination. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "golden_util.h"
+#include "loupe/models.h"
+
+#define MAX_NAMES 4096
+
+typedef struct seen {
+    const char *want[16];
+    int count[16];
+    int mem[LP_MEM_CATEGORY__COUNT];
+} seen;
+
+static lp_status on_ready(const lp_prof_events *ev, void *user)
+{
+    seen *s = user;
+    for (size_t i = 0; i < lp_prof_events_count(ev); i++) {
+        const lp_prof_event *e = lp_prof_events_get(ev, i);
+        for (int k = 0; k < 16 && s->want[k]; k++)
+            s->count[k] += !strcmp(e->name, s->want[k]);
+        if (!strcmp(e->name, "[memory]") && e->mem_bytes > 0 && e->mem_category >= 0 &&
+            e->mem_category < LP_MEM_CATEGORY__COUNT)
+            s->mem[e->mem_category]++;
+    }
+    return LP_OK;
+}
+
+static lp_model *load(const char *dir, bool ckpt)
+{
+    lp_model_options o;
+    lp_model_options_init(&o);
+    o.grad_checkpointing = ckpt;
+    o.quiet = true;
+    lp_model *m = NULL;
+    if (lp_model_load(dir, &o, &m) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    return m;
+}
+
+static void step(lp_model *m, const char *golden)
+{
+    lp_st_file *g;
+    assert_int_equal(lp_st_open(golden, &g), LP_OK);
+    int64_t n = 0, nl = 1;
+    int32_t *ids = gold_i32(g, "input_ids", &n), *mask = gold_i32(g, "attention_mask", NULL),
+            *types = gold_i32(g, "token_type_ids", NULL), *labels = gold_i32(g, "labels", &nl);
+    float loss;
+    lp_model_zero_grad(m);
+    if (lp_model_loss_forward(m, ids, mask, types, labels, (int32_t)nl, (int32_t)(n / nl), NULL, &loss) !=
+            LP_OK ||
+        lp_model_backward(m) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    free(ids), free(mask), free(types), free(labels);
+    lp_st_close(g);
+}
+
+static void ranges_and_memory(void **state)
+{
+    (void)state;
+    for (int ckpt = 0; ckpt < 2; ckpt++) {
+        seen s = {.want = {"bert.forward", "bert.backward", "bert.embeddings.forward",
+                           "bert.embeddings.backward", "bert.layer.1.forward", "bert.layer.1.backward",
+                           "bert.layer.0.attention.forward", "bert.layer.0.attention.backward",
+                           "bert.layer.1.mlp.backward", "bert.layer.1.attention.query.backward",
+                           "bert.layer.0.output.LayerNorm.forward", "bert.head.forward", "bert.head.backward",
+                           "bert.pooler.backward", "lp::matmul_forward", NULL}};
+        lp_prof_config cfg;
+        lp_prof_config_init(&cfg);
+        cfg.record_shapes = cfg.profile_memory = cfg.with_flops = 1;
+        cfg.on_trace_ready = on_ready;
+        cfg.user = &s;
+        assert_int_equal(lp_prof_start(&cfg), LP_OK);
+        lp_model *m = load("tests/golden/cls_bert", ckpt);
+        step(m, "tests/golden/cls_bert/golden.safetensors");
+        lp_model_free(m);
+        assert_int_equal(lp_prof_stop(), LP_OK);
+        for (int k = 0; s.want[k]; k++) {
+            printf("%s: %-42s x%d\n", ckpt ? "ckpt" : "full", s.want[k], s.count[k]);
+            if (!strcmp(s.want[k], "bert.layer.1.forward"))
+                assert_int_equal(s.count[k], ckpt ? 2 : 1); // recomputed inside the backward
+            else
+                assert_true(s.count[k] >= 1);
+        }
+        const lp_mem_category cats[] = {LP_MEM_CATEGORY_PARAMETER, LP_MEM_CATEGORY_GRADIENT,
+                                        LP_MEM_CATEGORY_ACTIVATION, LP_MEM_CATEGORY_TEMPORARY,
+                                        LP_MEM_CATEGORY_INPUT};
+        for (int k = 0; k < 5; k++) {
+            printf("  [memory] %s allocations: %d\n", lp_mem_category_name(cats[k]), s.mem[cats[k]]);
+            assert_true(s.mem[cats[k]] >= 1);
+        }
+        lp_alloc_stats st;
+        lp_alloc_stats_get(&st);
+        for (int k = 0; k < 5; k++)
+            assert_int_equal(st.live[cats[k]], 0); // lp_model_free released everything
+    }
+}
+
+static void save_round_trip(void **state)
+{
+    (void)state;
+    const char *bd = getenv("LP_BUILD_DIR");
+    char out[512], cmd[600];
+    snprintf(out, sizeof out, "%s/test_model_save/distil", bd ? bd : "build");
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", out);
+    assert_int_equal(system(cmd), 0);
+    lp_model *m = load("tests/golden/cls_distilbert", false);
+    step(m, "tests/golden/cls_distilbert/golden.safetensors");
+    size_t np;
+    const lp_model_param *p = lp_model_params(m, &np);
+    for (size_t i = 0; i < np; i++) // make the weights loupe's own
+        for (int64_t j = 0; j < p[i].numel; j++)
+            p[i].data[j] -= 0.01f * p[i].grad[j];
+    for (int pass = 0; pass < 2; pass++) { // new directory, then over the existing one
+        assert_int_equal(lp_model_save_hf(m, out), LP_OK);
+        lp_model *r = load(out, false);
+        size_t nr;
+        const lp_model_param *q = lp_model_params(r, &nr);
+        assert_int_equal(nr, np);
+        for (size_t i = 0; i < np; i++) {
+            assert_string_equal(q[i].name, p[i].name);
+            assert_true(q[i].from_checkpoint);
+            assert_memory_equal(q[i].data, p[i].data, (size_t)p[i].numel * sizeof(float));
+        }
+        lp_model_info a, b;
+        lp_model_info_get(m, &a);
+        lp_model_info_get(r, &b);
+        assert_int_equal(a.arch, b.arch);
+        assert_int_equal(a.num_labels, b.num_labels);
+        lp_model_free(r);
+        char f[600];
+        snprintf(f, sizeof f, "%s/vocab.txt", out);
+        assert_int_equal(access(f, R_OK), 0); // tokenizer files travel with the model
+    }
+    // a destination that is a file, and one under a file
+    char bad[600];
+    snprintf(bad, sizeof bad, "%s/config.json", out);
+    assert_int_equal(lp_model_save_hf(m, bad), LP_STATUS_IO);
+    printf("file as destination: %s\n", lp_err_msg());
+    snprintf(bad, sizeof bad, "%s/config.json/sub", out);
+    assert_int_not_equal(lp_model_save_hf(m, bad), LP_OK);
+    printf("under a file: %s\n", lp_err_msg());
+    lp_model_free(m);
+}
+
+int main(void)
+{
+    lp_threads_init();
+    const struct CMUnitTest tests[] = {cmocka_unit_test(ranges_and_memory),
+                                       cmocka_unit_test(save_round_trip)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
