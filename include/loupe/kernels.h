@@ -38,6 +38,46 @@ typedef enum lp_gelu_kind {
 #define LP_GELU_ERF LP_GELU_KIND_ERF
 #define LP_GELU_TANH LP_GELU_KIND_TANH
 
+/* ==== quantized weights and LoRA (quant section; see the second block below) ======== */
+
+/* A frozen base weight (OC,C) quantized to NF4 (bitsandbytes layout, bit-identical to
+ * bitsandbytes.functional.quantize_4bit with blocksize 64) or to int8 (per output channel
+ * absmax). Everything lives in one lp_alloc block of category QUANTIZED_WEIGHT that the
+ * pointers below point into; lp_qweight_free releases it. */
+typedef struct lp_qweight {
+    lp_dtype dtype;       /* LP_DTYPE_NF4 or LP_DTYPE_INT8 */
+    int64_t rows, cols;   /* OC, C: the f32 weight's shape, row-major [out, in] */
+    int64_t n;            /* rows * cols */
+    /* NF4: W flattened row-major, blocks of 64 consecutive values (blocks cross rows
+     * when C % 64 != 0, exactly as bitsandbytes), the last block may be shorter. */
+    bool double_quant;    /* absmax stored as 8-bit codes (QLoRA's double quantization) */
+    int64_t n_blocks;     /* ceil(n / 64) */
+    int64_t n_nested;     /* ceil(n_blocks / 256) with double quant, else 0 */
+    uint8_t *codes;       /* ((n+1)/2): element 2j in the HIGH nibble of byte j, 2j+1 in the low
+                           * one; odd n pads the last low nibble with code 7 (0.0) */
+    float *absmax;        /* (n_blocks) f32 block scales; NULL with double quant */
+    uint8_t *absmax_q;    /* (n_blocks) dynamic-map codes of (absmax - offset); double quant only */
+    float *nested_absmax; /* (n_nested) per 256 blocks; double quant only */
+    float offset;         /* mean of the block absmax (float32, torch's summation order) */
+    /* Off (the default): each value uses its own block's scale, the format as
+     * bitsandbytes writes it and as its CUDA and PyTorch kernels read it. On: dequantize
+     * as bitsandbytes 0.50's native CPU kernel does, which for cols % 16 == 0 looks the
+     * scale up per row (block = row * (cols/64) + col/64, wrong when cols % 64 != 0); set
+     * it to reproduce results bitsandbytes computed on a CPU (tests/golden/qlora_*). */
+    bool bnb_cpu_rows;
+    /* INT8 */
+    int8_t *q;            /* (rows, cols) round(w / scale), in [-127, 127] */
+    float *scale;         /* (rows) absmax_row / 127 */
+    void *mem;            /* owned: the one lp_alloc block */
+} lp_qweight;
+
+/* The frozen base of a LoRA linear: exactly one of weight (f32) or q (int8 or NF4). */
+typedef struct lp_lora_base {
+    const float *weight;  /* (OC,C) f32, or NULL */
+    const lp_qweight *q;  /* (OC,C) quantized, or NULL; borrowed */
+    const float *bias;    /* (OC) or NULL */
+} lp_lora_base;
+
 /* The dispatch table. Every entry has the signature of the lp_* wrapper of the same
  * name below; see there for shapes and semantics. Tests call lp_kernels_table(REF) and
  * lp_kernels_table(OPT) directly and hold them equal. */
@@ -80,6 +120,19 @@ typedef struct lp_kernel_table {
                        double beta2, double eps, double weight_decay, int64_t step);
     double (*sum_squares)(const float *x, int64_t n);
     void (*scale)(float *x, int64_t n, float s);
+    /* ---- quant section ---- */
+    void (*qweight_dequantize)(float *out, const lp_qweight *w, int64_t start, int64_t n);
+    lp_status (*qmatmul_forward)(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N,
+                                 int64_t C, int64_t OC);
+    lp_status (*qmatmul_backward)(float *dinp, const float *dout, const lp_qweight *w, int64_t N, int64_t C,
+                                  int64_t OC);
+    void (*add_inplace)(float *y, const float *x, int64_t n);
+    lp_status (*lora_forward)(float *out, float *u, uint8_t *keep, const float *inp, const lp_lora_base *base,
+                              const float *A, const float *B, float s, float p, lp_rng *rng, int64_t N, int64_t C,
+                              int64_t OC, int64_t r);
+    lp_status (*lora_backward)(float *dinp, float *dA, float *dB, const float *dout, const float *inp,
+                               const float *u, const uint8_t *keep, const lp_lora_base *base, const float *A,
+                               const float *B, float s, float p, int64_t N, int64_t C, int64_t OC, int64_t r);
 } lp_kernel_table;
 
 typedef enum lp_kernels_impl { LP_KERNELS_IMPL_REF = 0, LP_KERNELS_IMPL_OPT } lp_kernels_impl;
@@ -210,6 +263,99 @@ double lp_grad_norm(float *const *grads, const int64_t *sizes, int n_tensors);
  * scales every gradient by max_norm / (norm + 1e-6). Returns the norm before clipping
  * (NaN/inf when a gradient is not finite: then nothing is scaled). */
 double lp_grad_clip(float *const *grads, const int64_t *sizes, int n_tensors, double max_norm);
+
+/* ==== quantized weights and LoRA (quant section) ======================================
+ *
+ *   lp_qweight q;
+ *   lp_qweight_quantize(&q, LP_DTYPE_NF4, w, OC, C, true, "layer0.q_lin");  // NF4 + double quant
+ *   lp_qmatmul_forward(out, x, &q, bias, N, C, OC);       // fused: no f32 copy of W
+ *   lp_qmatmul_backward(dx, dout, &q, N, C, OC);         // dx = dout @ W (base is frozen)
+ *   lp_lora_base base = {.q = &q, .bias = bias};
+ *   lp_lora_forward(y, u, keep, x, &base, A, B, alpha / r, 0.1f, &rng, N, C, OC, r);
+ *   lp_lora_backward(dx, dA, dB, dy, x, u, keep, &base, A, B, alpha / r, 0.1f, N, C, OC, r);
+ *   lp_qweight_free(&q);
+ *
+ * The *_eager variants compute the same results as separate ops (dequantize the whole
+ * weight into a TEMPORARY buffer, then sgemm; LoRA as dropout, two matmuls, scale, add),
+ * each its own profiler range: what --exec eager runs. */
+
+#define LP_NF4_BLOCK 64         /* NF4 block size (bitsandbytes blocksize) */
+#define LP_NF4_NESTED_BLOCK 256 /* double quantization: absmax values per nested block */
+
+/* The 16 NF4 code values (bitsandbytes get_4bit_type("nf4")) and the 256-entry dynamic
+ * 8-bit map double quantization codes the absmax with (create_dynamic_map(signed=True)). */
+extern const float lp_nf4_code[16];
+extern const float lp_nf4_dynamic_map[256];
+
+/* Quantizes w (rows, cols) f32 into *q (allocated, category QUANTIZED_WEIGHT, tagged with
+ * name, which must outlive q). dtype LP_DTYPE_NF4: bitsandbytes quantize_4bit(blocksize=64,
+ * quant_type="nf4", compress_statistics=double_quant) on its CPU backend, bit for bit
+ * (codes, absmax, offset, nested absmax, absmax codes). LP_DTYPE_INT8: per output row,
+ * scale = max|w_row| / 127, q = round-half-even(w / scale) (double_quant ignored).
+ * Errors: LP_STATUS_INVALID_ARG (dtype, shape), LP_STATUS_NUMERIC (a non-finite weight,
+ * named by row and column), LP_STATUS_NO_MEMORY. On error *q is zeroed. */
+LP_WARN_UNUSED lp_status lp_qweight_quantize(lp_qweight *q, lp_dtype dtype, const float *w, int64_t rows,
+                                             int64_t cols, bool double_quant, const char *name);
+/* Releases q's block and zeroes it; safe on a zeroed struct. */
+void lp_qweight_free(lp_qweight *q);
+/* Bytes of q's block (codes + scales + state), and that per parameter: NF4 ~0.5 + 1/64
+ * (double quant) or + 4/64 (without); int8 1 + 4/cols. */
+size_t lp_qweight_nbytes(const lp_qweight *q);
+double lp_qweight_bytes_per_param(const lp_qweight *q);
+/* Scale of NF4 block b as the dequantizer uses it (the reconstructed absmax with double
+ * quant: float32(float32(dynamic[absmax_q[b]] * nested[b/256]) + offset)). */
+float lp_qweight_nf4_block_absmax(const lp_qweight *q, int64_t b);
+
+/* out (n) = dequantized elements [start, start+n) of the flattened (rows*cols) weight. */
+void lp_qweight_dequantize(float *out, const lp_qweight *w, int64_t start, int64_t n);
+
+/* out (N,OC) = inp (N,C) @ W^T + bias (OC, or NULL), W (OC,C) quantized. Fused: W is
+ * dequantized a panel of rows at a time into a small per-thread buffer that feeds the
+ * GEMM. Errors: LP_STATUS_NO_MEMORY (panel buffers), LP_STATUS_INVALID_ARG (shape is not
+ * W's). */
+LP_WARN_UNUSED lp_status lp_qmatmul_forward(float *out, const float *inp, const lp_qweight *w, const float *bias,
+                                            int64_t N, int64_t C, int64_t OC);
+/* dinp (N,C) = dout (N,OC) @ W. The base is frozen: no weight or bias gradient here. */
+LP_WARN_UNUSED lp_status lp_qmatmul_backward(float *dinp, const float *dout, const lp_qweight *w, int64_t N,
+                                             int64_t C, int64_t OC);
+/* Eager: the whole of W dequantized into one TEMPORARY buffer, then lp_matmul_*. */
+LP_WARN_UNUSED lp_status lp_qmatmul_forward_eager(float *out, const float *inp, const lp_qweight *w,
+                                                  const float *bias, int64_t N, int64_t C, int64_t OC);
+LP_WARN_UNUSED lp_status lp_qmatmul_backward_eager(float *dinp, const float *dout, const lp_qweight *w, int64_t N,
+                                                   int64_t C, int64_t OC);
+
+/* y (n) += x (n). */
+void lp_add_inplace(float *y, const float *x, int64_t n);
+
+/* LoRA linear (PEFT semantics): out (N,OC) = base(inp) + s * (drop(inp) @ A^T) @ B^T, with
+ * A (r,C) = lora_A, B (OC,r) = lora_B, s = alpha/r (or alpha/sqrt(r) for rsLoRA), drop =
+ * inverted dropout with probability p on the LoRA input only (the same Philox mask as
+ * lp_dropout_forward over N*C elements; advances rng likewise; rng may be NULL when
+ * p == 0). Saves u (N,r) = drop(inp) @ A^T and, when p > 0, keep (N*C) for the backward
+ * (keep may be NULL when p == 0). The fused version never forms B @ A nor a full dropped
+ * copy of inp. Errors: LP_STATUS_NO_MEMORY, LP_STATUS_INVALID_ARG (no base, both bases,
+ * p outside [0,1), missing keep/rng). */
+LP_WARN_UNUSED lp_status lp_lora_forward(float *out, float *u, uint8_t *keep, const float *inp,
+                                         const lp_lora_base *base, const float *A, const float *B, float s, float p,
+                                         lp_rng *rng, int64_t N, int64_t C, int64_t OC, int64_t r);
+/* dinp (N,C) = dout @ W_base + s * drop'((dout @ B) @ A) (NULL to skip); dA (r,C) += s *
+ * (dout @ B)^T @ drop(inp); dB (OC,r) += s * dout^T @ u (each NULL to skip). The base
+ * weight and bias get no gradient (frozen). u and keep are the forward's. */
+LP_WARN_UNUSED lp_status lp_lora_backward(float *dinp, float *dA, float *dB, const float *dout, const float *inp,
+                                          const float *u, const uint8_t *keep, const lp_lora_base *base,
+                                          const float *A, const float *B, float s, float p, int64_t N, int64_t C,
+                                          int64_t OC, int64_t r);
+/* Eager: the same as separate profiled ops (dropout, matmul A, matmul B, scale, base
+ * matmul, add); temporaries from lp_alloc (TEMPORARY). */
+LP_WARN_UNUSED lp_status lp_lora_forward_eager(float *out, float *u, uint8_t *keep, const float *inp,
+                                               const lp_lora_base *base, const float *A, const float *B, float s,
+                                               float p, lp_rng *rng, int64_t N, int64_t C, int64_t OC, int64_t r);
+LP_WARN_UNUSED lp_status lp_lora_backward_eager(float *dinp, float *dA, float *dB, const float *dout,
+                                                const float *inp, const float *u, const uint8_t *keep,
+                                                const lp_lora_base *base, const float *A, const float *B, float s,
+                                                float p, int64_t N, int64_t C, int64_t OC, int64_t r);
+
+/* ==== end of the quant section ======================================================== */
 
 /* ---- machine peaks (for `loupe peak` and MFU) ------------------------------------------ */
 

@@ -50,6 +50,45 @@ LP_DECLARE_BOTH(void, adamw_step, float *param, const float *grad, float *m, flo
                 double beta1, double beta2, double eps, double weight_decay, int64_t step)
 LP_DECLARE_BOTH(double, sum_squares, const float *x, int64_t n)
 LP_DECLARE_BOTH(void, scale, float *x, int64_t n, float s)
+/* ---- quant section ---- */
+LP_DECLARE_BOTH(void, qweight_dequantize, float *out, const lp_qweight *w, int64_t start, int64_t n)
+LP_DECLARE_BOTH(lp_status, qmatmul_forward, float *out, const float *inp, const lp_qweight *w, const float *bias,
+                int64_t N, int64_t C, int64_t OC)
+LP_DECLARE_BOTH(lp_status, qmatmul_backward, float *dinp, const float *dout, const lp_qweight *w, int64_t N,
+                int64_t C, int64_t OC)
+LP_DECLARE_BOTH(void, add_inplace, float *y, const float *x, int64_t n)
+LP_DECLARE_BOTH(lp_status, lora_forward, float *out, float *u, uint8_t *keep, const float *inp,
+                const lp_lora_base *base, const float *A, const float *B, float s, float p, lp_rng *rng, int64_t N,
+                int64_t C, int64_t OC, int64_t r)
+LP_DECLARE_BOTH(lp_status, lora_backward, float *dinp, float *dA, float *dB, const float *dout, const float *inp,
+                const float *u, const uint8_t *keep, const lp_lora_base *base, const float *A, const float *B,
+                float s, float p, int64_t N, int64_t C, int64_t OC, int64_t r)
+
+/* NF4 internals shared by the dequantizer and the fused GEMM (nf4.c, compiled without FP
+ * contraction so the reconstructed scales round exactly as bitsandbytes'). */
+/* scales (nb) = the absmax of blocks [b0, b0+nb) as the dequantizer uses them. */
+void lp_k_nf4_block_scales(const lp_qweight *w, int64_t b0, int64_t nb, float *scales);
+/* Fills q's codes and scales from w (q's arrays allocated); absmax_scratch (n_blocks)
+ * holds the f32 absmax when q keeps only their 8-bit codes. Inputs are finite. */
+void lp_k_nf4_quantize(lp_qweight *q, const float *w, float *absmax_scratch);
+void lp_k_nf4_dequantize_ref(float *out, const lp_qweight *w, int64_t start, int64_t n);
+void lp_k_nf4_dequantize_opt(float *out, const lp_qweight *w, int64_t start, int64_t n);
+void lp_k_int8_quantize(lp_qweight *q, const float *w);
+void lp_k_int8_dequantize_ref(float *out, const lp_qweight *w, int64_t start, int64_t n);
+void lp_k_int8_dequantize_opt(float *out, const lp_qweight *w, int64_t start, int64_t n);
+/* Panel-fused linear layers (qgemm.c), shared by the quantized GEMM and the LoRA linear:
+ * the base weight is wf (f32) or wq (dequantized a panel at a time).
+ * out (N,OC) = inp @ Wb^T + bias [+ s * u (N,r) @ B (OC,r)^T when u]. */
+lp_status lp_k_linear_forward_panels(float *out, const float *inp, const float *wf, const lp_qweight *wq,
+                                     const float *bias, const float *u, const float *B, float s, int64_t N, int64_t C,
+                                     int64_t OC, int64_t r);
+/* dinp (N,C) = dout @ Wb [+ s * drop'(g (N,r) @ A (r,C)) when g; drop' = keep/(1-p) if p > 0]. */
+lp_status lp_k_linear_backward_panels(float *dinp, const float *dout, const float *wf, const lp_qweight *wq,
+                                      const float *g, const float *A, float s, const uint8_t *keep, float p,
+                                      int64_t N, int64_t C, int64_t OC, int64_t r);
+/* lora.c: argument checks shared by every LoRA entry (fwd: keep and rng needed when p > 0). */
+lp_status lp_k_lora_check(const lp_lora_base *base, float p, const void *keep, const lp_rng *rng, int64_t C,
+                          int64_t OC, int64_t r, bool fwd);
 
 /* Splits [0, n) into nthreads near-equal ranges; thread tid gets [*lo, *hi). */
 static inline void lp_k_split(int64_t n, int tid, int nthreads, int64_t *lo, int64_t *hi)

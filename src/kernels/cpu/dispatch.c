@@ -20,6 +20,8 @@
         ENTRY(impl, attention_fused_backward), ENTRY(impl, dropout_forward), ENTRY(impl, dropout_backward),         \
         ENTRY(impl, cross_entropy_forward), ENTRY(impl, cross_entropy_backward), ENTRY(impl, adamw_step),           \
         ENTRY(impl, sum_squares), ENTRY(impl, scale),                                                               \
+        ENTRY(impl, qweight_dequantize), ENTRY(impl, qmatmul_forward), ENTRY(impl, qmatmul_backward),               \
+        ENTRY(impl, add_inplace), ENTRY(impl, lora_forward), ENTRY(impl, lora_backward), /* quant section */        \
     }
 
 static const lp_kernel_table table_ref = TABLE(ref);

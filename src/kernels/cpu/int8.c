@@ -1,0 +1,48 @@
+/* int8 weights with one absmax scale per output channel (row): the third base precision
+ * beside f32 and NF4. scale = max|w_row| / 127, q = round-half-even(w / scale); an all-zero
+ * row has scale 0 and codes 0. Dequantization is one float32 multiply, q * scale. */
+#include <math.h>
+
+#include "cpu_kernels.h"
+
+void lp_k_int8_quantize(lp_qweight *q, const float *w)
+{
+    int64_t C = q->cols;
+#pragma omp parallel for schedule(static) if (q->n >= 65536)
+    for (int64_t o = 0; o < q->rows; o++) {
+        const float *row = w + o * C;
+        float am = 0.0f;
+        for (int64_t i = 0; i < C; i++)
+            am = fmaxf(am, fabsf(row[i]));
+        float sc = am / 127.0f;
+        q->scale[o] = sc;
+        for (int64_t i = 0; i < C; i++) {
+            float v = sc > 0.0f ? nearbyintf(row[i] / sc) : 0.0f; /* default mode: ties to even */
+            v = v < -127.0f ? -127.0f : v > 127.0f ? 127.0f : v;
+            q->q[o * C + i] = (int8_t)v;
+        }
+    }
+}
+
+void lp_k_int8_dequantize_ref(float *out, const lp_qweight *w, int64_t start, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        int64_t e = start + i;
+        out[i] = (float)w->q[e] * w->scale[e / w->cols];
+    }
+}
+
+void lp_k_int8_dequantize_opt(float *out, const lp_qweight *w, int64_t start, int64_t n)
+{
+    int64_t e = start, end = start + n, C = w->cols;
+    while (e < end) {
+        int64_t row = e / C, stop = (row + 1) * C < end ? (row + 1) * C : end;
+        float sc = w->scale[row];
+        const int8_t *src = w->q + e;
+        float *dst = out + (e - start);
+#pragma omp simd
+        for (int64_t i = 0; i < stop - e; i++)
+            dst[i] = (float)src[i] * sc;
+        e = stop;
+    }
+}
