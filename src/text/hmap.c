@@ -68,12 +68,12 @@ void lp_strmap_clear(lp_strmap *m)
 static int strmap_grow(lp_strmap *m)
 {
     uint32_t slots = (m->mask + 1) * 2;
-    uint32_t *ns = calloc(slots, sizeof *ns);
+    uint64_t *ns = calloc(slots, sizeof *ns);
     if (!ns) return -1;
     for (uint32_t e = 0; e < m->n; e++) {
         uint32_t i = (uint32_t)m->ents[e].hash & (slots - 1);
         while (ns[i]) i = (i + 1) & (slots - 1);
-        ns[i] = e + 1;
+        ns[i] = (m->ents[e].hash & 0xFFFFFFFF00000000ull) | (e + 1);
     }
     free(m->slots);
     m->slots = ns;
@@ -88,7 +88,7 @@ int lp_strmap_put(lp_strmap *m, const char *k, size_t n, int32_t v)
     uint64_t h = lp_hash_bytes(k, n);
     uint32_t i = (uint32_t)h & m->mask;
     while (m->slots[i]) {
-        struct lp_strent *e = &m->ents[m->slots[i] - 1];
+        struct lp_strent *e = &m->ents[(uint32_t)m->slots[i] - 1];
         if (e->hash == h && e->len == n && !memcmp(m->keys + e->off, k, n)) {
             e->val = v;
             return 0;
@@ -114,7 +114,7 @@ int lp_strmap_put(lp_strmap *m, const char *k, size_t n, int32_t v)
     if (n) memcpy(m->keys + m->keys_len, k, n);
     m->ents[m->n] = (struct lp_strent){h, (uint32_t)m->keys_len, (uint32_t)n, v};
     m->keys_len += n;
-    m->slots[i] = ++m->n;
+    m->slots[i] = (h & 0xFFFFFFFF00000000ull) | ++m->n;
     if ((uint64_t)m->n * 2 > m->mask) return strmap_grow(m);
     return 0;
 }
@@ -124,11 +124,14 @@ int lp_strmap_get(const lp_strmap *m, const char *k, size_t n, int32_t *v)
     if (!n) k = "";
     uint64_t h = lp_hash_bytes(k, n);
     uint32_t i = (uint32_t)h & m->mask;
-    while (m->slots[i]) {
-        const struct lp_strent *e = &m->ents[m->slots[i] - 1];
-        if (e->hash == h && e->len == n && !memcmp(m->keys + e->off, k, n)) {
-            *v = e->val;
-            return 1;
+    uint64_t tag = h & 0xFFFFFFFF00000000ull, sl;
+    while ((sl = m->slots[i]) != 0) {
+        if ((sl & 0xFFFFFFFF00000000ull) == tag) {
+            const struct lp_strent *e = &m->ents[(uint32_t)sl - 1];
+            if (e->len == n && !memcmp(m->keys + e->off, k, n)) {
+                *v = e->val;
+                return 1;
+            }
         }
         i = (i + 1) & m->mask;
     }

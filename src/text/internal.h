@@ -15,7 +15,8 @@
 /* Byte string -> int32 map, open addressing with linear probing. Keys are copied into an
  * arena owned by the map. */
 typedef struct lp_strmap {
-    uint32_t *slots;  /* 0 = empty, else entry index + 1 */
+    uint64_t *slots;  /* 0 = empty, else (hash >> 32) << 32 | (entry index + 1): the tag
+                       * settles most misses without touching the entry */
     uint32_t mask;    /* slot count - 1 (power of two) */
     struct lp_strent { uint64_t hash; uint32_t off, len; int32_t val; } *ents;
     uint32_t n, cap_ents;
@@ -142,6 +143,7 @@ struct lp_tokenizer {
     char *wp_prefix;          /* WordPiece continuing_subword_prefix */
     size_t wp_prefix_len;
     int32_t wp_max_chars;
+    size_t max_tok_len;       /* longest vocab entry in bytes: bounds WordPiece's search */
     lp_u64map merges;         /* (a << 32 | b) -> (rank << 32 | new id) */
     int ignore_merges, byte_fallback, fuse_unk;
     int byte_level;           /* words reach the model as raw bytes (ByteLevel pre-tokenizer) */

@@ -22,7 +22,13 @@ static int wordpiece(const lp_tokenizer *t, const char *w, size_t n, lp_ids *out
     size_t start = 0, first = out->n;
     int bad = 0;
     while (start < n) {
-        size_t end = n;
+        /* no vocab entry is longer than max_tok_len: start below it (on a char boundary) */
+        size_t room = t->max_tok_len - (start ? t->wp_prefix_len : 0), end = n;
+        if (t->max_tok_len < (start ? t->wp_prefix_len : 0)) room = 0;
+        if (end - start > room) {
+            end = start + room + 1;
+            do end--; while (end > start && ((uint8_t)w[end] & 0xC0) == 0x80);
+        }
         int32_t id = -1;
         while (start < end) {
             int found;

@@ -77,6 +77,7 @@ lp_status lp_tokenizer_finish(lp_tokenizer *t)
     if (!t->id_tok || !t->id_special) return oom(t);
     for (uint32_t e = 0; e < t->vocab.n; e++) {
         const struct lp_strent *en = &t->vocab.ents[e];
+        if (en->len > t->max_tok_len) t->max_tok_len = en->len;
         if (t->id_tok[en->val]) continue;
         if (!(t->id_tok[en->val] = strndup(t->vocab.keys + en->off, en->len))) return oom(t);
     }
