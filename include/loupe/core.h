@@ -165,14 +165,19 @@ const char *lp_tensor_describe(const lp_tensor *t, char *buf, size_t cap);
  * each other. Inside our own parallel regions OpenBLAS sees omp_in_parallel() and runs
  * single-threaded, which is what our own partitioning wants.
  *
- * Sets the thread count from LP_THREADS, else OMP_NUM_THREADS, else all cores. Returns
- * the count in use. Safe to call more than once. */
+ * Sets the thread count from LP_THREADS, else OMP_NUM_THREADS, else all cores, and picks
+ * the OpenBLAS kernels (see lp_threads_blas_core). Call it once at startup, before any
+ * BLAS call. Returns the count in use. Safe to call more than once. */
 int lp_threads_init(void);
 /* Sets the count for OpenMP and OpenBLAS together (n >= 1; clamped to 1..1024). */
 void lp_threads_set(int n);
 int lp_threads_get(void);
 /* "openmp", "pthreads", "sequential" or "unknown": how the linked OpenBLAS parallelises. */
 const char *lp_threads_blas_mode(void);
+/* The OpenBLAS kernel set in use ("Cooperlake", "SkylakeX", "Haswell", ...). OpenBLAS takes
+ * it from OPENBLAS_CORETYPE or cpuid; LP_BLAS_CORETYPE=auto (detect, ignoring
+ * OPENBLAS_CORETYPE) or =<name> makes lp_threads_init redo that choice. */
+const char *lp_threads_blas_core(void);
 /* Available cores (sched_getaffinity). */
 int lp_threads_cores(void);
 

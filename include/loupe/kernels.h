@@ -361,15 +361,18 @@ LP_WARN_UNUSED lp_status lp_lora_backward_eager(float *dinp, float *dA, float *d
 
 typedef struct lp_peak_result {
     int threads;
-    int vector_bits;        /* width the FMA loop used: 256 or 512 */
-    double fma_gflops;      /* f32 FMA peak, all threads */
-    double fma_gflops_1t;   /* one thread */
-    double sgemm_gflops;    /* OpenBLAS sgemm at sgemm_n^3 */
+    int vector_bits;        /* widest FMA this build uses: 512 (AVX-512), 256 (AVX2) or 32 */
+    double fma_gflops;      /* f32 FMA peak at vector_bits, all threads */
+    double fma_gflops_1t;   /* the same, one thread */
+    double fma256_gflops;   /* f32 FMA peak with 256-bit vectors (AVX2 code, e.g. OpenBLAS Haswell) */
+    double sgemm_gflops;    /* OpenBLAS sgemm at sgemm_n^3, all threads */
     int64_t sgemm_n;
+    char blas_core[32];     /* OpenBLAS kernel set used for the sgemm */
     double triad_gbs;       /* STREAM triad a = b + s*c, GB/s (12 bytes per f32 element) */
-    int64_t triad_bytes;    /* array size used per array */
+    int64_t triad_bytes;    /* size of each of the three arrays */
 } lp_peak_result;
-/* Measures the three figures with the current thread count; seconds bounds each probe.
+/* Measures the figures with the current thread count; seconds bounds each probe (each is
+ * a best of many short runs, so a busy machine reads low, never high).
  * Errors: LP_STATUS_NO_MEMORY. */
 LP_WARN_UNUSED lp_status lp_peak_measure(lp_peak_result *out, double seconds, int64_t sgemm_n);
 

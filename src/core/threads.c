@@ -9,6 +9,7 @@
 #include <omp.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "loupe/core.h"
 
@@ -16,6 +17,11 @@
  * does not depend on which BLAS header is found). */
 void openblas_set_num_threads(int n);
 int openblas_get_parallel(void);
+char *openblas_get_corename(void);
+/* DYNAMIC_ARCH internals (exported by Debian's build): the active kernel table and the
+ * function that picks one from OPENBLAS_CORETYPE or cpuid. */
+extern void *gotoblas;
+void gotoblas_dynamic_init(void);
 
 static int n_threads;
 
@@ -43,8 +49,51 @@ void lp_threads_set(int n)
 
 int lp_threads_get(void) { return n_threads ? n_threads : omp_get_max_threads(); }
 
+/* OpenBLAS picks its kernel set (Haswell = AVX2, SkylakeX/Cooperlake = AVX-512, ...) once,
+ * from OPENBLAS_CORETYPE or cpuid, when the library loads. An OPENBLAS_CORETYPE set in the
+ * environment is the user's choice and stays in force; on an AVX-512 machine a forced
+ * "Haswell" caps sgemm at half the FMA peak (Zen 5, one core, 2048x768x3072: ~2x slower),
+ * so loupe has its own knob: LP_BLAS_CORETYPE=auto re-runs OpenBLAS's detection as if
+ * OPENBLAS_CORETYPE were unset, LP_BLAS_CORETYPE=<name> forces that kernel set. The
+ * selection is OpenBLAS's own (gotoblas_dynamic_init), redone before any BLAS call. */
+static void blas_select_core(void)
+{
+    static int done;
+    if (done)
+        return;
+    done = 1;
+    const char *want = getenv("LP_BLAS_CORETYPE");
+    if (!want || !*want)
+        return;
+    const char *old = getenv("OPENBLAS_CORETYPE");
+    char saved[64] = "";
+    if (old)
+        snprintf(saved, sizeof saved, "%s", old);
+    if (!strcmp(want, "auto"))
+        unsetenv("OPENBLAS_CORETYPE");
+    else
+        setenv("OPENBLAS_CORETYPE", want, 1);
+    gotoblas = NULL;
+    gotoblas_dynamic_init();
+    if (!gotoblas) { /* unknown name: fall back to detection */
+        unsetenv("OPENBLAS_CORETYPE");
+        gotoblas_dynamic_init();
+    }
+    if (old)
+        setenv("OPENBLAS_CORETYPE", saved, 1);
+    else
+        unsetenv("OPENBLAS_CORETYPE");
+}
+
+const char *lp_threads_blas_core(void)
+{
+    const char *c = openblas_get_corename();
+    return c ? c : "unknown";
+}
+
 int lp_threads_init(void)
 {
+    blas_select_core();
     const char *s = getenv("LP_THREADS");
     long n = 0;
     if (s && *s)

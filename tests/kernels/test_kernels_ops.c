@@ -348,6 +348,7 @@ static const op_case cases[] = {
     {"attention", run_attention, {2, 17, 3, 8, 0, 1}},
     {"attention", run_attention, {3, 17, 2, 5, 1, 2}},
     {"attention", run_attention, {1, 63, 2, 16, 0, 0}},
+    {"attention", run_attention, {2, 40, 3, 32, 1, 1}},
     {"attention", run_attention, {2, 128, 2, 64, 1, 1}},
     {"attention", run_attention, {2, 70, 1, 64, 0, 2}},
     {"attention", run_attention, {1, 130, 1, 128, 1, 1}},

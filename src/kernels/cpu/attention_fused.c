@@ -96,12 +96,19 @@ void lp_k_attention_fused_backward_ref(float *dq, float *dk, float *dv, const fl
         }
 }
 
+/* The tile loops below take D as an argument and are always inlined into a switch on
+ * the common head sizes, so for D = 32/64/128 the compiler sees a constant and keeps row
+ * accumulators in vector registers; other sizes run the same code generically. */
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
 /* S (nq,BK) = A (nq,D) @ Bt (D,BK): rows of A against a transposed, packed key tile. */
-static inline void tile_qkt(float S[BQ][BK], const float A[BQ][LP_ATTN_MAX_D], const float Bt[][BK], int64_t nq,
+ALWAYS_INLINE void tile_qkt(float S[BQ][BK], const float A[BQ][LP_ATTN_MAX_D], const float Bt[][BK], int64_t nq,
                             int64_t D)
 {
     for (int64_t r = 0; r < nq; r++) {
-        float acc[BK] = {0};
+        float acc[BK];
+        for (int c = 0; c < BK; c++)
+            acc[c] = 0.0f;
         for (int64_t d = 0; d < D; d++) {
             float a = A[r][d];
 #pragma omp simd
@@ -112,8 +119,15 @@ static inline void tile_qkt(float S[BQ][BK], const float A[BQ][LP_ATTN_MAX_D], c
     }
 }
 
+/* Copies rows [j0, j0+nk) of a (T,D) head slice with stride ld into Xp (nk, D). */
+ALWAYS_INLINE void pack_rows(float Xp[][LP_ATTN_MAX_D], const float *x, int64_t ld, int64_t j0, int64_t nk, int64_t D)
+{
+    for (int64_t c = 0; c < nk; c++)
+        memcpy(Xp[c], x + (j0 + c) * ld, (size_t)D * sizeof(float));
+}
+
 /* Packs rows [j0, j0+nk) of a (T,D) head slice with stride ld as Dt (D, BK), zero-padded. */
-static inline void pack_t(float Dt[][BK], const float *x, int64_t ld, int64_t j0, int64_t nk, int64_t D)
+ALWAYS_INLINE void pack_t(float Dt[][BK], const float *x, int64_t ld, int64_t j0, int64_t nk, int64_t D)
 {
     for (int64_t c = 0; c < BK; c++) {
         if (c < nk) {
@@ -127,15 +141,162 @@ static inline void pack_t(float Dt[][BK], const float *x, int64_t ld, int64_t j0
     }
 }
 
-static inline void exp_row(float *x, int64_t n)
+/* a[0..D) += sum_{c<n} w[c*ws] * X[c*ldx + 0..D): the row accumulations of P@V, dS@K,
+ * P^T@dO and dS^T@Q. The accumulator row lives in vector registers for the whole sum
+ * (a plain loop over a[] would load and store it once per term). */
+ALWAYS_INLINE void acc_rows(float *restrict a, const float *w, int64_t ws, const float *X, int64_t ldx, int64_t n,
+                            int64_t D)
+{
+    int64_t d0 = 0;
+#if defined(__AVX512F__)
+    for (; d0 + 64 <= D; d0 += 64) {
+        __m512 a0 = _mm512_loadu_ps(a + d0), a1 = _mm512_loadu_ps(a + d0 + 16);
+        __m512 a2 = _mm512_loadu_ps(a + d0 + 32), a3 = _mm512_loadu_ps(a + d0 + 48);
+        for (int64_t c = 0; c < n; c++) {
+            __m512 wv = _mm512_set1_ps(w[c * ws]);
+            const float *x = X + c * ldx + d0;
+            a0 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x), a0);
+            a1 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + 16), a1);
+            a2 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + 32), a2);
+            a3 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + 48), a3);
+        }
+        _mm512_storeu_ps(a + d0, a0), _mm512_storeu_ps(a + d0 + 16, a1);
+        _mm512_storeu_ps(a + d0 + 32, a2), _mm512_storeu_ps(a + d0 + 48, a3);
+    }
+    for (; d0 + 16 <= D; d0 += 16) {
+        __m512 a0 = _mm512_loadu_ps(a + d0);
+        for (int64_t c = 0; c < n; c++)
+            a0 = _mm512_fmadd_ps(_mm512_set1_ps(w[c * ws]), _mm512_loadu_ps(X + c * ldx + d0), a0);
+        _mm512_storeu_ps(a + d0, a0);
+    }
+#elif defined(LP_HAVE_AVX2)
+    for (; d0 + 32 <= D; d0 += 32) {
+        __m256 a0 = _mm256_loadu_ps(a + d0), a1 = _mm256_loadu_ps(a + d0 + 8);
+        __m256 a2 = _mm256_loadu_ps(a + d0 + 16), a3 = _mm256_loadu_ps(a + d0 + 24);
+        for (int64_t c = 0; c < n; c++) {
+            __m256 wv = _mm256_set1_ps(w[c * ws]);
+            const float *x = X + c * ldx + d0;
+            a0 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x), a0);
+            a1 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + 8), a1);
+            a2 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + 16), a2);
+            a3 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + 24), a3);
+        }
+        _mm256_storeu_ps(a + d0, a0), _mm256_storeu_ps(a + d0 + 8, a1);
+        _mm256_storeu_ps(a + d0 + 16, a2), _mm256_storeu_ps(a + d0 + 24, a3);
+    }
+#endif
+    for (; d0 < D; d0++) {
+        float t = a[d0];
+        for (int64_t c = 0; c < n; c++)
+            t += w[c * ws] * X[c * ldx + d0];
+        a[d0] = t;
+    }
+}
+
+/* Four rows at once: a_i[0..D) += sum_{c<n} w_i[c*ws] * X[c*ldx + 0..D) for i < 4.
+ * Sixteen independent accumulators cover the FMA latency, and each load of X feeds four
+ * FMAs. Falls back to acc_rows without AVX-512. */
+ALWAYS_INLINE void acc_rows4(float *const a[4], const float *const w[4], int64_t ws, const float *X, int64_t ldx,
+                             int64_t n, int64_t D)
+{
+    int64_t d0 = 0;
+#if defined(__AVX512F__)
+    for (; d0 + 64 <= D; d0 += 64) {
+        __m512 r[4][4];
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++)
+                r[i][j] = _mm512_loadu_ps(a[i] + d0 + 16 * j);
+        for (int64_t c = 0; c < n; c++) {
+            const float *x = X + c * ldx + d0;
+            __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
+            __m512 x2 = _mm512_loadu_ps(x + 32), x3 = _mm512_loadu_ps(x + 48);
+            for (int i = 0; i < 4; i++) {
+                __m512 wv = _mm512_set1_ps(w[i][c * ws]);
+                r[i][0] = _mm512_fmadd_ps(wv, x0, r[i][0]);
+                r[i][1] = _mm512_fmadd_ps(wv, x1, r[i][1]);
+                r[i][2] = _mm512_fmadd_ps(wv, x2, r[i][2]);
+                r[i][3] = _mm512_fmadd_ps(wv, x3, r[i][3]);
+            }
+        }
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++)
+                _mm512_storeu_ps(a[i] + d0 + 16 * j, r[i][j]);
+    }
+#endif
+    if (d0 < D)
+        for (int i = 0; i < 4; i++)
+            acc_rows(a[i] + d0, w[i], ws, X + d0, ldx, n, D - d0);
+}
+
+/* S (nq,BK) = A (nq,D) @ Bt (D,BK), four rows of A per pass (see acc_rows4). */
+ALWAYS_INLINE void tile_qkt4(float S[BQ][BK], const float A[BQ][LP_ATTN_MAX_D], const float Bt[][BK], int64_t nq,
+                             int64_t D)
+{
+    int64_t r = 0;
+    for (; r + 4 <= nq; r += 4) {
+        float *dst[4] = {S[r], S[r + 1], S[r + 2], S[r + 3]};
+        const float *src[4] = {A[r], A[r + 1], A[r + 2], A[r + 3]};
+        for (int i = 0; i < 4; i++)
+            memset(dst[i], 0, BK * sizeof(float));
+        acc_rows4(dst, src, 1, &Bt[0][0], BK, D, BK);
+    }
+    if (r < nq) {
+        float (*rest)[BK] = &S[r];
+        const float (*arest)[LP_ATTN_MAX_D] = &A[r];
+        tile_qkt(rest, arest, Bt, nq - r, D);
+    }
+}
+
+/* s[c] += bias[c] over n entries; returns max(m, max_c s[c]). Vectorized: the scalar
+ * max chain would cost as much as the tile's matrix products. */
+static inline float bias_max(float *s, const float *bias, int64_t n, float m)
 {
     int64_t c = 0;
 #ifdef LP_HAVE_AVX2
-    for (; c + 8 <= n; c += 8)
-        _mm256_storeu_ps(x + c, lp_exp256(_mm256_loadu_ps(x + c)));
+    __m256 vm = _mm256_set1_ps(m);
+    for (; c + 8 <= n; c += 8) {
+        __m256 x = _mm256_add_ps(_mm256_loadu_ps(s + c), _mm256_loadu_ps(bias + c));
+        _mm256_storeu_ps(s + c, x);
+        vm = _mm256_max_ps(vm, x);
+    }
+    m = lp_hmax256(vm);
 #endif
-    for (; c < n; c++)
-        x[c] = expf(x[c]);
+    for (; c < n; c++) {
+        s[c] += bias[c];
+        m = s[c] > m ? s[c] : m;
+    }
+    return m;
+}
+
+/* s[c] = exp(s[c] * mul - sub) over n entries; returns the sum. */
+static inline float exp_sum(float *s, int64_t n, float mul, float sub)
+{
+    int64_t c = 0;
+    float sum = 0.0f;
+#ifdef LP_HAVE_AVX2
+    __m256 vs = _mm256_setzero_ps(), vmul = _mm256_set1_ps(mul), vsub = _mm256_set1_ps(sub);
+    for (; c + 8 <= n; c += 8) {
+        __m256 e = lp_exp256(_mm256_fmsub_ps(_mm256_loadu_ps(s + c), vmul, vsub));
+        _mm256_storeu_ps(s + c, e);
+        vs = _mm256_add_ps(vs, e);
+    }
+    sum = lp_hsum256(vs);
+#endif
+    for (; c < n; c++) {
+        s[c] = expf(s[c] * mul - sub);
+        sum += s[c];
+    }
+    return sum;
+}
+
+/* Fills bias (0 or -inf) and keep (1 or 0) for key tile [j0, j0+nk) from the mask. */
+static inline void tile_mask(float *bias, float *keep, const int32_t *mb, int64_t j0, int64_t nk)
+{
+    for (int64_t c = 0; c < nk; c++) {
+        int on = !mb || mb[j0 + c];
+        bias[c] = on ? 0.0f : -INFINITY;
+        keep[c] = on ? 1.0f : 0.0f;
+    }
 }
 
 typedef struct fused_tiles {
@@ -144,81 +305,174 @@ typedef struct fused_tiles {
     float acc[BQ][LP_ATTN_MAX_D];  /* output or dq accumulator */
     float Kt[LP_ATTN_MAX_D][BK];   /* keys, transposed */
     float Vt[LP_ATTN_MAX_D][BK];   /* values, transposed (backward) */
+    float Xp[BK][LP_ATTN_MAX_D];   /* values (forward) or keys (backward), rows packed: the
+                                      token stride (e.g. 3C floats) maps rows onto few L1 sets */
     float S[BQ][BK], P2[BQ][BK];
+    float bias[BK], keep[BK];      /* the key tile's mask as -inf/0 and 0/1 */
 } fused_tiles;
 
 /* Per-thread tile storage: too large for a worker's stack under sanitizers, and reused
  * across the (batch, head) tasks of one thread. */
 static _Thread_local fused_tiles tiles_tls __attribute__((aligned(64)));
 
+/* One (batch*head, query block) task of the forward. */
+ALWAYS_INLINE void fwd_block(fused_tiles *w, float *out, float *lse, const float *q, const float *k, const float *v,
+                             const int32_t *mask, int64_t bh, int64_t i0, int64_t T, int64_t H, int64_t D, int64_t ld,
+                             float scale)
+{
+    int64_t C = H * D;
+    int64_t b = bh / H, h = bh % H;
+    int64_t nq = T - i0 < BQ ? T - i0 : BQ;
+    const float *kb = k + b * T * ld + h * D, *vb = v + b * T * ld + h * D;
+    const int32_t *mb = mask ? mask + b * T : NULL;
+    float m[BQ], l[BQ];
+    for (int64_t r = 0; r < nq; r++) {
+        const float *qr = q + (b * T + i0 + r) * ld + h * D;
+        for (int64_t d = 0; d < D; d++) {
+            w->Qs[r][d] = qr[d] * scale;
+            w->acc[r][d] = 0.0f;
+        }
+        m[r] = -INFINITY;
+        l[r] = 0.0f;
+    }
+    for (int64_t j0 = 0; j0 < T; j0 += BK) {
+        int64_t nk = T - j0 < BK ? T - j0 : BK;
+        pack_t(w->Kt, kb, ld, j0, nk, D);
+        pack_rows(w->Xp, vb, ld, j0, nk, D);
+        tile_qkt4(w->S, w->Qs, w->Kt, nq, D);
+        tile_mask(w->bias, w->keep, mb, j0, nk);
+        for (int64_t r = 0; r < nq; r++) {
+            float *s = w->S[r];
+            float mx = bias_max(s, w->bias, nk, m[r]);
+            if (mx == -INFINITY) { /* every key so far is padding: nothing to add */
+                for (int64_t c = 0; c < nk; c++)
+                    s[c] = 0.0f;
+                continue;
+            }
+            float corr = expf(m[r] - mx);
+            l[r] = l[r] * corr + exp_sum(s, nk, 1.0f, mx);
+            m[r] = mx;
+            float *a = w->acc[r];
+            for (int64_t d = 0; d < D; d++)
+                a[d] *= corr;
+        }
+        /* acc += p @ V */
+        int64_t r = 0;
+        for (; r + 4 <= nq; r += 4) {
+            float *dst[4] = {w->acc[r], w->acc[r + 1], w->acc[r + 2], w->acc[r + 3]};
+            const float *wt[4] = {w->S[r], w->S[r + 1], w->S[r + 2], w->S[r + 3]};
+            acc_rows4(dst, wt, 1, &w->Xp[0][0], LP_ATTN_MAX_D, nk, D);
+        }
+        for (; r < nq; r++)
+            acc_rows(w->acc[r], w->S[r], 1, &w->Xp[0][0], LP_ATTN_MAX_D, nk, D);
+    }
+    for (int64_t r = 0; r < nq; r++) {
+        float *o = out + (b * T + i0 + r) * C + h * D;
+        float inv = 1.0f / l[r];
+        for (int64_t d = 0; d < D; d++)
+            o[d] = w->acc[r][d] * inv;
+        lse[bh * T + i0 + r] = m[r] + logf(l[r]);
+    }
+}
+
 void lp_k_attention_fused_forward_opt(float *out, float *lse, const float *q, const float *k, const float *v,
                                       const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld)
 {
     assert(D <= LP_ATTN_MAX_D);
     float scale = 1.0f / sqrtf((float)D);
-    int64_t C = H * D;
-#pragma omp parallel for schedule(dynamic, 1) collapse(2)
-    for (int64_t bh = 0; bh < B * H; bh++)
-        for (int64_t i0 = 0; i0 < T; i0 += BQ) {
-            fused_tiles *w = &tiles_tls;
-            int64_t b = bh / H, h = bh % H;
-            int64_t nq = T - i0 < BQ ? T - i0 : BQ;
-            const float *kb = k + b * T * ld + h * D, *vb = v + b * T * ld + h * D;
-            const int32_t *mb = mask ? mask + b * T : NULL;
-            float m[BQ], l[BQ];
-            for (int64_t r = 0; r < nq; r++) {
-                const float *qr = q + (b * T + i0 + r) * ld + h * D;
-                for (int64_t d = 0; d < D; d++) {
-                    w->Qs[r][d] = qr[d] * scale;
-                    w->acc[r][d] = 0.0f;
-                }
-                m[r] = -INFINITY;
-                l[r] = 0.0f;
-            }
-            for (int64_t j0 = 0; j0 < T; j0 += BK) {
-                int64_t nk = T - j0 < BK ? T - j0 : BK;
-                pack_t(w->Kt, kb, ld, j0, nk, D);
-                tile_qkt(w->S, w->Qs, w->Kt, nq, D);
-                for (int64_t r = 0; r < nq; r++) {
-                    float *s = w->S[r];
-                    for (int64_t c = 0; c < BK; c++)
-                        if (c >= nk || (mb && !mb[j0 + c]))
-                            s[c] = -INFINITY;
-                    float mx = m[r];
-                    for (int64_t c = 0; c < nk; c++)
-                        mx = fmaxf(mx, s[c]);
-                    if (mx == -INFINITY) /* every key so far is padding: nothing to add */
-                        continue;
-                    float corr = expf(m[r] - mx);
-                    for (int64_t c = 0; c < nk; c++)
-                        s[c] -= mx;
-                    exp_row(s, nk);
-                    float sum = 0.0f;
-                    for (int64_t c = 0; c < nk; c++)
-                        sum += s[c];
-                    l[r] = l[r] * corr + sum;
-                    m[r] = mx;
-                    float *a = w->acc[r];
-#pragma omp simd
-                    for (int64_t d = 0; d < D; d++)
-                        a[d] *= corr;
-                    for (int64_t c = 0; c < nk; c++) {
-                        float p = s[c];
-                        const float *vr = vb + (j0 + c) * ld;
-#pragma omp simd
-                        for (int64_t d = 0; d < D; d++)
-                            a[d] += p * vr[d];
-                    }
-                }
-            }
-            for (int64_t r = 0; r < nq; r++) {
-                float *o = out + (b * T + i0 + r) * C + h * D;
-                float inv = 1.0f / l[r];
-                for (int64_t d = 0; d < D; d++)
-                    o[d] = w->acc[r][d] * inv;
-                lse[bh * T + i0 + r] = m[r] + logf(l[r]);
-            }
+    int64_t nqb = (T + BQ - 1) / BQ;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t task = 0; task < B * H * nqb; task++) {
+        int64_t bh = task / nqb, i0 = (task % nqb) * BQ;
+        fused_tiles *w = &tiles_tls;
+        switch (D) {
+        case 32: fwd_block(w, out, lse, q, k, v, mask, bh, i0, T, H, 32, ld, scale); break;
+        case 64: fwd_block(w, out, lse, q, k, v, mask, bh, i0, T, H, 64, ld, scale); break;
+        case 128: fwd_block(w, out, lse, q, k, v, mask, bh, i0, T, H, 128, ld, scale); break;
+        default: fwd_block(w, out, lse, q, k, v, mask, bh, i0, T, H, D, ld, scale); break;
         }
+    }
+}
+
+/* One (batch, head) of the backward: dk and dv of a head get contributions from every
+ * query block, so the head is the unit of work (no atomics). */
+ALWAYS_INLINE void bwd_head(fused_tiles *w, float *dq, float *dk, float *dv, const float *dout, const float *out,
+                            const float *lse, const float *q, const float *k, const float *v, const int32_t *mask,
+                            int64_t bh, int64_t T, int64_t H, int64_t D, int64_t ld, float scale)
+{
+    int64_t C = H * D;
+    int64_t b = bh / H, h = bh % H;
+    int64_t off = b * T * ld + h * D;
+    const float *qb = q + off, *kb = k + off, *vb = v + off;
+    float *dqb = dq + off, *dkb = dk + off, *dvb = dv + off;
+    const int32_t *mb = mask ? mask + b * T : NULL;
+    for (int64_t t = 0; t < T; t++) {
+        memset(dkb + t * ld, 0, (size_t)D * sizeof(float));
+        memset(dvb + t * ld, 0, (size_t)D * sizeof(float));
+    }
+    for (int64_t i0 = 0; i0 < T; i0 += BQ) {
+        int64_t nq = T - i0 < BQ ? T - i0 : BQ;
+        float Di[BQ], L[BQ];
+        for (int64_t r = 0; r < nq; r++) {
+            const float *qr = qb + (i0 + r) * ld;
+            const float *dor = dout + (b * T + i0 + r) * C + h * D, *orow = out + (b * T + i0 + r) * C + h * D;
+            float s = 0.0f;
+            for (int64_t d = 0; d < D; d++) {
+                w->Qs[r][d] = qr[d];
+                w->dO[r][d] = dor[d];
+                w->acc[r][d] = 0.0f;
+                s += dor[d] * orow[d];
+            }
+            Di[r] = s;
+            L[r] = lse[bh * T + i0 + r];
+        }
+        for (int64_t j0 = 0; j0 < T; j0 += BK) {
+            int64_t nk = T - j0 < BK ? T - j0 : BK;
+            pack_t(w->Kt, kb, ld, j0, nk, D);
+            pack_t(w->Vt, vb, ld, j0, nk, D);
+            pack_rows(w->Xp, kb, ld, j0, nk, D);
+            tile_qkt4(w->S, w->Qs, w->Kt, nq, D);  /* raw scores */
+            tile_qkt4(w->P2, w->dO, w->Vt, nq, D); /* dp = dout . v */
+            tile_mask(w->bias, w->keep, mb, j0, nk);
+            for (int64_t r = 0; r < nq; r++) {
+                float *s = w->S[r], *dp = w->P2[r];
+                (void)exp_sum(s, nk, scale, L[r]); /* p = exp(s * scale - lse) */
+                const float *kp = w->keep;
+                float di = Di[r];
+#pragma omp simd
+                for (int64_t c = 0; c < nk; c++) {
+                    s[c] *= kp[c];                         /* padded keys: p = 0 */
+                    dp[c] = s[c] * (dp[c] - di) * scale;   /* ds */
+                }
+            }
+            /* dv_j += sum_r p_rj dout_r; dk_j += sum_r ds_rj q_r; dq_r += sum_j ds_rj k_j */
+            int64_t c = 0;
+            for (; c + 4 <= nk; c += 4) {
+                float *dv4[4], *dk4[4];
+                const float *p4[4], *ds4[4];
+                for (int i = 0; i < 4; i++) {
+                    dv4[i] = dvb + (j0 + c + i) * ld, dk4[i] = dkb + (j0 + c + i) * ld;
+                    p4[i] = &w->S[0][c + i], ds4[i] = &w->P2[0][c + i];
+                }
+                acc_rows4(dv4, p4, BK, &w->dO[0][0], LP_ATTN_MAX_D, nq, D);
+                acc_rows4(dk4, ds4, BK, &w->Qs[0][0], LP_ATTN_MAX_D, nq, D);
+            }
+            for (; c < nk; c++) {
+                acc_rows(dvb + (j0 + c) * ld, &w->S[0][c], BK, &w->dO[0][0], LP_ATTN_MAX_D, nq, D);
+                acc_rows(dkb + (j0 + c) * ld, &w->P2[0][c], BK, &w->Qs[0][0], LP_ATTN_MAX_D, nq, D);
+            }
+            int64_t r = 0;
+            for (; r + 4 <= nq; r += 4) {
+                float *dq4[4] = {w->acc[r], w->acc[r + 1], w->acc[r + 2], w->acc[r + 3]};
+                const float *ds4[4] = {w->P2[r], w->P2[r + 1], w->P2[r + 2], w->P2[r + 3]};
+                acc_rows4(dq4, ds4, 1, &w->Xp[0][0], LP_ATTN_MAX_D, nk, D);
+            }
+            for (; r < nq; r++)
+                acc_rows(w->acc[r], w->P2[r], 1, &w->Xp[0][0], LP_ATTN_MAX_D, nk, D);
+        }
+        for (int64_t r = 0; r < nq; r++)
+            memcpy(dqb + (i0 + r) * ld, w->acc[r], (size_t)D * sizeof(float));
+    }
 }
 
 void lp_k_attention_fused_backward_opt(float *dq, float *dk, float *dv, const float *dout, const float *out,
@@ -227,79 +481,14 @@ void lp_k_attention_fused_backward_opt(float *dq, float *dk, float *dv, const fl
 {
     assert(D <= LP_ATTN_MAX_D);
     float scale = 1.0f / sqrtf((float)D);
-    int64_t C = H * D;
-    /* One (batch, head) per task: dk and dv of a head get contributions from every query
-     * block, so splitting queries across threads would need atomics. */
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t bh = 0; bh < B * H; bh++) {
         fused_tiles *w = &tiles_tls;
-        int64_t b = bh / H, h = bh % H;
-        int64_t off = b * T * ld + h * D;
-        const float *qb = q + off, *kb = k + off, *vb = v + off;
-        float *dqb = dq + off, *dkb = dk + off, *dvb = dv + off;
-        const int32_t *mb = mask ? mask + b * T : NULL;
-        for (int64_t t = 0; t < T; t++) {
-            memset(dkb + t * ld, 0, (size_t)D * sizeof(float));
-            memset(dvb + t * ld, 0, (size_t)D * sizeof(float));
-        }
-        for (int64_t i0 = 0; i0 < T; i0 += BQ) {
-            int64_t nq = T - i0 < BQ ? T - i0 : BQ;
-            float Di[BQ], L[BQ];
-            for (int64_t r = 0; r < nq; r++) {
-                const float *qr = qb + (i0 + r) * ld;
-                const float *dor = dout + (b * T + i0 + r) * C + h * D, *orow = out + (b * T + i0 + r) * C + h * D;
-                float s = 0.0f;
-                for (int64_t d = 0; d < D; d++) {
-                    w->Qs[r][d] = qr[d];
-                    w->dO[r][d] = dor[d];
-                    w->acc[r][d] = 0.0f;
-                    s += dor[d] * orow[d];
-                }
-                Di[r] = s;
-                L[r] = lse[bh * T + i0 + r];
-            }
-            for (int64_t j0 = 0; j0 < T; j0 += BK) {
-                int64_t nk = T - j0 < BK ? T - j0 : BK;
-                pack_t(w->Kt, kb, ld, j0, nk, D);
-                pack_t(w->Vt, vb, ld, j0, nk, D);
-                tile_qkt(w->S, w->Qs, w->Kt, nq, D);  /* raw scores */
-                tile_qkt(w->P2, w->dO, w->Vt, nq, D); /* dp = dout . v */
-                for (int64_t r = 0; r < nq; r++) {
-                    float *s = w->S[r], *dp = w->P2[r];
-                    for (int64_t c = 0; c < nk; c++)
-                        s[c] = s[c] * scale - L[r];
-                    exp_row(s, nk); /* p */
-                    for (int64_t c = 0; c < nk; c++) {
-                        if (mb && !mb[j0 + c])
-                            s[c] = 0.0f;
-                        dp[c] = s[c] * (dp[c] - Di[r]) * scale; /* ds */
-                    }
-                }
-                for (int64_t c = 0; c < nk; c++) {
-                    float *dvr = dvb + (j0 + c) * ld, *dkr = dkb + (j0 + c) * ld;
-                    for (int64_t r = 0; r < nq; r++) {
-                        float p = w->S[r][c], ds = w->P2[r][c];
-                        const float *dor = w->dO[r], *qr = w->Qs[r];
-#pragma omp simd
-                        for (int64_t d = 0; d < D; d++) {
-                            dvr[d] += p * dor[d];
-                            dkr[d] += ds * qr[d];
-                        }
-                    }
-                }
-                for (int64_t r = 0; r < nq; r++) {
-                    float *a = w->acc[r];
-                    for (int64_t c = 0; c < nk; c++) {
-                        float ds = w->P2[r][c];
-                        const float *kr = kb + (j0 + c) * ld;
-#pragma omp simd
-                        for (int64_t d = 0; d < D; d++)
-                            a[d] += ds * kr[d];
-                    }
-                }
-            }
-            for (int64_t r = 0; r < nq; r++)
-                memcpy(dqb + (i0 + r) * ld, w->acc[r], (size_t)D * sizeof(float));
+        switch (D) {
+        case 32: bwd_head(w, dq, dk, dv, dout, out, lse, q, k, v, mask, bh, T, H, 32, ld, scale); break;
+        case 64: bwd_head(w, dq, dk, dv, dout, out, lse, q, k, v, mask, bh, T, H, 64, ld, scale); break;
+        case 128: bwd_head(w, dq, dk, dv, dout, out, lse, q, k, v, mask, bh, T, H, 128, ld, scale); break;
+        default: bwd_head(w, dq, dk, dv, dout, out, lse, q, k, v, mask, bh, T, H, D, ld, scale); break;
         }
     }
 }
