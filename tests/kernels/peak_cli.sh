@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# loupe peak: a short run prints the table, --json/--output give parseable positive
+# figures, and bad flags or an unwritable output fail cleanly (exit 2 / 1, no file left).
+set -u
+L=${LOUPE:?LOUPE must point at the loupe binary}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+"$L" peak --seconds 0.1 --size 128 --threads 1 >"$tmp/table.txt" || { echo "FAIL: table run"; fail=1; }
+grep -q "f32 FMA peak" "$tmp/table.txt" && grep -q "STREAM triad" "$tmp/table.txt" || { echo "FAIL: table rows"; cat "$tmp/table.txt"; fail=1; }
+"$L" peak --seconds 0.1 --size 128 --json --output "$tmp/peak.json" >"$tmp/stdout.json" || { echo "FAIL: json run"; fail=1; }
+cmp -s "$tmp/peak.json" <(head -c "$(stat -c %s "$tmp/peak.json")" "$tmp/stdout.json") || { echo "FAIL: --output differs from stdout"; fail=1; }
+for key in fma_gflops fma_gflops_1thread fma256_gflops sgemm_gflops triad_gbs; do
+  v=$(sed -n "s/.*\"$key\":[[:space:]]*\([0-9.e+]*\).*/\1/p" "$tmp/peak.json")
+  awk -v v="$v" 'BEGIN { exit !(v + 0 > 0) }' || { echo "FAIL: $key is '$v'"; fail=1; }
+done
+grep -q '"sgemm_n":[[:space:]]*128' "$tmp/peak.json" || { echo "FAIL: sgemm_n"; fail=1; }
+grep -q '"blas_threading":[[:space:]]*"openmp"' "$tmp/peak.json" || { echo "FAIL: OpenBLAS is not the OpenMP build"; fail=1; }
+"$L" peak --size 5 2>/dev/null; [ $? = 2 ] || { echo "FAIL: bad --size should exit 2"; fail=1; }
+"$L" peak --seconds abc 2>/dev/null; [ $? = 2 ] || { echo "FAIL: bad --seconds should exit 2"; fail=1; }
+"$L" peak --seconds 0.1 --size 64 --output "$tmp/no/such/dir/p.json" >/dev/null 2>"$tmp/err"; [ $? = 1 ] || { echo "FAIL: unwritable output should exit 1"; fail=1; }
+grep -q "no/such/dir" "$tmp/err" || { echo "FAIL: error does not name the file"; cat "$tmp/err"; fail=1; }
+[ -z "$(ls "$tmp" | grep -v -e table.txt -e peak.json -e stdout.json -e err)" ] || { echo "FAIL: stray files"; ls "$tmp"; fail=1; }
+exit $fail
