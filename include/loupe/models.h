@@ -55,6 +55,33 @@ typedef enum lp_pooling { LP_POOLING_CLS = 0, LP_POOLING_MEAN } lp_pooling;
 const char *lp_pooling_name(lp_pooling p);
 LP_WARN_UNUSED lp_status lp_pooling_parse(const char *s, lp_pooling *out);
 
+/* LoRA / QLoRA (PEFT semantics), applied while the model loads. Target modules get an
+ * adapter y = x W^T + b + scale * (dropout(x) A^T) B^T, A (r,in) Kaiming-uniform (PEFT's
+ * kaiming_uniform_(a=sqrt(5)), i.e. U(-1/sqrt(in), 1/sqrt(in))), B (out,r) zero; every base
+ * parameter is frozen (no gradient buffer); the classification head is trained in full
+ * (PEFT's modules_to_save: "classifier", which also matches DistilBERT's pre_classifier).
+ * With base_dtype NF4 (QLoRA: blocksize 64, double quantization, bit-exact with
+ * bitsandbytes) or INT8, the encoder's Linear weights are stored quantized (memory category
+ * QUANTIZED_WEIGHT) and leave lp_model_params; embeddings, LayerNorms, biases, BERT's
+ * pooler and the head stay f32. */
+typedef struct lp_lora_options {
+    bool enabled;
+    int32_t rank;            /* r (> 0; 0 = 8) */
+    double alpha;            /* lora_alpha (0 = 16) */
+    float dropout;           /* lora_dropout on the adapter input, in [0, 1) */
+    bool rslora;             /* scale = alpha/sqrt(r) instead of alpha/r */
+    /* comma-separated: loupe roles q,k,v,o,ffn_in,ffn_out (or "all"), or module names matched
+     * as PEFT does (the full module name equals the entry or ends with "."+entry: q_lin,
+     * v_lin / query, value / ...). NULL or "": PEFT's default (bert: query,value; distilbert,
+     * which PEFT has no default for: q_lin,v_lin). */
+    const char *targets;
+    lp_dtype base_dtype;     /* LP_DTYPE_F32 (default), LP_DTYPE_INT8 or LP_DTYPE_NF4 */
+    /* A PEFT adapter directory (adapter_config.json + adapter_model.safetensors) to start
+     * from: its r, lora_alpha, lora_dropout, use_rslora, target_modules and modules_to_save
+     * replace the fields above, its tensors replace A, B and the head. NULL: fresh adapter. */
+    const char *adapter_dir;
+} lp_lora_options;
+
 typedef struct lp_model_options {
     lp_model_task task;         /* AUTO (the config's architecture), BASE (no head) or SEQ_CLS */
     int32_t num_labels;         /* > 0 overrides the config (the head is then re-initialized when
@@ -66,6 +93,7 @@ typedef struct lp_model_options {
     uint64_t seed;              /* initialization of missing weights, and the dropout stream */
     int32_t max_batch, max_seq; /* preallocate activations for this size (0: grow on demand) */
     bool quiet;                 /* no notices on stderr (newly initialized head, ...) */
+    lp_lora_options lora;       /* LoRA / QLoRA; lora.enabled false = plain model */
 } lp_model_options;
 
 /* Defaults: AUTO task, config's labels, CLS pooling, EAGER, no checkpointing, eval mode,
@@ -174,11 +202,40 @@ const lp_model_config *lp_model_config_get(const lp_model *m);
  * copied). INVALID_ARG otherwise. */
 LP_WARN_UNUSED lp_status lp_model_set_label_names(lp_model *m, const char *const *names, int32_t n);
 
+/* ---- LoRA / QLoRA ------------------------------------------------------------------------ */
+
+/* What the adapters of a model are (zeroed when it has none). */
+typedef struct lp_lora_info {
+    bool enabled;
+    int32_t rank;
+    double alpha, scale;
+    float dropout;
+    bool rslora;
+    lp_dtype base_dtype;
+    int32_t n_adapters;        /* adapted Linear modules */
+    uint64_t adapter_params;   /* lora_A + lora_B elements */
+    uint64_t quantized_params; /* base weights stored quantized (not in lp_model_params) */
+    uint64_t quantized_bytes;  /* their storage (codes + scales) */
+    char targets[256];         /* target_modules as saved in adapter_config.json, comma-joined */
+} lp_lora_info;
+void lp_model_lora_info(const lp_model *m, lp_lora_info *out);
+
+/* Writes a PEFT adapter directory that PeftModel.from_pretrained loads onto the base model:
+ * adapter_config.json (LoraConfig fields, task SEQ_CLS, modules_to_save
+ * ["classifier","score"]), adapter_model.safetensors (f32; PEFT's names:
+ * base_model.model.<module>.lora_A.weight / .lora_B.weight and the head's
+ * base_model.model.classifier.weight, ...) and a short README.md. The directory appears
+ * complete or not at all. Errors: INVALID_ARG for a model without adapters, IO naming the
+ * path. */
+LP_WARN_UNUSED lp_status lp_model_save_adapter(const lp_model *m, const char *dir);
+
 /* Writes dir/model.safetensors (f32, HF names), dir/config.json (the source config with the
  * saved architecture, labels and dropout) and copies the source's tokenizer files
  * (tokenizer.json, tokenizer_config.json, vocab.txt, special_tokens_map.json, vocab.json,
  * merges.txt, when present). The directory appears complete or not at all: files are written
- * into a temporary sibling which then replaces dir. Errors: IO naming the path. */
+ * into a temporary sibling which then replaces dir. A model with adapters is saved merged
+ * (PEFT's merge_and_unload: W + scale * B @ A, quantized bases dequantized first), as a plain
+ * transformers model. Errors: IO naming the path. */
 LP_WARN_UNUSED lp_status lp_model_save_hf(const lp_model *m, const char *dir);
 
 #ifdef __cplusplus

@@ -52,24 +52,44 @@ typedef struct lp_nn_ctx {
 
 /* ---- Linear ---------------------------------------------------------------------------- */
 
-/* Reserved for issue 5 (LoRA / QLoRA): adapters and a quantized base attach here without
- * changing lp_nn_linear_forward/backward's callers. NULL today. */
-struct lp_nn_lora;
-struct lp_nn_qweight;
+/* LoRA adapter of one Linear (PEFT semantics): y = x W^T + b + scale * (drop(x) A^T) B^T with
+ * A = lora_A (r,in), B = lora_B (out,r), scale = alpha/r (alpha/sqrt(r) under rsLoRA) and
+ * drop = inverted dropout on the adapter's input only. Parameters are views into the
+ * model's blocks; u/keep/tmp are bound by the model for each batch. */
+typedef struct lp_nn_lora {
+    int64_t r;
+    float scale;     /* alpha/r or alpha/sqrt(r) */
+    float dropout;   /* on the adapter input, training only */
+    float *A, *B;    /* (r,in), (out,r) */
+    float *dA, *dB;  /* same shapes, or NULL when frozen */
+    float *u;        /* (N,r) drop(x) @ A^T, saved for the backward */
+    uint8_t *keep;   /* (N,in) dropout mask (when dropout > 0) */
+    bool dropped;    /* keep was drawn by the last forward */
+    float *tmp;      /* scratch shared by every adapter: lp_nn_lora_tmp_floats(N, in, out, r) */
+} lp_nn_lora;
+
+/* Floats of scratch lp_nn_linear_forward/backward need for an adapter on an (in,out) Linear
+ * at N rows (the model binds one shared region sized for its largest Linear). */
+int64_t lp_nn_lora_tmp_floats(int64_t N, int64_t in, int64_t out, int64_t r);
+
+struct lp_qweight; /* kernels.h (quant section): a frozen NF4/int8 base weight */
 
 /* out = inp @ w^T + b (PyTorch layout). Pointers are views into the model's blocks. */
 typedef struct lp_nn_linear {
     int64_t in, out;
-    float *w;                        /* (out,in) */
-    float *b;                        /* (out) or NULL (no bias) */
-    float *dw;                       /* (out,in) or NULL: frozen weight */
-    float *db;                       /* (out) or NULL: frozen or no bias */
-    struct lp_nn_lora *lora;         /* NULL: none (issue 5) */
-    struct lp_nn_qweight *qbase;     /* NULL: w is the f32 base (issue 5) */
+    float *w;   /* (out,in) */
+    float *b;   /* (out) or NULL (no bias) */
+    float *dw;  /* (out,in) or NULL: frozen weight */
+    float *db;  /* (out) or NULL: frozen or no bias */
+    lp_nn_lora *lora;                /* NULL: none; else w (or qbase) is the frozen base */
+    const struct lp_qweight *qbase;  /* NULL: w is the f32 base; else w is NULL */
+    const lp_nn_ctx *ctx;            /* the model's current pass (exec, training, dropout rng),
+                                        read by adapters and quantized bases; NULL = eager eval */
     const char *fwd_name, *bwd_name; /* profiler range names (interned), or NULL for none */
 } lp_nn_linear;
 
-/* out (N,out) = inp (N,in) @ w^T + b. */
+/* out (N,out) = inp (N,in) @ w^T + b (+ the adapter's term; qbase dequantized on the fly in
+ * FUSED mode, whole in EAGER mode). */
 void lp_nn_linear_forward(const lp_nn_linear *l, float *out, const float *inp, int64_t N);
 /* dinp (N,in) = dout @ w (skipped when dinp is NULL); dw += dout^T @ inp; db += colsum(dout)
  * (each skipped when NULL). dout (N,out); inp (N,in) the forward's input. */

@@ -10,8 +10,8 @@
 
 #define NAME_MAX_LEN 160
 
-static lp_status add_param(lp_model *m, const char *name, int ndim, int64_t d0, int64_t d1, float **w,
-                           float **g, const lp_st_tensor *src, int init, bool no_decay)
+lp_status lp_model__add_param(lp_model *m, const char *name, int ndim, int64_t d0, int64_t d1, float **w,
+                              float **g, const lp_st_tensor *src, int init, bool no_decay)
 {
     if (m->n_params == m->cap_params) {
         size_t cap = m->cap_params ? 2 * m->cap_params : 64;
@@ -51,6 +51,7 @@ static lp_status add_param(lp_model *m, const char *name, int ndim, int64_t d0, 
     s->src = src;
     s->init = init;
     s->pad_row = -1;
+    s->goff = -1;
     s->offset = m->n_floats;
     // 16-float (64-byte) alignment for every tensor
     m->n_floats += (p->numel + 15) & ~(int64_t)15;
@@ -93,9 +94,9 @@ static lp_status add_linear(lp_model *m, lp_nn_linear *l, const char *hf_base, c
     l->in = in;
     l->out = out;
     snprintf(n, sizeof n, "%s.weight", hf_base);
-    TRY(add_param(m, n, 2, out, in, &l->w, &l->dw, w, LP_INIT_NORMAL, false));
+    TRY(lp_model__add_param(m, n, 2, out, in, &l->w, &l->dw, w, LP_INIT_NORMAL, false));
     snprintf(n, sizeof n, "%s.bias", hf_base);
-    TRY(add_param(m, n, 1, out, 0, &l->b, &l->db, b, LP_INIT_ZERO, true));
+    TRY(lp_model__add_param(m, n, 1, out, 0, &l->b, &l->db, b, LP_INIT_ZERO, true));
     l->fwd_name = intern(fam, rng, "forward", &st);
     l->bwd_name = intern(fam, rng, "backward", &st);
     return st;
@@ -109,9 +110,9 @@ static lp_status add_norm(lp_model *m, lp_nn_layernorm *ln, const char *hf_base,
     ln->C = m->cfg.hidden_size;
     ln->eps = (float)m->cfg.norm_eps;
     snprintf(n, sizeof n, "%s.weight", hf_base);
-    TRY(add_param(m, n, 1, ln->C, 0, &ln->w, &ln->dw, w, LP_INIT_ONE, true));
+    TRY(lp_model__add_param(m, n, 1, ln->C, 0, &ln->w, &ln->dw, w, LP_INIT_ONE, true));
     snprintf(n, sizeof n, "%s.bias", hf_base);
-    TRY(add_param(m, n, 1, ln->C, 0, &ln->b, &ln->db, b, LP_INIT_ZERO, true));
+    TRY(lp_model__add_param(m, n, 1, ln->C, 0, &ln->b, &ln->db, b, LP_INIT_ZERO, true));
     ln->fwd_name = intern(fam, rng, "forward", &st);
     ln->bwd_name = intern(fam, rng, "backward", &st);
     return st;
@@ -201,18 +202,18 @@ static lp_status wire(lp_model *m, const lp_st_set *w, const lp_param_map *map)
     e->pad_id = c->pad_token_id >= 0 && c->pad_token_id < c->vocab_size ? (int32_t)c->pad_token_id : -1;
     e->dropout = (float)c->hidden_dropout;
     snprintf(n, sizeof n, "%sembeddings.word_embeddings.weight", pfx);
-    TRY(add_param(m, n, 2, e->V, H, &e->wte, &e->dwte, src_of(map, LP_PARAM_ROLE_WORD_EMB, -1),
-                  LP_INIT_NORMAL, false));
+    TRY(lp_model__add_param(m, n, 2, e->V, H, &e->wte, &e->dwte, src_of(map, LP_PARAM_ROLE_WORD_EMB, -1),
+                            LP_INIT_NORMAL, false));
     m->slots[m->n_params - 1].pad_row = e->pad_id;
     snprintf(n, sizeof n, "%sembeddings.position_embeddings.weight", pfx);
-    TRY(add_param(m, n, 2, e->P, H, &e->wpe, &e->dwpe, src_of(map, LP_PARAM_ROLE_POS_EMB, -1),
-                  c->sinusoidal_pos ? LP_INIT_SINUSOID : LP_INIT_NORMAL, false));
+    TRY(lp_model__add_param(m, n, 2, e->P, H, &e->wpe, &e->dwpe, src_of(map, LP_PARAM_ROLE_POS_EMB, -1),
+                            c->sinusoidal_pos ? LP_INIT_SINUSOID : LP_INIT_NORMAL, false));
     if (c->sinusoidal_pos)
         m->params[m->n_params - 1].trainable = false; // a fixed buffer in DistilBERT (requires_grad False)
     if (e->TT > 0) {
         snprintf(n, sizeof n, "%sembeddings.token_type_embeddings.weight", pfx);
-        TRY(add_param(m, n, 2, e->TT, H, &e->wtt, &e->dwtt, src_of(map, LP_PARAM_ROLE_TYPE_EMB, -1),
-                      LP_INIT_NORMAL, false));
+        TRY(lp_model__add_param(m, n, 2, e->TT, H, &e->wtt, &e->dwtt, src_of(map, LP_PARAM_ROLE_TYPE_EMB, -1),
+                                LP_INIT_NORMAL, false));
     }
     snprintf(n, sizeof n, "%sembeddings.LayerNorm", pfx);
     TRY(add_norm(m, &e->ln, n, fam, "embeddings.LayerNorm", src_of(map, LP_PARAM_ROLE_EMB_NORM_W, -1),
@@ -248,8 +249,10 @@ static lp_status wire(lp_model *m, const lp_st_set *w, const lp_param_map *map)
             int64_t out = j == 4 ? I : H, in = j == 5 ? I : H;
             snprintf(n, sizeof n, "%s%s.%d.%s", pfx, stack, i, di ? lin[j].distil : lin[j].bert);
             snprintf(r, sizeof r, "layer.%d.%s", i, lin[j].range);
+            size_t wparam = m->n_params;
             TRY(add_linear(m, mods[j], n, fam, r, out, in, src_of(map, lin[j].role, i),
                            src_of(map, (lp_param_role)(lin[j].role + 1), i)));
+            TRY(lp_model__note_linear(m, mods[j], n, j, i, wparam));
             if (j == 3) { /* the attention block's LayerNorm follows its output projection */
                 snprintf(n, sizeof n, "%s%s.%d.%s", pfx, stack, i,
                          di ? "sa_layer_norm" : "attention.output.LayerNorm");
@@ -334,7 +337,8 @@ lp_status lp_model__build_bert(lp_model *m, const lp_st_set *w)
                       "%s/config.json: activation '%s' is not supported (gelu, gelu_new)", m->dir,
                       c->activation_name);
     m->L = c->num_layers;
-    if (!(m->layers = calloc((size_t)m->L, sizeof *m->layers)))
+    if (!(m->layers = calloc((size_t)m->L, sizeof *m->layers)) ||
+        !(m->lins = calloc((size_t)m->L * 6, sizeof *m->lins)))
         return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory");
 
     lp_param_map map, *mp = NULL;
@@ -345,6 +349,8 @@ lp_status lp_model__build_bert(lp_model *m, const lp_st_set *w)
         mp = &map;
     }
     lp_status st = wire(m, w, mp);
+    if (st == LP_OK)
+        st = lp_model__peft_setup(m); // adapters, frozen base, quantized bases
     if (mp)
         lp_param_map_free(mp);
     if (st != LP_OK)
@@ -352,20 +358,20 @@ lp_status lp_model__build_bert(lp_model *m, const lp_st_set *w)
 
     /* blocks */
     if (!(m->param_block =
-              lp_alloc((size_t)m->n_floats * sizeof(float), LP_MEM_CATEGORY_PARAMETER, "model parameters")) ||
-        !(m->grad_block =
-              lp_alloc((size_t)m->n_floats * sizeof(float), LP_MEM_CATEGORY_GRADIENT, "model gradients")))
+              lp_alloc((size_t)m->n_floats * sizeof(float), LP_MEM_CATEGORY_PARAMETER, "model parameters")))
         return lp_err_wrap(LP_STATUS_NO_MEMORY, "%s: allocating %lld parameters", m->dir,
                            (long long)m->n_floats);
+    for (size_t i = 0; i < m->n_params; i++) { // data pointers first: the gradient layout sets grads
+        m->params[i].data = m->param_block + m->slots[i].offset;
+        *m->slots[i].w = m->params[i].data;
+    }
+    if ((st = lp_model__layout_grads(m)) != LP_OK)
+        return st;
     lp_rng rng;
     lp_rng_init(&rng, m->opt.seed, LP_RNG_STREAM_INIT);
     for (size_t i = 0; i < m->n_params; i++) {
         lp_model_param *p = &m->params[i];
         lp_model_pslot *s = &m->slots[i];
-        p->data = m->param_block + s->offset;
-        p->grad = p->trainable ? m->grad_block + s->offset : NULL;
-        *s->w = p->data;
-        *s->g = p->grad;
         if (s->src) {
             convert(p->data, s->src);
             continue;
@@ -383,9 +389,14 @@ lp_status lp_model__build_bert(lp_model *m, const lp_st_set *w)
         case LP_INIT_SINUSOID:
             sinusoid(p->data, p->shape[0], p->shape[1]);
             break;
+        case LP_INIT_KAIMING: {
+            float bound = 1.0f / sqrtf((float)p->shape[1]);
+            lp_rng_uniform(&rng, p->data, p->numel, -bound, bound);
+            break;
+        }
         default:
             break; // zero: lp_alloc zero-fills
         }
     }
-    return LP_OK;
+    return lp_model__peft_finish(m);
 }

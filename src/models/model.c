@@ -270,6 +270,7 @@ void lp_model_free(lp_model *m)
 {
     if (!m)
         return;
+    lp_model__peft_free(m);
     lp_free(m->param_block);
     lp_free(m->grad_block);
     lp_free(m->act_block);
@@ -282,6 +283,10 @@ void lp_model_free(lp_model *m)
     free(m->params);
     free(m->slots);
     free(m->layers);
+    if (m->lins)
+        for (size_t i = 0; i < m->n_lins; i++)
+            free(m->lins[i].module);
+    free(m->lins);
     free(m->layer_rng);
     free(m->lact);
     free(m->ckpt_out);
@@ -339,6 +344,8 @@ static lp_status run_encoder(lp_model *m, const int32_t *ids, const int32_t *mas
     if (st != LP_OK)
         return st;
     bind(m, B, T);
+    if ((st = lp_model__peft_bind(m, B, T)) != LP_OK)
+        return st;
     const int64_t N = (int64_t)B * T;
     memcpy(m->ids, ids, (size_t)N * sizeof *ids);
     for (int64_t b = 0; b < B; b++) {
@@ -367,6 +374,7 @@ static lp_status run_encoder(lp_model *m, const int32_t *ids, const int32_t *mas
                               types[i], (long long)i, (long long)m->emb.TT);
 
     lp_nn_ctx ctx = run_ctx(m, &m->rng);
+    m->pass_ctx = ctx; // adapters and quantized bases read the pass through their ctx pointer
     if ((st = lp_nn_embedding_forward(&m->emb, &ctx, &m->emb_act, m->ids, types, B, T)) != LP_OK)
         return st;
     const float *x = m->emb_act.out;
@@ -459,8 +467,10 @@ lp_status lp_model_backward(lp_model *m)
         if (m->fwd_ckpt) { // recompute the layer from its kept input with the same dropout masks
             lp_rng r = m->layer_rng[l];
             lp_nn_ctx rc = {.training = m->fwd_training, .exec = m->fwd_exec, .rng = &r};
+            m->pass_ctx = rc;
             lp_nn_encoder_layer_forward(&m->layers[l], &rc, a, x, m->mask, B, T);
         }
+        m->pass_ctx = ctx;
         lp_nn_encoder_layer_backward(&m->layers[l], &ctx, a, dB, dA, x, m->mask, scratch, B, T);
         float *t = dA;
         dA = dB;
@@ -474,7 +484,8 @@ lp_status lp_model_backward(lp_model *m)
 void lp_model_zero_grad(lp_model *m)
 {
     LP_PROF_SCOPE(LP_PROF_NAME_OPTIMIZER_ZERO_GRAD);
-    memset(m->grad_block, 0, (size_t)m->n_floats * sizeof(float));
+    if (m->n_grad_floats)
+        memset(m->grad_block, 0, (size_t)m->n_grad_floats * sizeof(float));
 }
 
 lp_status lp_model_embed(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
@@ -511,15 +522,48 @@ const lp_model_param *lp_model_param_find(const lp_model *m, const char *name)
     return NULL;
 }
 
+lp_status lp_model__layout_grads(lp_model *m)
+{
+    int64_t n = 0;
+    for (size_t i = 0; i < m->n_params; i++)
+        if (m->params[i].trainable)
+            n += (m->params[i].numel + 15) & ~(int64_t)15; // 64-byte aligned, as the parameters
+    float *g = NULL;
+    if (n && !(g = lp_alloc((size_t)n * sizeof(float), LP_MEM_CATEGORY_GRADIENT, "model gradients")))
+        return lp_err_wrap(LP_STATUS_NO_MEMORY, "%s: allocating gradients of %lld floats", m->dir, (long long)n);
+    int64_t off = 0;
+    for (size_t i = 0; i < m->n_params; i++) {
+        lp_model_param *p = &m->params[i];
+        lp_model_pslot *s = &m->slots[i];
+        int64_t goff = -1;
+        if (p->trainable) {
+            goff = off;
+            off += (p->numel + 15) & ~(int64_t)15;
+            if (s->goff >= 0) // keep what was accumulated
+                memcpy(g + goff, m->grad_block + s->goff, (size_t)p->numel * sizeof(float));
+        }
+        s->goff = goff;
+        p->grad = goff >= 0 ? g + goff : NULL;
+        *s->g = p->grad;
+    }
+    lp_free(m->grad_block);
+    m->grad_block = g;
+    m->n_grad_floats = n;
+    return LP_OK;
+}
+
 lp_status lp_model_set_trainable(lp_model *m, const char *name, bool trainable)
 {
     for (size_t i = 0; i < m->n_params; i++)
         if (!strcmp(m->params[i].name, name)) {
             lp_model_param *p = &m->params[i];
+            if (p->trainable == trainable)
+                return LP_OK;
             p->trainable = trainable;
-            p->grad = trainable ? m->grad_block + m->slots[i].offset : NULL;
-            *m->slots[i].g = p->grad;
-            return LP_OK;
+            lp_status st = lp_model__layout_grads(m); // frozen parameters get no gradient buffer
+            if (st != LP_OK)
+                p->trainable = !trainable;
+            return st;
         }
     return lp_err(LP_STATUS_INVALID_ARG, "model %s has no parameter '%s'", m->dir, name);
 }

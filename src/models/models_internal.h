@@ -12,9 +12,30 @@ typedef struct lp_model_pslot {
     int init;                /* INIT_NORMAL, INIT_ZERO, INIT_ONE, INIT_SINUSOID */
     int64_t offset;          /* floats into the blocks */
     int64_t pad_row;         /* embedding row zeroed at init (-1: none) */
+    int64_t goff;            /* floats into the gradient block, -1 when it has no gradient */
 } lp_model_pslot;
 
-enum { LP_INIT_NORMAL = 0, LP_INIT_ZERO, LP_INIT_ONE, LP_INIT_SINUSOID };
+/* INIT_KAIMING: U(-1/sqrt(in), 1/sqrt(in)) over a (out,in) matrix, PyTorch's default Linear
+ * init and PEFT's lora_A init (kaiming_uniform_ with a = sqrt(5)). */
+enum { LP_INIT_NORMAL = 0, LP_INIT_ZERO, LP_INIT_ONE, LP_INIT_SINUSOID, LP_INIT_KAIMING };
+
+/* An encoder Linear (the modules LoRA can target). */
+typedef struct lp_model_linear {
+    lp_nn_linear *lin;
+    char *module;            /* HF module name, e.g. "distilbert.transformer.layer.0.attention.q_lin" (owned) */
+    int32_t role;            /* 0..5: q, k, v, o, ffn_in, ffn_out */
+    int32_t layer;
+    size_t wparam;           /* index of its weight in params (SIZE_MAX when quantized) */
+    bool adapted;
+    struct lp_qweight *q;    /* quantized base (owned), or NULL */
+} lp_model_linear;
+
+/* One LoRA adapter (peft_setup.c). */
+typedef struct lp_model_adapter {
+    lp_model_linear *ml;
+    lp_nn_lora lora;
+    size_t pa, pb;           /* indexes of lora_A and lora_B in params */
+} lp_model_adapter;
 
 struct lp_model {
     char *dir;         /* source directory (owned) */
@@ -34,6 +55,22 @@ struct lp_model {
     lp_model_pslot *slots;
     char **names; /* owned HF names */
     size_t n_params, cap_params;
+
+    int64_t n_grad_floats;     /* the gradient block holds the trainable parameters only */
+
+    /* encoder Linears and LoRA / QLoRA (peft_setup.c) */
+    lp_model_linear *lins;     /* (L*6) */
+    size_t n_lins;
+    lp_lora_options lora;      /* resolved; strings borrowed from opt or owned below */
+    char *lora_targets;        /* owned: target_modules as saved (comma-joined) */
+    char **mts;                /* owned modules_to_save entries */
+    size_t n_mts;
+    lp_model_adapter *adapters;
+    size_t n_adapters;
+    lp_st_file *adapter_file;  /* open while the model is built */
+    lp_nn_ctx pass_ctx;        /* what adapters and quantized bases read during a pass */
+    float *lora_act; uint8_t *lora_u8; float *lora_tmp;
+    int64_t lora_act_cap, lora_u8_cap, lora_tmp_cap;
 
     lp_nn_embedding emb;
     lp_nn_encoder_layer *layers;
@@ -72,5 +109,30 @@ struct lp_model {
 /* Builds the modules and the parameter table from m->cfg and the checkpoint (w may be NULL:
  * everything initialized from the seed), allocates and fills the blocks. */
 lp_status lp_model__build_bert(lp_model *m, const lp_st_set *w);
+
+/* Appends a parameter to the table (data and grad pointers land in *w and *g once the blocks
+ * exist). ndim 1 or 2; d1 ignored for ndim 1. */
+lp_status lp_model__add_param(lp_model *m, const char *name, int ndim, int64_t d0, int64_t d1, float **w, float **g,
+                              const lp_st_tensor *src, int init, bool no_decay);
+/* Records an encoder Linear as it is wired (module name copied). */
+lp_status lp_model__note_linear(lp_model *m, lp_nn_linear *lin, const char *module, int32_t role, int32_t layer,
+                                size_t wparam);
+/* After wire(): applies m->opt.lora (targets, frozen base, head trainable, adapter params and
+ * the adapter file's tensors as their sources). No-op without LoRA. */
+lp_status lp_model__peft_setup(lp_model *m);
+/* After the blocks are filled: quantizes bases, closes the adapter file. */
+lp_status lp_model__peft_finish(lp_model *m);
+/* Sizes and binds the adapters' saved activations and scratch for a (B,T) batch. */
+lp_status lp_model__peft_bind(lp_model *m, int64_t B, int64_t T);
+void lp_model__peft_free(lp_model *m);
+/* Lays out the gradient block for the parameters trainable now (keeping existing gradients). */
+lp_status lp_model__layout_grads(lp_model *m);
+/* The f32 weight to save for params[i] (merged with its adapter when it has one): *buf is
+ * set when a new buffer was allocated (caller frees with free()); NULL + lp_err on OOM. */
+const float *lp_model__saved_weight(const lp_model *m, size_t i, float **buf);
+/* True when the parameter's module is in modules_to_save (PEFT's endswith rule). */
+bool lp_model__in_modules_to_save(const lp_model *m, const char *param);
+/* True for lora_A/lora_B parameters (not part of the saved HF model). */
+bool lp_model__is_adapter_param(const lp_model *m, size_t i);
 
 #endif

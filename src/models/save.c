@@ -62,17 +62,35 @@ static lp_status write_config(const lp_model *m, const char *path)
 
 static lp_status write_weights(const lp_model *m, const char *path)
 {
+    // adapters are merged into their base weights (PEFT's merge_and_unload) and not saved
     lp_st_write_tensor *t = calloc(m->n_params ? m->n_params : 1, sizeof *t);
-    if (!t)
-        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
+    float **bufs = calloc(m->n_params ? m->n_params : 1, sizeof *bufs);
+    lp_status st = LP_OK;
+    size_t k = 0;
+    if (!t || !bufs) {
+        st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
+        goto out;
+    }
     for (size_t i = 0; i < m->n_params; i++) {
         const lp_model_param *p = &m->params[i];
-        t[i] = (lp_st_write_tensor){
-            .name = p->name, .dtype = LP_ST_DTYPE_F32, .ndim = p->ndim, .shape = p->shape, .data = p->data};
+        if (lp_model__is_adapter_param(m, i))
+            continue;
+        const float *data = lp_model__saved_weight(m, i, &bufs[i]);
+        if (!data) {
+            st = LP_STATUS_NO_MEMORY;
+            goto out;
+        }
+        t[k++] = (lp_st_write_tensor){
+            .name = p->name, .dtype = LP_ST_DTYPE_F32, .ndim = p->ndim, .shape = p->shape, .data = data};
     }
     // transformers refuses safetensors whose metadata lacks a known "format"
     static const char *const meta[] = {"format", "pt"};
-    lp_status st = lp_st_write(path, t, m->n_params, meta, 1);
+    st = lp_st_write(path, t, k, meta, 1);
+out:
+    if (bufs)
+        for (size_t i = 0; i < m->n_params; i++)
+            free(bufs[i]);
+    free(bufs);
     free(t);
     return st;
 }

@@ -29,18 +29,39 @@ lp_status lp_exec_mode_parse(const char *s, lp_exec_mode *out)
     return LP_OK;
 }
 
+void lp_nn__base_forward(const lp_nn_linear *l, float *out, const float *inp, int64_t N)
+{
+    // out (N,out) = inp (N,in) @ w^T (in,out) + b
+    lp_matmul_forward(out, inp, l->w, l->b, N, l->in, l->out);
+}
+
+void lp_nn__base_backward(const lp_nn_linear *l, float *dinp, const float *dout, const float *inp, int64_t N)
+{
+    if (l->lora) { // the base is frozen under an adapter (PEFT): at most the input gradient
+        if (dinp)
+            lp_matmul_backward(dinp, NULL, NULL, dout, inp, l->w, N, l->in, l->out);
+        return;
+    }
+    lp_matmul_backward(dinp, l->dw, l->b ? l->db : NULL, dout, inp, l->w, N, l->in, l->out);
+}
+
 void lp_nn_linear_forward(const lp_nn_linear *l, float *out, const float *inp, int64_t N)
 {
     lp_nn__push(l->fwd_name);
-    // out (N,out) = inp (N,in) @ w^T (in,out) + b
-    lp_matmul_forward(out, inp, l->w, l->b, N, l->in, l->out);
+    if (l->lora)
+        lp_nn__lora_forward(l, out, inp, N);
+    else
+        lp_nn__base_forward(l, out, inp, N);
     lp_nn__pop(l->fwd_name);
 }
 
 void lp_nn_linear_backward(const lp_nn_linear *l, float *dinp, const float *dout, const float *inp, int64_t N)
 {
     lp_nn__push(l->bwd_name);
-    lp_matmul_backward(dinp, l->dw, l->b ? l->db : NULL, dout, inp, l->w, N, l->in, l->out);
+    if (l->lora)
+        lp_nn__lora_backward(l, dinp, dout, inp, N);
+    else
+        lp_nn__base_backward(l, dinp, dout, inp, N);
     lp_nn__pop(l->bwd_name);
 }
 

@@ -17,6 +17,14 @@ static inline void lp_nn__pop(const char *name)
         lp_prof_range_pop();
 }
 
+/* The Linear's base alone (f32 or quantized weight, bias): out (N,out) =; backward: dinp =
+ * (NULL: skipped), dw/db += unless frozen (always frozen under an adapter). */
+void lp_nn__base_forward(const lp_nn_linear *l, float *out, const float *inp, int64_t N);
+void lp_nn__base_backward(const lp_nn_linear *l, float *dinp, const float *dout, const float *inp, int64_t N);
+/* A Linear with l->lora: base + adapter (lora.c). */
+void lp_nn__lora_forward(const lp_nn_linear *l, float *out, const float *inp, int64_t N);
+void lp_nn__lora_backward(const lp_nn_linear *l, float *dinp, const float *dout, const float *inp, int64_t N);
+
 /* y (n) += x (n) */
 void lp_nn__add_inplace(float *y, const float *x, int64_t n);
 /* out (n) = a (n) + b (n) */

@@ -1,0 +1,637 @@
+/* LoRA / QLoRA on a loaded model, as PEFT builds it: which encoder Linears get an adapter
+ * (loupe roles or PEFT's module-name suffix rule), the frozen base (no gradient buffers), the
+ * trainable head (modules_to_save), lora_A/lora_B parameters initialized as PEFT does or read
+ * from a PEFT adapter directory, and the per-batch buffers the adapters keep. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models_internal.h"
+
+#define NAME_LEN 256
+static const char *const role_names[6] = {"q", "k", "v", "o", "ffn_in", "ffn_out"};
+
+lp_status lp_model__note_linear(lp_model *m, lp_nn_linear *lin, const char *module, int32_t role,
+                                int32_t layer, size_t wparam)
+{
+    lp_model_linear *ml = &m->lins[m->n_lins];
+    memset(ml, 0, sizeof *ml);
+    if (!(ml->module = strdup(module)))
+        return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory");
+    ml->lin = lin;
+    ml->role = role;
+    ml->layer = layer;
+    ml->wparam = wparam;
+    m->n_lins++;
+    return LP_OK;
+}
+
+/* PEFT's rule: the module name equals the entry or ends with "." + entry. */
+static bool suffix_match(const char *module, const char *entry)
+{
+    size_t a = strlen(module), b = strlen(entry);
+    if (a == b)
+        return !strcmp(module, entry);
+    return a > b && module[a - b - 1] == '.' && !strcmp(module + a - b, entry);
+}
+
+/* ---- the adapter directory's config ----------------------------------------------------- */
+
+typedef struct adapter_cfg {
+    int32_t r;
+    double alpha, dropout;
+    bool rslora;
+    char **targets; /* list entries, or one regex (target_regex) */
+    size_t n_targets;
+    char *target_regex;
+    char **mts;
+    size_t n_mts;
+} adapter_cfg;
+
+static void adapter_cfg_free(adapter_cfg *c)
+{
+    for (size_t i = 0; i < c->n_targets; i++)
+        free(c->targets[i]);
+    free(c->targets);
+    free(c->target_regex);
+    for (size_t i = 0; i < c->n_mts; i++)
+        free(c->mts[i]);
+    free(c->mts);
+    memset(c, 0, sizeof *c);
+}
+
+static lp_status str_list(const cJSON *a, const char *path, const char *key, char ***out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!a || cJSON_IsNull(a))
+        return LP_OK;
+    if (!cJSON_IsArray(a))
+        return lp_err(LP_STATUS_FORMAT, "%s: \"%s\" is not a list of strings", path, key);
+    int cnt = cJSON_GetArraySize(a);
+    if (!(*out = calloc((size_t)cnt + 1, sizeof **out)))
+        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
+    for (int i = 0; i < cnt; i++) {
+        const cJSON *e = cJSON_GetArrayItem(a, i);
+        if (!cJSON_IsString(e))
+            return lp_err(LP_STATUS_FORMAT, "%s: \"%s\"[%d] is not a string", path, key, i);
+        if (!((*out)[(*n)++] = strdup(e->valuestring)))
+            return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
+    }
+    return LP_OK;
+}
+
+static lp_status read_adapter_cfg(const char *dir, adapter_cfg *c)
+{
+    memset(c, 0, sizeof *c);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/adapter_config.json", dir);
+    char *text = NULL;
+    size_t len = 0;
+    lp_status st = lp_file_read_all(path, &text, &len);
+    if (st != LP_OK)
+        return st;
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    free(text);
+    if (!root || !cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return lp_err(LP_STATUS_FORMAT, "%s: not a JSON object", path);
+    }
+#define GET(k) cJSON_GetObjectItemCaseSensitive(root, k)
+    const cJSON *v = GET("peft_type");
+    if (!cJSON_IsString(v) || strcmp(v->valuestring, "LORA")) {
+        st = lp_err(LP_STATUS_UNSUPPORTED, "%s: peft_type is %s; loupe loads LORA adapters", path,
+                    cJSON_IsString(v) ? v->valuestring : "missing");
+        goto out;
+    }
+    v = GET("r");
+    c->r = cJSON_IsNumber(v) ? (int32_t)v->valuedouble : 8;
+    if (c->r < 1 || c->r > 65536 || (cJSON_IsNumber(v) && v->valuedouble != (double)c->r)) {
+        st = lp_err(LP_STATUS_FORMAT, "%s: r must be a positive integer", path);
+        goto out;
+    }
+    v = GET("lora_alpha");
+    c->alpha = cJSON_IsNumber(v) ? v->valuedouble : 8.0;
+    v = GET("lora_dropout");
+    c->dropout = cJSON_IsNumber(v) ? v->valuedouble : 0.0;
+    if (!(c->dropout >= 0.0 && c->dropout < 1.0) || !isfinite(c->alpha)) {
+        st = lp_err(LP_STATUS_FORMAT, "%s: lora_dropout must be in [0, 1) and lora_alpha finite", path);
+        goto out;
+    }
+    c->rslora = cJSON_IsTrue(GET("use_rslora"));
+    // settings that change the math loupe does not implement: refuse rather than load wrong
+    v = GET("bias");
+    if (cJSON_IsString(v) && strcmp(v->valuestring, "none")) {
+        st = lp_err(LP_STATUS_UNSUPPORTED, "%s: bias \"%s\" (only \"none\" is supported)", path,
+                    v->valuestring);
+        goto out;
+    }
+    static const char *const must_false[] = {"fan_in_fan_out", "use_dora", "lora_bias", NULL};
+    for (int i = 0; must_false[i]; i++)
+        if (cJSON_IsTrue(GET(must_false[i]))) {
+            st = lp_err(LP_STATUS_UNSUPPORTED, "%s: %s is true (not supported)", path, must_false[i]);
+            goto out;
+        }
+    static const char *const must_empty[] = {"rank_pattern", "alpha_pattern", NULL};
+    for (int i = 0; must_empty[i]; i++) {
+        v = GET(must_empty[i]);
+        if (v && !cJSON_IsNull(v) && cJSON_GetArraySize(v) > 0) {
+            st = lp_err(LP_STATUS_UNSUPPORTED, "%s: %s is not empty (per-module ranks are not supported)",
+                        path, must_empty[i]);
+            goto out;
+        }
+    }
+    v = GET("layers_to_transform");
+    if (v && !cJSON_IsNull(v)) {
+        st = lp_err(LP_STATUS_UNSUPPORTED, "%s: layers_to_transform is set (not supported)", path);
+        goto out;
+    }
+    v = GET("target_modules");
+    if (cJSON_IsString(v)) {
+        if (!(c->target_regex = strdup(v->valuestring))) {
+            st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
+            goto out;
+        }
+    } else if ((st = str_list(v, path, "target_modules", &c->targets, &c->n_targets)) != LP_OK) {
+        goto out;
+    } else if (!c->n_targets) {
+        st = lp_err(LP_STATUS_FORMAT, "%s: target_modules is missing or empty", path);
+        goto out;
+    }
+    st = str_list(GET("modules_to_save"), path, "modules_to_save", &c->mts, &c->n_mts);
+#undef GET
+out:
+    cJSON_Delete(root);
+    if (st != LP_OK)
+        adapter_cfg_free(c);
+    return st;
+}
+
+/* ---- which Linears are adapted ------------------------------------------------------------ */
+
+static lp_status mark_list(lp_model *m, char *const *entries, size_t n, bool strict, const char *what)
+{
+    for (size_t e = 0; e < n; e++) {
+        const char *t = entries[e];
+        bool hit = false;
+        int role = -1;
+        for (int r = 0; r < 6; r++)
+            if (!strcmp(t, role_names[r]))
+                role = r;
+        bool all = !strcmp(t, "all") || !strcmp(t, "all-linear");
+        for (size_t i = 0; i < m->n_lins; i++) {
+            lp_model_linear *ml = &m->lins[i];
+            if (all || (role >= 0 ? ml->role == role : suffix_match(ml->module, t))) {
+                ml->adapted = true;
+                hit = true;
+            }
+        }
+        if (!hit && strict) {
+            char list[512];
+            size_t k = 0;
+            for (int r = 0; r < 6 && m->n_lins >= 6; r++) {
+                const char *mod = m->lins[r].module, *dot = strrchr(mod, '.');
+                k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", r ? ", " : "", dot ? dot + 1 : mod);
+                if (k >= sizeof list)
+                    break;
+            }
+            return lp_err(
+                LP_STATUS_INVALID_ARG,
+                "%s: target '%s' matches no Linear of %s (roles: q, k, v, o, ffn_in, ffn_out, all; module "
+                "names of layer 0: %s)",
+                what, t, m->dir, list);
+        }
+    }
+    return LP_OK;
+}
+
+static lp_status mark_regex(lp_model *m, const char *re, const char *what)
+{
+    char *anchored = malloc(strlen(re) + 8);
+    if (!anchored)
+        return lp_err(LP_STATUS_NO_MEMORY, "out of memory");
+    sprintf(anchored, "^(%s)$", re); // Python's re.fullmatch
+    regex_t rx;
+    int rc = regcomp(&rx, anchored, REG_EXTENDED | REG_NOSUB);
+    free(anchored);
+    if (rc != 0)
+        return lp_err(LP_STATUS_UNSUPPORTED, "%s: target_modules regex '%s' is not a POSIX extended regex",
+                      what, re);
+    for (size_t i = 0; i < m->n_lins; i++)
+        if (regexec(&rx, m->lins[i].module, 0, NULL, 0) == 0)
+            m->lins[i].adapted = true;
+    regfree(&rx);
+    return LP_OK;
+}
+
+/* Splits a comma list into owned strings. */
+static lp_status split_commas(const char *s, char ***out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    size_t cap = 1;
+    for (const char *p = s; *p; p++)
+        cap += *p == ',';
+    if (!(*out = calloc(cap, sizeof **out)))
+        return lp_err(LP_STATUS_NO_MEMORY, "out of memory");
+    const char *p = s;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        while (len && (*p == ' ')) {
+            p++;
+            len--;
+        }
+        while (len && p[len - 1] == ' ')
+            len--;
+        if (len) {
+            if (!((*out)[*n] = strndup(p, len)))
+                return lp_err(LP_STATUS_NO_MEMORY, "out of memory");
+            (*n)++;
+        }
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return LP_OK;
+}
+
+static void free_strs(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* The target_modules to save: for each adapted module the shortest dotted suffix that
+ * matches (PEFT's rule) no module left without an adapter, deduplicated; so PEFT wraps
+ * exactly the modules loupe adapted ("q_lin", or "layer.0.output.dense" where "dense" and
+ * "output.dense" would also catch other modules). */
+static lp_status saved_targets(lp_model *m)
+{
+    size_t cap = 16;
+    for (size_t i = 0; i < m->n_lins; i++)
+        cap += strlen(m->lins[i].module) + 3;
+    char *out = calloc(cap, 1);
+    if (!out)
+        return lp_err(LP_STATUS_NO_MEMORY, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < m->n_lins; i++) {
+        if (!m->lins[i].adapted)
+            continue;
+        const char *mod = m->lins[i].module, *suf = mod + strlen(mod);
+        for (;;) { // grow the suffix one component at a time
+            while (suf > mod && suf[-1] != '.')
+                suf--;
+            bool clean = true;
+            for (size_t j = 0; j < m->n_lins && clean; j++)
+                if (!m->lins[j].adapted && suffix_match(m->lins[j].module, suf))
+                    clean = false;
+            // the head's and pooler's Linears: never adapted by loupe
+            static const char *const others[] = {"classifier", "pre_classifier", "bert.pooler.dense",
+                                                 "pooler.dense"};
+            for (size_t j = 0; j < 4 && clean; j++)
+                if (suffix_match(others[j], suf))
+                    clean = false;
+            if (clean || suf == mod)
+                break;
+            suf--; // step over the dot
+        }
+        // deduplicate
+        bool dup = false;
+        const char *p = out;
+        size_t sl = strlen(suf);
+        while (*p) {
+            const char *e = strchr(p, ',');
+            size_t len = e ? (size_t)(e - p) : strlen(p);
+            if (len == sl && !strncmp(p, suf, sl))
+                dup = true;
+            if (!e)
+                break;
+            p = e + 1;
+        }
+        if (!dup)
+            k += (size_t)snprintf(out + k, cap - k, "%s%s", k ? "," : "", suf);
+    }
+    free(m->lora_targets);
+    m->lora_targets = out;
+    return LP_OK;
+}
+
+/* ---- setup --------------------------------------------------------------------------------- */
+
+static const lp_st_tensor *adapter_tensor(const lp_model *m, const char *name, int64_t d0, int64_t d1,
+                                          lp_status *st)
+{
+    if (!m->adapter_file)
+        return NULL;
+    char key[NAME_LEN + 32];
+    snprintf(key, sizeof key, "base_model.model.%s", name);
+    const lp_st_tensor *t = lp_st_find(m->adapter_file, key);
+    if (!t) {
+        *st = lp_err(LP_STATUS_FORMAT, "%s: adapter has no tensor '%s' (its config targets this module)",
+                     lp_st_path(m->adapter_file), key);
+        return NULL;
+    }
+    bool ok = d1 ? t->ndim == 2 && t->shape[0] == d0 && t->shape[1] == d1 : t->ndim == 1 && t->shape[0] == d0;
+    if (!ok) {
+        *st = lp_err(LP_STATUS_FORMAT, "%s: tensor '%s' should have shape [%lld%s%lld]", t->file, key,
+                     (long long)d0, d1 ? ", " : "", d1 ? (long long)d1 : 0LL);
+        return NULL;
+    }
+    if (t->dtype != LP_ST_DTYPE_F32 && t->dtype != LP_ST_DTYPE_F16 && t->dtype != LP_ST_DTYPE_BF16 &&
+        t->dtype != LP_ST_DTYPE_F64) {
+        *st = lp_err(LP_STATUS_FORMAT, "%s: tensor '%s' has dtype %s (float expected)", t->file, key,
+                     lp_st_dtype_name(t->dtype));
+        return NULL;
+    }
+    return t;
+}
+
+lp_status lp_model__peft_setup(lp_model *m)
+{
+    if (!m->opt.lora.enabled)
+        return LP_OK;
+    lp_lora_options *o = &m->lora;
+    *o = m->opt.lora;
+    if (!m->has_head)
+        return lp_err(LP_STATUS_INVALID_ARG, "%s: LoRA needs a classification head (load with task seq_cls)",
+                      m->dir);
+    if (o->base_dtype != LP_DTYPE_F32 && o->base_dtype != LP_DTYPE_NF4 && o->base_dtype != LP_DTYPE_INT8)
+        return lp_err(LP_STATUS_INVALID_ARG, "LoRA base dtype %s (expected f32, int8 or nf4)",
+                      lp_dtype_name(o->base_dtype));
+    if (o->base_dtype != LP_DTYPE_F32)
+        return lp_err(LP_STATUS_UNSUPPORTED,
+                      "quantized LoRA bases (--base-dtype %s) need the quantization "
+                      "kernels, which this build does not have yet",
+                      lp_dtype_name(o->base_dtype));
+    lp_status st = LP_OK;
+    char *const default_mts[] = {"classifier", "score"}; // PeftModelForSequenceClassification's
+    char **mts = NULL;
+    size_t n_mts = 0;
+    if (o->adapter_dir && *o->adapter_dir) {
+        adapter_cfg ac;
+        if ((st = read_adapter_cfg(o->adapter_dir, &ac)) != LP_OK)
+            return st;
+        o->rank = ac.r;
+        o->alpha = ac.alpha;
+        o->dropout = (float)ac.dropout;
+        o->rslora = ac.rslora;
+        char what[4200];
+        snprintf(what, sizeof what, "%s/adapter_config.json", o->adapter_dir);
+        st = ac.target_regex ? mark_regex(m, ac.target_regex, what)
+                             : mark_list(m, ac.targets, ac.n_targets, false, what);
+        // PEFT adds classifier/score for SEQ_CLS whatever the file lists
+        for (size_t i = 0; st == LP_OK && i < 2; i++) {
+            bool have = false;
+            for (size_t j = 0; j < ac.n_mts; j++)
+                have |= !strcmp(ac.mts[j], default_mts[i]);
+            if (!have) {
+                char **nm = realloc(ac.mts, (ac.n_mts + 1) * sizeof *nm);
+                if (!nm || !(nm[ac.n_mts] = strdup(default_mts[i]))) {
+                    if (nm)
+                        ac.mts = nm;
+                    st = lp_err(LP_STATUS_NO_MEMORY, "out of memory");
+                    break;
+                }
+                ac.mts = nm;
+                ac.n_mts++;
+            }
+        }
+        mts = ac.mts;
+        n_mts = ac.n_mts;
+        ac.mts = NULL;
+        ac.n_mts = 0;
+        adapter_cfg_free(&ac);
+        if (st == LP_OK) {
+            char p[4096];
+            snprintf(p, sizeof p, "%s/adapter_model.safetensors", o->adapter_dir);
+            st = lp_st_open(p, &m->adapter_file);
+            if (st == LP_STATUS_IO) {
+                snprintf(p, sizeof p, "%s/adapter_model.bin", o->adapter_dir);
+                FILE *f = fopen(p, "rb");
+                if (f) {
+                    fclose(f);
+                    st = lp_err(LP_STATUS_UNSUPPORTED,
+                                "%s: pickle adapters are not read; save it with "
+                                "safe_serialization=True (adapter_model.safetensors)",
+                                p);
+                }
+            }
+        }
+    } else {
+        if (o->rank == 0)
+            o->rank = 8;
+        if (o->alpha == 0)
+            o->alpha = 16;
+        if (o->rank < 0 || o->rank > 65536)
+            return lp_err(LP_STATUS_INVALID_ARG, "LoRA rank %d (expected 1..65536)", o->rank);
+        if (!(o->dropout >= 0.0f && o->dropout < 1.0f) || !isfinite(o->alpha) || o->alpha <= 0)
+            return lp_err(LP_STATUS_INVALID_ARG, "LoRA dropout %g must be in [0, 1) and alpha %g positive",
+                          (double)o->dropout, o->alpha);
+        const char *t = o->targets && *o->targets ? o->targets
+                        : m->cfg.distilbert       ? "q_lin,v_lin"
+                                                  : "query,value";
+        char **ents;
+        size_t ne;
+        if ((st = split_commas(t, &ents, &ne)) == LP_OK) {
+            if (!ne)
+                st = lp_err(LP_STATUS_INVALID_ARG, "LoRA targets '%s' name no module", t);
+            else
+                st = mark_list(m, ents, ne, true, "--targets");
+        }
+        free_strs(ents, ne);
+        if (st == LP_OK)
+            st = split_commas("classifier,score", &mts, &n_mts); // freed with the model, even on error
+    }
+    m->mts = mts;
+    m->n_mts = n_mts;
+    if (st != LP_OK)
+        return st;
+    o->adapter_dir = NULL; // borrowed string: not kept past load
+    o->targets = NULL;
+    o->enabled = true;
+
+    size_t n_ad = 0;
+    for (size_t i = 0; i < m->n_lins; i++)
+        n_ad += m->lins[i].adapted;
+    if (!n_ad)
+        return lp_err(LP_STATUS_INVALID_ARG, "%s: the LoRA targets match no Linear module of %s",
+                      m->opt.lora.adapter_dir ? m->opt.lora.adapter_dir : "--targets", m->dir);
+    if ((st = saved_targets(m)) != LP_OK)
+        return st;
+
+    /* the base is frozen; the head (modules_to_save) is trained in full, from the adapter if given */
+    size_t n_base = m->n_params;
+    for (size_t i = 0; i < n_base; i++) {
+        lp_model_param *p = &m->params[i];
+        bool save = lp_model__in_modules_to_save(m, p->name);
+        p->trainable = save;
+        if (save && m->adapter_file) {
+            const lp_st_tensor *t =
+                adapter_tensor(m, p->name, p->shape[0], p->ndim == 2 ? p->shape[1] : 0, &st);
+            if (!t)
+                return st;
+            m->slots[i].src = t;
+            p->from_checkpoint = true;
+        }
+    }
+
+    /* adapters: appended after every base parameter, so base initialization is unchanged */
+    if (!(m->adapters = calloc(n_ad, sizeof *m->adapters)))
+        return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory");
+    const double scale = o->rslora ? o->alpha / sqrt((double)o->rank) : o->alpha / (double)o->rank;
+    for (size_t i = 0; i < m->n_lins; i++) {
+        lp_model_linear *ml = &m->lins[i];
+        if (!ml->adapted)
+            continue;
+        lp_model_adapter *ad = &m->adapters[m->n_adapters++];
+        ad->ml = ml;
+        lp_nn_lora *lo = &ad->lora;
+        lo->r = o->rank;
+        lo->scale = (float)scale;
+        lo->dropout = o->dropout;
+        char n[NAME_LEN];
+        const int64_t in = ml->lin->in, out = ml->lin->out;
+        snprintf(n, sizeof n, "%s.lora_A.weight", ml->module);
+        const lp_st_tensor *ta = adapter_tensor(m, n, o->rank, in, &st);
+        if (m->adapter_file && !ta)
+            return st;
+        ad->pa = m->n_params;
+        if ((st = lp_model__add_param(m, n, 2, o->rank, in, &lo->A, &lo->dA, ta, LP_INIT_KAIMING, false)) !=
+            LP_OK)
+            return st;
+        snprintf(n, sizeof n, "%s.lora_B.weight", ml->module);
+        const lp_st_tensor *tb = adapter_tensor(m, n, out, o->rank, &st);
+        if (m->adapter_file && !tb)
+            return st;
+        ad->pb = m->n_params;
+        if ((st = lp_model__add_param(m, n, 2, out, o->rank, &lo->B, &lo->dB, tb, LP_INIT_ZERO, false)) !=
+            LP_OK)
+            return st;
+        ml->lin->lora = lo;
+        ml->lin->ctx = &m->pass_ctx;
+    }
+
+    /* every tensor of the adapter file must have been used: a key loupe did not place means
+     * the adapter was made for another model or targets modules loupe cannot adapt */
+    if (m->adapter_file) {
+        for (size_t k = 0; k < lp_st_count(m->adapter_file); k++) {
+            const lp_st_tensor *t = lp_st_at(m->adapter_file, k);
+            bool used = false;
+            for (size_t i = 0; i < m->n_params && !used; i++)
+                used = m->slots[i].src == t;
+            if (!used)
+                return lp_err(LP_STATUS_FORMAT, "%s: tensor '%s' belongs to no module loupe adapted in %s",
+                              t->file, t->name, m->dir);
+        }
+    }
+    return LP_OK;
+}
+
+lp_status lp_model__peft_finish(lp_model *m)
+{
+    lp_st_close(m->adapter_file); // every tensor was copied into the parameter block
+    m->adapter_file = NULL;
+    return LP_OK;
+}
+
+lp_status lp_model__peft_bind(lp_model *m, int64_t B, int64_t T)
+{
+    if (!m->n_adapters)
+        return LP_OK;
+    const int64_t N = B * T;
+    int64_t nf = 0, nu = 0, nt = 0;
+    for (size_t i = 0; i < m->n_adapters; i++) {
+        const lp_model_adapter *ad = &m->adapters[i];
+        const int64_t in = ad->ml->lin->in, out = ad->ml->lin->out;
+        nf += (N * ad->lora.r + 15) & ~(int64_t)15;
+        if (ad->lora.dropout > 0.0f)
+            nu += (N * in + 63) & ~(int64_t)63;
+        int64_t t = lp_nn_lora_tmp_floats(N, in, out, ad->lora.r);
+        nt = t > nt ? t : nt;
+    }
+    if (nf > m->lora_act_cap) {
+        lp_free(m->lora_act);
+        m->lora_act_cap = 0;
+        if (!(m->lora_act =
+                  lp_alloc((size_t)nf * sizeof(float), LP_MEM_CATEGORY_ACTIVATION, "lora activations")))
+            return lp_err_wrap(LP_STATUS_NO_MEMORY, "LoRA activations for batch %lld x %lld", (long long)B,
+                               (long long)T);
+        m->lora_act_cap = nf;
+    }
+    if (nu > m->lora_u8_cap) {
+        lp_free(m->lora_u8);
+        m->lora_u8_cap = 0;
+        if (!(m->lora_u8 = lp_alloc((size_t)nu, LP_MEM_CATEGORY_ACTIVATION, "lora dropout masks")))
+            return lp_err_wrap(LP_STATUS_NO_MEMORY, "LoRA dropout masks for batch %lld x %lld", (long long)B,
+                               (long long)T);
+        m->lora_u8_cap = nu;
+    }
+    if (nt > m->lora_tmp_cap) {
+        lp_free(m->lora_tmp);
+        m->lora_tmp_cap = 0;
+        if (!(m->lora_tmp = lp_alloc((size_t)nt * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora scratch")))
+            return lp_err_wrap(LP_STATUS_NO_MEMORY, "LoRA scratch for batch %lld x %lld", (long long)B,
+                               (long long)T);
+        m->lora_tmp_cap = nt;
+    }
+    float *f = m->lora_act;
+    uint8_t *u = m->lora_u8;
+    for (size_t i = 0; i < m->n_adapters; i++) {
+        lp_nn_lora *lo = &m->adapters[i].lora;
+        lo->u = f;
+        f += (N * lo->r + 15) & ~(int64_t)15;
+        lo->keep = NULL;
+        if (lo->dropout > 0.0f) {
+            lo->keep = u;
+            u += (N * m->adapters[i].ml->lin->in + 63) & ~(int64_t)63;
+        }
+        lo->tmp = m->lora_tmp;
+    }
+    return LP_OK;
+}
+
+void lp_model__peft_free(lp_model *m)
+{
+    lp_st_close(m->adapter_file);
+    m->adapter_file = NULL;
+    lp_free(m->lora_act);
+    lp_free(m->lora_u8);
+    lp_free(m->lora_tmp);
+    free(m->adapters);
+    free(m->lora_targets);
+    free_strs(m->mts, m->n_mts);
+    m->mts = NULL;
+    m->n_mts = 0;
+}
+
+bool lp_model__is_adapter_param(const lp_model *m, size_t i)
+{
+    for (size_t k = 0; k < m->n_adapters; k++)
+        if (m->adapters[k].pa == i || m->adapters[k].pb == i)
+            return true;
+    return false;
+}
+
+void lp_model_lora_info(const lp_model *m, lp_lora_info *o)
+{
+    memset(o, 0, sizeof *o);
+    if (!m->n_adapters)
+        return;
+    o->enabled = true;
+    o->rank = m->lora.rank;
+    o->alpha = m->lora.alpha;
+    o->rslora = m->lora.rslora;
+    o->scale = m->adapters[0].lora.scale;
+    o->dropout = m->lora.dropout;
+    o->base_dtype = m->lora.base_dtype;
+    o->n_adapters = (int32_t)m->n_adapters;
+    for (size_t k = 0; k < m->n_adapters; k++)
+        o->adapter_params +=
+            (uint64_t)(m->params[m->adapters[k].pa].numel + m->params[m->adapters[k].pb].numel);
+    snprintf(o->targets, sizeof o->targets, "%s", m->lora_targets ? m->lora_targets : "");
+}
