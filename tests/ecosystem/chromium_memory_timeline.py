@@ -26,7 +26,7 @@ def chromium():
 
 
 def screenshot(html, png, width=1280, height=900):
-    profile = tempfile.mkdtemp(prefix="lp_chromium_")
+    profile = ec.tempdir("lp_chromium_")
     cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
            "--no-first-run", "--disable-extensions", f"--user-data-dir={profile}",
            f"--window-size={width},{height}", "--virtual-time-budget=5000",
@@ -105,7 +105,7 @@ def check(png, name):
 
 def main():
     out_png = sys.argv[1] if len(sys.argv) > 1 else None
-    tmp = tempfile.mkdtemp(prefix="lp_shot_")
+    tmp = tempfile.mkdtemp(prefix="lp_shot_")  # kept on failure, to look at the picture
     blank = os.path.join(tmp, "blank.html")
     with open(blank, "w") as f:
         f.write("<!doctype html><html><body></body></html>")
@@ -122,7 +122,8 @@ def main():
     screenshot(html, png)
     if not check(png, "memory_timeline.html"):
         ec.fail(f"{html} renders (nearly) blank in Chromium; screenshot at {png}")
-    print(f"PASS: Chromium draws {os.path.basename(html)} (screenshot {png})")
+    print(f"PASS: Chromium draws {os.path.basename(html)}" + (f" (screenshot {png})" if out_png else ""))
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

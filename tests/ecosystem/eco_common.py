@@ -1,15 +1,24 @@
 """Shared helpers for the ecosystem checks: find and run examples/prof_demo into a temp
 dir, locate the files it wrote, read a Kineto trace's complete events the way the tools
 see them, and report skips (exit 77) with a reason."""
+import atexit
 import glob
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 
 SKIP = 77
+
+
+def tempdir(prefix):
+    """A fresh directory under /tmp, removed when the check exits."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, d, True)
+    return d
 
 
 def skip(msg):
@@ -51,7 +60,7 @@ def run_prof_demo():
     exe = prof_demo_binary()
     if exe is None:
         skip("examples/prof_demo is not built yet (target prof_demo under LP_BUILD_DIR)")
-    work = tempfile.mkdtemp(prefix="lp_eco_")
+    work = tempdir("lp_eco_")
     r = subprocess.run([exe], cwd=work, capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         fail(f"{exe} exited {r.returncode}:\n{r.stdout}\n{r.stderr}")

@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 import eco_common as ec  # noqa: E402
@@ -45,7 +44,7 @@ def main():
     floats = any(isinstance(e["ts"], float) or isinstance(e["dur"], float) for e in events)
 
     # HTA parses every .json/.gz directly in trace_dir: give it the trace alone.
-    d = tempfile.mkdtemp(prefix="lp_hta_")
+    d = ec.tempdir("lp_hta_")
     shutil.copy(trace_path, d)
     ta = TraceAnalysis(trace_dir=d, include_last_profiler_step=True)
     t = ta.t

@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 import warnings
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -44,11 +43,11 @@ def main():
         ec.fail(f"{trace_path}: no ProfilerStep#N events")
 
     # As TensorBoard does: logdir/run/<worker>.pt.trace.json[.gz], loaded by RunLoader.
-    logdir = tempfile.mkdtemp(prefix="lp_tb_")
+    logdir = ec.tempdir("lp_tb_")
     run_dir = os.path.join(logdir, "run1")
     os.makedirs(run_dir)
     shutil.copy(trace_path, run_dir)
-    cache = io.Cache(tempfile.mkdtemp(prefix="lp_tb_cache_"))
+    cache = io.Cache(ec.tempdir("lp_tb_cache_"))
     run = RunLoader("run1", run_dir, cache).load()
     workers = run.get_workers("Operator") if hasattr(run, "get_workers") else None
     profiles = [p for (w, _), p in run.profiles.items() if w == worker]
@@ -61,7 +60,7 @@ def main():
     print(f"ok: RunLoader loads worker {worker!r}; views: {profile.views}")
 
     # The same data, in process, for the numbers behind the views.
-    data = RunProfileData.parse(worker, None, trace_path, tempfile.mkdtemp(prefix="lp_tb_cache_"))
+    data = RunProfileData.parse(worker, None, trace_path, ec.tempdir("lp_tb_cache_"))
     if data.steps_names != [str(s) for s in steps]:
         ec.fail(f"steps {data.steps_names}, trace has ProfilerStep#{steps}")
     print(f"ok: steps {data.steps_names}")
