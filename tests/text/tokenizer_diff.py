@@ -32,7 +32,7 @@ def main():
     checked = 0
     for vocab in common.VOCABS:
         hashes, full = common.read_expected(common.expected_path(vocab))
-        for name, flags, inputs, _pair, _special, _max in common.modes(lines):
+        for name, flags, inputs, _pair, _special, _max in common.modes(lines, vocab not in common.NO_ALLCHARS):
             with tempfile.TemporaryFile() as fin:
                 fin.write(b"\n".join(inputs) + b"\n")
                 fin.seek(0)
