@@ -98,6 +98,8 @@ def trace_source(argv):
     """'demo' (our profiler's trace from prof_demo) or 'fixture' (PyTorch's, as a control
     that the check itself is right)."""
     which = trace_kind(argv)
+    if os.path.isfile(which):  # any trace file, e.g. from a `loupe profile` run (tests/train)
+        return which
     if which == "fixture":
         return os.path.join(source_dir(), "tests", "fixtures", "torch_trace", "worker0.pt.trace.json.gz")
     if which == "demo":

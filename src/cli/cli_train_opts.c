@@ -1,0 +1,456 @@
+/* Options of loupe train / loupe profile. One table drives getopt_long and the YAML config
+ * (--config FILE: a mapping whose keys are the long flags, '-' or '_' alike); values from
+ * the file are applied first, flags after them, so flags win. Then the run is started and
+ * its status turned into an exit code. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yaml.h>
+
+#include "cli.h"
+#include "cli_train.h"
+#include "loupe/prof.h"
+
+enum {
+    O_MODEL = 1000, O_TRAIN, O_EVAL, O_TEXT_COL, O_PAIR_COL, O_LABEL_COL, O_METHOD, O_RANK, O_ALPHA, O_TARGETS,
+    O_EPOCHS, O_MAX_STEPS, O_BATCH, O_ACCUM, O_LR, O_SCHED, O_WARMUP_RATIO, O_WARMUP_STEPS, O_WD, O_CLIP, O_SEED,
+    O_MAXLEN, O_EXEC, O_THREADS, O_CKPT_EVERY, O_KEEP, O_RESUME, O_SAVE, O_OUTDIR, O_RUNID, O_CONFIG, O_PROGRESS,
+    O_NO_PROGRESS, O_LOG_EVERY, O_QUIET, O_PROFILE, O_P_WAIT, O_P_WARMUP, O_P_ACTIVE, O_P_REPEAT, O_MEMLOG,
+    O_EXPORT_TRACE, O_EXPORT_MEMTL, O_WITH_STACK, O_RECORD_SHAPES, O_INJECT_NAN, O_HELP
+};
+
+static const struct option opts[] = {
+    {"model", required_argument, NULL, O_MODEL},
+    {"train", required_argument, NULL, O_TRAIN},
+    {"eval", required_argument, NULL, O_EVAL},
+    {"text-column", required_argument, NULL, O_TEXT_COL},
+    {"text-pair-column", required_argument, NULL, O_PAIR_COL},
+    {"label-column", required_argument, NULL, O_LABEL_COL},
+    {"method", required_argument, NULL, O_METHOD},
+    {"rank", required_argument, NULL, O_RANK},
+    {"alpha", required_argument, NULL, O_ALPHA},
+    {"targets", required_argument, NULL, O_TARGETS},
+    {"epochs", required_argument, NULL, O_EPOCHS},
+    {"max-steps", required_argument, NULL, O_MAX_STEPS},
+    {"batch-size", required_argument, NULL, O_BATCH},
+    {"grad-accum", required_argument, NULL, O_ACCUM},
+    {"gradient-accumulation-steps", required_argument, NULL, O_ACCUM},
+    {"lr", required_argument, NULL, O_LR},
+    {"learning-rate", required_argument, NULL, O_LR},
+    {"lr-schedule", required_argument, NULL, O_SCHED},
+    {"warmup-ratio", required_argument, NULL, O_WARMUP_RATIO},
+    {"warmup-steps", required_argument, NULL, O_WARMUP_STEPS},
+    {"weight-decay", required_argument, NULL, O_WD},
+    {"max-grad-norm", required_argument, NULL, O_CLIP},
+    {"seed", required_argument, NULL, O_SEED},
+    {"max-seq-len", required_argument, NULL, O_MAXLEN},
+    {"exec", required_argument, NULL, O_EXEC},
+    {"threads", required_argument, NULL, O_THREADS},
+    {"checkpoint-every", required_argument, NULL, O_CKPT_EVERY},
+    {"keep-checkpoints", required_argument, NULL, O_KEEP},
+    {"resume", required_argument, NULL, O_RESUME},
+    {"save-model", required_argument, NULL, O_SAVE},
+    {"output-dir", required_argument, NULL, O_OUTDIR},
+    {"run-id", required_argument, NULL, O_RUNID},
+    {"config", required_argument, NULL, O_CONFIG},
+    {"progress", no_argument, NULL, O_PROGRESS},
+    {"no-progress", no_argument, NULL, O_NO_PROGRESS},
+    {"log-every", required_argument, NULL, O_LOG_EVERY},
+    {"quiet", no_argument, NULL, O_QUIET},
+    {"profile", optional_argument, NULL, O_PROFILE},
+    {"profile-wait", required_argument, NULL, O_P_WAIT},
+    {"profile-warmup", required_argument, NULL, O_P_WARMUP},
+    {"profile-active", required_argument, NULL, O_P_ACTIVE},
+    {"profile-repeat", required_argument, NULL, O_P_REPEAT},
+    {"memory-log-steps", required_argument, NULL, O_MEMLOG},
+    {"export-trace", optional_argument, NULL, O_EXPORT_TRACE},
+    {"export-memory-timeline", optional_argument, NULL, O_EXPORT_MEMTL},
+    {"with-stack", optional_argument, NULL, O_WITH_STACK},
+    {"record-shapes", optional_argument, NULL, O_RECORD_SHAPES},
+    {"inject-nan-step", required_argument, NULL, O_INJECT_NAN}, /* testing only, not in --help */
+    {"help", no_argument, NULL, O_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+static void usage(const char *cmd, bool profile)
+{
+    printf("usage: loupe %s [options]\n\n", cmd);
+    if (profile)
+        printf("A short training run with the profiler on: each module's forward and backward, the\n"
+               "optimizer step and data loading are named ranges; a Kineto trace, key averages and a\n"
+               "memory timeline land in <output-dir>/<run-id>/profiler/.\n\n");
+    else
+        printf("Fine-tune a Hugging Face sequence classifier. With no options: the bundled\n"
+               "models/default on data/sst2-mini (train.tsv, dev.tsv as eval).\n\n");
+    printf("Data and model:\n"
+           "  --model DIR            HF model directory (default models/default)\n"
+           "  --train FILE           CSV/TSV/JSONL training data (default data/sst2-mini/train.tsv)\n"
+           "  --eval FILE|none       evaluation data (default data/sst2-mini/dev.tsv)\n"
+           "  --text-column, --text-pair-column, --label-column NAME\n"
+           "  --max-seq-len N        truncation length (default 128)\n"
+           "Training:\n"
+           "  --method full|lora|qlora   (lora/qlora arrive with LoRA/QLoRA support)\n"
+           "  --rank N, --alpha X, --targets LIST   LoRA settings (recorded)\n"
+           "  --epochs N (default 2), --max-steps N (overrides epochs)\n"
+           "  --batch-size N (16), --grad-accum N (1)\n"
+           "  --lr X (5e-4), --lr-schedule linear|cosine|constant, --warmup-ratio X (0.1), --warmup-steps N\n"
+           "  --weight-decay X (0.01), --max-grad-norm X (1.0; 0 = off), --seed N (42)\n"
+           "  --exec eager|fused (fused), --threads N\n"
+           "  --checkpoint-every N (0 = at the end only), --keep-checkpoints N (2; 0 = all)\n"
+           "  --resume DIR           a checkpoint or a run directory (its newest checkpoint)\n"
+           "  --save-model DIR       write the fine-tuned model as a HF directory\n"
+           "Output:\n"
+           "  --output-dir DIR (reports), --run-id ID (a timestamp)\n"
+           "  --config FILE          YAML whose keys mirror the long flags (flags win)\n"
+           "  --progress | --no-progress, --log-every N (10), --quiet\n"
+           "Profiling%s:\n"
+           "  --profile[=BOOL]       turn profiling on (loupe profile: on)\n"
+           "  --profile-wait N (1), --profile-warmup N (1), --profile-active N (3), --profile-repeat N (1)\n"
+           "  --memory-log-steps N   print accounted memory every N steps\n"
+           "  --export-trace[=BOOL] (on), --export-memory-timeline[=BOOL], --with-stack[=BOOL],\n"
+           "  --record-shapes[=BOOL]\n"
+           "\nExit status: 0 done, 1 failed, 2 usage error, 130 interrupted (checkpoint saved).\n",
+           profile ? " (default max steps 10)" : "");
+}
+
+/* Strings from the YAML file live until the run ends. */
+typedef struct strpool {
+    char **s;
+    size_t n, cap;
+} strpool;
+
+static const char *pool_add(strpool *p, const char *s)
+{
+    if (p->n == p->cap) {
+        size_t nc = p->cap ? p->cap * 2 : 32;
+        char **ns = realloc(p->s, nc * sizeof *ns);
+        if (!ns)
+            return NULL;
+        p->s = ns;
+        p->cap = nc;
+    }
+    char *d = strdup(s);
+    if (d)
+        p->s[p->n++] = d;
+    return d;
+}
+
+static void pool_free(strpool *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        free(p->s[i]);
+    free(p->s);
+}
+
+static int parse_bool(const char *cmd, const char *flag, const char *v, bool *out)
+{
+    if (!v || !strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "on")) {
+        *out = true;
+        return 0;
+    }
+    if (!strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "off")) {
+        *out = false;
+        return 0;
+    }
+    lp_cli_usage_error(cmd, "%s expects true or false, got '%s'", flag, v);
+    return -1;
+}
+
+static int parse_double(const char *cmd, const char *flag, const char *v, double lo, double *out)
+{
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (errno || end == v || *end || !isfinite(d) || d < lo) {
+        lp_cli_usage_error(cmd, "%s expects a number >= %g, got '%s'", flag, lo, v);
+        return -1;
+    }
+    *out = d;
+    return 0;
+}
+
+/* Applies one option; returns 0, or the exit code for a bad value. */
+static int apply(const char *cmd, lp_train_config *c, int id, const char *flag, const char *v)
+{
+    long n;
+    double d;
+    bool b;
+#define LONG(lo, hi, dst)                                                                                              \
+    do {                                                                                                               \
+        if (lp_cli_parse_long(cmd, flag, v, lo, hi, &n) != 0)                                                          \
+            return LP_EXIT_USAGE;                                                                                      \
+        dst = n;                                                                                                       \
+    } while (0)
+#define DBL(lo, dst)                                                                                                   \
+    do {                                                                                                               \
+        if (parse_double(cmd, flag, v, lo, &d) != 0)                                                                   \
+            return LP_EXIT_USAGE;                                                                                      \
+        dst = d;                                                                                                       \
+    } while (0)
+#define BOOL(dst)                                                                                                      \
+    do {                                                                                                               \
+        if (parse_bool(cmd, flag, v, &b) != 0)                                                                         \
+            return LP_EXIT_USAGE;                                                                                      \
+        dst = b;                                                                                                       \
+    } while (0)
+    switch (id) {
+    case O_MODEL: c->model_dir = v; break;
+    case O_TRAIN: c->train_file = v; break;
+    case O_EVAL: c->eval_file = strcmp(v, "none") ? v : NULL; break;
+    case O_TEXT_COL: c->text_column = v; break;
+    case O_PAIR_COL: c->text_pair_column = v; break;
+    case O_LABEL_COL: c->label_column = v; break;
+    case O_METHOD:
+        if (lp_train_method_parse(v, &c->method) != LP_OK)
+            return lp_cli_usage_error(cmd, "%s", lp_err_msg());
+        break;
+    case O_RANK: LONG(1, 4096, c->lora_rank); break;
+    case O_ALPHA: DBL(0, c->lora_alpha); break;
+    case O_TARGETS: c->lora_targets = v; break;
+    case O_EPOCHS: LONG(1, 1000000, c->epochs); break;
+    case O_MAX_STEPS: LONG(0, 1000000000, c->max_steps); break;
+    case O_BATCH: LONG(1, 65536, c->batch_size); break;
+    case O_ACCUM: LONG(1, 65536, c->grad_accum); break;
+    case O_LR: DBL(0, c->lr); break;
+    case O_SCHED:
+        if (lp_lr_schedule_parse(v, &c->schedule) != LP_OK)
+            return lp_cli_usage_error(cmd, "%s", lp_err_msg());
+        break;
+    case O_WARMUP_RATIO:
+        DBL(0, c->warmup_ratio);
+        if (c->warmup_ratio > 1)
+            return lp_cli_usage_error(cmd, "%s expects a ratio in [0, 1], got '%s'", flag, v);
+        break;
+    case O_WARMUP_STEPS: LONG(0, 1000000000, c->warmup_steps); break;
+    case O_WD: DBL(0, c->weight_decay); break;
+    case O_CLIP: DBL(0, c->max_grad_norm); break;
+    case O_SEED: {
+        char *end;
+        errno = 0;
+        unsigned long long s = strtoull(v, &end, 10);
+        if (errno || end == v || *end || *v == '-')
+            return lp_cli_usage_error(cmd, "%s expects a non-negative integer, got '%s'", flag, v);
+        c->seed = s;
+        break;
+    }
+    case O_MAXLEN: LONG(2, 1 << 20, c->max_seq_len); break;
+    case O_EXEC:
+        if (lp_exec_mode_parse(v, &c->exec) != LP_OK)
+            return lp_cli_usage_error(cmd, "%s", lp_err_msg());
+        break;
+    case O_THREADS: LONG(1, 4096, c->threads); break;
+    case O_CKPT_EVERY: LONG(0, 1000000000, c->checkpoint_every); break;
+    case O_KEEP: LONG(0, 1000000, c->keep_checkpoints); break;
+    case O_RESUME: c->resume = v; break;
+    case O_SAVE: c->save_model = v; break;
+    case O_OUTDIR: c->output_dir = v; break;
+    case O_RUNID:
+        if (!*v || strchr(v, '/') || !strcmp(v, ".") || !strcmp(v, ".."))
+            return lp_cli_usage_error(cmd, "%s must be a plain name (no '/'), got '%s'", flag, v);
+        c->run_id = v;
+        break;
+    case O_CONFIG: c->config_file = v; break;
+    case O_PROGRESS: c->progress = 1; break;
+    case O_NO_PROGRESS: c->progress = 0; break;
+    case O_LOG_EVERY: LONG(1, 1000000, c->log_every); break;
+    case O_QUIET: c->quiet = true; break;
+    case O_PROFILE: BOOL(c->profile); break;
+    case O_P_WAIT: LONG(0, 1000000, c->prof_schedule.wait); break;
+    case O_P_WARMUP: LONG(0, 1000000, c->prof_schedule.warmup); break;
+    case O_P_ACTIVE: LONG(1, 1000000, c->prof_schedule.active); break;
+    case O_P_REPEAT: LONG(0, 1000000, c->prof_schedule.repeat); break;
+    case O_MEMLOG: LONG(0, 1000000000, c->memory_log_steps); break;
+    case O_EXPORT_TRACE: BOOL(c->export_trace); break;
+    case O_EXPORT_MEMTL: BOOL(c->export_memory_timeline); break;
+    case O_WITH_STACK: BOOL(c->with_stack); break;
+    case O_RECORD_SHAPES: BOOL(c->record_shapes); break;
+    case O_INJECT_NAN: LONG(0, 1000000000, c->inject_nan_step); break;
+    default: return lp_cli_usage_error(cmd, "unknown option %s", flag);
+    }
+    return 0;
+#undef LONG
+#undef DBL
+#undef BOOL
+}
+
+static const struct option *find_opt(const char *key)
+{
+    char norm[128];
+    size_t n = strlen(key);
+    if (n >= sizeof norm)
+        return NULL;
+    for (size_t i = 0; i <= n; i++)
+        norm[i] = key[i] == '_' ? '-' : key[i];
+    for (const struct option *o = opts; o->name; o++)
+        if (!strcmp(o->name, norm))
+            return o;
+    return NULL;
+}
+
+/* Reads a YAML mapping of scalars; each key must be a long flag. */
+static int load_yaml(const char *cmd, const char *path, lp_train_config *c, strpool *pool)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "loupe %s: %s: cannot open config file: %s\n", cmd, path, strerror(errno));
+        return LP_EXIT_FAIL;
+    }
+    yaml_parser_t p;
+    yaml_event_t ev;
+    yaml_parser_initialize(&p);
+    yaml_parser_set_input_file(&p, f);
+    int rc = 0, depth = 0, done = 0;
+    char key[256] = "";
+    bool have_key = false;
+    while (!done && rc == 0) {
+        if (!yaml_parser_parse(&p, &ev)) {
+            fprintf(stderr, "loupe %s: %s:%zu: YAML error: %s\n", cmd, path, p.problem_mark.line + 1,
+                    p.problem ? p.problem : "parse error");
+            rc = LP_EXIT_FAIL;
+            break;
+        }
+        switch (ev.type) {
+        case YAML_STREAM_END_EVENT: done = 1; break;
+        case YAML_MAPPING_START_EVENT:
+            if (++depth > 1) {
+                fprintf(stderr, "loupe %s: %s:%zu: nested mappings are not supported (keys mirror the flags)\n", cmd,
+                        path, ev.start_mark.line + 1);
+                rc = LP_EXIT_FAIL;
+            }
+            break;
+        case YAML_MAPPING_END_EVENT: depth--; break;
+        case YAML_SEQUENCE_START_EVENT:
+            fprintf(stderr, "loupe %s: %s:%zu: lists are not supported; write LIST values as one string\n", cmd, path,
+                    ev.start_mark.line + 1);
+            rc = LP_EXIT_FAIL;
+            break;
+        case YAML_SCALAR_EVENT: {
+            const char *s = (const char *)ev.data.scalar.value;
+            if (depth != 1) {
+                fprintf(stderr, "loupe %s: %s: the top level must be a mapping of flag: value\n", cmd, path);
+                rc = LP_EXIT_FAIL;
+            } else if (!have_key) {
+                snprintf(key, sizeof key, "%s", s);
+                have_key = true;
+            } else {
+                have_key = false;
+                const struct option *o = find_opt(key);
+                if (!o || o->val == O_CONFIG || o->val == O_HELP) {
+                    fprintf(stderr, "loupe %s: %s:%zu: unknown key '%s' (keys are the long flags)\n", cmd, path,
+                            ev.start_mark.line + 1, key);
+                    rc = LP_EXIT_USAGE;
+                    break;
+                }
+                const char *v = pool_add(pool, s);
+                char flag[160];
+                snprintf(flag, sizeof flag, "%s (in %s)", key, path);
+                if (!v)
+                    rc = LP_EXIT_FAIL;
+                else if (o->has_arg == no_argument) {
+                    bool b;
+                    if (parse_bool(cmd, flag, v, &b) != 0)
+                        rc = LP_EXIT_USAGE;
+                    else if (b)
+                        rc = apply(cmd, c, o->val, flag, NULL);
+                    else if (o->val == O_PROGRESS)
+                        c->progress = 0;
+                    else if (o->val == O_QUIET)
+                        c->quiet = false;
+                } else
+                    rc = apply(cmd, c, o->val, flag, v);
+            }
+            break;
+        }
+        default: break;
+        }
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&p);
+    fclose(f);
+    return rc;
+}
+
+int lp_cli_train_main(const char *cmd, int argc, char **argv, bool profile)
+{
+    lp_train_config c;
+    lp_train_config_init(&c);
+    c.loupe_version = lp_cli_version();
+    if (profile) {
+        c.profile = true;
+        c.max_steps = 10;
+    }
+    const char *env = getenv("LOUPE_INJECT_NAN_STEP");
+    if (env && *env)
+        c.inject_nan_step = strtoll(env, NULL, 10);
+    strpool pool = {0};
+    int rc = 0;
+    /* the config file first, so flags override it */
+    for (int i = 1; i < argc; i++) {
+        const char *cf = NULL;
+        if (!strcmp(argv[i], "--config") && i + 1 < argc)
+            cf = argv[i + 1];
+        else if (!strncmp(argv[i], "--config=", 9))
+            cf = argv[i] + 9;
+        if (!strcmp(argv[i], "--"))
+            break;
+        if (cf && (rc = load_yaml(cmd, cf, &c, &pool)) != 0)
+            goto out;
+    }
+    int o;
+    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (o == 'h' || o == O_HELP) {
+            usage(cmd, profile);
+            goto out;
+        }
+        if (o == '?') {
+            rc = lp_cli_usage_error(cmd, "unknown or incomplete option '%s'", argv[optind - 1]);
+            goto out;
+        }
+        const char *name = "?";
+        for (const struct option *p = opts; p->name; p++)
+            if (p->val == o) {
+                name = p->name;
+                break;
+            }
+        char flag[140];
+        snprintf(flag, sizeof flag, "--%s", name);
+        if ((rc = apply(cmd, &c, o, flag, optarg)) != 0)
+            goto out;
+    }
+    if (optind < argc) {
+        rc = lp_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+        goto out;
+    }
+    if (c.method != LP_TRAIN_METHOD_FULL) {
+        fprintf(stderr, "loupe %s: --method %s arrives with LoRA/QLoRA support; use --method full for now\n", cmd,
+                lp_train_method_name(c.method));
+        rc = LP_EXIT_USAGE;
+        goto out;
+    }
+    lp_train_install_signal_handlers();
+    lp_train_result r;
+    lp_status st = lp_train_run(&c, &r);
+    if (st == LP_OK || st == LP_STATUS_INTERRUPTED) {
+        if (st == LP_STATUS_INTERRUPTED)
+            fprintf(stderr, "loupe %s: %s\n", cmd, lp_err_msg());
+        printf("run: %s\nsteps: %lld, final loss %.4f", r.run_dir, (long long)r.steps, r.final_loss);
+        if (!isnan(r.eval_accuracy))
+            printf(", eval loss %.4f, accuracy %.4f, macro-F1 %.4f", r.eval_loss, r.eval_accuracy, r.eval_macro_f1);
+        printf("\n");
+        if (c.profile && st == LP_OK)
+            printf("profiler: %s/profiler/\n", r.run_dir);
+        rc = st == LP_OK ? LP_EXIT_OK : 130;
+    } else if (st == LP_STATUS_UNSUPPORTED || st == LP_STATUS_INVALID_ARG) {
+        fprintf(stderr, "loupe %s: %s\n", cmd, lp_err_msg());
+        rc = LP_EXIT_USAGE;
+    } else {
+        rc = lp_cli_fail(cmd);
+    }
+out:
+    pool_free(&pool);
+    return rc;
+}

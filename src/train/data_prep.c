@@ -1,0 +1,81 @@
+/* Training data: the model's tokenizer, the train/eval datasets (labels checked against the
+ * model's label count) and their one-time tokenization. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "train_internal.h"
+
+typedef struct enc_ctx {
+    const lp_tokenizer *tok;
+    lp_encoding enc;
+} enc_ctx;
+
+static lp_status encode_one(void *vctx, const char *text, const char *pair, int32_t max_len, int32_t *ids,
+                            int32_t *type_ids, int32_t *n_out)
+{
+    enc_ctx *e = vctx;
+    lp_encode_opts o = lp_encode_opts_default();
+    o.max_length = max_len;
+    lp_status st = lp_tokenizer_encode(e->tok, text, pair, &o, &e->enc);
+    if (st != LP_OK)
+        return st;
+    size_t n = e->enc.len < (size_t)max_len ? e->enc.len : (size_t)max_len;
+    memcpy(ids, e->enc.ids, n * sizeof *ids);
+    memcpy(type_ids, e->enc.type_ids, n * sizeof *type_ids);
+    *n_out = (int32_t)n;
+    return LP_OK;
+}
+
+lp_status lp_train_data_load(lp_train_data *d, const lp_train_config *c, int32_t max_len, int32_t model_labels)
+{
+    memset(d, 0, sizeof *d);
+    lp_status st = lp_tokenizer_load(c->model_dir, &d->tok);
+    if (st != LP_OK)
+        return lp_err_wrap(st, "tokenizer of %s", c->model_dir);
+    lp_dataset_options o;
+    lp_dataset_options_init(&o);
+    o.text_column = c->text_column;
+    o.text_pair_column = c->text_pair_column;
+    o.label_column = c->label_column;
+    o.num_labels = model_labels;
+    if ((st = lp_dataset_load(c->train_file, &o, &d->train)) != LP_OK)
+        goto fail;
+    d->num_labels = d->train.label_map.n;
+    if (d->num_labels > model_labels) {
+        st = lp_err(LP_STATUS_RANGE, "%s: %d labels but the model %s has %d", c->train_file, d->num_labels,
+                    c->model_dir, model_labels);
+        goto fail;
+    }
+    d->num_labels = model_labels;
+    d->label_names = d->train.label_map.names;
+    if (c->eval_file && *c->eval_file) {
+        o.label_map = &d->train.label_map;
+        if ((st = lp_dataset_load(c->eval_file, &o, &d->eval)) != LP_OK)
+            goto fail;
+        d->has_eval = true;
+    }
+    int32_t pad = lp_tokenizer_special_id(d->tok, LP_SPECIAL_PAD);
+    if (pad < 0)
+        pad = 0;
+    enc_ctx ec = {.tok = d->tok};
+    st = lp_dataset_encode(&d->train, encode_one, &ec, max_len, pad, &d->etrain);
+    if (st == LP_OK && d->has_eval)
+        st = lp_dataset_encode(&d->eval, encode_one, &ec, max_len, pad, &d->eeval);
+    lp_encoding_free(&ec.enc);
+    if (st != LP_OK)
+        goto fail;
+    return LP_OK;
+fail:
+    lp_train_data_free(d);
+    return st;
+}
+
+void lp_train_data_free(lp_train_data *d)
+{
+    lp_encoded_dataset_free(&d->etrain);
+    lp_encoded_dataset_free(&d->eeval);
+    lp_dataset_free(&d->train);
+    lp_dataset_free(&d->eval);
+    lp_tokenizer_free(d->tok);
+    memset(d, 0, sizeof *d);
+}

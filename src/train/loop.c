@@ -1,0 +1,500 @@
+/* The training loop: builds the run (model, data, optimizer, optional resume), then runs
+ * optimizer steps of grad_accum micro-batches with clipping and the LR schedule, evaluates
+ * at each epoch end, records every step, checkpoints, and writes the run directory. Stops
+ * early on SIGINT (checkpoint + run files, LP_STATUS_INTERRUPTED) or a non-finite loss
+ * (run files for the steps before it, LP_STATUS_NUMERIC naming the step). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "train_internal.h"
+
+typedef struct run {
+    const lp_train_config *c;
+    lp_model *model;
+    lp_train_data d;
+    lp_optim opt;
+    lp_history h;
+    lp_batch batch;
+    int64_t *order;
+    float *logits;
+    int64_t n_batches, steps_per_epoch, total, warmup;
+    char run_dir[1024], run_id[256];
+    lp_tb_writer *tb;
+    lp_prof_facts pf;
+    bool prof_on;
+    double t_start, elapsed0;
+} run;
+
+/* models/default keeps the seed its weights are drawn from in config.json. */
+static uint64_t init_seed(const char *model_dir, uint64_t fallback)
+{
+    char path[4096], *text;
+    size_t len;
+    snprintf(path, sizeof path, "%s/config.json", model_dir);
+    if (lp_file_read_all(path, &text, &len) != LP_OK) {
+        return fallback;
+    }
+    cJSON *j = cJSON_ParseWithLength(text, len);
+    free(text);
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "loupe_init_seed");
+    uint64_t v = cJSON_IsNumber(s) && s->valuedouble >= 0 ? (uint64_t)s->valuedouble : fallback;
+    cJSON_Delete(j);
+    return v;
+}
+
+static lp_status check_config(const lp_train_config *c)
+{
+    if (c->method != LP_TRAIN_METHOD_FULL)
+        return lp_err(LP_STATUS_UNSUPPORTED, "--method %s arrives with LoRA/QLoRA support; use --method full",
+                      lp_train_method_name(c->method));
+    if (c->batch_size < 1)
+        return lp_err(LP_STATUS_INVALID_ARG, "--batch-size must be >= 1");
+    if (c->grad_accum < 1)
+        return lp_err(LP_STATUS_INVALID_ARG, "--grad-accum must be >= 1");
+    if (c->max_seq_len < 2)
+        return lp_err(LP_STATUS_INVALID_ARG, "--max-seq-len must be >= 2");
+    if (c->epochs < 1 && c->max_steps < 1)
+        return lp_err(LP_STATUS_INVALID_ARG, "--epochs or --max-steps must be >= 1");
+    if (!(c->lr >= 0) || !(c->weight_decay >= 0) || !(c->warmup_ratio >= 0 && c->warmup_ratio <= 1))
+        return lp_err(LP_STATUS_INVALID_ARG, "--lr, --weight-decay must be >= 0 and --warmup-ratio in [0, 1]");
+    if (c->profile && lp_prof_schedule_validate(&c->prof_schedule) != LP_OK)
+        return lp_err_wrap(LP_STATUS_INVALID_ARG, "profiler schedule");
+    struct stat sb;
+    if (stat(c->model_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return lp_err(LP_STATUS_NOT_FOUND, "model directory %s not found", c->model_dir);
+    return LP_OK;
+}
+
+static void mem_now(int64_t *cur, int64_t *peak, int64_t *rss)
+{
+    lp_mem_stats ms;
+    lp_prof_mem_stats(&ms);
+    *cur = ms.total_current;
+    *peak = ms.total_peak;
+    int64_t pr;
+    if (lp_prof_rss(rss, &pr) != LP_OK)
+        *rss = 0;
+}
+
+/* Loss, accuracy and macro-F1 over the eval set in file order (eval mode: no dropout). */
+static lp_status evaluate(run *R, double *loss, double *acc, double *f1)
+{
+    const lp_encoded_dataset *e = &R->d.eeval;
+    int32_t L = R->d.num_labels, bs = R->c->batch_size;
+    int32_t *pred = malloc((size_t)e->n * sizeof *pred);
+    int64_t *rows = malloc((size_t)bs * sizeof *rows);
+    lp_status st = pred && rows ? LP_OK : lp_err(LP_STATUS_NO_MEMORY, "evaluation: out of memory");
+    double sum = 0.0;
+    lp_model_set_training(R->model, false);
+    LP_PROF_SCOPE("evaluate");
+    for (int64_t s = 0; st == LP_OK && s < e->n; s += bs) {
+        int32_t n = (int32_t)(e->n - s < bs ? e->n - s : bs);
+        for (int32_t i = 0; i < n; i++)
+            rows[i] = s + i;
+        float l;
+        if ((st = lp_batch_fill(&R->batch, e, rows, n, 0)) != LP_OK)
+            break;
+        st = lp_model_loss_forward(R->model, R->batch.input_ids, R->batch.attention_mask, R->batch.token_type_ids,
+                                   R->batch.labels, n, R->batch.T, R->logits, &l);
+        if (st != LP_OK)
+            break;
+        sum += (double)l * n;
+        for (int32_t i = 0; i < n; i++) {
+            int32_t best = 0;
+            for (int32_t k = 1; k < L; k++)
+                if (R->logits[(size_t)i * L + k] > R->logits[(size_t)i * L + best])
+                    best = k;
+            pred[s + i] = best;
+        }
+    }
+    lp_model_set_training(R->model, true);
+    if (st == LP_OK) {
+        *loss = sum / (double)e->n;
+        lp_metrics_classification(e->labels, pred, e->n, L, acc, f1);
+    }
+    free(pred);
+    free(rows);
+    return st;
+}
+
+/* Closes epoch `epoch` in the history: train loss and throughput from its steps, plus an
+ * evaluation when there is an eval set. */
+static lp_status finish_epoch(run *R, int64_t epoch, bool complete, bool do_eval)
+{
+    lp_epoch_rec er = {.epoch = epoch, .eval_loss = NAN, .eval_accuracy = NAN, .eval_f1 = NAN, .complete = complete};
+    double loss = 0, ms = 0, samples = 0, tokens = 0;
+    for (size_t i = 0; i < R->h.n_steps; i++) {
+        const lp_step_rec *s = &R->h.steps[i];
+        if (s->epoch != epoch)
+            continue;
+        er.steps++;
+        loss += s->loss;
+        ms += s->step_ms;
+        samples += (double)s->samples;
+        tokens += (double)s->tokens;
+        if (s->mem_peak_bytes > er.peak_mem_bytes)
+            er.peak_mem_bytes = s->mem_peak_bytes;
+    }
+    if (er.steps == 0)
+        return LP_OK;
+    er.train_loss = loss / (double)er.steps;
+    er.time_s = ms / 1000.0;
+    er.samples_per_s = ms > 0 ? samples / er.time_s : 0;
+    er.tokens_per_s = ms > 0 ? tokens / er.time_s : 0;
+    if (do_eval && R->d.has_eval) {
+        lp_status st = evaluate(R, &er.eval_loss, &er.eval_accuracy, &er.eval_f1);
+        if (st != LP_OK)
+            return lp_err_wrap(st, "evaluation after epoch %lld", (long long)epoch + 1);
+        if (!R->c->quiet)
+            fprintf(stderr, "epoch %lld: train loss %.4f, eval loss %.4f, accuracy %.4f, macro-F1 %.4f\n",
+                    (long long)epoch + 1, er.train_loss, er.eval_loss, er.eval_accuracy, er.eval_f1);
+        double wt = (double)time(NULL);
+        if (R->tb) {
+            int64_t st_n = (int64_t)R->h.n_steps;
+            lp_status s2 = lp_tb_writer_scalar(R->tb, "eval/loss", st_n, (float)er.eval_loss, wt);
+            if (s2 == LP_OK)
+                s2 = lp_tb_writer_scalar(R->tb, "eval/accuracy", st_n, (float)er.eval_accuracy, wt);
+            if (s2 == LP_OK)
+                s2 = lp_tb_writer_scalar(R->tb, "eval/macro_f1", st_n, (float)er.eval_f1, wt);
+            if (s2 != LP_OK)
+                return s2;
+        }
+    }
+    return lp_history_add_epoch(&R->h, &er);
+}
+
+/* One optimizer step over up to grad_accum micro-batches starting at pos. */
+static lp_status train_step(run *R, lp_data_pos *pos, int64_t step, lp_step_rec *rec)
+{
+    const lp_train_config *c = R->c;
+    double t0 = lp_train_now_s();
+    int64_t left = R->n_batches - pos->batch;
+    int32_t k = (int32_t)(left < c->grad_accum ? left : c->grad_accum);
+    memset(rec, 0, sizeof *rec);
+    rec->step = step;
+    rec->epoch = pos->epoch;
+    lp_model_zero_grad(R->model);
+    lp_model_set_dloss_scale(R->model, 1.0f / (float)k);
+    double loss = 0;
+    for (int32_t a = 0; a < k; a++) {
+        int64_t first = pos->batch * c->batch_size;
+        int32_t n = (int32_t)(R->d.etrain.n - first < c->batch_size ? R->d.etrain.n - first : c->batch_size);
+        double t1 = lp_train_now_s();
+        lp_prof_range_push(LP_TRAIN_RANGE_DATALOADER);
+        lp_status st = lp_batch_fill(&R->batch, &R->d.etrain, R->order + first, n, 0);
+        lp_prof_range_pop();
+        double t2 = lp_train_now_s();
+        if (st != LP_OK)
+            return st;
+        float l;
+        st = lp_model_loss_forward(R->model, R->batch.input_ids, R->batch.attention_mask, R->batch.token_type_ids,
+                                   R->batch.labels, R->batch.B, R->batch.T, NULL, &l);
+        double t3 = lp_train_now_s();
+        if (st == LP_STATUS_NUMERIC)
+            l = NAN;
+        else if (st != LP_OK)
+            return lp_err_wrap(st, "step %lld", (long long)step);
+        if (c->inject_nan_step == step)
+            l = NAN;
+        if (!isfinite(l))
+            return lp_err(LP_STATUS_NUMERIC, "loss is %s at step %lld (epoch %lld); stopping (try a lower --lr)",
+                          isnan(l) ? "NaN" : "infinite", (long long)step, (long long)pos->epoch + 1);
+        if ((st = lp_model_backward(R->model)) != LP_OK)
+            return lp_err_wrap(st, "step %lld backward", (long long)step);
+        double t4 = lp_train_now_s();
+        loss += l;
+        rec->data_ms += (t2 - t1) * 1e3;
+        rec->fwd_ms += (t3 - t2) * 1e3;
+        rec->bwd_ms += (t4 - t3) * 1e3;
+        rec->samples += n;
+        rec->tokens += R->batch.n_tokens;
+        pos->batch++;
+    }
+    rec->loss = loss / k;
+    double t5 = lp_train_now_s();
+    size_t np;
+    const lp_model_param *p = lp_model_params(R->model, &np);
+    float *grads[2048];
+    int64_t sizes[2048];
+    int ng = 0;
+    for (size_t i = 0; i < np && ng < 2048; i++)
+        if (p[i].trainable && p[i].grad) {
+            grads[ng] = p[i].grad;
+            sizes[ng++] = p[i].numel;
+        }
+    lp_prof_range_push(LP_PROF_NAME_OPTIMIZER_STEP);
+    rec->grad_norm = c->max_grad_norm > 0 ? lp_grad_clip(grads, sizes, ng, c->max_grad_norm)
+                                          : lp_grad_norm(grads, sizes, ng);
+    if (!isfinite(rec->grad_norm)) {
+        lp_prof_range_pop();
+        return lp_err(LP_STATUS_NUMERIC, "gradient norm is not finite at step %lld (epoch %lld); stopping",
+                      (long long)step, (long long)pos->epoch + 1);
+    }
+    rec->lr = lp_lr_at(c->schedule, c->lr, R->warmup, R->total, step - 1);
+    lp_optim_step(&R->opt, R->model, c, rec->lr);
+    lp_prof_range_pop();
+    double t6 = lp_train_now_s();
+    rec->opt_ms = (t6 - t5) * 1e3;
+    rec->step_ms = (t6 - t0) * 1e3;
+    mem_now(&rec->mem_bytes, &rec->mem_peak_bytes, &rec->rss_bytes);
+    rec->wall_s = R->elapsed0 + (t6 - R->t_start);
+    return LP_OK;
+}
+
+static lp_status write_run_files(run *R, bool interrupted, const char *stop_reason, double peak, const char *peak_src)
+{
+    char p[1200];
+    snprintf(p, sizeof p, "%s/steps.csv", R->run_dir);
+    lp_status st = lp_rundir_write_steps(p, &R->h);
+    snprintf(p, sizeof p, "%s/epoch_results.csv", R->run_dir);
+    if (st == LP_OK)
+        st = lp_rundir_write_epochs(p, &R->h);
+    lp_summary_in in = {.c = R->c, .model = R->model, .h = &R->h, .pf = &R->pf, .run_id = R->run_id,
+                        .peak_gflops = peak, .peak_source = peak_src, .interrupted = interrupted,
+                        .stop_reason = stop_reason};
+    snprintf(p, sizeof p, "%s/summary.json", R->run_dir);
+    if (st == LP_OK)
+        st = lp_rundir_write_summary(p, &in);
+    if (st == LP_OK && R->tb)
+        st = lp_tb_writer_flush(R->tb);
+    return st;
+}
+
+static lp_status setup(run *R, const lp_train_config *c, char *resumed, size_t rcap, lp_ckpt_state *cs)
+{
+    lp_status st = check_config(c);
+    if (st != LP_OK)
+        return st;
+    lp_threads_init();
+    if (c->threads > 0)
+        lp_threads_set(c->threads);
+    lp_model_options mo;
+    lp_model_options_init(&mo);
+    mo.task = LP_MODEL_TASK_SEQ_CLS;
+    mo.exec = c->exec;
+    mo.training = true;
+    mo.quiet = c->quiet;
+    mo.seed = init_seed(c->model_dir, c->seed);
+    if ((st = lp_model_load(c->model_dir, &mo, &R->model)) != LP_OK)
+        return st;
+    lp_rng drop;
+    lp_rng_init(&drop, c->seed, LP_RNG_STREAM_DROPOUT);
+    lp_model_rng_set(R->model, &drop);
+    lp_model_info mi;
+    lp_model_info_get(R->model, &mi);
+    int32_t max_len = c->max_seq_len < mi.max_positions ? c->max_seq_len : (int32_t)mi.max_positions;
+    if ((st = lp_train_data_load(&R->d, c, max_len, (int32_t)mi.num_labels)) != LP_OK)
+        return st;
+    R->n_batches = lp_batch_count(R->d.etrain.n, c->batch_size, 0);
+    R->steps_per_epoch = (R->n_batches + c->grad_accum - 1) / c->grad_accum;
+    R->total = c->max_steps > 0 ? c->max_steps : c->epochs * R->steps_per_epoch;
+    if (c->profile)
+        R->total = lp_prof_schedule_adjust_max_steps(&c->prof_schedule, R->total);
+    R->warmup = c->warmup_steps >= 0 ? c->warmup_steps : (int64_t)ceil(c->warmup_ratio * (double)R->total);
+    lp_batch_init(&R->batch);
+    R->order = malloc((size_t)R->d.etrain.n * sizeof *R->order);
+    R->logits = malloc((size_t)c->batch_size * mi.num_labels * sizeof *R->logits);
+    if (!R->order || !R->logits)
+        return lp_err(LP_STATUS_NO_MEMORY, "training buffers: out of memory");
+    if ((st = lp_optim_init(&R->opt, R->model)) != LP_OK)
+        return st;
+    if (c->resume && *c->resume) {
+        if ((st = lp_ckpt_load(c->resume, c, R->model, &R->opt, cs, &R->h, resumed, rcap)) != LP_OK)
+            return st;
+        R->elapsed0 = cs->elapsed_s;
+    }
+    return LP_OK;
+}
+
+static void make_run_id(char *buf, size_t cap)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, cap, "run-%Y%m%d-%H%M%S", &tm);
+}
+
+lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
+{
+    run R = {.c = c};
+    memset(res, 0, sizeof *res);
+    res->eval_loss = res->eval_accuracy = res->eval_macro_f1 = NAN;
+    char resumed[1024] = "";
+    lp_ckpt_state cs = {0};
+    bool prof_started = false;
+    lp_status st = setup(&R, c, resumed, sizeof resumed, &cs);
+    if (st != LP_OK)
+        goto done;
+
+    /* inputs are good: the run directory appears now */
+    if (c->run_id && *c->run_id)
+        snprintf(R.run_id, sizeof R.run_id, "%s", c->run_id);
+    else
+        make_run_id(R.run_id, sizeof R.run_id);
+    snprintf(R.run_dir, sizeof R.run_dir, "%s/%s", c->output_dir ? c->output_dir : "reports", R.run_id);
+    snprintf(res->run_dir, sizeof res->run_dir, "%s", R.run_dir);
+    if ((st = lp_mkdir_p(R.run_dir)) != LP_OK)
+        goto done;
+    if ((st = lp_rundir_write_config(R.run_dir, c, R.model, &R.d, R.total, R.warmup, *resumed ? resumed : NULL)) !=
+        LP_OK)
+        goto done;
+    char p[1200];
+    snprintf(p, sizeof p, "%s/tensorboard", R.run_dir);
+    if ((st = lp_tb_writer_open(p, &R.tb)) != LP_OK)
+        goto done;
+
+    /* machine peak for MFU: a short probe (about 0.1 s per figure) */
+    lp_peak_result pk;
+    double peak = 0;
+    if (lp_peak_measure(&pk, 0.05, 256) == LP_OK)
+        peak = pk.fma_gflops;
+
+    if (c->profile) {
+        lp_prof_config pc;
+        lp_prof_config_init(&pc);
+        snprintf(p, sizeof p, "%s/profiler", R.run_dir);
+        pc.out_dir = p;
+        pc.use_gzip = 1;
+        pc.record_shapes = c->record_shapes;
+        pc.profile_memory = 1;
+        pc.with_flops = 1;
+        pc.with_stack = c->with_stack;
+        pc.use_schedule = 1;
+        pc.schedule = c->prof_schedule;
+        pc.exports = LP_PROF_EXPORT_KEYAVG | LP_PROF_EXPORT_SUMMARY | (c->export_trace ? LP_PROF_EXPORT_TRACE : 0) |
+                     (c->export_memory_timeline ? LP_PROF_EXPORT_MEMORY : 0) |
+                     (c->with_stack ? LP_PROF_EXPORT_STACKS : 0);
+        pc.on_trace_ready = lp_train_on_trace_ready;
+        pc.user = &R.pf;
+        lp_prof_set_thread_name("main");
+        if ((st = lp_prof_start(&pc)) != LP_OK)
+            goto done;
+        prof_started = true;
+    }
+
+    lp_data_pos pos = cs.pos;
+    int64_t step = cs.step;
+    lp_progress pg;
+    lp_progress_init(&pg, c, R.total, step);
+    R.t_start = lp_train_now_s();
+    const char *stop_reason = NULL;
+    char step_msg[1024] = "";
+    bool order_ready = false;
+    lp_status step_st = LP_OK;
+    while (step < R.total) {
+        if (pos.batch >= R.n_batches) { /* resumed exactly at an epoch boundary */
+            pos.epoch++;
+            pos.batch = 0;
+            order_ready = false;
+        }
+        if (!order_ready) {
+            if ((st = lp_epoch_order(R.d.etrain.n, c->seed, pos.epoch, 1, R.order)) != LP_OK)
+                break;
+            order_ready = true;
+        }
+        lp_step_rec rec;
+        if ((step_st = train_step(&R, &pos, step + 1, &rec)) != LP_OK) {
+            snprintf(step_msg, sizeof step_msg, "%s", lp_err_msg());
+            break;
+        }
+        step++;
+        if ((st = lp_history_add_step(&R.h, &rec)) != LP_OK)
+            break;
+        double wt = (double)time(NULL);
+        if ((st = lp_tb_writer_scalar(R.tb, "train/loss", step, (float)rec.loss, wt)) != LP_OK ||
+            (st = lp_tb_writer_scalar(R.tb, "train/lr", step, (float)rec.lr, wt)) != LP_OK ||
+            (st = lp_tb_writer_scalar(R.tb, "train/grad_norm", step, (float)rec.grad_norm, wt)) != LP_OK ||
+            (st = lp_tb_writer_scalar(R.tb, "train/samples_per_s", step,
+                                      (float)(rec.step_ms > 0 ? rec.samples * 1e3 / rec.step_ms : 0), wt)) != LP_OK)
+            break;
+        lp_progress_step(&pg, &rec);
+        if (c->memory_log_steps > 0 && step % c->memory_log_steps == 0 && !c->quiet) {
+            lp_progress_end(&pg);
+            fprintf(stderr, "memory at step %lld: %.1f MiB accounted (peak %.1f MiB), RSS %.1f MiB\n", (long long)step,
+                    rec.mem_bytes / 1048576.0, rec.mem_peak_bytes / 1048576.0, rec.rss_bytes / 1048576.0);
+        }
+        if (prof_started && (st = lp_prof_step()) != LP_OK)
+            break;
+        if (pos.batch >= R.n_batches) {
+            if ((st = finish_epoch(&R, pos.epoch, true, true)) != LP_OK)
+                break;
+            pos.epoch++;
+            pos.batch = 0;
+            order_ready = false;
+            if (c->max_steps <= 0 && pos.epoch >= c->epochs)
+                break;
+        }
+        bool stop = lp_train_stop_requested();
+        if ((c->checkpoint_every > 0 && step % c->checkpoint_every == 0 && step < R.total) || stop) {
+            lp_ckpt_state now = {.step = step, .pos = pos, .elapsed_s = R.elapsed0 + lp_train_now_s() - R.t_start};
+            lp_model_rng_get(R.model, &now.dropout_rng);
+            if ((st = lp_ckpt_save(R.run_dir, c, R.model, &R.opt, &now, &R.h)) != LP_OK)
+                break;
+        }
+        if (stop) {
+            res->interrupted = true;
+            stop_reason = "interrupted (SIGINT)";
+            break;
+        }
+    }
+    lp_progress_end(&pg);
+    if (prof_started) {
+        lp_status ps = lp_prof_stop();
+        prof_started = false;
+        if (st == LP_OK && step_st == LP_OK)
+            st = ps;
+    }
+    if (st != LP_OK)
+        goto done;
+    if (step_st == LP_OK && !res->interrupted) {
+        /* final checkpoint before a partial epoch's record, so a resume continues the epoch */
+        lp_ckpt_state now = {.step = step, .pos = pos, .elapsed_s = R.elapsed0 + lp_train_now_s() - R.t_start};
+        lp_model_rng_get(R.model, &now.dropout_rng);
+        if ((st = lp_ckpt_save(R.run_dir, c, R.model, &R.opt, &now, &R.h)) != LP_OK)
+            goto done;
+        if (pos.batch > 0 && (st = finish_epoch(&R, pos.epoch, false, true)) != LP_OK)
+            goto done;
+        if (c->save_model && *c->save_model && (st = lp_model_save_hf(R.model, c->save_model)) != LP_OK)
+            goto done;
+    }
+    if (step_st != LP_OK) {
+        res->steps = step;
+        lp_status ws = write_run_files(&R, false, step_msg, peak, "lp_peak_measure");
+        st = ws != LP_OK ? ws : lp_err(step_st, "%s", step_msg);
+        goto done;
+    }
+    if ((st = write_run_files(&R, res->interrupted, stop_reason, peak, "lp_peak_measure")) != LP_OK)
+        goto done;
+    res->steps = step;
+    res->final_loss = R.h.n_steps ? R.h.steps[R.h.n_steps - 1].loss : NAN;
+    for (size_t i = 0; i < R.h.n_epochs; i++)
+        if (!isnan(R.h.epochs[i].eval_accuracy)) {
+            res->eval_loss = R.h.epochs[i].eval_loss;
+            res->eval_accuracy = R.h.epochs[i].eval_accuracy;
+            res->eval_macro_f1 = R.h.epochs[i].eval_f1;
+        }
+    if (res->interrupted)
+        st = lp_err(LP_STATUS_INTERRUPTED, "interrupted at step %lld; checkpoint in %s/checkpoints", (long long)step,
+                    R.run_dir);
+done:
+    if (prof_started && lp_prof_stop() != LP_OK && st == LP_OK)
+        st = LP_STATUS_IO;
+    if (R.tb) {
+        lp_status ts = lp_tb_writer_close(R.tb);
+        if (st == LP_OK)
+            st = ts;
+    }
+    free(R.order);
+    free(R.logits);
+    lp_batch_free(&R.batch);
+    lp_optim_free(&R.opt);
+    lp_history_free(&R.h);
+    lp_train_data_free(&R.d);
+    lp_model_free(R.model);
+    return st;
+}

@@ -1,0 +1,59 @@
+/* AdamW state: one first- and second-moment buffer per trainable parameter, allocated as
+ * OPTIMIZER_STATE so the memory breakdown shows it, and the step that applies
+ * torch.optim.AdamW (weight decay skipped on biases and LayerNorm, as HF Trainer). */
+#include <stdlib.h>
+
+#include "train_internal.h"
+
+lp_status lp_optim_init(lp_optim *o, const lp_model *model)
+{
+    size_t n;
+    const lp_model_param *p = lp_model_params(model, &n);
+    o->n = n;
+    o->t = 0;
+    o->m = calloc(n ? n : 1, sizeof *o->m);
+    o->v = calloc(n ? n : 1, sizeof *o->v);
+    if (!o->m || !o->v) {
+        lp_optim_free(o);
+        return lp_err(LP_STATUS_NO_MEMORY, "optimizer state: out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!p[i].trainable)
+            continue;
+        size_t bytes = (size_t)p[i].numel * sizeof(float);
+        o->m[i] = lp_alloc(bytes, LP_MEM_CATEGORY_OPTIMIZER_STATE, "adamw.exp_avg");
+        o->v[i] = lp_alloc(bytes, LP_MEM_CATEGORY_OPTIMIZER_STATE, "adamw.exp_avg_sq");
+        if (!o->m[i] || !o->v[i]) {
+            lp_optim_free(o);
+            return lp_err(LP_STATUS_NO_MEMORY, "optimizer state for %s: out of memory", p[i].name);
+        }
+    }
+    return LP_OK;
+}
+
+void lp_optim_step(lp_optim *o, lp_model *model, const lp_train_config *c, double lr)
+{
+    size_t n;
+    const lp_model_param *p = lp_model_params(model, &n);
+    o->t++;
+    for (size_t i = 0; i < n && i < o->n; i++) {
+        if (!p[i].trainable || !o->m[i])
+            continue;
+        lp_adamw_step(p[i].data, p[i].grad, o->m[i], o->v[i], p[i].numel, lr, c->beta1, c->beta2, c->adam_eps,
+                      p[i].no_decay ? 0.0 : c->weight_decay, o->t);
+    }
+}
+
+void lp_optim_free(lp_optim *o)
+{
+    for (size_t i = 0; i < o->n; i++) {
+        if (o->m)
+            lp_free(o->m[i]);
+        if (o->v)
+            lp_free(o->v[i]);
+    }
+    free(o->m);
+    free(o->v);
+    o->m = o->v = NULL;
+    o->n = 0;
+}

@@ -1,0 +1,155 @@
+/* Pieces of the training engine shared between its files (not public): per-step and
+ * per-epoch records, the AdamW state, checkpoints, run-directory writers, progress. */
+#ifndef LOUPE_TRAIN_INTERNAL_H
+#define LOUPE_TRAIN_INTERNAL_H
+
+#include <stdio.h>
+
+#include "loupe/core.h"
+#include "loupe/data.h"
+#include "loupe/models.h"
+#include "loupe/text.h"
+#include "loupe/train.h"
+
+/* The torch name tools classify as data loading. */
+#define LP_TRAIN_RANGE_DATALOADER "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+
+typedef struct lp_step_rec {
+    int64_t step, epoch;       /* step 1-based; epoch 0-based */
+    double loss, lr, grad_norm;
+    double step_ms, data_ms, fwd_ms, bwd_ms, opt_ms;
+    int64_t samples, tokens;
+    int64_t mem_bytes, mem_peak_bytes, rss_bytes;
+    double wall_s;             /* seconds since the run started (resumed runs continue) */
+} lp_step_rec;
+
+typedef struct lp_epoch_rec {
+    int64_t epoch, steps;      /* optimizer steps in this epoch */
+    double train_loss, eval_loss, eval_accuracy, eval_f1; /* NaN when not evaluated */
+    double time_s, samples_per_s, tokens_per_s;
+    int64_t peak_mem_bytes;
+    bool complete;             /* false: cut by max_steps or a stop */
+} lp_epoch_rec;
+
+typedef struct lp_history {
+    lp_step_rec *steps;
+    size_t n_steps, cap_steps;
+    lp_epoch_rec *epochs;
+    size_t n_epochs, cap_epochs;
+} lp_history;
+
+LP_WARN_UNUSED lp_status lp_history_add_step(lp_history *h, const lp_step_rec *r);
+LP_WARN_UNUSED lp_status lp_history_add_epoch(lp_history *h, const lp_epoch_rec *r);
+void lp_history_free(lp_history *h);
+
+/* AdamW first/second moments for each trainable parameter (OPTIMIZER_STATE memory). */
+typedef struct lp_optim {
+    size_t n;                  /* = number of model parameters; m[i]/v[i] NULL when frozen */
+    float **m, **v;
+    int64_t t;                 /* steps taken (torch's state["step"]) */
+} lp_optim;
+
+LP_WARN_UNUSED lp_status lp_optim_init(lp_optim *o, const lp_model *model);
+/* One AdamW step over every trainable parameter at learning rate lr. */
+void lp_optim_step(lp_optim *o, lp_model *model, const lp_train_config *c, double lr);
+void lp_optim_free(lp_optim *o);
+
+/* Where the data stream stands: the next micro-batch to read. */
+typedef struct lp_data_pos {
+    int64_t epoch;             /* 0-based */
+    int64_t batch;             /* micro-batch index within the epoch's order */
+} lp_data_pos;
+
+/* Settings a resumed run must share with the checkpointed one (the loss curve depends on them). */
+typedef struct lp_ckpt_state {
+    int64_t step;
+    lp_data_pos pos;
+    lp_rng dropout_rng;
+    double elapsed_s;          /* training seconds so far */
+} lp_ckpt_state;
+
+/* Writes dir/checkpoints/step-<N>/ (state.safetensors, trainer_state.json, steps.csv copy
+ * of the history) atomically: built in a temporary sibling, then renamed. Keeps the newest
+ * c->keep_checkpoints. */
+LP_WARN_UNUSED lp_status lp_ckpt_save(const char *run_dir, const lp_train_config *c, const lp_model *model,
+                                      const lp_optim *o, const lp_ckpt_state *s, const lp_history *h);
+/* Resolves c->resume (a checkpoint dir or a run dir) and loads it into model/o/s/h. The
+ * checkpoint's settings must match c's (INVALID_ARG naming the setting). */
+LP_WARN_UNUSED lp_status lp_ckpt_load(const char *path, const lp_train_config *c, lp_model *model, lp_optim *o,
+                                      lp_ckpt_state *s, lp_history *h, char *resolved, size_t cap);
+
+/* Datasets tokenized for the model. */
+typedef struct lp_train_data {
+    lp_tokenizer *tok;
+    lp_dataset train, eval;
+    lp_encoded_dataset etrain, eeval;
+    bool has_eval;
+    int32_t num_labels;
+    char **label_names;         /* num_labels, borrowed from train.label_map */
+} lp_train_data;
+
+LP_WARN_UNUSED lp_status lp_train_data_load(lp_train_data *d, const lp_train_config *c, int32_t max_len,
+                                            int32_t model_labels);
+void lp_train_data_free(lp_train_data *d);
+
+/* Run-directory writers (each file atomic). */
+LP_WARN_UNUSED lp_status lp_rundir_write_config(const char *run_dir, const lp_train_config *c,
+                                                const lp_model *model, const lp_train_data *d, int64_t total_steps,
+                                                int64_t warmup_steps, const char *resumed_from);
+LP_WARN_UNUSED lp_status lp_rundir_write_steps(const char *path, const lp_history *h);
+LP_WARN_UNUSED lp_status lp_rundir_write_epochs(const char *path, const lp_history *h);
+/* Parses a steps.csv written by lp_rundir_write_steps back into h (for resume). */
+LP_WARN_UNUSED lp_status lp_rundir_read_steps(const char *path, lp_history *h);
+LP_WARN_UNUSED lp_status lp_rundir_read_epochs(const char *path, lp_history *h);
+
+/* What the profiler's saved windows contributed to the summary. */
+typedef struct lp_top_op {
+    char name[128];
+    int64_t calls;
+    double self_ms, total_ms, flops;
+} lp_top_op;
+
+typedef struct lp_prof_facts {
+    bool have;                 /* a window was saved */
+    double flops;              /* FLOPs of the outermost op records in the windows */
+    double window_s;           /* seconds those windows spanned */
+    lp_top_op top[15];
+    int n_top;
+} lp_prof_facts;
+
+/* on_trace_ready: the default exports, then top ops and FLOPs into user (lp_prof_facts). */
+lp_status lp_train_on_trace_ready(const lp_prof_events *ev, void *user);
+
+typedef struct lp_summary_in {
+    const lp_train_config *c;
+    const lp_model *model;
+    const lp_history *h;
+    const lp_prof_facts *pf;
+    const char *run_id;
+    double peak_gflops;        /* machine f32 peak used for MFU (<= 0 unknown) */
+    const char *peak_source;
+    bool interrupted;
+    const char *stop_reason;   /* NULL: finished */
+} lp_summary_in;
+
+LP_WARN_UNUSED lp_status lp_rundir_write_summary(const char *path, const lp_summary_in *in);
+
+/* Progress display: a bar on a terminal, else plain lines every log_every steps. */
+typedef struct lp_progress {
+    int mode;                  /* 0 off, 1 lines, 2 bar */
+    int log_every;
+    int64_t total;
+    FILE *out;
+    double t0;
+    int64_t first_step;
+    int64_t samples;
+} lp_progress;
+
+void lp_progress_init(lp_progress *p, const lp_train_config *c, int64_t total, int64_t first_step);
+void lp_progress_step(lp_progress *p, const lp_step_rec *r);
+/* Ends the bar's line (a plain message may follow). */
+void lp_progress_end(lp_progress *p);
+
+double lp_train_now_s(void);
+
+#endif
