@@ -143,6 +143,10 @@ LP_WARN_UNUSED lp_status lp_model_backward(lp_model *m);
 void lp_model_set_dloss_scale(lp_model *m, float scale);
 /* Sets every gradient to zero. */
 void lp_model_zero_grad(lp_model *m);
+/* The dropout stream's state (what a checkpoint saves so a resumed run draws the same masks)
+ * and its restore. */
+void lp_model_rng_get(const lp_model *m, lp_rng *out);
+void lp_model_rng_set(lp_model *m, const lp_rng *r);
 
 /* Sentence embeddings of a bare or headed encoder: the masked mean of the last hidden state
  * (B,T,C) -> out (B,C), L2-normalized when normalize (sentence-transformers' Pooling(mean) +

@@ -488,6 +488,10 @@ void lp_model_zero_grad(lp_model *m)
         memset(m->grad_block, 0, (size_t)m->n_grad_floats * sizeof(float));
 }
 
+void lp_model_rng_get(const lp_model *m, lp_rng *out) { *out = m->rng; }
+
+void lp_model_rng_set(lp_model *m, const lp_rng *r) { m->rng = *r; }
+
 lp_status lp_model_embed(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
                          int32_t B, int32_t T, bool normalize, float *out)
 {
