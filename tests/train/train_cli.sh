@@ -74,4 +74,12 @@ PY
 else
   echo "FAIL: run with --config exited non-zero"; cat "$T/stderr"; fail=1
 fi
+# --exec eager runs (op-by-op attention) and is recorded
+rm -rf "$T/out"
+if "$L" train --exec eager --max-steps 2 --batch-size 4 --eval none --output-dir "$T/out" --run-id e --threads 1 --quiet >/dev/null 2>"$T/stderr" &&
+   grep -q '"exec":[[:space:]]*"eager"' "$T/out/e/summary.json"; then
+  echo "ok: --exec eager"
+else
+  echo "FAIL: --exec eager"; cat "$T/stderr"; fail=1
+fi
 exit $fail
