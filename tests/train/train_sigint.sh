@@ -9,7 +9,7 @@ T=$(mktemp -d /tmp/lp_train_sigint.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 fail=0
 common=(--batch-size 4 --eval none --threads 1 --output-dir "$T" --no-progress --log-every 1 --lr 3e-4)
-"$L" train "${common[@]}" --max-steps 100 --run-id int >"$T/out" 2>"$T/err" &
+"$L" train "${common[@]}" --max-steps 30 --run-id int >"$T/out" 2>"$T/err" &
 pid=$!
 # wait for a few steps to be logged, then interrupt
 for _ in $(seq 1 300); do
@@ -29,16 +29,16 @@ rows = list(csv.DictReader(open(d + "/steps.csv")))
 s = json.load(open(d + "/summary.json"))
 ck = sorted(os.listdir(d + "/checkpoints"))
 n = len(rows)
-if not (3 <= n < 100) or s["steps"] != n or not s["interrupted"] or ck[-1] != f"step-{n}":
+if not (3 <= n < 30) or s["steps"] != n or not s["interrupted"] or ck[-1] != f"step-{n}":
     print(f"FAIL: rows {n}, summary steps {s['steps']} interrupted {s['interrupted']}, checkpoints {ck}"); sys.exit(1)
 print(f"ok: SIGINT after {n} steps: checkpoint step-{n}, steps.csv and summary.json written")
 open(os.path.join(os.path.dirname(d), "n"), "w").write(str(n))
 PY
 # finish the interrupted run (resume from its run dir) and compare with one uninterrupted run
-"$L" train "${common[@]}" --max-steps 100 --run-id int2 --resume "$T/int" --quiet >/dev/null 2>"$T/err2" &
+"$L" train "${common[@]}" --max-steps 30 --run-id int2 --resume "$T/int" --quiet >/dev/null 2>"$T/err2" &
 pid=$!
 wait $pid || { echo "FAIL: resumed run failed"; cat "$T/err2"; exit 1; }
-"$L" train "${common[@]}" --max-steps 100 --run-id ref --quiet --checkpoint-every 0 >/dev/null 2>&1 || { echo "FAIL: reference run"; exit 1; }
+"$L" train "${common[@]}" --max-steps 30 --run-id ref --quiet --checkpoint-every 0 >/dev/null 2>&1 || { echo "FAIL: reference run"; exit 1; }
 python3 - "$T/int2" "$T/ref" <<'PY' || fail=1
 import csv, sys
 a = list(csv.DictReader(open(sys.argv[1] + "/steps.csv")))
