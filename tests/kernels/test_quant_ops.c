@@ -335,6 +335,80 @@ static void test_errors(void **state)
     lp_qweight_free(&q); /* safe on a zeroed struct */
 }
 
+/* ---- profiler: fused ops are one range each with their FLOPs; eager shows every step ---- */
+typedef struct {
+    int lora_fwd, lora_bwd, nf4_mm, nf4_deq, mm, add, mul, qmem;
+    double lora_fwd_flops;
+    int64_t lora_dims[4];
+} seen;
+
+static lp_status on_ready(const lp_prof_events *ev, void *user)
+{
+    seen *s = user;
+    for (size_t i = 0; i < lp_prof_events_count(ev); i++) {
+        const lp_prof_event *e = lp_prof_events_get(ev, i);
+        if (!strcmp(e->name, "lp::lora_linear_forward")) {
+            s->lora_fwd++;
+            s->lora_fwd_flops = e->flops;
+            if (e->n_inputs == 1 && e->input_ranks[0] == 4)
+                memcpy(s->lora_dims, e->input_dims, sizeof s->lora_dims);
+        } else if (!strcmp(e->name, "lp::lora_linear_backward"))
+            s->lora_bwd++;
+        else if (!strcmp(e->name, "lp::nf4_matmul_forward"))
+            s->nf4_mm++;
+        else if (!strcmp(e->name, "lp::nf4_dequantize"))
+            s->nf4_deq++;
+        else if (!strcmp(e->name, "lp::matmul_forward"))
+            s->mm++;
+        else if (!strcmp(e->name, "lp::add"))
+            s->add++;
+        else if (!strcmp(e->name, "lp::mul"))
+            s->mul++;
+        else if (!strcmp(e->name, "[memory]") && e->mem_category == LP_MEM_CATEGORY_QUANTIZED_WEIGHT && e->mem_bytes > 0)
+            s->qmem++;
+    }
+    return LP_OK;
+}
+
+static void test_profiler_records(void **state)
+{
+    (void)state;
+    seen s = {0};
+    lp_prof_config cfg;
+    lp_prof_config_init(&cfg);
+    cfg.record_shapes = cfg.profile_memory = cfg.with_flops = 1;
+    cfg.on_trace_ready = on_ready;
+    cfg.user = &s;
+    assert_int_equal(lp_prof_start(&cfg), LP_OK);
+    enum { N = 9, C = 70, OC = 33, r = 4 };
+    float *w = kt_rand_f(OC * C, -1, 1), *x = kt_rand_f(N * C, -1, 1), *A = kt_rand_f(r * C, -1, 1);
+    float *B = kt_rand_f(OC * r, -1, 1), *y = kt_nan(N * OC), *u = kt_nan(N * r), *dy = kt_rand_f(N * OC, -1, 1);
+    float *dx = kt_nan(N * C), *dA = kt_rand_f(r * C, 0, 0), *dB = kt_rand_f(OC * r, 0, 0);
+    lp_qweight q;
+    assert_int_equal(lp_qweight_quantize(&q, LP_DTYPE_NF4, w, OC, C, true, "prof"), LP_OK);
+    lp_lora_base b = {.q = &q};
+    lp_kernels_select(LP_KERNELS_IMPL_OPT);
+    assert_int_equal(lp_lora_forward(y, u, NULL, x, &b, A, B, 2.0f, 0.0f, NULL, N, C, OC, r), LP_OK);
+    assert_int_equal(lp_lora_backward(dx, dA, dB, dy, x, u, NULL, &b, A, B, 2.0f, 0.0f, N, C, OC, r), LP_OK);
+    assert_int_equal(lp_qmatmul_forward(y, x, &q, NULL, N, C, OC), LP_OK);
+    assert_int_equal(lp_lora_forward_eager(y, u, NULL, x, &b, A, B, 2.0f, 0.0f, NULL, N, C, OC, r), LP_OK);
+    lp_qweight_free(&q);
+    assert_int_equal(lp_prof_stop(), LP_OK);
+    assert_int_equal(kt_release("prof"), 0);
+    assert_int_equal(s.lora_fwd, 1);
+    assert_int_equal(s.lora_bwd, 1);
+    assert_int_equal(s.nf4_mm, 1);
+    assert_float_equal(s.lora_fwd_flops, 2.0 * N * C * OC + 2.0 * N * C * r + 2.0 * N * r * OC + 2.0 * N * OC, 0);
+    assert_int_equal(s.lora_dims[0], N);
+    assert_int_equal(s.lora_dims[3], r);
+    /* eager: dequantize, then three matmuls (lora_A, lora_B, base), the scale and the add */
+    assert_int_equal(s.nf4_deq, 1);
+    assert_int_equal(s.mm, 3);
+    assert_int_equal(s.mul, 1);
+    assert_int_equal(s.add, 1);
+    assert_int_equal(s.qmem, 1);
+}
+
 int main(void)
 {
     R = lp_kernels_table(LP_KERNELS_IMPL_REF);
@@ -344,7 +418,7 @@ int main(void)
         cmocka_unit_test(test_qgemm_table),     cmocka_unit_test(test_lora_table),
         cmocka_unit_test(test_tables_one_thread), cmocka_unit_test(test_lora_grad),
         cmocka_unit_test(test_int8_round_trip), cmocka_unit_test(test_memory_accounting),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_errors),          cmocka_unit_test(test_profiler_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
