@@ -94,6 +94,8 @@ typedef struct lp_model_options {
     int32_t max_batch, max_seq; /* preallocate activations for this size (0: grow on demand) */
     bool quiet;                 /* no notices on stderr (newly initialized head, ...) */
     lp_lora_options lora;       /* LoRA / QLoRA; lora.enabled false = plain model */
+    bool no_grad;               /* inference only: no gradient block (every grad NULL; backward
+                                   returns INVALID_ARG) */
 } lp_model_options;
 
 /* Defaults: AUTO task, config's labels, CLS pooling, EAGER, no checkpointing, eval mode,
@@ -124,11 +126,13 @@ void lp_model_set_grad_checkpointing(lp_model *m, bool on);
 
 /* Forward pass. ids, mask (B,T) (mask 1 = real token, 0 = padding; NULL = all real; every
  * row needs a real token), type_ids (B,T) or NULL (all 0). logits (B,L) =, may be NULL.
- * Keeps what lp_model_backward needs. Errors: INVALID_ARG (B or T < 1, T beyond the
+ * Inference: no backward can follow, so the layers share one activation block (memory of
+ * one layer plus each layer's (B,T,C) output). Errors: INVALID_ARG (B or T < 1, T beyond the
  * position table, a model without a head), RANGE (an id outside the vocabulary), NO_MEMORY. */
 LP_WARN_UNUSED lp_status lp_model_forward(lp_model *m, const int32_t *ids, const int32_t *mask,
                                           const int32_t *type_ids, int32_t B, int32_t T, float *logits);
-/* Forward plus mean cross-entropy over the B rows against labels (B) in [0, L). loss (1) =;
+/* Forward plus mean cross-entropy over the B rows against labels (B) in [0, L) (-100 =
+ * ignored, as in transformers), keeping every activation lp_model_backward needs. loss (1) =;
  * logits (B,L) = (may be NULL). Errors: as lp_model_forward, RANGE for a bad label, NUMERIC
  * for non-finite logits. */
 LP_WARN_UNUSED lp_status lp_model_loss_forward(lp_model *m, const int32_t *ids, const int32_t *mask,

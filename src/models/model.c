@@ -64,16 +64,16 @@ typedef struct sizes {
     int64_t act, u8, tmp, in;
 } sizes;
 
-static sizes need(const lp_model *m, int64_t B, int64_t T)
+static sizes need(const lp_model *m, int64_t B, int64_t T, bool shared)
 {
     const int64_t N = B * T, C = m->cfg.hidden_size, L = m->num_labels;
     const lp_nn_encoder_layer *l0 = &m->layers[0];
     sizes s = {0, 0, 0, 0};
     int64_t la = lp_nn_layer_act_floats(l0, m->exec, m->training, B, T);
     int64_t lu = lp_nn_layer_act_bytes_u8(l0, m->exec, m->training, B, T);
-    s.act = 2 * up16(N * C) + 2 * up16(N) + (m->ckpt ? la + m->L * up16(N * C) : m->L * la) +
-            4 * up16(B * C) + up16(B * L) + up16(B);
-    s.u8 = up64(N * C) + (m->ckpt ? lu : m->L * lu) + up64(B * C);
+    s.act = 2 * up16(N * C) + 2 * up16(N) + (shared ? la + m->L * up16(N * C) : m->L * la) + 4 * up16(B * C) +
+            up16(B * L) + up16(B);
+    s.u8 = up64(N * C) + (shared ? lu : m->L * lu) + up64(B * C);
     int64_t ls = lp_nn_encoder_layer_scratch_floats(l0, m->exec, B, T),
             other = 2 * N * C > 2 * B * C ? 2 * N * C : 2 * B * C;
     s.tmp = 2 * up16(N * C) + (ls > other ? ls : other) + up16(B * L);
@@ -81,9 +81,9 @@ static sizes need(const lp_model *m, int64_t B, int64_t T)
     return s;
 }
 
-static lp_status ensure(lp_model *m, int64_t B, int64_t T)
+static lp_status ensure(lp_model *m, int64_t B, int64_t T, bool shared)
 {
-    sizes s = need(m, B, T);
+    sizes s = need(m, B, T, shared);
     if (s.act > m->act_cap_floats) {
         lp_free(m->act_block);
         m->act_cap_floats = 0;
@@ -121,7 +121,9 @@ static lp_status ensure(lp_model *m, int64_t B, int64_t T)
 }
 
 /* Points every activation at its place in the blocks for a (B,T) batch. */
-static void bind(lp_model *m, int64_t B, int64_t T)
+/* shared: one layer's activations reused by every layer, plus each layer's output (gradient
+ * checkpointing, and forwards that no backward follows). */
+static void bind(lp_model *m, int64_t B, int64_t T, bool shared)
 {
     const int64_t N = B * T, C = m->cfg.hidden_size, L = m->num_labels;
     float *f = m->act_block;
@@ -137,12 +139,12 @@ static void bind(lp_model *m, int64_t B, int64_t T)
     u += up64(N * C);
     int64_t la = lp_nn_layer_act_floats(&m->layers[0], m->exec, m->training, B, T);
     int64_t lu = lp_nn_layer_act_bytes_u8(&m->layers[0], m->exec, m->training, B, T);
-    for (int64_t l = 0; l < (m->ckpt ? 1 : m->L); l++) {
+    for (int64_t l = 0; l < (shared ? 1 : m->L); l++) {
         lp_nn_layer_act_bind(&m->layers[l], m->exec, m->training, &m->lact[l], f, u, B, T);
         f += la;
         u += lu;
     }
-    if (m->ckpt)
+    if (shared)
         for (int64_t l = 0; l < m->L; l++)
             m->ckpt_out[l] = TAKE(N * C);
     lp_nn_head_act *h = &m->head_act;
@@ -254,7 +256,7 @@ lp_status lp_model_load(const char *dir, const lp_model_options *opt, lp_model *
         goto fail;
     }
     if (m->opt.max_batch > 0 && m->opt.max_seq > 0 &&
-        (st = ensure(m, m->opt.max_batch, m->opt.max_seq)) != LP_OK)
+        (st = ensure(m, m->opt.max_batch, m->opt.max_seq, m->ckpt)) != LP_OK)
         goto fail;
     *out = m;
     return LP_OK;
@@ -329,8 +331,10 @@ static lp_nn_ctx run_ctx(lp_model *m, lp_rng *rng)
 
 /* Embeddings and the layer stack; the last hidden state is lp_model_hidden(m, L). */
 static lp_status run_encoder(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
-                             int32_t B, int32_t T)
+                             int32_t B, int32_t T, bool need_grad)
 {
+    // without a backward to feed, the layers share one activation block whatever the mode
+    const bool shared = m->ckpt || !need_grad;
     m->fwd_ok = m->loss_ok = false;
     if (B < 1 || T < 1)
         return lp_err(LP_STATUS_INVALID_ARG, "model forward: batch %d x %d is empty", B, T);
@@ -340,10 +344,10 @@ static lp_status run_encoder(lp_model *m, const int32_t *ids, const int32_t *mas
                       (long long)m->cfg.max_position_embeddings, m->dir);
     if (!ids)
         return lp_err(LP_STATUS_INVALID_ARG, "model forward: no token ids");
-    lp_status st = ensure(m, B, T);
+    lp_status st = ensure(m, B, T, shared);
     if (st != LP_OK)
         return st;
-    bind(m, B, T);
+    bind(m, B, T, shared);
     if ((st = lp_model__peft_bind(m, B, T)) != LP_OK)
         return st;
     const int64_t N = (int64_t)B * T;
@@ -380,9 +384,9 @@ static lp_status run_encoder(lp_model *m, const int32_t *ids, const int32_t *mas
     const float *x = m->emb_act.out;
     for (int64_t l = 0; l < m->L; l++) {
         m->layer_rng[l] = m->rng; // the recompute replays this layer's dropout masks
-        lp_nn_layer_act *a = &m->lact[m->ckpt ? 0 : l];
+        lp_nn_layer_act *a = &m->lact[shared ? 0 : l];
         lp_nn_encoder_layer_forward(&m->layers[l], &ctx, a, x, m->mask, B, T);
-        if (m->ckpt) {
+        if (shared) {
             memcpy(m->ckpt_out[l], a->out, (size_t)N * m->cfg.hidden_size * sizeof(float));
             x = m->ckpt_out[l];
         } else {
@@ -393,7 +397,7 @@ static lp_status run_encoder(lp_model *m, const int32_t *ids, const int32_t *mas
     m->T = T;
     m->fwd_exec = m->exec;
     m->fwd_training = m->training;
-    m->fwd_ckpt = m->ckpt;
+    m->fwd_ckpt = shared;
     m->fwd_ok = true;
     return LP_OK;
 }
@@ -407,8 +411,8 @@ const float *lp_model_hidden(const lp_model *m, int32_t i)
     return m->fwd_ckpt ? m->ckpt_out[i - 1] : m->lact[i - 1].out;
 }
 
-lp_status lp_model_forward(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
-                           int32_t B, int32_t T, float *logits)
+static lp_status forward(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
+                         int32_t B, int32_t T, float *logits, bool need_grad)
 {
     if (!m->has_head)
         return lp_err(LP_STATUS_INVALID_ARG,
@@ -416,7 +420,7 @@ lp_status lp_model_forward(lp_model *m, const int32_t *ids, const int32_t *mask,
                       "lp_model_embed, or load with task seq_cls",
                       m->dir);
     LP_PROF_SCOPE(m->cfg.distilbert ? "distilbert.forward" : "bert.forward");
-    lp_status st = run_encoder(m, ids, mask, type_ids, B, T);
+    lp_status st = run_encoder(m, ids, mask, type_ids, B, T, need_grad);
     if (st != LP_OK)
         return st;
     lp_nn_ctx ctx = run_ctx(m, &m->rng);
@@ -427,12 +431,18 @@ lp_status lp_model_forward(lp_model *m, const int32_t *ids, const int32_t *mask,
     return LP_OK;
 }
 
+lp_status lp_model_forward(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
+                           int32_t B, int32_t T, float *logits)
+{
+    return forward(m, ids, mask, type_ids, B, T, logits, false);
+}
+
 lp_status lp_model_loss_forward(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
                                 const int32_t *labels, int32_t B, int32_t T, float *logits, float *loss)
 {
     if (!labels)
         return lp_err(LP_STATUS_INVALID_ARG, "model loss: no labels");
-    lp_status st = lp_model_forward(m, ids, mask, type_ids, B, T, logits);
+    lp_status st = forward(m, ids, mask, type_ids, B, T, logits, true);
     if (st != LP_OK)
         return st;
     memcpy(m->labels, labels, (size_t)B * sizeof *labels);
@@ -447,6 +457,8 @@ lp_status lp_model_loss_forward(lp_model *m, const int32_t *ids, const int32_t *
 
 lp_status lp_model_backward(lp_model *m)
 {
+    if (m->opt.no_grad)
+        return lp_err(LP_STATUS_INVALID_ARG, "model %s was loaded with no_grad: it has no gradients", m->dir);
     if (!m->loss_ok)
         return lp_err(LP_STATUS_INVALID_ARG, "model backward: no loss forward to back-propagate (call "
                                              "lp_model_loss_forward first; a backward consumes it)");
@@ -498,7 +510,7 @@ lp_status lp_model_embed(lp_model *m, const int32_t *ids, const int32_t *mask, c
     LP_PROF_SCOPE(m->cfg.distilbert ? "distilbert.embed" : "bert.embed");
     bool tr = m->training;
     m->training = false;
-    lp_status st = run_encoder(m, ids, mask, type_ids, B, T);
+    lp_status st = run_encoder(m, ids, mask, type_ids, B, T, false);
     m->training = tr;
     if (st != LP_OK)
         return st;
@@ -530,17 +542,18 @@ lp_status lp_model__layout_grads(lp_model *m)
 {
     int64_t n = 0;
     for (size_t i = 0; i < m->n_params; i++)
-        if (m->params[i].trainable)
+        if (m->params[i].trainable && !m->opt.no_grad)
             n += (m->params[i].numel + 15) & ~(int64_t)15; // 64-byte aligned, as the parameters
     float *g = NULL;
     if (n && !(g = lp_alloc((size_t)n * sizeof(float), LP_MEM_CATEGORY_GRADIENT, "model gradients")))
-        return lp_err_wrap(LP_STATUS_NO_MEMORY, "%s: allocating gradients of %lld floats", m->dir, (long long)n);
+        return lp_err_wrap(LP_STATUS_NO_MEMORY, "%s: allocating gradients of %lld floats", m->dir,
+                           (long long)n);
     int64_t off = 0;
     for (size_t i = 0; i < m->n_params; i++) {
         lp_model_param *p = &m->params[i];
         lp_model_pslot *s = &m->slots[i];
         int64_t goff = -1;
-        if (p->trainable) {
+        if (p->trainable && !m->opt.no_grad) {
             goff = off;
             off += (p->numel + 15) & ~(int64_t)15;
             if (s->goff >= 0) // keep what was accumulated

@@ -156,6 +156,12 @@ static void run_grads(const char *name, lp_exec_mode exec, bool ckpt)
         assert_non_null(p[i].grad);
         check("gradient", p[i].name, p[i].grad, ref, n, &w_grad, n_grad, sizeof n_grad);
     }
+    // the inference forward (layers share one activation block) computes the same logits
+    float *inf = malloc((size_t)(b.B * L) * sizeof *inf);
+    assert_int_equal(lp_model_forward(m, b.ids, b.mask, b.types, b.B, b.T, inf), LP_OK);
+    assert_memory_equal(inf, logits, (size_t)(b.B * L) * sizeof *inf);
+    assert_int_equal(lp_model_backward(m), LP_STATUS_INVALID_ARG); // nothing to back-propagate
+    free(inf);
     printf("SUMMARY %-18s %-5s%s  logits/loss rel %.2e | hidden rel %.2e (%s) | grad rel %.2e (%s; key-bias "
            "noise excluded, abs <= 1e-7)\n",
            name, lp_exec_mode_name(exec), ckpt ? "+ckpt" : "", w_out, w_hid, n_hid, w_grad, n_grad);

@@ -292,6 +292,18 @@ static void bad_inputs(void **state)
     assert_int_equal(lp_model_forward(m, long_ids, long_mask, NULL, 1, 17, NULL), LP_STATUS_INVALID_ARG);
     printf("too long: %s\n", lp_err_msg());
     lp_model_free(m);
+    // inference only: no gradient block, the loss still computes, a backward is refused
+    lp_model_options o;
+    lp_model_options_init(&o);
+    o.quiet = o.no_grad = true;
+    assert_int_equal(lp_model_load(tiny_dir(), &o, &m), LP_OK);
+    size_t np;
+    const lp_model_param *p = lp_model_params(m, &np);
+    for (size_t i = 0; i < np; i++)
+        assert_null(p[i].grad);
+    assert_int_equal(lp_model_loss_forward(m, ids, msk, typ, lab, 2, 9, NULL, &loss), LP_OK);
+    assert_int_equal(lp_model_backward(m), LP_STATUS_INVALID_ARG);
+    lp_model_free(m);
     lp_model *x = NULL;
     assert_int_not_equal(lp_model_load("tests/golden/does-not-exist", NULL, &x), LP_OK);
     assert_null(x);
