@@ -113,7 +113,56 @@ lp_status lp_prof_step_breakdown(const lp_prof_events *ev, lp_prof_step_row **ro
             ns = 1;
         }
     }
-    for (size_t s = 0; s < ns; s++) {
+    int overlap = 0;
+    for (size_t s = 1; s < ns; s++)
+        overlap |= r[s].ts_ns < r[s - 1].ts_ns + r[s - 1].dur_ns;
+    if (ns && !overlap) {
+        /* One sweep over every boundary (O(n log n)): each elementary segment goes to the
+         * top-priority active category and to the step (sorted, disjoint) it falls in. */
+        int64_t lo = r[0].ts_ns, hi = r[ns - 1].ts_ns + r[ns - 1].dur_ns;
+        size_t nb = 0;
+        for (size_t i = 0; i < total; i++) {
+            const lp_prof_event *e = lp_prof_events_get(ev, i);
+            int p = classify(e);
+            if (p < 0)
+                continue;
+            int64_t a = e->ts_ns > lo ? e->ts_ns : lo;
+            int64_t z = e->ts_ns + e->dur_ns < hi ? e->ts_ns + e->dur_ns : hi;
+            if (a >= z)
+                continue;
+            b[nb++] = (bnd){a, p, +1};
+            b[nb++] = (bnd){z, p, -1};
+        }
+        qsort(b, nb, sizeof *b, bnd_cmp);
+        int cnt[LP_PROF_STEP_PART__COUNT] = {0};
+        int64_t t = lo;
+        size_t si = 0;
+        for (size_t i = 0; i <= nb; i++) {
+            int64_t nt = i < nb ? b[i].t : hi;
+            if (nt > t) {
+                int part = LP_PROF_STEP_PART_OTHER;
+                for (int p = 0; p < LP_PROF_STEP_PART_OTHER; p++)
+                    if (cnt[p] > 0) {
+                        part = p;
+                        break;
+                    }
+                /* spread [t, nt) over the steps it overlaps */
+                while (si < ns && r[si].ts_ns + r[si].dur_ns <= t)
+                    si++;
+                for (size_t k = si; k < ns && r[k].ts_ns < nt; k++) {
+                    int64_t a = t > r[k].ts_ns ? t : r[k].ts_ns;
+                    int64_t z = nt < r[k].ts_ns + r[k].dur_ns ? nt : r[k].ts_ns + r[k].dur_ns;
+                    if (z > a)
+                        r[k].part_ns[part] += z - a;
+                }
+                t = nt;
+            }
+            if (i < nb)
+                cnt[b[i].part] += b[i].delta;
+        }
+    }
+    /* Overlapping steps (several threads stepping): each step on its own, O(steps x n). */
+    for (size_t s = 0; overlap && s < ns; s++) {
         int64_t s0 = r[s].ts_ns, s1 = r[s].ts_ns + r[s].dur_ns;
         size_t nb = 0;
         for (size_t i = 0; i < total; i++) {

@@ -274,6 +274,56 @@ static void test_step_breakdown(void **state)
     lp_prof_events_free(ev);
 }
 
+static lp_prof_events *mini(const int64_t (*spec)[3], const char *const *names, int n)
+{
+    lp_prof_events *ev;
+    assert_int_equal(lp_prof_events_new(&ev), LP_OK);
+    for (int i = 0; i < n; i++) {
+        lp_prof_event e;
+        lp_prof_event_init(&e);
+        e.name = names[i];
+        e.cat = "user_annotation";
+        e.tid = spec[i][0];
+        e.ts_ns = spec[i][1];
+        e.dur_ns = spec[i][2];
+        assert_int_equal(lp_prof_events_add(ev, &e), LP_OK);
+    }
+    lp_prof_events_sort(ev);
+    return ev;
+}
+
+static void test_step_breakdown_gaps_and_overlap(void **state)
+{
+    (void)state;
+    /* disjoint steps with a gap; one range spans the gap */
+    const int64_t a[][3] = {{1, 0, 100}, {1, 200, 100}, {2, 50, 200}, {1, 210, 20}};
+    const char *an[] = {"ProfilerStep#0", "ProfilerStep#1", "op", "Optimizer.step#x"};
+    lp_prof_events *ev = mini(a, an, 4);
+    lp_prof_step_row *rows;
+    size_t n;
+    assert_int_equal(lp_prof_step_breakdown(ev, &rows, &n), LP_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(rows[0].part_ns[LP_PROF_STEP_PART_CPU_EXEC], 50);
+    assert_int_equal(rows[0].part_ns[LP_PROF_STEP_PART_OTHER], 50);
+    assert_int_equal(rows[1].part_ns[LP_PROF_STEP_PART_OPTIMIZER], 20);
+    assert_int_equal(rows[1].part_ns[LP_PROF_STEP_PART_CPU_EXEC], 30);
+    assert_int_equal(rows[1].part_ns[LP_PROF_STEP_PART_OTHER], 50);
+    free(rows);
+    lp_prof_events_free(ev);
+    /* overlapping steps (two threads stepping): each step sees what overlaps it */
+    const int64_t b[][3] = {{1, 0, 100}, {2, 50, 100}, {3, 60, 30}};
+    const char *bn[] = {"ProfilerStep#0", "ProfilerStep#1", "enumerate(DataLoader)#it.__next__"};
+    ev = mini(b, bn, 3);
+    assert_int_equal(lp_prof_step_breakdown(ev, &rows, &n), LP_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(rows[0].part_ns[LP_PROF_STEP_PART_DATALOADER], 30);
+    assert_int_equal(rows[0].part_ns[LP_PROF_STEP_PART_OTHER], 70);
+    assert_int_equal(rows[1].part_ns[LP_PROF_STEP_PART_DATALOADER], 30);
+    assert_int_equal(rows[1].part_ns[LP_PROF_STEP_PART_OTHER], 70);
+    free(rows);
+    lp_prof_events_free(ev);
+}
+
 static void test_stacks(void **state)
 {
     (void)state;
@@ -398,6 +448,7 @@ int main(void)
         cmocka_unit_test(test_row_values_and_csv),
         cmocka_unit_test(test_device_time),
         cmocka_unit_test(test_step_breakdown),
+        cmocka_unit_test(test_step_breakdown_gaps_and_overlap),
         cmocka_unit_test(test_stacks),
         cmocka_unit_test(test_memory_timeline_and_summary),
     };
