@@ -29,8 +29,8 @@ static int same_bits(const char *what, const void *got, const void *want, size_t
     for (size_t i = 0; i < n; i++)
         if (memcmp((const char *)got + i * elem, (const char *)want + i * elem, elem)) {
             if (elem == 4)
-                fprintf(stderr, "  %s: element %zu: got %.9g, want %.9g\n", what, i, (double)((const float *)got)[i],
-                        (double)((const float *)want)[i]);
+                fprintf(stderr, "  %s: element %zu: got %.9g, want %.9g\n", what, i,
+                        (double)((const float *)got)[i], (double)((const float *)want)[i]);
             else
                 fprintf(stderr, "  %s: byte %zu: got %u, want %u\n", what, i, ((const uint8_t *)got)[i],
                         ((const uint8_t *)want)[i]);
@@ -45,7 +45,8 @@ static void test_code_tables(void **state)
     lp_st_file *f = NULL;
     assert_int_equal(lp_st_open("tests/golden/nf4/golden.safetensors", &f), LP_OK);
     int bad = same_bits("code.nf4", lp_nf4_code, need(f, "code.nf4", LP_ST_DTYPE_F32)->data, 16, 4);
-    bad += same_bits("code.dynamic", lp_nf4_dynamic_map, need(f, "code.dynamic", LP_ST_DTYPE_F32)->data, 256, 4);
+    bad +=
+        same_bits("code.dynamic", lp_nf4_dynamic_map, need(f, "code.dynamic", LP_ST_DTYPE_F32)->data, 256, 4);
     lp_st_close(f);
     assert_int_equal(bad, 0);
 }
@@ -88,7 +89,8 @@ static void test_nf4_golden_matrices(void **state)
         int64_t rows = in->shape[0], cols = in->shape[1];
         for (int dq = 0; dq < 2; dq++) {
             lp_qweight q;
-            assert_int_equal(lp_qweight_quantize(&q, LP_DTYPE_NF4, in->data, rows, cols, dq, "golden"), LP_OK);
+            assert_int_equal(lp_qweight_quantize(&q, LP_DTYPE_NF4, in->data, rows, cols, dq, "golden"),
+                             LP_OK);
             char what[160];
             snprintf(key, sizeof key, "%s.packed", m);
             snprintf(what, sizeof what, "%s%s codes", m, dq ? " dq" : "");
@@ -138,10 +140,11 @@ static void test_qlora_distilbert_layers(void **state)
     (void)state;
     lp_st_file *base = NULL, *saved = NULL, *gold = NULL;
     assert_int_equal(lp_st_open("tests/golden/qlora_distilbert/model.safetensors", &base), LP_OK);
-    assert_int_equal(lp_st_open("tests/golden/qlora_distilbert/quantized_model/model.safetensors", &saved), LP_OK);
+    assert_int_equal(lp_st_open("tests/golden/qlora_distilbert/quantized_model/model.safetensors", &saved),
+                     LP_OK);
     assert_int_equal(lp_st_open("tests/golden/qlora_distilbert/golden.safetensors", &gold), LP_OK);
-    static const char *mods[] = {"attention.q_lin", "attention.k_lin", "attention.v_lin",
-                                 "attention.out_lin", "ffn.lin1", "ffn.lin2"};
+    static const char *mods[] = {"attention.q_lin",   "attention.k_lin", "attention.v_lin",
+                                 "attention.out_lin", "ffn.lin1",        "ffn.lin2"};
     int bad = 0, n = 0;
     for (int layer = 0; layer < 2; layer++)
         for (int k = 0; k < 6; k++) {
@@ -150,13 +153,14 @@ static void test_qlora_distilbert_layers(void **state)
             snprintf(key, sizeof key, "%s.weight", m);
             const lp_st_tensor *w = need(base, key, LP_ST_DTYPE_F32);
             lp_qweight q;
-            assert_int_equal(lp_qweight_quantize(&q, LP_DTYPE_NF4, w->data, w->shape[0], w->shape[1], true, "q"),
-                             LP_OK);
+            assert_int_equal(
+                lp_qweight_quantize(&q, LP_DTYPE_NF4, w->data, w->shape[0], w->shape[1], true, "q"), LP_OK);
             bad += same_bits(key, q.codes, need(saved, key, LP_ST_DTYPE_U8)->data, (size_t)(q.n + 1) / 2, 1);
             snprintf(key, sizeof key, "%s.weight.absmax", m);
             bad += same_bits(key, q.absmax_q, need(saved, key, LP_ST_DTYPE_U8)->data, (size_t)q.n_blocks, 1);
             snprintf(key, sizeof key, "%s.weight.nested_absmax", m);
-            bad += same_bits(key, q.nested_absmax, need(saved, key, LP_ST_DTYPE_F32)->data, (size_t)q.n_nested, 4);
+            bad += same_bits(key, q.nested_absmax, need(saved, key, LP_ST_DTYPE_F32)->data,
+                             (size_t)q.n_nested, 4);
             snprintf(key, sizeof key, "%s.weight.quant_map", m);
             bad += same_bits(key, lp_nf4_code, need(saved, key, LP_ST_DTYPE_F32)->data, 16, 4);
             snprintf(key, sizeof key, "%s.weight.nested_quant_map", m);

@@ -23,8 +23,8 @@ static void make_base(int kind, const float *w, int64_t OC, int64_t C, lp_qweigh
         b->weight = w;
         return;
     }
-    assert_int_equal(lp_qweight_quantize(q, kind == 1 ? LP_DTYPE_INT8 : LP_DTYPE_NF4, w, OC, C, kind == 3, "test"),
-                     LP_OK);
+    assert_int_equal(
+        lp_qweight_quantize(q, kind == 1 ? LP_DTYPE_INT8 : LP_DTYPE_NF4, w, OC, C, kind == 3, "test"), LP_OK);
     b->q = q;
 }
 
@@ -45,7 +45,8 @@ static int run_qgemm(int64_t N, int64_t C, int64_t OC, int kind)
     f += O->qmatmul_backward(d1, dout, &q, N, C, OC) != LP_OK;
     f += lp_qmatmul_backward_eager(d2, dout, &q, N, C, OC) != LP_OK;
     char what[96];
-    snprintf(what, sizeof what, "qmatmul kind %d [%lld,%lld,%lld]", kind, (long long)N, (long long)C, (long long)OC);
+    snprintf(what, sizeof what, "qmatmul kind %d [%lld,%lld,%lld]", kind, (long long)N, (long long)C,
+             (long long)OC);
     f += kt_close(what, o1, o0, N * OC, 1e-5 * C, 1e-5);
     f += kt_close(what, o2, o0, N * OC, 1e-5 * C, 1e-5);
     f += kt_close(what, d1, d0, N * C, 1e-5 * OC, 1e-5);
@@ -62,7 +63,7 @@ static int run_qgemm(int64_t N, int64_t C, int64_t OC, int kind)
 static void test_qgemm_table(void **state)
 {
     (void)state;
-    static const int64_t shapes[][3] = {{1, 1, 1},   {3, 17, 5},   {5, 64, 64},   {17, 63, 129},
+    static const int64_t shapes[][3] = {{1, 1, 1},     {3, 17, 5},     {5, 64, 64},    {17, 63, 129},
                                         {70, 130, 33}, {33, 200, 300}, {129, 96, 1000}};
     int f = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
@@ -77,7 +78,8 @@ static int run_lora(int64_t N, int64_t C, int64_t OC, int64_t r, int kind, float
     lp_qweight q;
     lp_lora_base b;
     float *w = kt_rand_f(OC * C, -0.5f, 0.5f), *bias = kt_rand_f(OC, -1, 1), *x = kt_rand_f(N * C, -1, 1);
-    float *A = kt_rand_f(r * C, -0.5f, 0.5f), *B = kt_rand_f(OC * r, -0.5f, 0.5f), *dout = kt_rand_f(N * OC, -1, 1);
+    float *A = kt_rand_f(r * C, -0.5f, 0.5f), *B = kt_rand_f(OC * r, -0.5f, 0.5f),
+          *dout = kt_rand_f(N * OC, -1, 1);
     make_base(kind, w, OC, C, &q, &b, kind == 2 ? NULL : bias);
     float s = 2.0f / (float)r;
     float *y[3], *u[3], *dx[3], *dA[3], *dB[3];
@@ -105,7 +107,8 @@ static int run_lora(int64_t N, int64_t C, int64_t OC, int64_t r, int kind, float
         else if (v == 1)
             st = O->lora_backward(dx[v], dA[v], dB[v], dout, x, u[v], keep[v], &b, A, B, s, p, N, C, OC, r);
         else
-            st = lp_lora_backward_eager(dx[v], dA[v], dB[v], dout, x, u[v], keep[v], &b, A, B, s, p, N, C, OC, r);
+            st = lp_lora_backward_eager(dx[v], dA[v], dB[v], dout, x, u[v], keep[v], &b, A, B, s, p, N, C, OC,
+                                        r);
         f += st != LP_OK;
     }
     char what[128];
@@ -139,7 +142,8 @@ static void test_lora_table(void **state)
         for (int ri = 0; ri < 4; ri++)
             for (int kind = 0; kind <= 3; kind++)
                 for (int pi = 0; pi < 2; pi++)
-                    f += run_lora(shapes[s][0], shapes[s][1], shapes[s][2], ranks[ri], kind, pi ? 0.25f : 0.0f);
+                    f += run_lora(shapes[s][0], shapes[s][1], shapes[s][2], ranks[ri], kind,
+                                  pi ? 0.25f : 0.0f);
     assert_int_equal(f, 0);
 }
 
@@ -168,8 +172,8 @@ static double lo_loss(lo_ctx *c)
     /* the same mask every time: re-seed the generator */
     lp_rng rng;
     lp_rng_init(&rng, 11, LP_RNG_STREAM_DROPOUT);
-    assert_int_equal(R->lora_forward(c->y, c->u, c->keep, c->x, c->b, c->A, c->B, c->s, c->p, &rng, c->N, c->C, c->OC,
-                                     c->r),
+    assert_int_equal(R->lora_forward(c->y, c->u, c->keep, c->x, c->b, c->A, c->B, c->s, c->p, &rng, c->N,
+                                     c->C, c->OC, c->r),
                      LP_OK);
     double L = 0;
     for (int64_t i = 0; i < c->N * c->OC; i++)
@@ -190,7 +194,8 @@ static int fd(const char *what, lo_ctx *c, float *x, int64_t n, const float *g)
         x[i] = x0;
         double num = (lp - lm) / (2.0 * h);
         if (!(fabs(num - g[i]) <= 2e-3 + 2e-2 * fabs(g[i]))) {
-            fprintf(stderr, "  %s[%lld]: analytic %.6g numeric %.6g\n", what, (long long)i, (double)g[i], num);
+            fprintf(stderr, "  %s[%lld]: analytic %.6g numeric %.6g\n", what, (long long)i, (double)g[i],
+                    num);
             bad++;
         }
     }
@@ -209,15 +214,17 @@ static void test_lora_grad(void **state)
             float *w = kt_rand_f(c.OC * c.C, -1, 1), *bias = kt_rand_f(c.OC, -1, 1);
             make_base(kind, w, c.OC, c.C, &q, &b, bias);
             c.b = &b;
-            c.x = kt_rand_f(c.N * c.C, -1, 1), c.A = kt_rand_f(c.r * c.C, -1, 1), c.B = kt_rand_f(c.OC * c.r, -1, 1);
+            c.x = kt_rand_f(c.N * c.C, -1, 1), c.A = kt_rand_f(c.r * c.C, -1, 1),
+            c.B = kt_rand_f(c.OC * c.r, -1, 1);
             c.y = kt_nan(c.N * c.OC), c.u = kt_nan(c.N * c.r), c.dout = kt_rand_f(c.N * c.OC, -1, 1);
             c.keep = kt_alloc((size_t)(c.N * c.C));
-            float *dx = kt_nan(c.N * c.C), *dA = kt_alloc((size_t)(c.r * c.C) * 4), *dB = kt_alloc((size_t)(c.OC * c.r) * 4);
+            float *dx = kt_nan(c.N * c.C), *dA = kt_alloc((size_t)(c.r * c.C) * 4),
+                  *dB = kt_alloc((size_t)(c.OC * c.r) * 4);
             memset(dA, 0, (size_t)(c.r * c.C) * 4);
             memset(dB, 0, (size_t)(c.OC * c.r) * 4);
             lo_loss(&c);
-            assert_int_equal(R->lora_backward(dx, dA, dB, c.dout, c.x, c.u, c.keep, &b, c.A, c.B, c.s, c.p, c.N, c.C,
-                                              c.OC, c.r),
+            assert_int_equal(R->lora_backward(dx, dA, dB, c.dout, c.x, c.u, c.keep, &b, c.A, c.B, c.s, c.p,
+                                              c.N, c.C, c.OC, c.r),
                              LP_OK);
             bad += fd("lora dx", &c, c.x, c.N * c.C, dx);
             bad += fd("lora dA", &c, c.A, c.r * c.C, dA);
@@ -237,7 +244,7 @@ static void test_int8_round_trip(void **state)
     float *w = kt_rand_f(OC * C, -2, 2);
     for (int64_t i = 0; i < C; i++)
         w[5 * C + i] = 0.0f; /* an all-zero row: scale 0, exact zeros back */
-    w[7 * C + 3] = 1e4f;      /* an outlier only hurts its own row */
+    w[7 * C + 3] = 1e4f;     /* an outlier only hurts its own row */
     lp_qweight q;
     assert_int_equal(lp_qweight_quantize(&q, LP_DTYPE_INT8, w, OC, C, false, "int8"), LP_OK);
     float *d = kt_nan(OC * C);
@@ -249,7 +256,8 @@ static void test_int8_round_trip(void **state)
             am = fmaxf(am, fabsf(w[o * C + i]));
         for (int64_t i = 0; i < C; i++) {
             /* half a step of rounding plus a few ulps of the scale */
-            double err = fabs((double)d[o * C + i] - w[o * C + i]), bound = am / 127.0 * 0.5 * (1 + 1e-5) + 1e-30;
+            double err = fabs((double)d[o * C + i] - w[o * C + i]),
+                   bound = am / 127.0 * 0.5 * (1 + 1e-5) + 1e-30;
             if (err > bound) {
                 if (!bad)
                     fprintf(stderr, "  int8 [%lld,%lld]: %g vs %g (bound %g)\n", (long long)o, (long long)i,
@@ -279,7 +287,8 @@ static void test_memory_accounting(void **state)
     lp_alloc_stats_get(&s1);
     uint64_t qb = s1.live[LP_MEM_CATEGORY_QUANTIZED_WEIGHT] - s0.live[LP_MEM_CATEGORY_QUANTIZED_WEIGHT];
     assert_int_equal(qb, lp_qweight_nbytes(&q));
-    assert_int_equal(s1.live[LP_MEM_CATEGORY_TEMPORARY], s0.live[LP_MEM_CATEGORY_TEMPORARY]); /* scratch freed */
+    assert_int_equal(s1.live[LP_MEM_CATEGORY_TEMPORARY],
+                     s0.live[LP_MEM_CATEGORY_TEMPORARY]); /* scratch freed */
     double bpp = lp_qweight_bytes_per_param(&q);
     fprintf(stderr, "  NF4+DQ 768x768: %.5f bytes/param\n", bpp);
     assert_true(bpp > 0.5 && bpp < 0.5 + 1.0 / 64 + 0.001); /* codes + 8-bit absmax + nested + padding */
@@ -299,7 +308,8 @@ static void test_memory_accounting(void **state)
     lp_alloc_stats_reset_peak();
     assert_int_equal(lp_qmatmul_forward_eager(y, x, &q, NULL, 256, C, OC), LP_OK);
     lp_alloc_stats_get(&s2);
-    assert_true(s2.peak[LP_MEM_CATEGORY_TEMPORARY] - s1.live[LP_MEM_CATEGORY_TEMPORARY] >= (uint64_t)(OC * C * 4));
+    assert_true(s2.peak[LP_MEM_CATEGORY_TEMPORARY] - s1.live[LP_MEM_CATEGORY_TEMPORARY] >=
+                (uint64_t)(OC * C * 4));
     lp_qweight_free(&q);
     lp_qweight_free(&q2);
     lp_alloc_stats_get(&s2);
@@ -322,10 +332,14 @@ static void test_errors(void **state)
     float out[6], x[3] = {1, 1, 1}, A[3] = {1, 1, 1}, B[2] = {1, 1}, u[1];
     assert_int_equal(lp_qmatmul_forward(out, x, &q, NULL, 1, 2, 3), LP_STATUS_INVALID_ARG);
     lp_lora_base none = {0}, both = {.weight = w, .q = &q}, ok = {.q = &q};
-    assert_int_equal(lp_lora_forward(out, u, NULL, x, &none, A, B, 1, 0, NULL, 1, 3, 2, 1), LP_STATUS_INVALID_ARG);
-    assert_int_equal(lp_lora_forward(out, u, NULL, x, &both, A, B, 1, 0, NULL, 1, 3, 2, 1), LP_STATUS_INVALID_ARG);
-    assert_int_equal(lp_lora_forward(out, u, NULL, x, &ok, A, B, 1, 0.5f, NULL, 1, 3, 2, 1), LP_STATUS_INVALID_ARG);
-    assert_int_equal(lp_lora_forward(out, u, NULL, x, &ok, A, B, 1, 1.0f, NULL, 1, 3, 2, 1), LP_STATUS_INVALID_ARG);
+    assert_int_equal(lp_lora_forward(out, u, NULL, x, &none, A, B, 1, 0, NULL, 1, 3, 2, 1),
+                     LP_STATUS_INVALID_ARG);
+    assert_int_equal(lp_lora_forward(out, u, NULL, x, &both, A, B, 1, 0, NULL, 1, 3, 2, 1),
+                     LP_STATUS_INVALID_ARG);
+    assert_int_equal(lp_lora_forward(out, u, NULL, x, &ok, A, B, 1, 0.5f, NULL, 1, 3, 2, 1),
+                     LP_STATUS_INVALID_ARG);
+    assert_int_equal(lp_lora_forward(out, u, NULL, x, &ok, A, B, 1, 1.0f, NULL, 1, 3, 2, 1),
+                     LP_STATUS_INVALID_ARG);
     assert_int_equal(lp_lora_forward(out, u, NULL, x, &ok, A, B, 1, 0.0f, NULL, 1, 3, 2, 1), LP_OK);
     /* failing allocations are reported, not crashed on (eager temporaries) */
     lp_alloc_fail_at(1);
@@ -364,7 +378,8 @@ static lp_status on_ready(const lp_prof_events *ev, void *user)
             s->add++;
         else if (!strcmp(e->name, "lp::mul"))
             s->mul++;
-        else if (!strcmp(e->name, "[memory]") && e->mem_category == LP_MEM_CATEGORY_QUANTIZED_WEIGHT && e->mem_bytes > 0)
+        else if (!strcmp(e->name, "[memory]") && e->mem_category == LP_MEM_CATEGORY_QUANTIZED_WEIGHT &&
+                 e->mem_bytes > 0)
             s->qmem++;
     }
     return LP_OK;
@@ -382,7 +397,8 @@ static void test_profiler_records(void **state)
     assert_int_equal(lp_prof_start(&cfg), LP_OK);
     enum { N = 9, C = 70, OC = 33, r = 4 };
     float *w = kt_rand_f(OC * C, -1, 1), *x = kt_rand_f(N * C, -1, 1), *A = kt_rand_f(r * C, -1, 1);
-    float *B = kt_rand_f(OC * r, -1, 1), *y = kt_nan(N * OC), *u = kt_nan(N * r), *dy = kt_rand_f(N * OC, -1, 1);
+    float *B = kt_rand_f(OC * r, -1, 1), *y = kt_nan(N * OC), *u = kt_nan(N * r),
+          *dy = kt_rand_f(N * OC, -1, 1);
     float *dx = kt_nan(N * C), *dA = kt_rand_f(r * C, 0, 0), *dB = kt_rand_f(OC * r, 0, 0);
     lp_qweight q;
     assert_int_equal(lp_qweight_quantize(&q, LP_DTYPE_NF4, w, OC, C, true, "prof"), LP_OK);
@@ -398,7 +414,8 @@ static void test_profiler_records(void **state)
     assert_int_equal(s.lora_fwd, 1);
     assert_int_equal(s.lora_bwd, 1);
     assert_int_equal(s.nf4_mm, 1);
-    assert_float_equal(s.lora_fwd_flops, 2.0 * N * C * OC + 2.0 * N * C * r + 2.0 * N * r * OC + 2.0 * N * OC, 0);
+    assert_float_equal(s.lora_fwd_flops, 2.0 * N * C * OC + 2.0 * N * C * r + 2.0 * N * r * OC + 2.0 * N * OC,
+                       0);
     assert_int_equal(s.lora_dims[0], N);
     assert_int_equal(s.lora_dims[3], r);
     /* eager: dequantize, then three matmuls (lora_A, lora_B, base), the scale and the add */
@@ -415,10 +432,14 @@ int main(void)
     O = lp_kernels_table(LP_KERNELS_IMPL_OPT);
     lp_threads_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_qgemm_table),     cmocka_unit_test(test_lora_table),
-        cmocka_unit_test(test_tables_one_thread), cmocka_unit_test(test_lora_grad),
-        cmocka_unit_test(test_int8_round_trip), cmocka_unit_test(test_memory_accounting),
-        cmocka_unit_test(test_errors),          cmocka_unit_test(test_profiler_records),
+        cmocka_unit_test(test_qgemm_table),
+        cmocka_unit_test(test_lora_table),
+        cmocka_unit_test(test_tables_one_thread),
+        cmocka_unit_test(test_lora_grad),
+        cmocka_unit_test(test_int8_round_trip),
+        cmocka_unit_test(test_memory_accounting),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_profiler_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,9 +14,11 @@ lp_status lp_k_lora_check(const lp_lora_base *base, float p, const void *keep, c
                           int64_t OC, int64_t r, bool fwd)
 {
     if (!base || (!base->weight) == (!base->q))
-        return lp_err(LP_STATUS_INVALID_ARG, "lora: the base needs exactly one of an f32 or a quantized weight");
+        return lp_err(LP_STATUS_INVALID_ARG,
+                      "lora: the base needs exactly one of an f32 or a quantized weight");
     if (base->q && (base->q->rows != OC || base->q->cols != C))
-        return lp_err(LP_STATUS_INVALID_ARG, "lora: quantized base is [%lld, %lld], the call says [%lld, %lld]",
+        return lp_err(LP_STATUS_INVALID_ARG,
+                      "lora: quantized base is [%lld, %lld], the call says [%lld, %lld]",
                       (long long)base->q->rows, (long long)base->q->cols, (long long)OC, (long long)C);
     if (r < 1)
         return lp_err(LP_STATUS_INVALID_ARG, "lora: rank %lld < 1", (long long)r);
@@ -52,9 +54,9 @@ static float base_w(const lp_lora_base *base, int64_t e)
 }
 
 // out (N,OC) =, u (N,r) =, keep (N*C) =; inp (N,C), A (r,C), B (OC,r)
-lp_status lp_k_lora_forward_ref(float *out, float *u, uint8_t *keep, const float *inp, const lp_lora_base *base,
-                                const float *A, const float *B, float s, float p, lp_rng *rng, int64_t N, int64_t C,
-                                int64_t OC, int64_t r)
+lp_status lp_k_lora_forward_ref(float *out, float *u, uint8_t *keep, const float *inp,
+                                const lp_lora_base *base, const float *A, const float *B, float s, float p,
+                                lp_rng *rng, int64_t N, int64_t C, int64_t OC, int64_t r)
 {
     lp_status st = lp_k_lora_check(base, p, keep, rng, C, OC, r, true);
     if (st)
@@ -87,8 +89,9 @@ lp_status lp_k_lora_forward_ref(float *out, float *u, uint8_t *keep, const float
 
 // dinp (N,C) =, dA (r,C) +=, dB (OC,r) +=; dout (N,OC)
 lp_status lp_k_lora_backward_ref(float *dinp, float *dA, float *dB, const float *dout, const float *inp,
-                                 const float *u, const uint8_t *keep, const lp_lora_base *base, const float *A,
-                                 const float *B, float s, float p, int64_t N, int64_t C, int64_t OC, int64_t r)
+                                 const float *u, const uint8_t *keep, const lp_lora_base *base,
+                                 const float *A, const float *B, float s, float p, int64_t N, int64_t C,
+                                 int64_t OC, int64_t r)
 {
     lp_status st = lp_k_lora_check(base, p, keep, NULL, C, OC, r, false);
     if (st)
@@ -141,7 +144,8 @@ lp_status lp_k_lora_backward_ref(float *dinp, float *dA, float *dB, const float 
 #define LORA_ROWS 64
 
 /* Dropped rows [i0, i0+m) of inp into xd (m,C). */
-static void dropped_rows(float *xd, const float *inp, const uint8_t *keep, int64_t i0, int64_t m, int64_t C, float sd)
+static void dropped_rows(float *xd, const float *inp, const uint8_t *keep, int64_t i0, int64_t m, int64_t C,
+                         float sd)
 {
     const float *x = inp + i0 * C;
     const uint8_t *kp = keep + i0 * C;
@@ -149,22 +153,22 @@ static void dropped_rows(float *xd, const float *inp, const uint8_t *keep, int64
         xd[e] = kp[e] ? x[e] * sd : 0.0f;
 }
 
-lp_status lp_k_lora_forward_opt(float *out, float *u, uint8_t *keep, const float *inp, const lp_lora_base *base,
-                                const float *A, const float *B, float s, float p, lp_rng *rng, int64_t N, int64_t C,
-                                int64_t OC, int64_t r)
+lp_status lp_k_lora_forward_opt(float *out, float *u, uint8_t *keep, const float *inp,
+                                const lp_lora_base *base, const float *A, const float *B, float s, float p,
+                                lp_rng *rng, int64_t N, int64_t C, int64_t OC, int64_t r)
 {
     lp_status st = lp_k_lora_check(base, p, keep, rng, C, OC, r, true);
     if (st || N <= 0)
         return st;
     if (p == 0.0f) { // u (N,r) = inp (N,C) @ A^T
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)r, (int)C, 1.0f, inp, (int)C, A, (int)C,
-                    0.0f, u, (int)r);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)r, (int)C, 1.0f, inp, (int)C, A,
+                    (int)C, 0.0f, u, (int)r);
     } else {
         float sd = 1.0f / (1.0f - p);
         int64_t nch = (N + LORA_ROWS - 1) / LORA_ROWS;
         int nthreads = omp_get_max_threads();
-        float *buf = lp_alloc((size_t)nthreads * LORA_ROWS * (size_t)C * sizeof(float), LP_MEM_CATEGORY_TEMPORARY,
-                              "lora dropped rows");
+        float *buf = lp_alloc((size_t)nthreads * LORA_ROWS * (size_t)C * sizeof(float),
+                              LP_MEM_CATEGORY_TEMPORARY, "lora dropped rows");
         if (!buf)
             return LP_STATUS_NO_MEMORY;
         lp_rng at = *rng;
@@ -174,8 +178,8 @@ lp_status lp_k_lora_forward_opt(float *out, float *u, uint8_t *keep, const float
             float *xd = buf + (size_t)omp_get_thread_num() * LORA_ROWS * (size_t)C;
             lora_mask(keep, i0 * C, (i0 + m) * C, &at, p);
             dropped_rows(xd, inp, keep, i0, m, C, sd);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)r, (int)C, 1.0f, xd, (int)C, A, (int)C,
-                        0.0f, u + i0 * r, (int)r);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)r, (int)C, 1.0f, xd, (int)C, A,
+                        (int)C, 0.0f, u + i0 * r, (int)r);
         }
         lp_free(buf);
         rng->offset += (uint64_t)((N * C + 3) / 4);
@@ -184,8 +188,9 @@ lp_status lp_k_lora_forward_opt(float *out, float *u, uint8_t *keep, const float
 }
 
 lp_status lp_k_lora_backward_opt(float *dinp, float *dA, float *dB, const float *dout, const float *inp,
-                                 const float *u, const uint8_t *keep, const lp_lora_base *base, const float *A,
-                                 const float *B, float s, float p, int64_t N, int64_t C, int64_t OC, int64_t r)
+                                 const float *u, const uint8_t *keep, const lp_lora_base *base,
+                                 const float *A, const float *B, float s, float p, int64_t N, int64_t C,
+                                 int64_t OC, int64_t r)
 {
     lp_status st = lp_k_lora_check(base, p, keep, NULL, C, OC, r, false);
     if (st || N <= 0)
@@ -194,14 +199,14 @@ lp_status lp_k_lora_backward_opt(float *dinp, float *dA, float *dB, const float 
     if (!g)
         return LP_STATUS_NO_MEMORY;
     // g (N,r) = dout (N,OC) @ B (OC,r)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)r, (int)OC, 1.0f, dout, (int)OC, B, (int)r,
-                0.0f, g, (int)r);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)r, (int)OC, 1.0f, dout, (int)OC, B,
+                (int)r, 0.0f, g, (int)r);
     if (dB) // dB (OC,r) += s * dout^T @ u
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)r, (int)N, s, dout, (int)OC, u, (int)r,
-                    1.0f, dB, (int)r);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)OC, (int)r, (int)N, s, dout, (int)OC, u,
+                    (int)r, 1.0f, dB, (int)r);
     if (dA && p == 0.0f) { // dA (r,C) += s * g^T @ inp
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)r, (int)C, (int)N, s, g, (int)r, inp, (int)C, 1.0f,
-                    dA, (int)C);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)r, (int)C, (int)N, s, g, (int)r, inp,
+                    (int)C, 1.0f, dA, (int)C);
     } else if (dA) { /* the dropped input, rebuilt a few hundred rows at a time */
         const int64_t R = 4 * LORA_ROWS;
         float *xd = lp_alloc((size_t)(R * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora dropped rows");
@@ -213,8 +218,8 @@ lp_status lp_k_lora_backward_opt(float *dinp, float *dA, float *dB, const float 
         for (int64_t i0 = 0; i0 < N; i0 += R) {
             int64_t m = N - i0 < R ? N - i0 : R;
             dropped_rows(xd, inp, keep, i0, m, C, sd);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)r, (int)C, (int)m, s, g + i0 * r, (int)r, xd,
-                        (int)C, 1.0f, dA, (int)C);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)r, (int)C, (int)m, s, g + i0 * r,
+                        (int)r, xd, (int)C, 1.0f, dA, (int)C);
         }
         lp_free(xd);
     }

@@ -13,13 +13,14 @@ static lp_status check_shape(const lp_qweight *w, int64_t C, int64_t OC, const c
 {
     if (!w || !w->mem || w->rows != OC || w->cols != C)
         return lp_err(LP_STATUS_INVALID_ARG, "%s: weight is [%lld, %lld], the call says [%lld, %lld]", op,
-                      w ? (long long)w->rows : -1LL, w ? (long long)w->cols : -1LL, (long long)OC, (long long)C);
+                      w ? (long long)w->rows : -1LL, w ? (long long)w->cols : -1LL, (long long)OC,
+                      (long long)C);
     return LP_OK;
 }
 
 // out (N,OC) = inp (N,C) @ W^T (C,OC) + bias (OC)
-lp_status lp_k_qmatmul_forward_ref(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N,
-                                   int64_t C, int64_t OC)
+lp_status lp_k_qmatmul_forward_ref(float *out, const float *inp, const lp_qweight *w, const float *bias,
+                                   int64_t N, int64_t C, int64_t OC)
 {
     lp_status st = check_shape(w, C, OC, "qmatmul_forward");
     if (st)
@@ -57,14 +58,21 @@ lp_status lp_k_qmatmul_backward_ref(float *dinp, const float *dout, const lp_qwe
     return LP_OK;
 }
 
-/* Panel extent along a dimension whose other side is `other` long: ~128Ki floats (512 KiB,
- * within a core's L2 beside OpenBLAS's packed blocks) but at least 64 (thinner panels
- * starve the GEMM micro-kernel), a multiple of 16. */
-static int64_t panel_len(int64_t other, int64_t total)
+/* Panel extent along a dimension of `total` whose other side is `other` long: ~128Ki
+ * floats (512 KiB, within a core's L2 beside OpenBLAS's packed blocks) but at least 64
+ * (thinner panels starve the GEMM micro-kernel), a multiple of 16, and evened out so the
+ * panel count is a multiple of the thread count (5 panels on 2 threads would leave one
+ * thread idle a fifth of the time). */
+static int64_t panel_len(int64_t other, int64_t total, int nthreads)
 {
     int64_t p = (131072 / (other > 0 ? other : 1)) & ~(int64_t)15;
     if (p < 64)
         p = 64;
+    if (p >= total)
+        return total;
+    int64_t np = (total + p - 1) / p;
+    np = (np + nthreads - 1) / nthreads * nthreads;
+    p = ((total + np - 1) / np + 15) & ~(int64_t)15;
     return p < total ? p : total;
 }
 
@@ -90,11 +98,11 @@ static void dequant_one_thread(float *out, const lp_qweight *w, int64_t start, i
  * chunk of inp's rows); the LoRA update is added to each output slice right after its base
  * GEMM, while the slice is still in cache. Wb is wf (f32, read in place) or wq. */
 lp_status lp_k_linear_forward_panels(float *out, const float *inp, const float *wf, const lp_qweight *wq,
-                                     const float *bias, const float *u, const float *B, float s, int64_t N, int64_t C,
-                                     int64_t OC, int64_t r)
+                                     const float *bias, const float *u, const float *B, float s, int64_t N,
+                                     int64_t C, int64_t OC, int64_t r)
 {
     int nthreads = omp_get_max_threads();
-    int64_t nb = panel_len(C, OC), npanels = (OC + nb - 1) / nb;
+    int64_t nb = panel_len(C, OC, nthreads), npanels = (OC + nb - 1) / nb;
     int64_t mch = m_chunks(npanels, N, nthreads), mlen = (N + mch - 1) / mch;
     float *buf = NULL;
     if (!wf) {
@@ -118,11 +126,11 @@ lp_status lp_k_linear_forward_panels(float *out, const float *inp, const float *
             panel = pb;
         }
         float *y = out + i0 * OC + o0;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)rows, (int)C, 1.0f, inp + i0 * C, (int)C,
-                    panel, (int)C, 0.0f, y, (int)OC);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)rows, (int)C, 1.0f, inp + i0 * C,
+                    (int)C, panel, (int)C, 0.0f, y, (int)OC);
         if (u) /* y += s * u (m,r) @ B[o0:o0+rows]^T (r,rows): a rank-r update, never B @ A */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)rows, (int)r, s, u + i0 * r, (int)r,
-                        B + o0 * r, (int)r, 1.0f, y, (int)OC);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)rows, (int)r, s, u + i0 * r,
+                        (int)r, B + o0 * r, (int)r, 1.0f, y, (int)OC);
         if (bias)
             for (int64_t i = 0; i < m; i++)
                 for (int64_t o = 0; o < rows; o++)
@@ -139,7 +147,7 @@ lp_status lp_k_linear_backward_panels(float *dinp, const float *dout, const floa
                                       int64_t N, int64_t C, int64_t OC, int64_t r)
 {
     int nthreads = omp_get_max_threads();
-    int64_t kb = panel_len(OC, C), npanels = (C + kb - 1) / kb;
+    int64_t kb = panel_len(OC, C, nthreads), npanels = (C + kb - 1) / kb;
     int64_t mch = m_chunks(npanels, N, nthreads), mlen = (N + mch - 1) / mch;
     const int64_t TR = 32; /* rows of the masked LoRA term held at a time */
     size_t per = (size_t)(wf ? 0 : kb * OC) + (size_t)((g && p > 0.0f) ? TR * kb : 0);
@@ -164,13 +172,13 @@ lp_status lp_k_linear_backward_panels(float *dinp, const float *dout, const floa
             for (int64_t o = 0; o < OC; o++)
                 dequant_one_thread(mine + o * cols, wq, o * C + k0, cols);
         float *dx = dinp + i0 * C + k0;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)cols, (int)OC, 1.0f, dout + i0 * OC,
-                    (int)OC, panel, (int)ldp, 0.0f, dx, (int)C);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)cols, (int)OC, 1.0f,
+                    dout + i0 * OC, (int)OC, panel, (int)ldp, 0.0f, dx, (int)C);
         if (!g)
             continue;
         if (p == 0.0f) { /* dx += s * g (m,r) @ A[:, k0:k0+cols] (r,cols) */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)cols, (int)r, s, g + i0 * r, (int)r,
-                        A + k0, (int)C, 1.0f, dx, (int)C);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)cols, (int)r, s, g + i0 * r,
+                        (int)r, A + k0, (int)C, 1.0f, dx, (int)C);
             continue;
         }
         float *tmp = mine + (wf ? 0 : kb * OC);
@@ -190,8 +198,8 @@ lp_status lp_k_linear_backward_panels(float *dinp, const float *dout, const floa
     return LP_OK;
 }
 
-lp_status lp_k_qmatmul_forward_opt(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N,
-                                   int64_t C, int64_t OC)
+lp_status lp_k_qmatmul_forward_opt(float *out, const float *inp, const lp_qweight *w, const float *bias,
+                                   int64_t N, int64_t C, int64_t OC)
 {
     lp_status st = check_shape(w, C, OC, "qmatmul_forward");
     if (st || N <= 0)

@@ -8,7 +8,10 @@
 
 #define K lp_kernels_active()
 
-static double wbytes(const lp_qweight *w) { return (double)lp_qweight_nbytes(w); }
+static double wbytes(const lp_qweight *w)
+{
+    return (double)lp_qweight_nbytes(w);
+}
 
 void lp_qweight_dequantize(float *out, const lp_qweight *w, int64_t start, int64_t n)
 {
@@ -34,7 +37,8 @@ lp_status lp_qmatmul_forward(float *out, const float *inp, const lp_qweight *w, 
     }
 }
 
-lp_status lp_qmatmul_backward(float *dinp, const float *dout, const lp_qweight *w, int64_t N, int64_t C, int64_t OC)
+lp_status lp_qmatmul_backward(float *dinp, const float *dout, const lp_qweight *w, int64_t N, int64_t C,
+                              int64_t OC)
 {
     double fl = 2.0 * N * C * OC, by = 4.0 * (N * C + N * OC) + wbytes(w);
     if (w->dtype == LP_DTYPE_NF4) {
@@ -55,8 +59,8 @@ static float *dequant_full(const lp_qweight *w)
     return wf;
 }
 
-lp_status lp_qmatmul_forward_eager(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N,
-                                   int64_t C, int64_t OC)
+lp_status lp_qmatmul_forward_eager(float *out, const float *inp, const lp_qweight *w, const float *bias,
+                                   int64_t N, int64_t C, int64_t OC)
 {
     if (!w || w->rows != OC || w->cols != C)
         return lp_err(LP_STATUS_INVALID_ARG, "qmatmul_forward_eager: weight shape is not [%lld, %lld]",
@@ -91,7 +95,8 @@ void lp_add_inplace(float *y, const float *x, int64_t n)
 
 static double lora_fwd_flops(const lp_lora_base *b, int64_t N, int64_t C, int64_t OC, int64_t r)
 {
-    return 2.0 * N * C * OC + 2.0 * N * C * r + 2.0 * N * r * OC + 2.0 * N * OC + (b && b->bias ? 1.0 * N * OC : 0.0);
+    return 2.0 * N * C * OC + 2.0 * N * C * r + 2.0 * N * r * OC + 2.0 * N * OC +
+           (b && b->bias ? 1.0 * N * OC : 0.0);
 }
 
 lp_status lp_lora_forward(float *out, float *u, uint8_t *keep, const float *inp, const lp_lora_base *base,
@@ -99,15 +104,15 @@ lp_status lp_lora_forward(float *out, float *u, uint8_t *keep, const float *inp,
                           int64_t OC, int64_t r)
 {
     double fl = lora_fwd_flops(base, N, C, OC, r);
-    double by = 4.0 * (N * C + N * OC + N * r + r * C + OC * r) +
-                (base && base->q ? wbytes(base->q) : 4.0 * C * OC);
+    double by =
+        4.0 * (N * C + N * OC + N * r + r * C + OC * r) + (base && base->q ? wbytes(base->q) : 4.0 * C * OC);
     LP_OP_BEGIN("lp::lora_linear_forward", fl, by, 4, N, C, OC, r);
     return K->lora_forward(out, u, keep, inp, base, A, B, s, p, rng, N, C, OC, r);
 }
 
-lp_status lp_lora_backward(float *dinp, float *dA, float *dB, const float *dout, const float *inp, const float *u,
-                           const uint8_t *keep, const lp_lora_base *base, const float *A, const float *B, float s,
-                           float p, int64_t N, int64_t C, int64_t OC, int64_t r)
+lp_status lp_lora_backward(float *dinp, float *dA, float *dB, const float *dout, const float *inp,
+                           const float *u, const uint8_t *keep, const lp_lora_base *base, const float *A,
+                           const float *B, float s, float p, int64_t N, int64_t C, int64_t OC, int64_t r)
 {
     double fl = 2.0 * N * OC * r + (dB ? 2.0 * N * OC * r : 0.0) + (dA ? 2.0 * N * r * C : 0.0) +
                 (dinp ? 2.0 * N * C * OC + 2.0 * N * r * C : 0.0);
@@ -126,14 +131,15 @@ static void scaled_copy(float *y, const float *x, int64_t n, float s)
     K->scale(y, n, s);
 }
 
-lp_status lp_lora_forward_eager(float *out, float *u, uint8_t *keep, const float *inp, const lp_lora_base *base,
-                                const float *A, const float *B, float s, float p, lp_rng *rng, int64_t N, int64_t C,
-                                int64_t OC, int64_t r)
+lp_status lp_lora_forward_eager(float *out, float *u, uint8_t *keep, const float *inp,
+                                const lp_lora_base *base, const float *A, const float *B, float s, float p,
+                                lp_rng *rng, int64_t N, int64_t C, int64_t OC, int64_t r)
 {
     lp_status st = lp_k_lora_check(base, p, keep, rng, C, OC, r, true);
     if (st || N <= 0)
         return st;
-    float *xd = NULL, *v = lp_alloc((size_t)(N * OC) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora_B out");
+    float *xd = NULL,
+          *v = lp_alloc((size_t)(N * OC) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora_B out");
     if (!v)
         return LP_STATUS_NO_MEMORY;
     if (p > 0.0f) {
@@ -159,8 +165,9 @@ lp_status lp_lora_forward_eager(float *out, float *u, uint8_t *keep, const float
 }
 
 lp_status lp_lora_backward_eager(float *dinp, float *dA, float *dB, const float *dout, const float *inp,
-                                 const float *u, const uint8_t *keep, const lp_lora_base *base, const float *A,
-                                 const float *B, float s, float p, int64_t N, int64_t C, int64_t OC, int64_t r)
+                                 const float *u, const uint8_t *keep, const lp_lora_base *base,
+                                 const float *A, const float *B, float s, float p, int64_t N, int64_t C,
+                                 int64_t OC, int64_t r)
 {
     lp_status st = lp_k_lora_check(base, p, keep, NULL, C, OC, r, false);
     if (st || N <= 0)
@@ -168,17 +175,19 @@ lp_status lp_lora_backward_eager(float *dinp, float *dA, float *dB, const float 
     float *dv = lp_alloc((size_t)(N * OC) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora dv");
     float *du = lp_alloc((size_t)(N * r) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora du");
     float *dxd = lp_alloc((size_t)(N * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora dx");
-    float *xd = p > 0.0f ? lp_alloc((size_t)(N * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora dropout out")
-                         : NULL;
+    float *xd = p > 0.0f
+                    ? lp_alloc((size_t)(N * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora dropout out")
+                    : NULL;
     if (!dv || !du || !dxd || (p > 0.0f && !xd)) {
         st = LP_STATUS_NO_MEMORY;
         goto done;
     }
     scaled_copy(dv, dout, N * OC, s);
     lp_matmul_backward(du, dB, NULL, dv, u, B, N, r, OC); // du = dv @ B; dB += dv^T @ u
-    if (xd)                                                // the dropped input again, from the mask
+    if (xd)                                               // the dropped input again, from the mask
         lp_dropout_backward(xd, inp, keep, N * C, p);
-    lp_matmul_backward(dinp ? dxd : NULL, dA, NULL, du, xd ? xd : inp, A, N, C, r); // dxd = du @ A; dA += du^T @ xd
+    lp_matmul_backward(dinp ? dxd : NULL, dA, NULL, du, xd ? xd : inp, A, N, C,
+                       r); // dxd = du @ A; dA += du^T @ xd
     if (dinp) {
         if (base->weight)
             lp_matmul_backward(dinp, NULL, NULL, dout, inp, base->weight, N, C, OC);

@@ -5,14 +5,18 @@
 
 #include "cpu_kernels.h"
 
-static size_t up64(size_t x) { return (x + 63) & ~(size_t)63; }
+static size_t up64(size_t x)
+{
+    return (x + 63) & ~(size_t)63;
+}
 
 lp_status lp_qweight_quantize(lp_qweight *q, lp_dtype dtype, const float *w, int64_t rows, int64_t cols,
                               bool double_quant, const char *name)
 {
     memset(q, 0, sizeof *q);
     if (dtype != LP_DTYPE_NF4 && dtype != LP_DTYPE_INT8)
-        return lp_err(LP_STATUS_INVALID_ARG, "quantize %s: dtype must be nf4 or int8", name ? name : "weight");
+        return lp_err(LP_STATUS_INVALID_ARG, "quantize %s: dtype must be nf4 or int8",
+                      name ? name : "weight");
     if (rows <= 0 || cols <= 0 || !w)
         return lp_err(LP_STATUS_INVALID_ARG, "quantize %s: bad shape [%lld, %lld]", name ? name : "weight",
                       (long long)rows, (long long)cols);
@@ -39,7 +43,8 @@ lp_status lp_qweight_quantize(lp_qweight *q, lp_dtype dtype, const float *w, int
         if (double_quant) {
             t.absmax_q = m + codes;
             t.nested_absmax = (float *)(m + codes + scales);
-            scratch = lp_alloc((size_t)t.n_blocks * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "nf4 absmax scratch");
+            scratch =
+                lp_alloc((size_t)t.n_blocks * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "nf4 absmax scratch");
             if (!scratch) {
                 lp_free(m);
                 return LP_STATUS_NO_MEMORY;
@@ -70,7 +75,10 @@ void lp_qweight_free(lp_qweight *q)
     memset(q, 0, sizeof *q);
 }
 
-size_t lp_qweight_nbytes(const lp_qweight *q) { return q->mem ? lp_alloc_size(q->mem) : 0; }
+size_t lp_qweight_nbytes(const lp_qweight *q)
+{
+    return q->mem ? lp_alloc_size(q->mem) : 0;
+}
 
 double lp_qweight_bytes_per_param(const lp_qweight *q)
 {
