@@ -88,6 +88,7 @@ typedef struct lp_train_config {
     int32_t lora_rank;
     double lora_alpha;
     const char *lora_targets;
+    double peak_gflops;         /* machine f32 peak for MFU (--peak-gflops); <= 0: measure */
     /* testing: make the loss at this step (1-based) NaN; 0 off (env LOUPE_INJECT_NAN_STEP) */
     int64_t inject_nan_step;
 } lp_train_config;

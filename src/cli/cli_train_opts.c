@@ -20,7 +20,7 @@ enum {
     O_EPOCHS, O_MAX_STEPS, O_BATCH, O_ACCUM, O_LR, O_SCHED, O_WARMUP_RATIO, O_WARMUP_STEPS, O_WD, O_CLIP, O_SEED,
     O_MAXLEN, O_EXEC, O_THREADS, O_CKPT_EVERY, O_KEEP, O_RESUME, O_SAVE, O_OUTDIR, O_RUNID, O_CONFIG, O_PROGRESS,
     O_NO_PROGRESS, O_LOG_EVERY, O_QUIET, O_PROFILE, O_P_WAIT, O_P_WARMUP, O_P_ACTIVE, O_P_REPEAT, O_MEMLOG,
-    O_EXPORT_TRACE, O_EXPORT_MEMTL, O_WITH_STACK, O_RECORD_SHAPES, O_INJECT_NAN, O_HELP
+    O_EXPORT_TRACE, O_EXPORT_MEMTL, O_WITH_STACK, O_RECORD_SHAPES, O_INJECT_NAN, O_PEAK, O_HELP
 };
 
 static const struct option opts[] = {
@@ -71,6 +71,7 @@ static const struct option opts[] = {
     {"export-memory-timeline", optional_argument, NULL, O_EXPORT_MEMTL},
     {"with-stack", optional_argument, NULL, O_WITH_STACK},
     {"record-shapes", optional_argument, NULL, O_RECORD_SHAPES},
+    {"peak-gflops", required_argument, NULL, O_PEAK},
     {"inject-nan-step", required_argument, NULL, O_INJECT_NAN}, /* testing only, not in --help */
     {"help", no_argument, NULL, O_HELP},
     {NULL, 0, NULL, 0},
@@ -107,6 +108,7 @@ static void usage(const char *cmd, bool profile)
            "  --output-dir DIR (reports), --run-id ID (a timestamp)\n"
            "  --config FILE          YAML whose keys mirror the long flags (flags win)\n"
            "  --progress | --no-progress, --log-every N (10), --quiet\n"
+           "  --peak-gflops X        machine f32 peak for MFU (default: measured, see loupe peak)\n"
            "Profiling%s:\n"
            "  --profile[=BOOL]       turn profiling on (loupe profile: on)\n"
            "  --profile-wait N (1), --profile-warmup N (1), --profile-active N (3), --profile-repeat N (1)\n"
@@ -268,6 +270,7 @@ static int apply(const char *cmd, lp_train_config *c, int id, const char *flag, 
     case O_EXPORT_MEMTL: BOOL(c->export_memory_timeline); break;
     case O_WITH_STACK: BOOL(c->with_stack); break;
     case O_RECORD_SHAPES: BOOL(c->record_shapes); break;
+    case O_PEAK: DBL(0, c->peak_gflops); break;
     case O_INJECT_NAN: LONG(0, 1000000000, c->inject_nan_step); break;
     default: return lp_cli_usage_error(cmd, "unknown option %s", flag);
     }

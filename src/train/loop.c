@@ -348,11 +348,17 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
     if ((st = lp_tb_writer_open(p, &R.tb)) != LP_OK)
         goto done;
 
-    /* machine peak for MFU: a short probe (about 0.1 s per figure) */
+    /* machine peak for MFU: given, or measured with the run's thread count. The probe keeps
+     * the best of many short runs, so a busy machine reads low: 0.25 s per figure gives it
+     * a few chances at an uncontended slice (--peak-gflops avoids the guess). */
     lp_peak_result pk;
-    double peak = 0;
-    if (lp_peak_measure(&pk, 0.05, 256) == LP_OK)
-        peak = pk.fma_gflops;
+    double peak = c->peak_gflops;
+    const char *peak_src = "--peak-gflops";
+    if (peak <= 0) {
+        peak_src = "lp_peak_measure";
+        if (lp_peak_measure(&pk, 0.25, 256) == LP_OK)
+            peak = pk.fma_gflops;
+    }
 
     if (c->profile) {
         lp_prof_config pc;
@@ -464,11 +470,11 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
     }
     if (step_st != LP_OK) {
         res->steps = step;
-        lp_status ws = write_run_files(&R, false, step_msg, peak, "lp_peak_measure");
+        lp_status ws = write_run_files(&R, false, step_msg, peak, peak_src);
         st = ws != LP_OK ? ws : lp_err(step_st, "%s", step_msg);
         goto done;
     }
-    if ((st = write_run_files(&R, res->interrupted, stop_reason, peak, "lp_peak_measure")) != LP_OK)
+    if ((st = write_run_files(&R, res->interrupted, stop_reason, peak, peak_src)) != LP_OK)
         goto done;
     res->steps = step;
     res->final_loss = R.h.n_steps ? R.h.steps[R.h.n_steps - 1].loss : NAN;

@@ -8,7 +8,7 @@ L=${LOUPE:?LOUPE must point at the loupe binary}
 T=$(mktemp -d /tmp/lp_train_profile.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 "$L" profile --threads 1 --batch-size 8 --output-dir "$T" --run-id p --profile-wait 1 --profile-warmup 1 \
-  --profile-active 2 --max-steps 4 --export-memory-timeline --with-stack --record-shapes --memory-log-steps 2 \
+  --profile-active 2 --max-steps 4 --export-memory-timeline --with-stack --record-shapes --memory-log-steps 2 --peak-gflops 100 \
   >"$T/out" 2>"$T/err" || { echo "FAIL: loupe profile"; cat "$T/err"; exit 1; }
 grep -q "profiler: $T/p/profiler/" "$T/out" || { echo "FAIL: loupe profile does not say where the results are"; cat "$T/out"; exit 1; }
 grep -q "memory at step 2" "$T/err" || { echo "FAIL: --memory-log-steps printed nothing"; exit 1; }
@@ -19,6 +19,9 @@ d = sys.argv[1]
 for f in ("key_averages.txt", "stacks.txt", "memory_timeline.html", "memory_timeline.json", "summary.json"):
     if not os.path.getsize(os.path.join(d, f)):
         print(f"FAIL: profiler/{f} empty"); sys.exit(1)
+s = json.load(open(os.path.join(os.path.dirname(d), "summary.json")))
+if s["peak_source"] != "--peak-gflops" or abs(s["mfu"] - s["achieved_gflops"] / 100) > 1e-9:
+    print(f"FAIL: MFU {s['mfu']} is not achieved {s['achieved_gflops']} GFLOP/s over --peak-gflops 100"); sys.exit(1)
 traces = glob.glob(d + "/*.pt.trace.json.gz")
 if len(traces) != 1:
     print(f"FAIL: traces {traces}"); sys.exit(1)
