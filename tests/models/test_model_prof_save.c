@@ -157,10 +157,61 @@ static void save_round_trip(void **state)
     lp_model_free(m);
 }
 
+/* f16 and bf16 checkpoints load as f32 (each value exactly its half-precision one). */
+static void half_precision_weights(void **state)
+{
+    (void)state;
+    const char *bd = getenv("LP_BUILD_DIR");
+    lp_st_set *w;
+    assert_int_equal(lp_st_set_open_dir("tests/golden/cls_bert", &w), LP_OK);
+    lp_model *ref = load("tests/golden/cls_bert", false);
+    for (int kind = 0; kind < 2; kind++) {
+        char dir[512], path[600], cmd[2048];
+        snprintf(dir, sizeof dir, "%s/test_model_half_%s", bd ? bd : "build", kind ? "bf16" : "f16");
+        snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s' && cp tests/golden/cls_bert/config.json '%s/'", dir, dir,
+                 dir);
+        assert_int_equal(system(cmd), 0);
+        size_t n = lp_st_set_count(w);
+        lp_st_write_tensor *t = calloc(n, sizeof *t);
+        uint16_t **bufs = calloc(n, sizeof *bufs);
+        for (size_t i = 0; i < n; i++) {
+            const lp_st_tensor *x = lp_st_set_at(w, i);
+            assert_int_equal(x->dtype, LP_ST_DTYPE_F32);
+            bufs[i] = malloc(x->numel * 2 + 2);
+            if (kind)
+                lp_f32_to_bf16_n(bufs[i], x->data, (int64_t)x->numel);
+            else
+                lp_f32_to_f16_n(bufs[i], x->data, (int64_t)x->numel);
+            t[i] = (lp_st_write_tensor){x->name, kind ? LP_ST_DTYPE_BF16 : LP_ST_DTYPE_F16, x->ndim, x->shape, bufs[i]};
+        }
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        assert_int_equal(lp_st_write(path, t, n, NULL, 0), LP_OK);
+        lp_model *m = load(dir, false);
+        size_t np;
+        const lp_model_param *p = lp_model_params(m, &np), *q = lp_model_params(ref, &np);
+        for (size_t i = 0; i < np; i++)
+            for (int64_t j = 0; j < p[i].numel; j++) {
+                float want = kind ? lp_bf16_to_f32(lp_f32_to_bf16(q[i].data[j])) : lp_f16_to_f32(lp_f32_to_f16(q[i].data[j]));
+                if (p[i].data[j] != want)
+                    fail_msg("%s %s[%lld]: %.9g, want %.9g", kind ? "bf16" : "f16", p[i].name, (long long)j,
+                             p[i].data[j], want);
+            }
+        printf("%s checkpoint: %zu tensors loaded as f32\n", kind ? "bf16" : "f16", np);
+        lp_model_free(m);
+        for (size_t i = 0; i < n; i++)
+            free(bufs[i]);
+        free(bufs);
+        free(t);
+    }
+    lp_model_free(ref);
+    lp_st_set_close(w);
+}
+
 int main(void)
 {
     lp_threads_init();
     const struct CMUnitTest tests[] = {cmocka_unit_test(ranges_and_memory),
-                                       cmocka_unit_test(save_round_trip)};
+                                       cmocka_unit_test(save_round_trip),
+                                       cmocka_unit_test(half_precision_weights)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
