@@ -80,6 +80,11 @@ typedef struct lp_lora_options {
      * from: its r, lora_alpha, lora_dropout, use_rslora, target_modules and modules_to_save
      * replace the fields above, its tensors replace A, B and the head. NULL: fresh adapter. */
     const char *adapter_dir;
+    /* NF4 only: dequantize as bitsandbytes 0.50's native CPU kernel does (its per-row scale
+     * lookup, which differs from the format when in_features % 64 != 0), to reproduce results
+     * bitsandbytes computed on a CPU (tests/golden/qlora_*; see lp_qweight.bnb_cpu_rows).
+     * Off: the format's own (flat) block layout, as its CUDA and PyTorch kernels read it. */
+    bool bnb_cpu_dequant;
 } lp_lora_options;
 
 typedef struct lp_model_options {
@@ -227,6 +232,10 @@ typedef struct lp_lora_info {
     char targets[256];         /* target_modules as saved in adapter_config.json, comma-joined */
 } lp_lora_info;
 void lp_model_lora_info(const lp_model *m, lp_lora_info *out);
+/* The quantized base weight of an encoder Linear by its HF weight name
+ * ("distilbert.transformer.layer.0.attention.q_lin.weight"); NULL when that weight is not
+ * quantized. Owned by the model. */
+const lp_qweight *lp_model_qweight(const lp_model *m, const char *name);
 
 /* Writes a PEFT adapter directory that PeftModel.from_pretrained loads onto the base model:
  * adapter_config.json (LoraConfig fields, task SEQ_CLS, modules_to_save

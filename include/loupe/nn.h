@@ -48,6 +48,8 @@ typedef struct lp_nn_ctx {
     bool training;     /* dropout on (with the probabilities the modules carry) */
     lp_exec_mode exec; /* attention implementation */
     lp_rng *rng;       /* dropout stream (LP_RNG_STREAM_DROPOUT); may be NULL when !training */
+    lp_status *status; /* first error of the pass (quantized and LoRA kernels can run out of
+                          memory inside void forwards); NULL: not recorded */
 } lp_nn_ctx;
 
 /* ---- Linear ---------------------------------------------------------------------------- */
@@ -55,7 +57,7 @@ typedef struct lp_nn_ctx {
 /* LoRA adapter of one Linear (PEFT semantics): y = x W^T + b + scale * (drop(x) A^T) B^T with
  * A = lora_A (r,in), B = lora_B (out,r), scale = alpha/r (alpha/sqrt(r) under rsLoRA) and
  * drop = inverted dropout on the adapter's input only. Parameters are views into the
- * model's blocks; u/keep/tmp are bound by the model for each batch. */
+ * model's blocks; u and keep are bound by the model for each batch. */
 typedef struct lp_nn_lora {
     int64_t r;
     float scale;     /* alpha/r or alpha/sqrt(r) */
@@ -65,12 +67,7 @@ typedef struct lp_nn_lora {
     float *u;        /* (N,r) drop(x) @ A^T, saved for the backward */
     uint8_t *keep;   /* (N,in) dropout mask (when dropout > 0) */
     bool dropped;    /* keep was drawn by the last forward */
-    float *tmp;      /* scratch shared by every adapter: lp_nn_lora_tmp_floats(N, in, out, r) */
 } lp_nn_lora;
-
-/* Floats of scratch lp_nn_linear_forward/backward need for an adapter on an (in,out) Linear
- * at N rows (the model binds one shared region sized for its largest Linear). */
-int64_t lp_nn_lora_tmp_floats(int64_t N, int64_t in, int64_t out, int64_t r);
 
 struct lp_qweight; /* kernels.h (quant section): a frozen NF4/int8 base weight */
 

@@ -148,7 +148,7 @@ static lp_status head_src(const lp_model *m, const lp_st_set *w, const char *nam
     return LP_OK;
 }
 
-static void convert(float *dst, const lp_st_tensor *t)
+void lp_model__convert(float *dst, const lp_st_tensor *t)
 {
     int64_t n = (int64_t)t->numel;
     switch (t->dtype) {
@@ -373,7 +373,7 @@ lp_status lp_model__build_bert(lp_model *m, const lp_st_set *w)
         lp_model_param *p = &m->params[i];
         lp_model_pslot *s = &m->slots[i];
         if (s->src) {
-            convert(p->data, s->src);
+            lp_model__convert(p->data, s->src);
             continue;
         }
         switch (s->init) {

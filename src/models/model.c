@@ -326,7 +326,7 @@ void lp_model_set_dloss_scale(lp_model *m, float scale)
 
 static lp_nn_ctx run_ctx(lp_model *m, lp_rng *rng)
 {
-    return (lp_nn_ctx){.training = m->training, .exec = m->exec, .rng = rng};
+    return (lp_nn_ctx){.training = m->training, .exec = m->exec, .rng = rng, .status = &m->pass_status};
 }
 
 /* Embeddings and the layer stack; the last hidden state is lp_model_hidden(m, L). */
@@ -377,6 +377,7 @@ static lp_status run_encoder(lp_model *m, const int32_t *ids, const int32_t *mas
                 return lp_err(LP_STATUS_RANGE, "model forward: token type %d at %lld outside [0, %lld)",
                               types[i], (long long)i, (long long)m->emb.TT);
 
+    m->pass_status = LP_OK;
     lp_nn_ctx ctx = run_ctx(m, &m->rng);
     m->pass_ctx = ctx; // adapters and quantized bases read the pass through their ctx pointer
     if ((st = lp_nn_embedding_forward(&m->emb, &ctx, &m->emb_act, m->ids, types, B, T)) != LP_OK)
@@ -393,6 +394,8 @@ static lp_status run_encoder(lp_model *m, const int32_t *ids, const int32_t *mas
             x = a->out;
         }
     }
+    if (m->pass_status != LP_OK) // a quantized or LoRA kernel failed (out of memory) inside the pass
+        return lp_err_wrap(m->pass_status, "model forward");
     m->B = B;
     m->T = T;
     m->fwd_exec = m->exec;
@@ -468,7 +471,9 @@ lp_status lp_model_backward(lp_model *m)
     int64_t ls = lp_nn_encoder_layer_scratch_floats(&m->layers[0], m->fwd_exec, B, T);
     int64_t other = 2 * N * C > 2 * B * C ? 2 * N * C : 2 * B * C;
     float *dlogits = scratch + (ls > other ? ls : other);
-    lp_nn_ctx ctx = {.training = m->fwd_training, .exec = m->fwd_exec, .rng = NULL};
+    lp_nn_ctx ctx = {
+        .training = m->fwd_training, .exec = m->fwd_exec, .rng = NULL, .status = &m->pass_status};
+    m->pass_status = LP_OK;
     const int32_t *types = m->has_types ? m->types : NULL;
 
     lp_cross_entropy_backward(dlogits, m->logits, m->lse, m->labels, B, L, -100, m->dloss_scale);
@@ -478,7 +483,8 @@ lp_status lp_model_backward(lp_model *m)
         lp_nn_layer_act *a = &m->lact[m->fwd_ckpt ? 0 : l];
         if (m->fwd_ckpt) { // recompute the layer from its kept input with the same dropout masks
             lp_rng r = m->layer_rng[l];
-            lp_nn_ctx rc = {.training = m->fwd_training, .exec = m->fwd_exec, .rng = &r};
+            lp_nn_ctx rc = {
+                .training = m->fwd_training, .exec = m->fwd_exec, .rng = &r, .status = &m->pass_status};
             m->pass_ctx = rc;
             lp_nn_encoder_layer_forward(&m->layers[l], &rc, a, x, m->mask, B, T);
         }
@@ -490,6 +496,8 @@ lp_status lp_model_backward(lp_model *m)
     }
     lp_nn_embedding_backward(&m->emb, &m->emb_act, dA, scratch, m->ids, types, B, T);
     m->loss_ok = false;
+    if (m->pass_status != LP_OK)
+        return lp_err_wrap(m->pass_status, "model backward");
     return LP_OK;
 }
 
@@ -619,6 +627,9 @@ void lp_model_info_get(const lp_model *m, lp_model_info *o)
         if (!m->params[i].from_checkpoint)
             o->n_initialized++;
     }
+    for (size_t i = 0; i < m->n_lins; i++) // quantized bases are parameters too, outside the f32 table
+        if (m->lins[i].q)
+            o->n_params += (uint64_t)(m->lins[i].lin->in * m->lins[i].lin->out);
     o->activation_bytes = (uint64_t)m->act_cap_floats * sizeof(float) + (uint64_t)m->act_cap_u8;
     o->exec = m->exec;
     o->training = m->training;

@@ -27,7 +27,8 @@ typedef struct lp_model_linear {
     int32_t layer;
     size_t wparam;           /* index of its weight in params (SIZE_MAX when quantized) */
     bool adapted;
-    struct lp_qweight *q;    /* quantized base (owned), or NULL */
+    lp_qweight *q;           /* quantized base (owned), or NULL */
+    const lp_st_tensor *qsrc; /* its checkpoint tensor while the model is built (NULL: initialize) */
 } lp_model_linear;
 
 /* One LoRA adapter (peft_setup.c). */
@@ -69,8 +70,9 @@ struct lp_model {
     size_t n_adapters;
     lp_st_file *adapter_file;  /* open while the model is built */
     lp_nn_ctx pass_ctx;        /* what adapters and quantized bases read during a pass */
-    float *lora_act; uint8_t *lora_u8; float *lora_tmp;
-    int64_t lora_act_cap, lora_u8_cap, lora_tmp_cap;
+    lp_status pass_status;     /* first kernel error of the current pass (pass_ctx.status) */
+    float *lora_act; uint8_t *lora_u8;
+    int64_t lora_act_cap, lora_u8_cap;
 
     lp_nn_embedding emb;
     lp_nn_encoder_layer *layers;
@@ -132,6 +134,11 @@ lp_status lp_model__layout_grads(lp_model *m);
 const float *lp_model__saved_weight(const lp_model *m, size_t i, float **buf);
 /* True when the parameter's module is in modules_to_save (PEFT's endswith rule). */
 bool lp_model__in_modules_to_save(const lp_model *m, const char *param);
+/* Converts a float checkpoint tensor (f32, f16, bf16, f64) into dst (numel floats). */
+void lp_model__convert(float *dst, const lp_st_tensor *t);
+/* The f32 weight an encoder Linear is saved with: dequantized when quantized, plus
+ * scale * B @ A when adapted. *buf as lp_model__saved_weight. */
+const float *lp_model__linear_weight(const lp_model *m, const lp_model_linear *ml, float **buf);
 /* True for lora_A/lora_B parameters (not part of the saved HF model). */
 bool lp_model__is_adapter_param(const lp_model *m, size_t i);
 

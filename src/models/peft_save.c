@@ -29,33 +29,48 @@ bool lp_model__in_modules_to_save(const lp_model *m, const char *param)
     return false;
 }
 
-const float *lp_model__saved_weight(const lp_model *m, size_t i, float **buf)
+const float *lp_model__linear_weight(const lp_model *m, const lp_model_linear *ml, float **buf)
 {
     *buf = NULL;
-    const lp_model_param *p = &m->params[i];
-    for (size_t k = 0; k < m->n_adapters; k++) {
-        const lp_model_adapter *ad = &m->adapters[k];
-        if (ad->ml->wparam != i)
-            continue;
-        const int64_t out = p->shape[0], in = p->shape[1], r = ad->lora.r;
-        float *w = malloc((size_t)p->numel * sizeof *w);
-        if (!w) {
-            lp_err(LP_STATUS_NO_MEMORY, "merging %s: out of memory", p->name);
-            return NULL;
-        }
+    const lp_model_adapter *ad = NULL;
+    for (size_t k = 0; k < m->n_adapters && !ad; k++)
+        if (m->adapters[k].ml == ml)
+            ad = &m->adapters[k];
+    if (!ml->q && !ad)
+        return ml->lin->w;
+    const int64_t out = ml->lin->out, in = ml->lin->in;
+    float *w = malloc((size_t)(out * in) * sizeof *w);
+    if (!w) {
+        lp_err(LP_STATUS_NO_MEMORY, "saving %s.weight: out of memory", ml->module);
+        return NULL;
+    }
+    if (ml->q)
+        lp_qweight_dequantize(w, ml->q, 0, out * in);
+    else
+        memcpy(w, ml->lin->w, (size_t)(out * in) * sizeof *w);
+    if (ad) {
+        const int64_t r = ad->lora.r;
         const float *A = ad->lora.A, *B = ad->lora.B;
-        // W + scale * (B @ A): the product in double, one rounding, as close to torch's f32 as f32 allows
+        // W + scale * (B @ A): the product in double, one rounding
         for (int64_t o = 0; o < out; o++)
             for (int64_t c = 0; c < in; c++) {
                 double acc = 0;
                 for (int64_t j = 0; j < r; j++)
                     acc += (double)B[o * r + j] * (double)A[j * in + c];
-                w[o * in + c] = (float)((double)p->data[o * in + c] + (double)ad->lora.scale * acc);
+                w[o * in + c] = (float)((double)w[o * in + c] + (double)ad->lora.scale * acc);
             }
-        *buf = w;
-        return w;
     }
-    return p->data;
+    *buf = w;
+    return w;
+}
+
+const float *lp_model__saved_weight(const lp_model *m, size_t i, float **buf)
+{
+    *buf = NULL;
+    for (size_t k = 0; k < m->n_lins; k++)
+        if (m->lins[k].wparam == i)
+            return lp_model__linear_weight(m, &m->lins[k], buf);
+    return m->params[i].data;
 }
 
 /* ---- adapter directory ------------------------------------------------------------------ */

@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <regex.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -351,6 +352,40 @@ static const lp_st_tensor *adapter_tensor(const lp_model *m, const char *name, i
     return t;
 }
 
+/* QLoRA: the encoder Linears' weights leave the f32 parameter table (they are stored
+ * quantized by lp_model__peft_finish, from the checkpoint tensor kept in qsrc); offsets of the
+ * remaining parameters are recomputed (no block exists yet). */
+static lp_status drop_quantized_params(lp_model *m)
+{
+    bool *drop = calloc(m->n_params + 1, sizeof *drop);
+    if (!drop)
+        return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory");
+    for (size_t i = 0; i < m->n_lins; i++) {
+        lp_model_linear *ml = &m->lins[i];
+        ml->qsrc = m->slots[ml->wparam].src;
+        drop[ml->wparam] = true;
+    }
+    size_t k = 0;
+    m->n_floats = 0;
+    for (size_t i = 0; i < m->n_params; i++) {
+        if (drop[i]) {
+            free(m->names[i]);
+            continue;
+        }
+        m->params[k] = m->params[i];
+        m->slots[k] = m->slots[i];
+        m->names[k] = m->names[i];
+        m->slots[k].offset = m->n_floats;
+        m->n_floats += (m->params[k].numel + 15) & ~(int64_t)15;
+        k++;
+    }
+    m->n_params = k;
+    for (size_t i = 0; i < m->n_lins; i++)
+        m->lins[i].wparam = SIZE_MAX;
+    free(drop);
+    return LP_OK;
+}
+
 lp_status lp_model__peft_setup(lp_model *m)
 {
     if (!m->opt.lora.enabled)
@@ -362,11 +397,6 @@ lp_status lp_model__peft_setup(lp_model *m)
                       m->dir);
     if (o->base_dtype != LP_DTYPE_F32 && o->base_dtype != LP_DTYPE_NF4 && o->base_dtype != LP_DTYPE_INT8)
         return lp_err(LP_STATUS_INVALID_ARG, "LoRA base dtype %s (expected f32, int8 or nf4)",
-                      lp_dtype_name(o->base_dtype));
-    if (o->base_dtype != LP_DTYPE_F32)
-        return lp_err(LP_STATUS_UNSUPPORTED,
-                      "quantized LoRA bases (--base-dtype %s) need the quantization "
-                      "kernels, which this build does not have yet",
                       lp_dtype_name(o->base_dtype));
     lp_status st = LP_OK;
     char *const default_mts[] = {"classifier", "score"}; // PeftModelForSequenceClassification's
@@ -464,6 +494,9 @@ lp_status lp_model__peft_setup(lp_model *m)
     if ((st = saved_targets(m)) != LP_OK)
         return st;
 
+    if (o->base_dtype != LP_DTYPE_F32 && (st = drop_quantized_params(m)) != LP_OK)
+        return st;
+
     /* the base is frozen; the head (modules_to_save) is trained in full, from the adapter if given */
     size_t n_base = m->n_params;
     for (size_t i = 0; i < n_base; i++) {
@@ -536,7 +569,48 @@ lp_status lp_model__peft_finish(lp_model *m)
 {
     lp_st_close(m->adapter_file); // every tensor was copied into the parameter block
     m->adapter_file = NULL;
+    if (!m->lora.enabled || m->lora.base_dtype == LP_DTYPE_F32)
+        return LP_OK;
+    lp_rng rng;
+    lp_rng_init(&rng, m->opt.seed ^ 0x9e3779b97f4a7c15ull, LP_RNG_STREAM_INIT);
+    for (size_t i = 0; i < m->n_lins; i++) {
+        lp_model_linear *ml = &m->lins[i];
+        const int64_t out = ml->lin->out, in = ml->lin->in;
+        // the f32 weight exists only for the moment it is quantized
+        float *w = malloc((size_t)(out * in) * sizeof *w);
+        if (!w || !(ml->q = calloc(1, sizeof *ml->q))) {
+            free(w);
+            return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory quantizing %s", m->dir, ml->module);
+        }
+        if (ml->qsrc)
+            lp_model__convert(w, ml->qsrc);
+        else
+            lp_rng_normal(&rng, w, out * in, 0.0f, (float)m->init_range);
+        lp_status st = lp_qweight_quantize(ml->q, m->lora.base_dtype, w, out, in, true, ml->module);
+        free(w);
+        if (st != LP_OK)
+            return lp_err_wrap(st, "%s: quantizing %s.weight to %s", m->dir, ml->module,
+                               lp_dtype_name(m->lora.base_dtype));
+        ml->q->bnb_cpu_rows = m->lora.bnb_cpu_dequant && m->lora.base_dtype == LP_DTYPE_NF4;
+        ml->qsrc = NULL;
+        ml->lin->w = NULL;
+        ml->lin->dw = NULL;
+        ml->lin->qbase = ml->q;
+        ml->lin->ctx = &m->pass_ctx;
+    }
     return LP_OK;
+}
+
+const lp_qweight *lp_model_qweight(const lp_model *m, const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; i < m->n_lins; i++) {
+        const lp_model_linear *ml = &m->lins[i];
+        size_t k = strlen(ml->module);
+        if (ml->q && n == k + 7 && !strncmp(name, ml->module, k) && !strcmp(name + k, ".weight"))
+            return ml->q;
+    }
+    return NULL;
 }
 
 lp_status lp_model__peft_bind(lp_model *m, int64_t B, int64_t T)
@@ -544,15 +618,13 @@ lp_status lp_model__peft_bind(lp_model *m, int64_t B, int64_t T)
     if (!m->n_adapters)
         return LP_OK;
     const int64_t N = B * T;
-    int64_t nf = 0, nu = 0, nt = 0;
+    int64_t nf = 0, nu = 0;
     for (size_t i = 0; i < m->n_adapters; i++) {
         const lp_model_adapter *ad = &m->adapters[i];
-        const int64_t in = ad->ml->lin->in, out = ad->ml->lin->out;
+        const int64_t in = ad->ml->lin->in;
         nf += (N * ad->lora.r + 15) & ~(int64_t)15;
         if (ad->lora.dropout > 0.0f)
             nu += (N * in + 63) & ~(int64_t)63;
-        int64_t t = lp_nn_lora_tmp_floats(N, in, out, ad->lora.r);
-        nt = t > nt ? t : nt;
     }
     if (nf > m->lora_act_cap) {
         lp_free(m->lora_act);
@@ -571,14 +643,6 @@ lp_status lp_model__peft_bind(lp_model *m, int64_t B, int64_t T)
                                (long long)T);
         m->lora_u8_cap = nu;
     }
-    if (nt > m->lora_tmp_cap) {
-        lp_free(m->lora_tmp);
-        m->lora_tmp_cap = 0;
-        if (!(m->lora_tmp = lp_alloc((size_t)nt * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora scratch")))
-            return lp_err_wrap(LP_STATUS_NO_MEMORY, "LoRA scratch for batch %lld x %lld", (long long)B,
-                               (long long)T);
-        m->lora_tmp_cap = nt;
-    }
     float *f = m->lora_act;
     uint8_t *u = m->lora_u8;
     for (size_t i = 0; i < m->n_adapters; i++) {
@@ -590,18 +654,22 @@ lp_status lp_model__peft_bind(lp_model *m, int64_t B, int64_t T)
             lo->keep = u;
             u += (N * m->adapters[i].ml->lin->in + 63) & ~(int64_t)63;
         }
-        lo->tmp = m->lora_tmp;
     }
     return LP_OK;
 }
 
 void lp_model__peft_free(lp_model *m)
 {
+    for (size_t i = 0; m->lins && i < m->n_lins; i++)
+        if (m->lins[i].q) {
+            lp_qweight_free(m->lins[i].q);
+            free(m->lins[i].q);
+            m->lins[i].q = NULL;
+        }
     lp_st_close(m->adapter_file);
     m->adapter_file = NULL;
     lp_free(m->lora_act);
     lp_free(m->lora_u8);
-    lp_free(m->lora_tmp);
     free(m->adapters);
     free(m->lora_targets);
     free_strs(m->mts, m->n_mts);
@@ -633,5 +701,10 @@ void lp_model_lora_info(const lp_model *m, lp_lora_info *o)
     for (size_t k = 0; k < m->n_adapters; k++)
         o->adapter_params +=
             (uint64_t)(m->params[m->adapters[k].pa].numel + m->params[m->adapters[k].pb].numel);
+    for (size_t i = 0; i < m->n_lins; i++)
+        if (m->lins[i].q) {
+            o->quantized_params += (uint64_t)m->lins[i].q->n;
+            o->quantized_bytes += (uint64_t)lp_qweight_nbytes(m->lins[i].q);
+        }
     snprintf(o->targets, sizeof o->targets, "%s", m->lora_targets ? m->lora_targets : "");
 }

@@ -63,11 +63,13 @@ static lp_status write_config(const lp_model *m, const char *path)
 static lp_status write_weights(const lp_model *m, const char *path)
 {
     // adapters are merged into their base weights (PEFT's merge_and_unload) and not saved
-    lp_st_write_tensor *t = calloc(m->n_params ? m->n_params : 1, sizeof *t);
-    float **bufs = calloc(m->n_params ? m->n_params : 1, sizeof *bufs);
+    lp_st_write_tensor *t = calloc(m->n_params + m->n_lins + 1, sizeof *t);
+    float **bufs = calloc(m->n_params + 1, sizeof *bufs), **qbufs = calloc(m->n_lins + 1, sizeof *qbufs);
+    char **qnames = calloc(m->n_lins + 1, sizeof *qnames);
+    int64_t *qshapes = calloc(2 * m->n_lins + 2, sizeof *qshapes);
     lp_status st = LP_OK;
     size_t k = 0;
-    if (!t || !bufs) {
+    if (!t || !bufs || !qbufs || !qnames || !qshapes) {
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
         goto out;
     }
@@ -83,6 +85,22 @@ static lp_status write_weights(const lp_model *m, const char *path)
         t[k++] = (lp_st_write_tensor){
             .name = p->name, .dtype = LP_ST_DTYPE_F32, .ndim = p->ndim, .shape = p->shape, .data = data};
     }
+    // quantized bases are not parameters: saved dequantized (and merged)
+    for (size_t i = 0; i < m->n_lins; i++) {
+        const lp_model_linear *ml = &m->lins[i];
+        if (!ml->q)
+            continue;
+        const float *data = lp_model__linear_weight(m, ml, &qbufs[i]);
+        if (!data || !(qnames[i] = malloc(strlen(ml->module) + 8))) {
+            st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
+            goto out;
+        }
+        sprintf(qnames[i], "%s.weight", ml->module);
+        qshapes[2 * i] = ml->lin->out;
+        qshapes[2 * i + 1] = ml->lin->in;
+        t[k++] = (lp_st_write_tensor){
+            .name = qnames[i], .dtype = LP_ST_DTYPE_F32, .ndim = 2, .shape = &qshapes[2 * i], .data = data};
+    }
     // transformers refuses safetensors whose metadata lacks a known "format"
     static const char *const meta[] = {"format", "pt"};
     st = lp_st_write(path, t, k, meta, 1);
@@ -91,6 +109,13 @@ out:
         for (size_t i = 0; i < m->n_params; i++)
             free(bufs[i]);
     free(bufs);
+    for (size_t i = 0; qbufs && qnames && i < m->n_lins; i++) {
+        free(qbufs[i]);
+        free(qnames[i]);
+    }
+    free(qbufs);
+    free(qnames);
+    free(qshapes);
     free(t);
     return st;
 }

@@ -29,17 +29,39 @@ lp_status lp_exec_mode_parse(const char *s, lp_exec_mode *out)
     return LP_OK;
 }
 
+static lp_exec_mode exec_of(const lp_nn_linear *l)
+{
+    return l->ctx ? l->ctx->exec : LP_EXEC_MODE_EAGER;
+}
+
+void lp_nn__note_status(const lp_nn_linear *l, lp_status st)
+{
+    if (st != LP_OK && l->ctx && l->ctx->status && *l->ctx->status == LP_OK)
+        *l->ctx->status = st;
+}
+
 void lp_nn__base_forward(const lp_nn_linear *l, float *out, const float *inp, int64_t N)
 {
+    if (l->qbase) { // frozen quantized base: dequantized panel by panel (fused) or whole (eager)
+        lp_status st = exec_of(l) == LP_EXEC_MODE_FUSED
+                           ? lp_qmatmul_forward(out, inp, l->qbase, l->b, N, l->in, l->out)
+                           : lp_qmatmul_forward_eager(out, inp, l->qbase, l->b, N, l->in, l->out);
+        lp_nn__note_status(l, st);
+        return;
+    }
     // out (N,out) = inp (N,in) @ w^T (in,out) + b
     lp_matmul_forward(out, inp, l->w, l->b, N, l->in, l->out);
 }
 
 void lp_nn__base_backward(const lp_nn_linear *l, float *dinp, const float *dout, const float *inp, int64_t N)
 {
-    if (l->lora) { // the base is frozen under an adapter (PEFT): at most the input gradient
-        if (dinp)
-            lp_matmul_backward(dinp, NULL, NULL, dout, inp, l->w, N, l->in, l->out);
+    if (l->qbase) { // frozen: the input gradient only
+        if (dinp) {
+            lp_status st = exec_of(l) == LP_EXEC_MODE_FUSED
+                               ? lp_qmatmul_backward(dinp, dout, l->qbase, N, l->in, l->out)
+                               : lp_qmatmul_backward_eager(dinp, dout, l->qbase, N, l->in, l->out);
+            lp_nn__note_status(l, st);
+        }
         return;
     }
     lp_matmul_backward(dinp, l->dw, l->b ? l->db : NULL, dout, inp, l->w, N, l->in, l->out);

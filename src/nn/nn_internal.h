@@ -21,6 +21,8 @@ static inline void lp_nn__pop(const char *name)
  * (NULL: skipped), dw/db += unless frozen (always frozen under an adapter). */
 void lp_nn__base_forward(const lp_nn_linear *l, float *out, const float *inp, int64_t N);
 void lp_nn__base_backward(const lp_nn_linear *l, float *dinp, const float *dout, const float *inp, int64_t N);
+/* Records a kernel's error in the pass's status (the first one wins). */
+void lp_nn__note_status(const lp_nn_linear *l, lp_status st);
 /* A Linear with l->lora: base + adapter (lora.c). */
 void lp_nn__lora_forward(const lp_nn_linear *l, float *out, const float *inp, int64_t N);
 void lp_nn__lora_backward(const lp_nn_linear *l, float *dinp, const float *dout, const float *inp, int64_t N);
