@@ -11,9 +11,10 @@
  * so each of our tensors is a few of those noise floors from torch's, not bit-equal: the
  * bound 1e-4 is ~40x the largest f32-vs-f64 spread and still fails on any real bug (a
  * wrong mask, scale, GELU kind or missing residual moves tensors by 1e-2 or more).
- * TINY = 1e-3: only the attention key biases have a reference below it; their gradient is
- * analytically zero (softmax ignores q.b_k), torch's is rounding noise (~1e-17..4e-9), so
- * for them the bound is in effect absolute, 1e-7.
+ * TINY = 1e-2: only the attention key biases have a reference below it (every other gradient's
+ * max is >= 0.02); their gradient is analytically zero (softmax ignores q.b_k), torch's is
+ * rounding noise (~1e-17..1e-8) and ours too (up to 6e-8 observed), so for them the bound is
+ * in effect absolute, 1e-6, as golden.json's notes advise.
  * After three AdamW steps the comparison is on the update (step3 - initial), whose size is
  * ~3*lr: elements whose gradient is near zero get updates of +-lr from noise (AdamW divides
  * by sqrt(v)), which is why golden.json says not to compare the key biases' step3 (they are
@@ -35,7 +36,7 @@
 #include "loupe/models.h"
 
 #define REL_TOL 1e-4
-#define TINY 1e-3
+#define TINY 1e-2
 #define UPDATE_TOL 5e-4
 
 typedef struct batch {
@@ -249,7 +250,8 @@ static void run_adamw(const char *name, lp_exec_mode exec)
             upd[j] = p[i].data[j] - init[i][j];
             ref_upd[j] = ref[j] - init[i][j];
         }
-        gold_cmp c = gold_compare(upd, ref_upd, n, TINY);
+        gold_cmp c =
+            gold_compare(upd, ref_upd, n, 1e-6); // updates are ~3*lr, never near 0 except noise-driven ones
         printf("  step3 %-60s max|d| %.3e  update max %.3e  rel %.3e%s\n", p[i].name, c.max_abs, c.ref_max,
                c.rel, excluded ? "  (noise-driven: checked against 3*lr absolute)" : "");
         if (excluded) {
