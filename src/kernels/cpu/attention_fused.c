@@ -395,7 +395,8 @@ void lp_k_attention_fused_forward_opt(float *out, float *lse, const float *q, co
 }
 
 /* One (batch, head) of the backward: dk and dv of a head get contributions from every
- * query block, so the head is the unit of work (no atomics). */
+ * query block, so the head is the unit of work (no atomics). Key blocks are the outer
+ * loop so each key/value tile is packed once; dq accumulates in place across them. */
 ALWAYS_INLINE void bwd_head(fused_tiles *w, float *dq, float *dk, float *dv, const float *dout, const float *out,
                             const float *lse, const float *q, const float *k, const float *v, const int32_t *mask,
                             int64_t bh, int64_t T, int64_t H, int64_t D, int64_t ld, float scale)
@@ -407,33 +408,31 @@ ALWAYS_INLINE void bwd_head(fused_tiles *w, float *dq, float *dk, float *dv, con
     float *dqb = dq + off, *dkb = dk + off, *dvb = dv + off;
     const int32_t *mb = mask ? mask + b * T : NULL;
     for (int64_t t = 0; t < T; t++) {
+        memset(dqb + t * ld, 0, (size_t)D * sizeof(float));
         memset(dkb + t * ld, 0, (size_t)D * sizeof(float));
         memset(dvb + t * ld, 0, (size_t)D * sizeof(float));
     }
-    for (int64_t i0 = 0; i0 < T; i0 += BQ) {
-        int64_t nq = T - i0 < BQ ? T - i0 : BQ;
-        float Di[BQ], L[BQ];
-        for (int64_t r = 0; r < nq; r++) {
-            const float *qr = qb + (i0 + r) * ld;
-            const float *dor = dout + (b * T + i0 + r) * C + h * D, *orow = out + (b * T + i0 + r) * C + h * D;
-            float s = 0.0f;
-            for (int64_t d = 0; d < D; d++) {
-                w->Qs[r][d] = qr[d];
-                w->dO[r][d] = dor[d];
-                w->acc[r][d] = 0.0f;
-                s += dor[d] * orow[d];
+    for (int64_t j0 = 0; j0 < T; j0 += BK) {
+        int64_t nk = T - j0 < BK ? T - j0 : BK;
+        pack_t(w->Kt, kb, ld, j0, nk, D);
+        pack_t(w->Vt, vb, ld, j0, nk, D);
+        pack_rows(w->Xp, kb, ld, j0, nk, D);
+        tile_mask(w->bias, w->keep, mb, j0, nk);
+        for (int64_t i0 = 0; i0 < T; i0 += BQ) {
+            int64_t nq = T - i0 < BQ ? T - i0 : BQ;
+            float Di[BQ], L[BQ];
+            for (int64_t r = 0; r < nq; r++) {
+                const float *dor = dout + (b * T + i0 + r) * C + h * D, *orow = out + (b * T + i0 + r) * C + h * D;
+                memcpy(w->Qs[r], qb + (i0 + r) * ld, (size_t)D * sizeof(float));
+                memcpy(w->dO[r], dor, (size_t)D * sizeof(float));
+                float s = 0.0f;
+                for (int64_t d = 0; d < D; d++)
+                    s += dor[d] * orow[d];
+                Di[r] = s;
+                L[r] = lse[bh * T + i0 + r];
             }
-            Di[r] = s;
-            L[r] = lse[bh * T + i0 + r];
-        }
-        for (int64_t j0 = 0; j0 < T; j0 += BK) {
-            int64_t nk = T - j0 < BK ? T - j0 : BK;
-            pack_t(w->Kt, kb, ld, j0, nk, D);
-            pack_t(w->Vt, vb, ld, j0, nk, D);
-            pack_rows(w->Xp, kb, ld, j0, nk, D);
             tile_qkt4(w->S, w->Qs, w->Kt, nq, D);  /* raw scores */
             tile_qkt4(w->P2, w->dO, w->Vt, nq, D); /* dp = dout . v */
-            tile_mask(w->bias, w->keep, mb, j0, nk);
             for (int64_t r = 0; r < nq; r++) {
                 float *s = w->S[r], *dp = w->P2[r];
                 (void)exp_sum(s, nk, scale, L[r]); /* p = exp(s * scale - lse) */
@@ -441,8 +440,8 @@ ALWAYS_INLINE void bwd_head(fused_tiles *w, float *dq, float *dk, float *dv, con
                 float di = Di[r];
 #pragma omp simd
                 for (int64_t c = 0; c < nk; c++) {
-                    s[c] *= kp[c];                         /* padded keys: p = 0 */
-                    dp[c] = s[c] * (dp[c] - di) * scale;   /* ds */
+                    s[c] *= kp[c];                       /* padded keys: p = 0 */
+                    dp[c] = s[c] * (dp[c] - di) * scale; /* ds */
                 }
             }
             /* dv_j += sum_r p_rj dout_r; dk_j += sum_r ds_rj q_r; dq_r += sum_j ds_rj k_j */
@@ -463,15 +462,15 @@ ALWAYS_INLINE void bwd_head(fused_tiles *w, float *dq, float *dk, float *dv, con
             }
             int64_t r = 0;
             for (; r + 4 <= nq; r += 4) {
-                float *dq4[4] = {w->acc[r], w->acc[r + 1], w->acc[r + 2], w->acc[r + 3]};
-                const float *ds4[4] = {w->P2[r], w->P2[r + 1], w->P2[r + 2], w->P2[r + 3]};
+                float *dq4[4];
+                const float *ds4[4];
+                for (int i = 0; i < 4; i++)
+                    dq4[i] = dqb + (i0 + r + i) * ld, ds4[i] = w->P2[r + i];
                 acc_rows4(dq4, ds4, 1, &w->Xp[0][0], LP_ATTN_MAX_D, nk, D);
             }
             for (; r < nq; r++)
-                acc_rows(w->acc[r], w->P2[r], 1, &w->Xp[0][0], LP_ATTN_MAX_D, nk, D);
+                acc_rows(dqb + (i0 + r) * ld, w->P2[r], 1, &w->Xp[0][0], LP_ATTN_MAX_D, nk, D);
         }
-        for (int64_t r = 0; r < nq; r++)
-            memcpy(dqb + (i0 + r) * ld, w->acc[r], (size_t)D * sizeof(float));
     }
 }
 
