@@ -84,10 +84,16 @@ typedef struct lp_train_config {
     lp_prof_schedule prof_schedule;   /* default wait 1, warmup 1, active 3, repeat 1 */
     int64_t memory_log_steps;   /* > 0: memory line every N steps on stderr + steps.csv always */
     bool export_trace, export_memory_timeline, with_stack, record_shapes;
-    /* LoRA flags, accepted and recorded; the methods are not built yet */
+    /* LoRA / QLoRA (--method lora|qlora; see lp_lora_options in models.h) */
     int32_t lora_rank;
     double lora_alpha;
     const char *lora_targets;
+    float lora_dropout;         /* --lora-dropout (0) */
+    bool lora_rslora;           /* --rslora: scale alpha/sqrt(r) */
+    lp_dtype base_dtype;        /* --base-dtype f32|int8|nf4 (f32; qlora implies nf4) */
+    const char *adapter;        /* --adapter DIR: start from this PEFT adapter */
+    const char *save_adapter;   /* --save-adapter DIR: write the trained PEFT adapter */
+    const char *merge_dir;      /* --merge DIR: write the merged model (HF directory) */
     double peak_gflops;         /* machine f32 peak for MFU (--peak-gflops); <= 0: measure */
     /* testing: make the loss at this step (1-based) NaN; 0 off (env LOUPE_INJECT_NAN_STEP) */
     int64_t inject_nan_step;

@@ -20,6 +20,7 @@ enum {
     O_EPOCHS, O_MAX_STEPS, O_BATCH, O_ACCUM, O_LR, O_SCHED, O_WARMUP_RATIO, O_WARMUP_STEPS, O_WD, O_CLIP, O_SEED,
     O_MAXLEN, O_EXEC, O_THREADS, O_CKPT_EVERY, O_KEEP, O_RESUME, O_SAVE, O_OUTDIR, O_RUNID, O_CONFIG, O_PROGRESS,
     O_NO_PROGRESS, O_LOG_EVERY, O_QUIET, O_PROFILE, O_P_WAIT, O_P_WARMUP, O_P_ACTIVE, O_P_REPEAT, O_MEMLOG,
+    O_LORA_DROPOUT, O_RSLORA, O_BASE_DTYPE, O_ADAPTER, O_SAVE_ADAPTER, O_MERGE,
     O_EXPORT_TRACE, O_EXPORT_MEMTL, O_WITH_STACK, O_RECORD_SHAPES, O_INJECT_NAN, O_PEAK, O_HELP
 };
 
@@ -34,6 +35,12 @@ static const struct option opts[] = {
     {"rank", required_argument, NULL, O_RANK},
     {"alpha", required_argument, NULL, O_ALPHA},
     {"targets", required_argument, NULL, O_TARGETS},
+    {"lora-dropout", required_argument, NULL, O_LORA_DROPOUT},
+    {"rslora", no_argument, NULL, O_RSLORA},
+    {"base-dtype", required_argument, NULL, O_BASE_DTYPE},
+    {"adapter", required_argument, NULL, O_ADAPTER},
+    {"save-adapter", required_argument, NULL, O_SAVE_ADAPTER},
+    {"merge", required_argument, NULL, O_MERGE},
     {"epochs", required_argument, NULL, O_EPOCHS},
     {"max-steps", required_argument, NULL, O_MAX_STEPS},
     {"batch-size", required_argument, NULL, O_BATCH},
@@ -94,8 +101,12 @@ static void usage(const char *cmd, bool profile)
            "  --text-column, --text-pair-column, --label-column NAME\n"
            "  --max-seq-len N        truncation length (default 128)\n"
            "Training:\n"
-           "  --method full|lora|qlora   (lora/qlora arrive with LoRA/QLoRA support)\n"
-           "  --rank N, --alpha X, --targets LIST   LoRA settings (recorded)\n"
+           "  --method full|lora|qlora   (qlora = lora on an NF4 base)\n"
+           "  --rank N (8), --alpha X (16), --lora-dropout P (0), --rslora (scale alpha/sqrt(r))\n"
+           "  --targets LIST         q,k,v,o,ffn_in,ffn_out,all or module names (q_lin,v_lin / query,value)\n"
+           "  --base-dtype f32|int8|nf4   frozen base storage (qlora: nf4)\n"
+           "  --adapter DIR          start from a PEFT adapter; --save-adapter DIR writes one\n"
+           "  --merge DIR            write the merged model (HF directory)\n"
            "  --epochs N (default 2), --max-steps N (overrides epochs)\n"
            "  --batch-size N (16), --grad-accum N (1)\n"
            "  --lr X (5e-4), --lr-schedule linear|cosine|constant, --warmup-ratio X (0.1), --warmup-steps N\n"
@@ -213,6 +224,20 @@ static int apply(const char *cmd, lp_train_config *c, int id, const char *flag, 
     case O_RANK: LONG(1, 4096, c->lora_rank); break;
     case O_ALPHA: DBL(0, c->lora_alpha); break;
     case O_TARGETS: c->lora_targets = v; break;
+    case O_LORA_DROPOUT:
+        DBL(0, c->lora_dropout);
+        if (c->lora_dropout >= 1)
+            return lp_cli_usage_error(cmd, "%s expects a probability in [0, 1), got '%s'", flag, v);
+        break;
+    case O_RSLORA: c->lora_rslora = true; break;
+    case O_BASE_DTYPE:
+        if (lp_dtype_parse(v, &c->base_dtype) != LP_OK ||
+            (c->base_dtype != LP_DTYPE_F32 && c->base_dtype != LP_DTYPE_INT8 && c->base_dtype != LP_DTYPE_NF4))
+            return lp_cli_usage_error(cmd, "%s expects f32, int8 or nf4, got '%s'", flag, v);
+        break;
+    case O_ADAPTER: c->adapter = v; break;
+    case O_SAVE_ADAPTER: c->save_adapter = v; break;
+    case O_MERGE: c->merge_dir = v; break;
     case O_EPOCHS: LONG(1, 1000000, c->epochs); break;
     case O_MAX_STEPS: LONG(0, 1000000000, c->max_steps); break;
     case O_BATCH: LONG(1, 65536, c->batch_size); break;
@@ -428,10 +453,8 @@ int lp_cli_train_main(const char *cmd, int argc, char **argv, bool profile)
         rc = lp_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
         goto out;
     }
-    if (c.method != LP_TRAIN_METHOD_FULL) {
-        fprintf(stderr, "loupe %s: --method %s arrives with LoRA/QLoRA support; use --method full for now\n", cmd,
-                lp_train_method_name(c.method));
-        rc = LP_EXIT_USAGE;
+    if (c.method == LP_TRAIN_METHOD_FULL && (c.adapter || c.save_adapter || c.merge_dir || c.lora_rslora)) {
+        rc = lp_cli_usage_error(cmd, "--adapter, --save-adapter, --merge and --rslora need --method lora or qlora");
         goto out;
     }
     lp_train_install_signal_handlers();

@@ -49,9 +49,8 @@ static uint64_t init_seed(const char *model_dir, uint64_t fallback)
 
 static lp_status check_config(const lp_train_config *c)
 {
-    if (c->method != LP_TRAIN_METHOD_FULL)
-        return lp_err(LP_STATUS_UNSUPPORTED, "--method %s arrives with LoRA/QLoRA support; use --method full",
-                      lp_train_method_name(c->method));
+    if (c->method == LP_TRAIN_METHOD_FULL && (c->adapter || c->save_adapter || c->merge_dir))
+        return lp_err(LP_STATUS_INVALID_ARG, "--adapter, --save-adapter and --merge need --method lora or qlora");
     if (c->batch_size < 1)
         return lp_err(LP_STATUS_INVALID_ARG, "--batch-size must be >= 1");
     if (c->grad_accum < 1)
@@ -280,6 +279,17 @@ static lp_status setup(run *R, const lp_train_config *c, char *resumed, size_t r
     mo.training = true;
     mo.quiet = c->quiet;
     mo.seed = init_seed(c->model_dir, c->seed);
+    if (c->method != LP_TRAIN_METHOD_FULL) { // adapters on a frozen (and for qlora quantized) base
+        mo.lora.enabled = true;
+        mo.lora.rank = c->lora_rank;
+        mo.lora.alpha = c->lora_alpha;
+        mo.lora.dropout = c->lora_dropout;
+        mo.lora.rslora = c->lora_rslora;
+        mo.lora.targets = c->lora_targets;
+        mo.lora.adapter_dir = c->adapter;
+        mo.lora.base_dtype =
+            c->method == LP_TRAIN_METHOD_QLORA && c->base_dtype == LP_DTYPE_F32 ? LP_DTYPE_NF4 : c->base_dtype;
+    }
     if ((st = lp_model_load(c->model_dir, &mo, &R->model)) != LP_OK)
         return st;
     lp_rng drop;
@@ -467,6 +477,10 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
             goto done;
         if (c->save_model && *c->save_model && (st = lp_model_save_hf(R.model, c->save_model)) != LP_OK)
             goto done;
+        if (c->save_adapter && *c->save_adapter && (st = lp_model_save_adapter(R.model, c->save_adapter)) != LP_OK)
+            goto done;
+        if (c->merge_dir && *c->merge_dir && (st = lp_model_save_hf(R.model, c->merge_dir)) != LP_OK)
+            goto done; // a LoRA model saves merged (merge_and_unload)
     }
     if (step_st != LP_OK) {
         res->steps = step;

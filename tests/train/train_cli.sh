@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # loupe train's command-line contract on bad input: each error names the file or flag,
 # exits 1 (bad file/data) or 2 (usage), and leaves no run directory behind. Also: the
-# YAML config is read and flags override it, and lora/qlora say they are not built yet.
+# YAML config is read and flags override it, and bad LoRA flags are refused.
 set -u
 L=${LOUPE:?LOUPE must point at the loupe binary}
 T=$(mktemp -d /tmp/lp_train_cli.XXXXXX)
@@ -36,8 +36,11 @@ expect 2 "frobnicate" "unknown flag" -- --frobnicate
 expect 2 "batch-size" "bad batch size" -- --batch-size 0
 expect 2 "lr" "bad learning rate" -- --lr abc
 expect 2 "exec" "bad exec mode" -- --exec turbo
-expect 2 "LoRA/QLoRA" "method lora not built yet" -- --method lora --rank 8
-expect 2 "LoRA/QLoRA" "method qlora not built yet" -- --method qlora
+expect 2 "need --method lora" "adapter flags without lora" -- --save-adapter "$T/ad"
+expect 2 "base-dtype" "bad base dtype" -- --method lora --base-dtype fp8
+expect 2 "lora-dropout" "bad lora dropout" -- --method lora --lora-dropout 1.5
+expect 2 "matches no Linear" "lora target matching nothing" -- --method lora --targets nope --max-steps 1
+expect 1 "adapter_config.json" "missing adapter" -- --method lora --adapter "$T/noadapter" --max-steps 1
 expect 2 "unknown method" "bad method" -- --method half
 expect 1 "$T/none.yaml" "missing config file" -- --config "$T/none.yaml"
 printf 'max_steps: 2\nwibble: 3\n' >"$T/unknown.yaml"
