@@ -376,6 +376,11 @@ typedef struct lp_peak_result {
  * Errors: LP_STATUS_NO_MEMORY. */
 LP_WARN_UNUSED lp_status lp_peak_measure(lp_peak_result *out, double seconds, int64_t sgemm_n);
 
+/* The f32 FMA peak alone (GFLOP/s at the widest vector width, over the current thread
+ * count), best of short runs within `seconds`. Allocates nothing, so a trainer can take
+ * it for MFU without the sgemm and triad buffers showing up in its memory accounting. */
+double lp_peak_fma_gflops(double seconds);
+
 #ifdef __cplusplus
 }
 #endif

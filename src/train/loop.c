@@ -361,13 +361,11 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
     /* machine peak for MFU: given, or measured with the run's thread count. The probe keeps
      * the best of many short runs, so a busy machine reads low: 0.25 s per figure gives it
      * a few chances at an uncontended slice (--peak-gflops avoids the guess). */
-    lp_peak_result pk;
     double peak = c->peak_gflops;
     const char *peak_src = "--peak-gflops";
     if (peak <= 0) {
-        peak_src = "lp_peak_measure";
-        if (lp_peak_measure(&pk, 0.25, 256) == LP_OK)
-            peak = pk.fma_gflops;
+        peak_src = "lp_peak_fma_gflops";
+        peak = lp_peak_fma_gflops(0.25);
     }
 
     if (c->profile) {

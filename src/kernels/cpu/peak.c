@@ -109,6 +109,12 @@ static double fma_peak(int bits, int threads, double seconds, volatile float *si
     return total;
 }
 
+double lp_peak_fma_gflops(double seconds)
+{
+    volatile float sink = 0.0f;
+    return fma_peak(widest_bits(), lp_threads_get(), seconds > 0 ? seconds : 0.25, &sink);
+}
+
 lp_status lp_peak_measure(lp_peak_result *out, double seconds, int64_t sgemm_n)
 {
     memset(out, 0, sizeof *out);
