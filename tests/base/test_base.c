@@ -1,5 +1,7 @@
 /* Status names, error messages and atomic writes: a failed write must leave the old
  * file intact and no temporary behind. */
+#include "lp_test_util.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,16 +20,13 @@ static char tmpdir[256];
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/lp_test_base_XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return lp_test_tmpdir_make(tmpdir, sizeof tmpdir, "base");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    return system(cmd);
+    return lp_test_tmpdir_remove(tmpdir);
 }
 
 static void test_status_names_distinct(void **state)

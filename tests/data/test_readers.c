@@ -1,6 +1,8 @@
 /* The dataset readers on good and malformed input: CSV quoting, CRLF, BOM, TSV, JSONL,
  * every bad-row kind with its file:line message, skip-bad-rows counting, label ids and
  * label_mappings.json written, parsed back and rejected when inconsistent. */
+#include "lp_test_util.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -374,16 +376,13 @@ static char tmpdir[256];
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/lp_test_data_XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return lp_test_tmpdir_make(tmpdir, sizeof tmpdir, "data");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    return system(cmd);
+    return lp_test_tmpdir_remove(tmpdir);
 }
 
 static void test_label_mappings_json(void **state)

@@ -2,6 +2,8 @@
  * by tools/minilm_dir.sh): config, weights and the parameter map load with every
  * tensor mapped, values match what the reference safetensors library reads, and the
  * parameter count matches transformers. Skipped when the package is not installed. */
+#include "lp_test_util.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,18 +31,8 @@ static char model_dir[1024];
 static int find_model(void **state)
 {
     (void)state;
-    FILE *p = popen("bash tools/minilm_dir.sh", "r");
-    if (!p)
-        return -1;
-    if (!fgets(model_dir, sizeof model_dir, p))
-        model_dir[0] = '\0';
-    int st = pclose(p);
-    model_dir[strcspn(model_dir, "\n")] = '\0';
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
-        model_dir[0] = '\0'; /* tests skip with the helper's message already on stderr */
-    else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        return -1;
-    return 0;
+    /* absent package: model_dir stays empty and the tests skip (the helper said why) */
+    return lp_test_minilm_dir(model_dir, sizeof model_dir) == -1 ? -1 : 0;
 }
 
 static void sum_check(const lp_st_tensor *t, double want_sum, const float *first3)

@@ -1,6 +1,8 @@
 /* Parameter maps: tiny BERT, DistilBERT, Llama and Qwen2 checkpoints written by the test
  * (all prefixes, gamma/beta, extra and missing tensors, wrong shapes), bound to the
  * engine's roles; and the memory estimate's arithmetic on one of them. */
+#include "lp_test_util.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,16 +21,13 @@ static char tmpdir[256];
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/lp_test_pm_XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return lp_test_tmpdir_make(tmpdir, sizeof tmpdir, "pm");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    return system(cmd);
+    return lp_test_tmpdir_remove(tmpdir);
 }
 
 typedef struct {

@@ -1,6 +1,8 @@
 /* safetensors reader/writer: a write -> read round trip with values checked, sharded
  * checkpoints, and every malformation the reference implementation rejects, each built
  * in the test and checked for the error status and a message naming file and tensor. */
+#include "lp_test_util.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,16 +22,13 @@ static char tmpdir[256];
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/lp_test_st_XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return lp_test_tmpdir_make(tmpdir, sizeof tmpdir, "st");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    return system(cmd);
+    return lp_test_tmpdir_remove(tmpdir);
 }
 
 static char *tpath(const char *name)
