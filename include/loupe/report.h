@@ -12,8 +12,10 @@
 #ifndef LOUPE_REPORT_H
 #define LOUPE_REPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "loupe/base.h"
 #include "loupe/prof.h"
@@ -59,6 +61,39 @@ LP_WARN_UNUSED lp_status lp_trace_parse(const char *name, const char *text, size
 /* lp_trace_read_text + lp_trace_parse into a new list (*out, free with
  * lp_prof_events_free). On error *out is NULL and the message names path. */
 LP_WARN_UNUSED lp_status lp_trace_load(const char *path, lp_prof_events **out, lp_trace_info *info);
+
+/* ---- run comparison (loupe compare) ---------------------------------------------------
+ *
+ *   lp_run_summary *r;
+ *   if (lp_compare_load(dirs, n, &r) == LP_OK) { lp_compare_write_text(stdout, r, n); free(r); }
+ */
+
+#define LP_COMPARE_MAX_CATS 16
+#define LP_COMPARE_MAX_OPS 32
+
+/* One run's summary.json, the fields compare shows (NaN when absent). */
+typedef struct lp_run_summary {
+    char dir[1024], run_id[128], method[16], exec[16];
+    double params_total, params_trainable, steps, step_ms, samples_per_s, tokens_per_s, peak_bytes;
+    double final_loss, eval_accuracy;
+    struct { char name[32]; double bytes; } mem[LP_COMPARE_MAX_CATS]; /* peak per memory category */
+    int n_mem;
+    struct { char name[96]; double self_ms, calls; } ops[LP_COMPARE_MAX_OPS]; /* top ops by self time */
+    int n_ops;
+} lp_run_summary;
+
+/* Reads dir/summary.json of each of n run directories into *out (n entries, caller frees
+ * with free()). Errors: IO/NOT_FOUND naming a directory that is not a run directory,
+ * FORMAT for a summary that is not loupe's; *out NULL then. */
+LP_WARN_UNUSED lp_status lp_compare_load(const char *const *dirs, int n, lp_run_summary **out);
+/* Peak bytes of a memory category / self ms of an op in a run; NaN when absent. */
+double lp_run_summary_mem(const lp_run_summary *r, const char *category);
+double lp_run_summary_op_ms(const lp_run_summary *r, const char *op);
+/* The side-by-side table, each number followed by its ratio to the first run's. */
+void lp_compare_write_text(FILE *f, const lp_run_summary *r, int n);
+/* The same as JSON ({"runs": [{..., "vs_first": {ratios}}]}); caller frees with free();
+ * NULL when out of memory. */
+char *lp_compare_json(const lp_run_summary *r, int n);
 
 #ifdef __cplusplus
 }
