@@ -78,6 +78,15 @@ void lp_atomic_abort(lp_atomic_file *f);
 /* Writes len bytes to path atomically (open + write + commit). */
 LP_WARN_UNUSED lp_status lp_file_write_atomic(const char *path, const void *data, size_t len);
 
+/* Fills a directory so that a new one appears whole or not at all. When dir does not
+ * exist, its parents are created, fill(ctx, tmp) writes into a temporary sibling
+ * "<dir>.tmp.XXXXXX" (mode 0755) and that is renamed to dir; on failure the temporary
+ * directory and the files in it are removed. When dir exists, fill(ctx, dir) writes in
+ * place (each file should then be written atomically on its own). Returns fill's status,
+ * or LP_STATUS_IO naming the directory. */
+typedef lp_status (*lp_dir_fill_fn)(void *ctx, const char *dir);
+LP_WARN_UNUSED lp_status lp_dir_write_atomic(const char *dir, lp_dir_fill_fn fill, void *ctx);
+
 /* Creates a directory and its parents (mkdir -p). Existing directories are fine. */
 LP_WARN_UNUSED lp_status lp_mkdir_p(const char *path);
 

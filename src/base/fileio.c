@@ -2,6 +2,7 @@
  * no command ever leaves a half-written output under its final name. */
 #include "loupe/base.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,4 +153,51 @@ lp_status lp_mkdir_p(const char *path)
     if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
         return lp_err(LP_STATUS_IO, "%s: exists and is not a directory", path);
     return LP_OK;
+}
+
+/* Removes a directory that holds only plain files (what lp_dir_write_atomic's fill wrote). */
+static void remove_flat_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        char p[4096];
+        for (struct dirent *e; (e = readdir(d));) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                continue;
+            if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < sizeof p)
+                unlink(p);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+lp_status lp_dir_write_atomic(const char *dir, lp_dir_fill_fn fill, void *ctx)
+{
+    struct stat sb;
+    if (stat(dir, &sb) == 0) {
+        if (!S_ISDIR(sb.st_mode))
+            return lp_err(LP_STATUS_IO, "%s: exists and is not a directory", dir);
+        return fill(ctx, dir);
+    }
+    char tmp[4096], parent[4096];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", dir) >= sizeof tmp)
+        return lp_err(LP_STATUS_INVALID_ARG, "%s: path too long", dir);
+    snprintf(parent, sizeof parent, "%s", dir);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) {
+        *slash = '\0';
+        lp_status st = lp_mkdir_p(parent);
+        if (st != LP_OK)
+            return st;
+    }
+    if (!mkdtemp(tmp))
+        return lp_err(LP_STATUS_IO, "%s: cannot create a temporary directory: %s", tmp, strerror(errno));
+    chmod(tmp, 0755);
+    lp_status st = fill(ctx, tmp);
+    if (st == LP_OK && rename(tmp, dir) != 0)
+        st = lp_err(LP_STATUS_IO, "%s: cannot rename %s into place: %s", dir, tmp, strerror(errno));
+    if (st != LP_OK)
+        remove_flat_dir(tmp);
+    return st;
 }

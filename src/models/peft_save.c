@@ -187,9 +187,6 @@ static lp_status write_readme(const lp_model *m, const char *path)
     return lp_file_write_atomic(path, text, (size_t)(n < (int)sizeof text ? n : (int)sizeof text - 1));
 }
 
-static const char *const adapter_files[] = {"adapter_model.safetensors", "README.md", "adapter_config.json",
-                                            NULL};
-
 static lp_status write_adapter(const lp_model *m, const char *dir)
 {
     char p[4096];
@@ -204,40 +201,14 @@ static lp_status write_adapter(const lp_model *m, const char *dir)
     return write_config(m, p);
 }
 
+static lp_status fill_adapter(void *m, const char *dir)
+{
+    return write_adapter(m, dir);
+}
+
 lp_status lp_model_save_adapter(const lp_model *m, const char *dir)
 {
     if (!m->n_adapters)
         return lp_err(LP_STATUS_INVALID_ARG, "%s: model %s has no LoRA adapters to save", dir, m->dir);
-    struct stat sb;
-    if (stat(dir, &sb) == 0) {
-        if (!S_ISDIR(sb.st_mode))
-            return lp_err(LP_STATUS_IO, "%s: exists and is not a directory", dir);
-        return write_adapter(m, dir); // each file replaced atomically
-    }
-    char tmp[4096], parent[4096];
-    snprintf(parent, sizeof parent, "%s", dir);
-    char *slash = strrchr(parent, '/');
-    if (slash && slash != parent) {
-        *slash = '\0';
-        lp_status st = lp_mkdir_p(parent);
-        if (st != LP_OK)
-            return st;
-    }
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", dir) >= sizeof tmp)
-        return lp_err(LP_STATUS_INVALID_ARG, "%s: path too long", dir);
-    if (!mkdtemp(tmp))
-        return lp_err(LP_STATUS_IO, "%s: cannot create a temporary directory: %s", tmp, strerror(errno));
-    chmod(tmp, 0755);
-    lp_status st = write_adapter(m, tmp);
-    if (st == LP_OK && rename(tmp, dir) != 0)
-        st = lp_err(LP_STATUS_IO, "%s: cannot rename %s into place: %s", dir, tmp, strerror(errno));
-    if (st != LP_OK) {
-        char q[4096 + 64];
-        for (int i = 0; adapter_files[i]; i++) {
-            snprintf(q, sizeof q, "%s/%s", tmp, adapter_files[i]);
-            unlink(q);
-        }
-        rmdir(tmp);
-    }
-    return st;
+    return lp_dir_write_atomic(dir, fill_adapter, (void *)m);
 }

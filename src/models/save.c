@@ -147,48 +147,14 @@ static lp_status write_all(const lp_model *m, const char *dir)
     return write_config(m, p);
 }
 
-static void remove_flat_dir(const char *dir)
+static lp_status fill_hf(void *m, const char *dir)
 {
-    char p[4096 + 64];
-    snprintf(p, sizeof p, "%s/model.safetensors", dir);
-    unlink(p);
-    snprintf(p, sizeof p, "%s/config.json", dir);
-    unlink(p);
-    for (int i = 0; tokenizer_files[i]; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, tokenizer_files[i]);
-        unlink(p);
-    }
-    rmdir(dir);
+    return write_all(m, dir);
 }
 
+/* A new directory appears whole; in an existing one (it may hold other files) every file
+ * is replaced atomically. */
 lp_status lp_model_save_hf(const lp_model *m, const char *dir)
 {
-    struct stat sb;
-    if (stat(dir, &sb) == 0) {
-        if (!S_ISDIR(sb.st_mode))
-            return lp_err(LP_STATUS_IO, "%s: exists and is not a directory", dir);
-        // an existing directory (it may hold other files): every file is replaced atomically
-        return write_all(m, dir);
-    }
-    // a new directory: build it beside its final place and rename it in whole
-    char tmp[4096], parent[4096];
-    snprintf(parent, sizeof parent, "%s", dir);
-    char *slash = strrchr(parent, '/');
-    if (slash && slash != parent) {
-        *slash = '\0';
-        lp_status st = lp_mkdir_p(parent);
-        if (st != LP_OK)
-            return st;
-    }
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", dir) >= sizeof tmp)
-        return lp_err(LP_STATUS_INVALID_ARG, "%s: path too long", dir);
-    if (!mkdtemp(tmp))
-        return lp_err(LP_STATUS_IO, "%s: cannot create a temporary directory: %s", tmp, strerror(errno));
-    chmod(tmp, 0755);
-    lp_status st = write_all(m, tmp);
-    if (st == LP_OK && rename(tmp, dir) != 0)
-        st = lp_err(LP_STATUS_IO, "%s: cannot rename %s into place: %s", dir, tmp, strerror(errno));
-    if (st != LP_OK)
-        remove_flat_dir(tmp);
-    return st;
+    return lp_dir_write_atomic(dir, fill_hf, (void *)m);
 }

@@ -126,6 +126,44 @@ static void test_missing_file_names_path(void **state)
     assert_null(buf);
 }
 
+static lp_status fill_two(void *fail_second, const char *dir)
+{
+    char p[600];
+    snprintf(p, sizeof p, "%s/a.txt", dir);
+    lp_status st = lp_file_write_atomic(p, "a", 1);
+    if (st != LP_OK)
+        return st;
+    if (fail_second)
+        return lp_err(LP_STATUS_IO, "%s: simulated full disk", dir);
+    snprintf(p, sizeof p, "%s/b.txt", dir);
+    return lp_file_write_atomic(p, "b", 1);
+}
+
+static void test_dir_write_atomic(void **state)
+{
+    (void)state;
+    char parent[300], dir[320];
+    snprintf(parent, sizeof parent, "%s/dirs", tmpdir);
+    snprintf(dir, sizeof dir, "%s/new/model", parent);
+    /* a failing fill leaves no directory and no temporary behind */
+    assert_int_equal(lp_dir_write_atomic(dir, fill_two, (void *)1), LP_STATUS_IO);
+    assert_int_not_equal(access(dir, F_OK), 0);
+    snprintf(dir, sizeof dir, "%s/new", parent);
+    assert_int_equal(count_entries(dir), 0);
+    /* a complete fill appears under its final name with every file */
+    snprintf(dir, sizeof dir, "%s/new/model", parent);
+    assert_int_equal(lp_dir_write_atomic(dir, fill_two, NULL), LP_OK);
+    assert_int_equal(count_entries(dir), 2);
+    /* an existing directory is filled in place */
+    assert_int_equal(lp_dir_write_atomic(dir, fill_two, NULL), LP_OK);
+    assert_int_equal(count_entries(dir), 2);
+    /* a file in the way is an error naming it */
+    char file[340];
+    snprintf(file, sizeof file, "%s/a.txt", dir);
+    assert_int_equal(lp_dir_write_atomic(file, fill_two, NULL), LP_STATUS_IO);
+    assert_non_null(strstr(lp_err_msg(), "not a directory"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -135,6 +173,7 @@ int main(void)
         cmocka_unit_test(test_atomic_abort_keeps_old_file),
         cmocka_unit_test(test_full_disk_is_an_error),
         cmocka_unit_test(test_missing_file_names_path),
+        cmocka_unit_test(test_dir_write_atomic),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
