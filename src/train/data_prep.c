@@ -1,5 +1,6 @@
 /* Training data: the model's tokenizer, the train/eval datasets (labels checked against the
  * model's label count) and their one-time tokenization. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,17 @@ static lp_status encode_one(void *vctx, const char *text, const char *pair, int3
     return LP_OK;
 }
 
+/* With --skip-bad-rows, says how many rows each file lost and why (the first few). */
+static void report_skipped(const lp_dataset *ds)
+{
+    if (!ds->n_skipped)
+        return;
+    fprintf(stderr, "loupe: %s: skipped %lld bad row%s\n", ds->source, (long long)ds->n_skipped,
+            ds->n_skipped == 1 ? "" : "s");
+    for (int32_t i = 0; i < ds->n_reasons; i++)
+        fprintf(stderr, "  %s\n", ds->skip_reasons[i]);
+}
+
 lp_status lp_train_data_load(lp_train_data *d, const lp_train_config *c, int32_t max_len, int32_t model_labels)
 {
     memset(d, 0, sizeof *d);
@@ -37,6 +49,7 @@ lp_status lp_train_data_load(lp_train_data *d, const lp_train_config *c, int32_t
     o.text_column = c->text_column;
     o.text_pair_column = c->text_pair_column;
     o.label_column = c->label_column;
+    o.skip_bad_rows = c->skip_bad_rows;
     o.num_labels = model_labels;
     if ((st = lp_dataset_load(c->train_file, &o, &d->train)) != LP_OK)
         goto fail;
@@ -64,6 +77,9 @@ lp_status lp_train_data_load(lp_train_data *d, const lp_train_config *c, int32_t
     lp_encoding_free(&ec.enc);
     if (st != LP_OK)
         goto fail;
+    report_skipped(&d->train);
+    if (d->has_eval)
+        report_skipped(&d->eval);
     return LP_OK;
 fail:
     lp_train_data_free(d);

@@ -32,6 +32,18 @@ expect 1 "$T/missing_eval.tsv" "missing eval file" -- --eval "$T/missing_eval.ts
 expect 1 "bad_label.tsv:3" "label out of range" -- --train "$T/bad_label.tsv"
 expect 1 "broken.tsv" "malformed data file" -- --train "$T/broken.tsv"
 expect 1 "empty.csv" "data file with no rows" -- --train "$T/empty.csv"
+# --skip-bad-rows: the same malformed rows are dropped, counted and named, and training runs
+printf 'sentence\tlabel\ngood film\t1\nbad film\t0\nno label here\nawful\t7\nnice\t1\n' >"$T/mixed.tsv"
+expect 1 "mixed.tsv:4" "bad row without --skip-bad-rows" -- --train "$T/mixed.tsv" --eval none --max-steps 1
+rm -rf "$T/out"
+if "$L" train --output-dir "$T/out" --run-id r --threads 1 --quiet --train "$T/mixed.tsv" --eval none \
+     --max-steps 1 --skip-bad-rows >"$T/stdout" 2>"$T/stderr" &&
+   grep -q "mixed.tsv: skipped 2 bad rows" "$T/stderr" && grep -q "mixed.tsv:5: label 7" "$T/stderr" &&
+   [ -f "$T/out/r/summary.json" ]; then
+  echo "ok: --skip-bad-rows drops and reports 2 rows"
+else
+  echo "FAIL: --skip-bad-rows"; cat "$T/stderr"; fail=1
+fi
 expect 2 "frobnicate" "unknown flag" -- --frobnicate
 expect 2 "batch-size" "bad batch size" -- --batch-size 0
 expect 2 "lr" "bad learning rate" -- --lr abc
