@@ -52,6 +52,7 @@ typedef struct lp_train_config {
     const char *train_file;     /* --train (default "data/sst2-mini/train.tsv") */
     const char *eval_file;      /* --eval (default "data/sst2-mini/dev.tsv"); NULL or "" none */
     const char *text_column, *text_pair_column, *label_column; /* NULL: auto */
+    double eval_split;          /* --eval-split X in (0,1): validation = a seeded X of --train (overrides --eval) */
     bool skip_bad_rows;         /* --skip-bad-rows: drop malformed rows, count and report them */
     lp_train_method method;
     int64_t epochs;             /* default 2 */

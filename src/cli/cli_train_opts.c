@@ -20,7 +20,7 @@ enum {
     O_EPOCHS, O_MAX_STEPS, O_BATCH, O_ACCUM, O_LR, O_SCHED, O_WARMUP_RATIO, O_WARMUP_STEPS, O_WD, O_CLIP, O_SEED,
     O_MAXLEN, O_EXEC, O_THREADS, O_CKPT_EVERY, O_KEEP, O_RESUME, O_SAVE, O_OUTDIR, O_RUNID, O_CONFIG, O_PROGRESS,
     O_NO_PROGRESS, O_LOG_EVERY, O_QUIET, O_PROFILE, O_P_WAIT, O_P_WARMUP, O_P_ACTIVE, O_P_REPEAT, O_MEMLOG,
-    O_LORA_DROPOUT, O_RSLORA, O_SKIP_BAD, O_BASE_DTYPE, O_ADAPTER, O_SAVE_ADAPTER, O_MERGE,
+    O_LORA_DROPOUT, O_RSLORA, O_SKIP_BAD, O_EVAL_SPLIT, O_BASE_DTYPE, O_ADAPTER, O_SAVE_ADAPTER, O_MERGE,
     O_EXPORT_TRACE, O_EXPORT_MEMTL, O_WITH_STACK, O_RECORD_SHAPES, O_INJECT_NAN, O_PEAK, O_HELP
 };
 
@@ -32,6 +32,7 @@ static const struct option opts[] = {
     {"text-pair-column", required_argument, NULL, O_PAIR_COL},
     {"label-column", required_argument, NULL, O_LABEL_COL},
     {"skip-bad-rows", no_argument, NULL, O_SKIP_BAD},
+    {"eval-split", required_argument, NULL, O_EVAL_SPLIT},
     {"method", required_argument, NULL, O_METHOD},
     {"rank", required_argument, NULL, O_RANK},
     {"alpha", required_argument, NULL, O_ALPHA},
@@ -101,6 +102,7 @@ static void usage(const char *cmd, bool profile)
            "  --eval FILE|none       evaluation data (default data/sst2-mini/dev.tsv)\n"
            "  --text-column, --text-pair-column, --label-column NAME\n"
            "  --skip-bad-rows        drop malformed rows (counted and reported) instead of failing\n"
+           "  --eval-split X         evaluate on a seeded fraction X of --train (instead of --eval)\n"
            "  --max-seq-len N        truncation length (default 128)\n"
            "Training:\n"
            "  --method full|lora|qlora   (qlora = lora on an NF4 base)\n"
@@ -220,6 +222,11 @@ static int apply(const char *cmd, lp_train_config *c, int id, const char *flag, 
     case O_PAIR_COL: c->text_pair_column = v; break;
     case O_LABEL_COL: c->label_column = v; break;
     case O_SKIP_BAD: c->skip_bad_rows = true; break;
+    case O_EVAL_SPLIT:
+        DBL(0, c->eval_split);
+        if (!(c->eval_split > 0 && c->eval_split < 1))
+            return lp_cli_usage_error(cmd, "%s expects a fraction in (0, 1), got '%s'", flag, v);
+        break;
     case O_METHOD:
         if (lp_train_method_parse(v, &c->method) != LP_OK)
             return lp_cli_usage_error(cmd, "%s", lp_err_msg());

@@ -60,13 +60,23 @@ lp_status lp_train_data_load(lp_train_data *d, const lp_train_config *c, int32_t
         goto fail;
     }
     d->num_labels = model_labels;
-    d->label_names = d->train.label_map.names;
-    if (c->eval_file && *c->eval_file) {
+    if (c->eval_split > 0) { /* validation carved out of the training file with the run's seed */
+        lp_dataset tr, va;
+        if ((st = lp_dataset_split(&d->train, c->eval_split, c->seed, &tr, &va)) != LP_OK) {
+            st = lp_err_wrap(st, "%s: --eval-split %g", c->train_file, c->eval_split);
+            goto fail;
+        }
+        lp_dataset_free(&d->train);
+        d->train = tr;
+        d->eval = va;
+        d->has_eval = true;
+    } else if (c->eval_file && *c->eval_file) {
         o.label_map = &d->train.label_map;
         if ((st = lp_dataset_load(c->eval_file, &o, &d->eval)) != LP_OK)
             goto fail;
         d->has_eval = true;
     }
+    d->label_names = d->train.label_map.names;
     int32_t pad = lp_tokenizer_special_id(d->tok, LP_SPECIAL_PAD);
     if (pad < 0)
         pad = 0;

@@ -190,7 +190,9 @@ lp_status lp_rundir_write_config(const char *run_dir, const lp_train_config *c, 
     add_str(t, "method", lp_train_method_name(c->method));
     add_str(t, "model", c->model_dir);
     add_str(t, "train", c->train_file);
-    add_str(t, "eval", c->eval_file && *c->eval_file ? c->eval_file : NULL);
+    add_str(t, "eval", c->eval_split > 0 ? NULL : c->eval_file && *c->eval_file ? c->eval_file : NULL);
+    cJSON_AddNumberToObject(t, "eval_split", c->eval_split);
+    cJSON_AddBoolToObject(t, "skip_bad_rows", c->skip_bad_rows);
     add_str(t, "text_column", c->text_column);
     add_str(t, "text_pair_column", c->text_pair_column);
     add_str(t, "label_column", c->label_column);

@@ -44,6 +44,23 @@ if "$L" train --output-dir "$T/out" --run-id r --threads 1 --quiet --train "$T/m
 else
   echo "FAIL: --skip-bad-rows"; cat "$T/stderr"; fail=1
 fi
+# --eval-split: validation carved from --train with the seed (4000 rows -> 400 evaluated)
+rm -rf "$T/out"
+if "$L" train --output-dir "$T/out" --run-id r --threads 1 --quiet --max-steps 1 --eval-split 0.1 \
+     >"$T/stdout" 2>"$T/stderr" &&
+   python3 - "$T/out/r" <<'PY'
+import csv, json, sys
+cfg = json.load(open(sys.argv[1] + "/config.json"))
+t, d = cfg["training"], cfg["data"]
+assert t["eval_split"] == 0.1 and t["eval"] is None, t
+assert d["train_rows"] == 3600 and d["eval_rows"] == 400, d
+PY
+then
+  echo "ok: --eval-split"
+else
+  echo "FAIL: --eval-split"; cat "$T/stderr"; fail=1
+fi
+expect 2 "eval-split" "bad eval split" -- --eval-split 1.5
 expect 2 "frobnicate" "unknown flag" -- --frobnicate
 expect 2 "batch-size" "bad batch size" -- --batch-size 0
 expect 2 "lr" "bad learning rate" -- --lr abc
