@@ -69,4 +69,35 @@ static inline gold_cmp gold_compare(const float *a, const float *b, int64_t n, d
     return c;
 }
 
+/* The padded batch every classification golden holds: input_ids, attention_mask,
+ * token_type_ids (absent for DistilBERT: NULL) and labels, as (B,T) / (B) i32 arrays. */
+typedef struct gold_batch {
+    int32_t *ids, *mask, *types, *labels;
+    int32_t B, T;
+} gold_batch;
+
+/* Reads the batch; returns 0, or -1 when input_ids, attention_mask or labels is missing. */
+static inline int gold_batch_get(const lp_st_file *g, gold_batch *b)
+{
+    int64_t n = 0, nl = 0;
+    memset(b, 0, sizeof *b);
+    b->ids = gold_i32(g, "input_ids", &n);
+    b->mask = gold_i32(g, "attention_mask", NULL);
+    b->types = gold_i32(g, "token_type_ids", NULL);
+    b->labels = gold_i32(g, "labels", &nl);
+    if (!b->ids || !b->mask || !b->labels || nl <= 0)
+        return -1;
+    b->B = (int32_t)nl;
+    b->T = (int32_t)(n / nl);
+    return 0;
+}
+
+static inline void gold_batch_free(gold_batch *b)
+{
+    free(b->ids);
+    free(b->mask);
+    free(b->types);
+    free(b->labels);
+}
+
 #endif

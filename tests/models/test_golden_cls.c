@@ -39,10 +39,7 @@
 #define TINY 1e-2
 #define UPDATE_TOL 5e-4
 
-typedef struct batch {
-    int32_t *ids, *mask, *types, *labels;
-    int32_t B, T;
-} batch;
+typedef gold_batch batch;
 
 static lp_st_file *open_golden(const char *name)
 {
@@ -56,24 +53,12 @@ static lp_st_file *open_golden(const char *name)
 
 static void get_batch(const lp_st_file *g, batch *b)
 {
-    int64_t n = 0, nl = 0;
-    b->ids = gold_i32(g, "input_ids", &n);
-    b->mask = gold_i32(g, "attention_mask", NULL);
-    b->types = gold_i32(g, "token_type_ids", NULL); // absent for DistilBERT
-    b->labels = gold_i32(g, "labels", &nl);
-    assert_non_null(b->ids);
-    assert_non_null(b->mask);
-    assert_non_null(b->labels);
-    b->B = (int32_t)nl;
-    b->T = (int32_t)(n / nl);
+    assert_int_equal(gold_batch_get(g, b), 0);
 }
 
 static void free_batch(batch *b)
 {
-    free(b->ids);
-    free(b->mask);
-    free(b->types);
-    free(b->labels);
+    gold_batch_free(b);
 }
 
 static lp_model *load(const char *name, lp_exec_mode exec, bool ckpt)

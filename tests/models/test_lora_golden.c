@@ -33,10 +33,7 @@
 #define UPDATE_TOL 5e-4
 #define MERGE_TOL 1e-6
 
-typedef struct batch {
-    int32_t *ids, *mask, *types, *labels;
-    int32_t B, T;
-} batch;
+typedef gold_batch batch;
 
 static lp_st_file *open_file(const char *path)
 {
@@ -48,23 +45,12 @@ static lp_st_file *open_file(const char *path)
 
 static void get_batch(const lp_st_file *g, batch *b)
 {
-    int64_t n = 0, nl = 0;
-    b->ids = gold_i32(g, "input_ids", &n);
-    b->mask = gold_i32(g, "attention_mask", NULL);
-    b->types = gold_i32(g, "token_type_ids", NULL);
-    b->labels = gold_i32(g, "labels", &nl);
-    assert_non_null(b->ids);
-    assert_non_null(b->labels);
-    b->B = (int32_t)nl;
-    b->T = (int32_t)(n / nl);
+    assert_int_equal(gold_batch_get(g, b), 0);
 }
 
 static void free_batch(batch *b)
 {
-    free(b->ids);
-    free(b->mask);
-    free(b->types);
-    free(b->labels);
+    gold_batch_free(b);
 }
 
 /* base = a model directory; adapter = a PEFT adapter directory or NULL (no LoRA). */
