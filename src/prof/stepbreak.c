@@ -70,6 +70,36 @@ static int row_cmp(const void *a, const void *b)
     return (x->ts_ns > y->ts_ns) - (x->ts_ns < y->ts_ns);
 }
 
+/* The boundaries of every classified event clipped to [lo, hi), sorted by time: one +1
+ * where an event of a part starts and one -1 where it ends. Returns their count. */
+static size_t clipped_bounds(const lp_prof_events *ev, size_t total, int64_t lo, int64_t hi, bnd *b)
+{
+    size_t nb = 0;
+    for (size_t i = 0; i < total; i++) {
+        const lp_prof_event *e = lp_prof_events_get(ev, i);
+        int p = classify(e);
+        if (p < 0)
+            continue;
+        int64_t a = e->ts_ns > lo ? e->ts_ns : lo;
+        int64_t z = e->ts_ns + e->dur_ns < hi ? e->ts_ns + e->dur_ns : hi;
+        if (a >= z)
+            continue;
+        b[nb++] = (bnd){a, p, +1};
+        b[nb++] = (bnd){z, p, -1};
+    }
+    qsort(b, nb, sizeof *b, bnd_cmp);
+    return nb;
+}
+
+/* The highest-priority part with an open event, else OTHER. */
+static int top_part(const int *cnt)
+{
+    for (int p = 0; p < LP_PROF_STEP_PART_OTHER; p++)
+        if (cnt[p] > 0)
+            return p;
+    return LP_PROF_STEP_PART_OTHER;
+}
+
 lp_status lp_prof_step_breakdown(const lp_prof_events *ev, lp_prof_step_row **rows, size_t *n)
 {
     *rows = NULL;
@@ -120,32 +150,14 @@ lp_status lp_prof_step_breakdown(const lp_prof_events *ev, lp_prof_step_row **ro
         /* One sweep over every boundary (O(n log n)): each elementary segment goes to the
          * top-priority active category and to the step (sorted, disjoint) it falls in. */
         int64_t lo = r[0].ts_ns, hi = r[ns - 1].ts_ns + r[ns - 1].dur_ns;
-        size_t nb = 0;
-        for (size_t i = 0; i < total; i++) {
-            const lp_prof_event *e = lp_prof_events_get(ev, i);
-            int p = classify(e);
-            if (p < 0)
-                continue;
-            int64_t a = e->ts_ns > lo ? e->ts_ns : lo;
-            int64_t z = e->ts_ns + e->dur_ns < hi ? e->ts_ns + e->dur_ns : hi;
-            if (a >= z)
-                continue;
-            b[nb++] = (bnd){a, p, +1};
-            b[nb++] = (bnd){z, p, -1};
-        }
-        qsort(b, nb, sizeof *b, bnd_cmp);
+        size_t nb = clipped_bounds(ev, total, lo, hi, b);
         int cnt[LP_PROF_STEP_PART__COUNT] = {0};
         int64_t t = lo;
         size_t si = 0;
         for (size_t i = 0; i <= nb; i++) {
             int64_t nt = i < nb ? b[i].t : hi;
             if (nt > t) {
-                int part = LP_PROF_STEP_PART_OTHER;
-                for (int p = 0; p < LP_PROF_STEP_PART_OTHER; p++)
-                    if (cnt[p] > 0) {
-                        part = p;
-                        break;
-                    }
+                int part = top_part(cnt);
                 /* spread [t, nt) over the steps it overlaps */
                 while (si < ns && r[si].ts_ns + r[si].dur_ns <= t)
                     si++;
@@ -164,32 +176,13 @@ lp_status lp_prof_step_breakdown(const lp_prof_events *ev, lp_prof_step_row **ro
     /* Overlapping steps (several threads stepping): each step on its own, O(steps x n). */
     for (size_t s = 0; overlap && s < ns; s++) {
         int64_t s0 = r[s].ts_ns, s1 = r[s].ts_ns + r[s].dur_ns;
-        size_t nb = 0;
-        for (size_t i = 0; i < total; i++) {
-            const lp_prof_event *e = lp_prof_events_get(ev, i);
-            int p = classify(e);
-            if (p < 0)
-                continue;
-            int64_t a = e->ts_ns > s0 ? e->ts_ns : s0;
-            int64_t z = e->ts_ns + e->dur_ns < s1 ? e->ts_ns + e->dur_ns : s1;
-            if (a >= z)
-                continue;
-            b[nb++] = (bnd){a, p, +1};
-            b[nb++] = (bnd){z, p, -1};
-        }
-        qsort(b, nb, sizeof *b, bnd_cmp);
+        size_t nb = clipped_bounds(ev, total, s0, s1, b);
         int cnt[LP_PROF_STEP_PART__COUNT] = {0};
         int64_t t = s0;
         for (size_t i = 0; i <= nb; i++) {
             int64_t nt = i < nb ? b[i].t : s1;
             if (nt > t) {
-                int part = LP_PROF_STEP_PART_OTHER;
-                for (int p = 0; p < LP_PROF_STEP_PART_OTHER; p++)
-                    if (cnt[p] > 0) {
-                        part = p;
-                        break;
-                    }
-                r[s].part_ns[part] += nt - t;
+                r[s].part_ns[top_part(cnt)] += nt - t;
                 t = nt;
             }
             if (i < nb)
