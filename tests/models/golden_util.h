@@ -100,4 +100,21 @@ static inline void gold_batch_free(gold_batch *b)
     free(b->labels);
 }
 
+#ifdef fail_msg /* cmocka included first: a compare that fails the test */
+/* Compares a with the golden b (n floats), prints the figures, keeps the worst relative
+ * difference in *worst, and fails the test beyond tol. Returns the relative difference. */
+static inline double gold_check(const char *label, const float *a, const float *b, int64_t n, double tiny, double tol,
+                                double *worst)
+{
+    gold_cmp c = gold_compare(a, b, n, tiny);
+    printf("  %-72s max|d| %.3e  ref max %.3e  rel %.3e\n", label, c.max_abs, c.ref_max, c.rel);
+    if (c.rel > *worst)
+        *worst = c.rel;
+    if (!(c.rel <= tol))
+        fail_msg("%s: relative difference %.3e > %.0e (element %lld: %.9g vs %.9g)", label, c.rel, tol,
+                 (long long)c.worst, a[c.worst], b[c.worst]);
+    return c.rel;
+}
+#endif
+
 #endif

@@ -59,13 +59,7 @@ static lp_model *load(lp_exec_mode exec, lp_dtype base, const char *adapter)
 
 static void check(const char *label, const float *a, const float *b, int64_t n, double tol, double *worst)
 {
-    gold_cmp c = gold_compare(a, b, n, TINY);
-    printf("  %-72s max|d| %.3e  ref max %.3e  rel %.3e\n", label, c.max_abs, c.ref_max, c.rel);
-    if (c.rel > *worst)
-        *worst = c.rel;
-    if (!(c.rel <= tol))
-        fail_msg("%s: relative difference %.3e > %.0e (element %lld: %.9g vs %.9g)", label, c.rel, tol,
-                 (long long)c.worst, a[c.worst], b[c.worst]);
+    gold_check(label, a, b, n, TINY, tol, worst);
 }
 
 /* Codes, absmax codes, nested absmax and the dequantized weights against bitsandbytes. */
