@@ -174,10 +174,13 @@ void lp_threads_set(int n);
 int lp_threads_get(void);
 /* "openmp", "pthreads", "sequential" or "unknown": how the linked OpenBLAS parallelises. */
 const char *lp_threads_blas_mode(void);
-/* The OpenBLAS kernel set in use ("Cooperlake", "SkylakeX", "Haswell", ...). OpenBLAS takes
- * it from OPENBLAS_CORETYPE or cpuid; LP_BLAS_CORETYPE=auto (detect, ignoring
- * OPENBLAS_CORETYPE) or =<name> makes lp_threads_init redo that choice. */
+/* The OpenBLAS kernel set in use ("Cooperlake", "SkylakeX", "Haswell", ...). lp_threads_init
+ * makes it the set OpenBLAS detects for this CPU, even when OPENBLAS_CORETYPE names another
+ * (LP_BLAS_CORETYPE unset or auto); LP_BLAS_CORETYPE=env keeps OPENBLAS_CORETYPE's choice,
+ * LP_BLAS_CORETYPE=<name> forces a set. */
 const char *lp_threads_blas_core(void);
+/* A one-line notice when lp_threads_init overrode OPENBLAS_CORETYPE, else NULL. */
+const char *lp_threads_blas_note(void);
 /* Available cores (sched_getaffinity). */
 int lp_threads_cores(void);
 

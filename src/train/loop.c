@@ -270,6 +270,8 @@ static lp_status setup(run *R, const lp_train_config *c, char *resumed, size_t r
     if (st != LP_OK)
         return st;
     lp_threads_init();
+    if (lp_threads_blas_note() && !c->quiet)
+        fprintf(stderr, "note: %s\n", lp_threads_blas_note());
     if (c->threads > 0)
         lp_threads_set(c->threads);
     lp_model_options mo;

@@ -285,6 +285,7 @@ lp_status lp_rundir_write_config(const char *run_dir, const lp_train_config *c, 
     cJSON_AddNumberToObject(mach, "cores", (double)lp_threads_cores());
     cJSON_AddNumberToObject(mach, "threads", (double)lp_threads_get());
     add_str(mach, "blas_threading", lp_threads_blas_mode());
+    add_str(mach, "blas_core", lp_threads_blas_core());
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     cJSON_AddNumberToObject(mach, "memory_bytes", pages > 0 && psz > 0 ? (double)pages * (double)psz : 0.0);
     cJSON_AddItemToObject(j, "machine", mach);
