@@ -64,7 +64,10 @@ static void test_qgemm_table(void **state)
 {
     (void)state;
     static const int64_t shapes[][3] = {{1, 1, 1},     {3, 17, 5},     {5, 64, 64},    {17, 63, 129},
-                                        {70, 130, 33}, {33, 200, 300}, {129, 96, 1000}};
+                                        {70, 130, 33}, {33, 200, 300}, {129, 96, 1000},
+                                        /* several slabs each way (qgemm.c cuts at 256), rows not
+                                           block-aligned */
+                                        {40, 600, 300}, {9, 1000, 1100}};
     int f = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int kind = 1; kind <= 3; kind++)
@@ -135,7 +138,8 @@ static size_t lora_shapes = 5; /* the one-thread rerun keeps to the small ones (
 static void test_lora_table(void **state)
 {
     (void)state;
-    static const int64_t shapes[][3] = {{1, 3, 2}, {7, 17, 5}, {65, 70, 33}, {64, 64, 64}, {130, 96, 129}};
+    static const int64_t shapes[][3] = {{1, 3, 2}, {7, 17, 5}, {65, 70, 33}, {64, 64, 64}, {130, 96, 129},
+                                        {50, 520, 600}};
     static const int64_t ranks[] = {1, 4, 8, 16};
     int f = 0;
     for (size_t s = 0; s < lora_shapes; s++)

@@ -76,8 +76,9 @@ void lp_k_nf4_dequantize_opt(float *out, const lp_qweight *w, int64_t start, int
 void lp_k_int8_quantize(lp_qweight *q, const float *w);
 void lp_k_int8_dequantize_ref(float *out, const lp_qweight *w, int64_t start, int64_t n);
 void lp_k_int8_dequantize_opt(float *out, const lp_qweight *w, int64_t start, int64_t n);
-/* Panel-fused linear layers (qgemm.c), shared by the quantized GEMM and the LoRA linear:
- * the base weight is wf (f32) or wq (dequantized a panel at a time).
+/* Fused linear layers (qgemm.c), shared by the quantized GEMM and the LoRA linear: the
+ * base weight is wf (f32) or wq (dequantized a slab at a time); everything accumulates
+ * into the one output.
  * out (N,OC) = inp @ Wb^T + bias [+ s * u (N,r) @ B (OC,r)^T when u]. */
 lp_status lp_k_linear_forward_panels(float *out, const float *inp, const float *wf, const lp_qweight *wq,
                                      const float *bias, const float *u, const float *B, float s, int64_t N, int64_t C,

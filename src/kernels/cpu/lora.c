@@ -1,9 +1,8 @@
 /* Fused LoRA linear (PEFT semantics): out = base(x) + s * (drop(x) @ A^T) @ B^T over an f32,
  * int8 or NF4 frozen base, forward and backward. Neither version forms B @ A. The reference
  * is plain loops with double accumulators; the optimized one computes u = drop(x) @ A^T
- * once and adds s * u @ B^T to each output slice right after its base GEMM (qgemm.c's
- * panel loop), and in the backward adds the LoRA input gradient to each dinp slice the
- * same way. The dropout mask is lp_dropout_forward's (same Philox counters). */
+ * once and accumulates s * u @ B^T into the base GEMM's output (qgemm.c), and in the
+ * backward accumulates the LoRA input gradient into dinp the same way. The dropout mask is lp_dropout_forward's (same Philox counters). */
 #include <cblas.h>
 #include <omp.h>
 #include <string.h>

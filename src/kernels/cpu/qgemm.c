@@ -1,11 +1,13 @@
 /* GEMM with a quantized (NF4 or int8) frozen weight, PyTorch layout W (OC,C):
  * forward out = inp @ W^T + bias, backward dinp = dout @ W. The reference dequantizes one
  * element at a time inside plain loops. The optimized version never holds an f32 copy of
- * W: it cuts W into panels of ~256 KiB (rows for the forward, columns for the backward),
- * each thread dequantizes its panel into its own L2-sized buffer and feeds OpenBLAS with it
- * (single-threaded inside our parallel region), writing a disjoint slice of the output. */
+ * W: it dequantizes a slab of the reduction dimension at a time (at most 4 MiB) and lets
+ * OpenBLAS accumulate each slab's product into the output. Cutting along the reduction
+ * (not the output) is what keeps it as fast as a plain GEMM: cutting W into output panels
+ * made OpenBLAS re-pack the whole activation for every panel (0.56-0.89x sgemm). */
 #include <cblas.h>
 #include <omp.h>
+#include <string.h>
 
 #include "cpu_kernels.h"
 
@@ -58,32 +60,23 @@ lp_status lp_k_qmatmul_backward_ref(float *dinp, const float *dout, const lp_qwe
     return LP_OK;
 }
 
-/* Panel extent along a dimension of `total` whose other side is `other` long: ~128Ki
- * floats (512 KiB, within a core's L2 beside OpenBLAS's packed blocks) but at least 64
- * (thinner panels starve the GEMM micro-kernel), a multiple of 16, and evened out so the
- * panel count is a multiple of the thread count (5 panels on 2 threads would leave one
- * thread idle a fifth of the time). */
-static int64_t panel_len(int64_t other, int64_t total, int nthreads)
+/* Slab width along the reduction dimension (`total` long) when the other side of W is
+ * `other` long: at most 1 Mi floats (4 MiB) per slab and at most 256 wide, at least 64, a
+ * multiple of 64 (whole NF4 blocks when rows are block-aligned), evened out over the
+ * slabs. 256 is about OpenBLAS's own K-blocking, so slabbing costs little more than one
+ * extra pass over the output per slab (a third of a 768-wide W at a time). */
+static int64_t slab_len(int64_t other, int64_t total)
 {
-    int64_t p = (131072 / (other > 0 ? other : 1)) & ~(int64_t)15;
-    if (p < 64)
-        p = 64;
-    if (p >= total)
+    int64_t w = ((int64_t)(1 << 20) / (other > 0 ? other : 1)) & ~(int64_t)63;
+    if (w < 64)
+        w = 64;
+    if (w > 256)
+        w = 256;
+    if (w >= total)
         return total;
-    int64_t np = (total + p - 1) / p;
-    np = (np + nthreads - 1) / nthreads * nthreads;
-    p = ((total + np - 1) / np + 15) & ~(int64_t)15;
-    return p < total ? p : total;
-}
-
-/* Splits the rows of the activation too when there are fewer panels than 2 per thread,
- * so that small-OC layers (heads) still use every core. */
-static int64_t m_chunks(int64_t npanels, int64_t N, int nthreads)
-{
-    if (npanels >= 2 * nthreads || N < 64)
-        return 1;
-    int64_t m = (2 * nthreads + npanels - 1) / npanels;
-    return m < N / 32 ? m : (N / 32 > 0 ? N / 32 : 1);
+    int64_t n = (total + w - 1) / w;
+    w = ((total + n - 1) / n + 63) & ~(int64_t)63;
+    return w < total ? w : total;
 }
 
 static void dequant_one_thread(float *out, const lp_qweight *w, int64_t start, int64_t n)
@@ -94,107 +87,103 @@ static void dequant_one_thread(float *out, const lp_qweight *w, int64_t start, i
         lp_k_int8_dequantize_opt(out, w, start, n);
 }
 
-/* out (N,OC) = inp @ Wb^T + bias [+ s * u @ B^T when u]: one task per (row panel of W,
- * chunk of inp's rows); the LoRA update is added to each output slice right after its base
- * GEMM, while the slice is still in cache. Wb is wf (f32, read in place) or wq. */
+/* slab (rows, width) = W[o, k0 + j] for o < rows (row stride C of the flattened weight,
+ * starting at row o0), dequantized by the whole pool. */
+static void dequant_slab(float *slab, const lp_qweight *w, int64_t o0, int64_t rows, int64_t k0, int64_t width)
+{
+    const int64_t C = w->cols;
+#pragma omp parallel for schedule(static)
+    for (int64_t o = 0; o < rows; o++)
+        dequant_one_thread(slab + o * width, w, (o0 + o) * C + k0, width);
+}
+
+/* out (N,OC) = inp @ Wb^T + bias [+ s * u @ B^T when u], all accumulated into out: an f32
+ * base is one multi-threaded GEMM; a quantized one is dequantized a K-slab at a time
+ * (OC x kc) and each slab's GEMM adds into out, so every element of inp and of W is
+ * packed once, as in a plain GEMM, and no f32 copy of W exists. The LoRA update is one
+ * more rank-r GEMM into the same output (never B @ A, never an (N,OC) temporary). */
 lp_status lp_k_linear_forward_panels(float *out, const float *inp, const float *wf, const lp_qweight *wq,
                                      const float *bias, const float *u, const float *B, float s, int64_t N,
                                      int64_t C, int64_t OC, int64_t r)
 {
-    int nthreads = omp_get_max_threads();
-    int64_t nb = panel_len(C, OC, nthreads), npanels = (OC + nb - 1) / nb;
-    int64_t mch = m_chunks(npanels, N, nthreads), mlen = (N + mch - 1) / mch;
-    float *buf = NULL;
-    if (!wf) {
-        buf = lp_alloc((size_t)nthreads * (size_t)(nb * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY,
-                       "qmatmul panels");
-        if (!buf)
+    float beta = 0.0f;
+    if (bias) {
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < N; i++)
+            memcpy(out + i * OC, bias, (size_t)OC * sizeof(float));
+        beta = 1.0f;
+    }
+    if (wf) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)C, 1.0f, inp, (int)C, wf,
+                    (int)C, beta, out, (int)OC);
+    } else {
+        int64_t kc = slab_len(OC, C);
+        float *slab = lp_alloc((size_t)(OC * kc) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "qmatmul slab");
+        if (!slab)
             return LP_STATUS_NO_MEMORY;
-    }
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t t = 0; t < npanels * mch; t++) {
-        int64_t p = t % npanels, mc = t / npanels;
-        int64_t o0 = p * nb, rows = OC - o0 < nb ? OC - o0 : nb;
-        int64_t i0 = mc * mlen, m = N - i0 < mlen ? N - i0 : mlen;
-        if (m <= 0)
-            continue;
-        const float *panel = wf ? wf + o0 * C : NULL;
-        if (!wf) {
-            float *pb = buf + (size_t)omp_get_thread_num() * (size_t)(nb * C);
-            /* rows [o0, o0+rows) of W are one contiguous run of the flattened weight */
-            dequant_one_thread(pb, wq, o0 * C, rows * C);
-            panel = pb;
+        for (int64_t k0 = 0; k0 < C; k0 += kc, beta = 1.0f) {
+            int64_t w = C - k0 < kc ? C - k0 : kc;
+            dequant_slab(slab, wq, 0, OC, k0, w);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)w, 1.0f, inp + k0, (int)C,
+                        slab, (int)w, beta, out, (int)OC);
         }
-        float *y = out + i0 * OC + o0;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)rows, (int)C, 1.0f, inp + i0 * C,
-                    (int)C, panel, (int)C, 0.0f, y, (int)OC);
-        if (u) /* y += s * u (m,r) @ B[o0:o0+rows]^T (r,rows): a rank-r update, never B @ A */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)rows, (int)r, s, u + i0 * r,
-                        (int)r, B + o0 * r, (int)r, 1.0f, y, (int)OC);
-        if (bias)
-            for (int64_t i = 0; i < m; i++)
-                for (int64_t o = 0; o < rows; o++)
-                    y[i * OC + o] += bias[o0 + o];
+        lp_free(slab);
     }
-    lp_free(buf);
+    if (u) /* out += s * u (N,r) @ B^T (r,OC) */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)r, s, u, (int)r, B, (int)r,
+                    1.0f, out, (int)OC);
     return LP_OK;
 }
 
-/* dinp (N,C) = dout @ Wb [+ s * drop'(g @ A) when g]: one task per (column panel of W,
- * chunk of rows). drop' multiplies by keep / (1-p) when p > 0. */
+/* dinp (N,C) = dout @ Wb [+ s * drop'(g @ A) when g; drop' multiplies by keep / (1-p) when
+ * p > 0]. The quantized base is dequantized an OC-slab of whole rows at a time (contiguous
+ * in the flattened weight) and each slab's GEMM adds into dinp. */
 lp_status lp_k_linear_backward_panels(float *dinp, const float *dout, const float *wf, const lp_qweight *wq,
                                       const float *g, const float *A, float s, const uint8_t *keep, float p,
                                       int64_t N, int64_t C, int64_t OC, int64_t r)
 {
-    int nthreads = omp_get_max_threads();
-    int64_t kb = panel_len(OC, C, nthreads), npanels = (C + kb - 1) / kb;
-    int64_t mch = m_chunks(npanels, N, nthreads), mlen = (N + mch - 1) / mch;
-    const int64_t TR = 32; /* rows of the masked LoRA term held at a time */
-    size_t per = (size_t)(wf ? 0 : kb * OC) + (size_t)((g && p > 0.0f) ? TR * kb : 0);
-    float *buf = NULL;
-    if (per) {
-        buf = lp_alloc((size_t)nthreads * per * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "qmatmul panels");
-        if (!buf)
+    if (wf) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC, 1.0f, dout, (int)OC, wf,
+                    (int)C, 0.0f, dinp, (int)C);
+    } else {
+        int64_t ob = slab_len(C, OC);
+        float *slab = lp_alloc((size_t)(ob * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "qmatmul slab");
+        if (!slab)
             return LP_STATUS_NO_MEMORY;
-    }
-    float sd = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t t = 0; t < npanels * mch; t++) {
-        int64_t pi = t % npanels, mc = t / npanels;
-        int64_t k0 = pi * kb, cols = C - k0 < kb ? C - k0 : kb;
-        int64_t i0 = mc * mlen, m = N - i0 < mlen ? N - i0 : mlen;
-        if (m <= 0)
-            continue;
-        float *mine = buf ? buf + (size_t)omp_get_thread_num() * per : NULL;
-        const float *panel = wf ? wf + k0 : mine;
-        int64_t ldp = wf ? C : cols;
-        if (!wf) /* columns [k0, k0+cols) of W: one run per row, packed (OC, cols) */
-            for (int64_t o = 0; o < OC; o++)
-                dequant_one_thread(mine + o * cols, wq, o * C + k0, cols);
-        float *dx = dinp + i0 * C + k0;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)cols, (int)OC, 1.0f,
-                    dout + i0 * OC, (int)OC, panel, (int)ldp, 0.0f, dx, (int)C);
-        if (!g)
-            continue;
-        if (p == 0.0f) { /* dx += s * g (m,r) @ A[:, k0:k0+cols] (r,cols) */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)cols, (int)r, s, g + i0 * r,
-                        (int)r, A + k0, (int)C, 1.0f, dx, (int)C);
-            continue;
+        float beta = 0.0f;
+        for (int64_t o0 = 0; o0 < OC; o0 += ob, beta = 1.0f) {
+            int64_t h = OC - o0 < ob ? OC - o0 : ob;
+            dequant_slab(slab, wq, o0, h, 0, C);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)h, 1.0f, dout + o0,
+                        (int)OC, slab, (int)C, beta, dinp, (int)C);
         }
-        float *tmp = mine + (wf ? 0 : kb * OC);
-        for (int64_t a = 0; a < m; a += TR) {
-            int64_t mr = m - a < TR ? m - a : TR;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mr, (int)cols, (int)r, s,
-                        g + (i0 + a) * r, (int)r, A + k0, (int)C, 0.0f, tmp, (int)cols);
-            for (int64_t i = 0; i < mr; i++) {
-                const uint8_t *kp = keep + (i0 + a + i) * C + k0;
-                float *d = dx + (a + i) * C;
-                for (int64_t c = 0; c < cols; c++)
-                    d[c] += kp[c] ? tmp[i * cols + c] * sd : 0.0f;
-            }
-        }
+        lp_free(slab);
     }
-    lp_free(buf);
+    if (!g)
+        return LP_OK;
+    if (p == 0.0f) { /* dinp += s * g (N,r) @ A (r,C) */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)r, s, g, (int)r, A, (int)C,
+                    1.0f, dinp, (int)C);
+        return LP_OK;
+    }
+    /* masked: s * (g @ A) a few rows at a time per thread, added where the mask kept x */
+    const int64_t TR = 32;
+    int nthreads = omp_get_max_threads();
+    float *tmp = lp_alloc((size_t)nthreads * (size_t)(TR * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY,
+                          "lora masked rows");
+    if (!tmp)
+        return LP_STATUS_NO_MEMORY;
+    float sd = 1.0f / (1.0f - p);
+#pragma omp parallel for schedule(static)
+    for (int64_t i0 = 0; i0 < N; i0 += TR) {
+        int64_t m = N - i0 < TR ? N - i0 : TR;
+        float *t = tmp + (size_t)omp_get_thread_num() * (size_t)(TR * C);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)C, (int)r, s, g + i0 * r, (int)r, A,
+                    (int)C, 0.0f, t, (int)C);
+        for (int64_t e = 0; e < m * C; e++)
+            dinp[i0 * C + e] += keep[i0 * C + e] ? t[e] * sd : 0.0f;
+    }
+    lp_free(tmp);
     return LP_OK;
 }
 
