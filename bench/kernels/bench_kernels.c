@@ -102,10 +102,10 @@ int main(int argc, char **argv)
     TIME("attention eager bwd", fb, 0,
          lp_attention_eager_backward(dqkv, dqkv + C, dqkv + 2 * C, datt, dout, att, qkv, qkv + C, qkv + 2 * C, B, T, H, D,
                                      3 * C));
-    TIME("attention fused fwd", fa, 0, lp_attention_fused_forward(out, lse, qkv, qkv + C, qkv + 2 * C, mask, B, T, H, D, 3 * C));
+    TIME("attention fused fwd", fa, 0, lp_attention_fused_forward(out, lse, qkv, qkv + C, qkv + 2 * C, mask, B, T, H, D, 3 * C, NULL));
     TIME("attention fused bwd", fb, 0,
          lp_attention_fused_backward(dqkv, dqkv + C, dqkv + 2 * C, dout, out, lse, qkv, qkv + C, qkv + 2 * C, mask, B, T,
-                                     H, D, 3 * C));
+                                     H, D, 3 * C, NULL));
 
     float *g = buf(C, 0.5f, 1.5f), *bb = buf(C, -1, 1), *mean = buf(N, 0, 0), *rstd = buf(N, 0, 0);
     float *dg = buf(C, 0, 0), *db = buf(C, 0, 0);

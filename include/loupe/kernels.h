@@ -81,6 +81,16 @@ typedef struct lp_lora_base {
 /* The dispatch table. Every entry has the signature of the lp_* wrapper of the same
  * name below; see there for shapes and semantics. Tests call lp_kernels_table(REF) and
  * lp_kernels_table(OPT) directly and hold them equal. */
+/* Dropout on attention probabilities inside the fused kernel: element e = ((b*H+h)*T+i)*T+j
+ * of the (B,H,T,T) probabilities is kept (and scaled by 1/(1-p)) when lp_rng_u01 of lane
+ * e%4 of Philox(seed, stream, offset + e/4) is >= p: the mask lp_dropout_forward would
+ * draw over that tensor from an rng at (seed, stream, offset), so fused and eager
+ * training drop the same probabilities. The caller advances its rng by (B*H*T*T+3)/4. */
+typedef struct lp_attn_dropout {
+    float p; /* in (0, 1) */
+    uint64_t seed, stream, offset;
+} lp_attn_dropout;
+
 typedef struct lp_kernel_table {
     const char *name; /* "ref" or "opt" */
     void (*sgemm)(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
@@ -106,10 +116,12 @@ typedef struct lp_kernel_table {
                                      const float *att, const float *q, const float *k, const float *v, int64_t B,
                                      int64_t T, int64_t H, int64_t D, int64_t ld);
     void (*attention_fused_forward)(float *out, float *lse, const float *q, const float *k, const float *v,
-                                    const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld);
+                                    const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
+                                    const lp_attn_dropout *drop);
     void (*attention_fused_backward)(float *dq, float *dk, float *dv, const float *dout, const float *out,
                                      const float *lse, const float *q, const float *k, const float *v,
-                                     const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld);
+                                     const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
+                                     const lp_attn_dropout *drop);
     void (*dropout_forward)(float *out, uint8_t *keep, const float *inp, int64_t n, float p, lp_rng *rng);
     void (*dropout_backward)(float *dinp, const float *dout, const uint8_t *keep, int64_t n, float p);
     lp_status (*cross_entropy_forward)(float *loss, float *lse, const float *logits, const int32_t *targets,
@@ -228,13 +240,18 @@ void lp_attention_eager_backward(float *dq, float *dk, float *dv, float *datt, c
                                  const float *q, const float *k, const float *v, int64_t B, int64_t T, int64_t H,
                                  int64_t D, int64_t ld);
 /* Fused (flash-attention style): scores are computed tile by tile with an online softmax
- * and never stored; lse (B,H,T) saves each row's log-sum-exp of scaled, masked scores. */
+ * and never stored; lse (B,H,T) saves each row's log-sum-exp of scaled, masked scores.
+ * drop (NULL = none) applies dropout to the probabilities, drawing each mask element from
+ * its Philox counter on the fly (see lp_attn_dropout). */
 void lp_attention_fused_forward(float *out, float *lse, const float *q, const float *k, const float *v,
-                                const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld);
-/* dq, dk, dv =; recomputes each score tile from q, k and lse. out is the forward's out. */
+                                const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
+                                const lp_attn_dropout *drop);
+/* dq, dk, dv =; recomputes each score tile (and dropout mask) from q, k, lse and drop,
+ * which must be the forward's. out is the forward's out. */
 void lp_attention_fused_backward(float *dq, float *dk, float *dv, const float *dout, const float *out,
                                  const float *lse, const float *q, const float *k, const float *v,
-                                 const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld);
+                                 const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
+                                 const lp_attn_dropout *drop);
 
 /* ---- loss --------------------------------------------------------------------------- */
 

@@ -166,8 +166,9 @@ typedef struct lp_nn_attention_act {
     float *q, *k, *v;  /* (N,C) each, token-major (B,T,H,D) */
     float *att;        /* (B,H,T,T) softmax probabilities (EAGER), else unused */
     float *att_drop;   /* (B,H,T,T) after dropout (EAGER, training, p > 0) */
-    uint8_t *att_keep; /* (B,H,T,T) dropout mask */
-    bool att_dropped;
+    uint8_t *att_keep; /* (B,H,T,T) dropout mask (EAGER) */
+    bool att_dropped;  /* dropout was applied to the probabilities (either mode) */
+    lp_attn_dropout drop; /* FUSED: the mask's Philox counters, for the backward */
     float *lse; /* (B,H,T) log-sum-exp (FUSED) */
     float *ctx; /* (N,C) attention output before the output projection */
     float *out; /* (N,C) after the output projection */

@@ -1,6 +1,7 @@
 /* Self-attention module: q/k/v projections, attention (eager: probabilities materialized;
  * fused: the flash-style kernel), output projection. Eager with dropout on the
- * probabilities is composed from ops here, since the eager kernel has no dropout. */
+ * probabilities is composed from ops here, since the eager kernel has no dropout; the
+ * fused kernel drops the same elements from the same rng counters without a mask. */
 #include <math.h>
 #include <string.h>
 
@@ -109,7 +110,13 @@ void lp_nn_attention_forward(const lp_nn_attention *a, const lp_nn_ctx *ctx, lp_
     lp_nn_linear_forward(&a->v, act->v, x, N);
     act->att_dropped = false;
     if (ctx->exec == LP_EXEC_MODE_FUSED) {
-        lp_attention_fused_forward(act->ctx, act->lse, act->q, act->k, act->v, mask, B, T, a->H, a->D, C);
+        if (ctx->training && a->attn_dropout > 0.0f && ctx->rng) {
+            act->drop = (lp_attn_dropout){a->attn_dropout, ctx->rng->seed, ctx->rng->stream, ctx->rng->offset};
+            ctx->rng->offset += (uint64_t)((B * a->H * T * T + 3) / 4); /* what the eager path draws */
+            act->att_dropped = true;
+        }
+        lp_attention_fused_forward(act->ctx, act->lse, act->q, act->k, act->v, mask, B, T, a->H, a->D, C,
+                                   act->att_dropped ? &act->drop : NULL);
     } else if (ctx->training && a->attn_dropout > 0.0f && ctx->rng) {
         lp_nn__attention_composed_forward(act->ctx, act->att, act->att_drop, act->att_keep, act->q, act->k,
                                           act->v, mask, B, T, a->H, a->D, a->attn_dropout, ctx->rng);
@@ -139,7 +146,7 @@ void lp_nn_attention_backward(const lp_nn_attention *a, const lp_nn_ctx *ctx, co
     lp_nn_linear_backward(&a->o, dctx, dout, act->ctx, N);
     if (ctx->exec == LP_EXEC_MODE_FUSED)
         lp_attention_fused_backward(dq, dk, dv, dctx, act->ctx, act->lse, act->q, act->k, act->v, mask, B, T,
-                                    a->H, a->D, C);
+                                    a->H, a->D, C, act->att_dropped ? &act->drop : NULL);
     else if (act->att_dropped)
         lp_nn__attention_composed_backward(dq, dk, dv, datt, dctx, act->att, act->att_drop, act->att_keep,
                                            act->q, act->k, act->v, B, T, a->H, a->D, a->attn_dropout, true);

@@ -299,12 +299,6 @@ static lp_status setup(run *R, const lp_train_config *c, char *resumed, size_t r
     lp_model_rng_set(R->model, &drop);
     lp_model_info mi;
     lp_model_info_get(R->model, &mi);
-    /* The fused attention kernel has no dropout on the probabilities; say so rather than
-     * train a different regulariser than the config asks for without a word. */
-    double attn_p = lp_model_config_get(R->model)->attention_dropout;
-    if (c->exec == LP_EXEC_MODE_FUSED && attn_p > 0)
-        fprintf(stderr, "loupe: note: --exec fused does not apply attention-probability dropout (%g in %s/config.json); "
-                        "--exec eager applies it\n", attn_p, c->model_dir);
     int32_t max_len = c->max_seq_len < mi.max_positions ? c->max_seq_len : (int32_t)mi.max_positions;
     if ((st = lp_train_data_load(&R->d, c, max_len, (int32_t)mi.num_labels)) != LP_OK)
         return st;

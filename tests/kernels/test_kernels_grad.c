@@ -161,6 +161,7 @@ typedef struct {
     int fused;
     float *qkv, *out, *att, *lse, *dout;
     int32_t *mask;
+    const lp_attn_dropout *drop; /* fused: dropout on the probabilities (fixed counters = fixed mask) */
 } at_ctx;
 
 static double at_loss(void *p)
@@ -169,7 +170,7 @@ static double at_loss(void *p)
     int64_t C = c->H * c->D, ld = 3 * C;
     if (c->fused)
         R->attention_fused_forward(c->out, c->lse, c->qkv, c->qkv + C, c->qkv + 2 * C, c->mask, c->B, c->T, c->H, c->D,
-                                   ld);
+                                   ld, c->drop);
     else
         R->attention_eager_forward(c->out, c->att, c->qkv, c->qkv + C, c->qkv + 2 * C, c->mask, c->B, c->T, c->H,
                                    c->D, ld);
@@ -180,8 +181,9 @@ static void test_grad_attention(void **state)
 {
     (void)state;
     int bad = 0;
-    for (int fused = 0; fused < 2; fused++) {
-        at_ctx c = {.B = 2, .T = 5, .H = 2, .D = 3, .fused = fused};
+    static const lp_attn_dropout ad = {0.3f, 17, LP_RNG_STREAM_DROPOUT, 0};
+    for (int fused = 0; fused < 3; fused++) { /* eager, fused, fused with dropout */
+        at_ctx c = {.B = 2, .T = 5, .H = 2, .D = 3, .fused = fused, .drop = fused == 2 ? &ad : NULL};
         int64_t C = c.H * c.D, nx = c.B * c.T * 3 * C;
         c.qkv = kt_rand_f(nx, -1.5f, 1.5f), c.out = kt_nan(c.B * c.T * C), c.dout = kt_rand_f(c.B * c.T * C, -1, 1);
         c.att = kt_nan(c.B * c.H * c.T * c.T), c.lse = kt_nan(c.B * c.H * c.T);
@@ -192,11 +194,12 @@ static void test_grad_attention(void **state)
         at_loss(&c);
         if (fused)
             R->attention_fused_backward(g, g + C, g + 2 * C, c.dout, c.out, c.lse, c.qkv, c.qkv + C, c.qkv + 2 * C,
-                                        c.mask, c.B, c.T, c.H, c.D, 3 * C);
+                                        c.mask, c.B, c.T, c.H, c.D, 3 * C, c.drop);
         else
             R->attention_eager_backward(g, g + C, g + 2 * C, datt, c.dout, c.att, c.qkv, c.qkv + C, c.qkv + 2 * C, c.B,
                                         c.T, c.H, c.D, 3 * C);
-        bad += fd_check(fused ? "attention fused dqkv" : "attention eager dqkv", at_loss, &c, c.qkv, nx, g);
+        bad += fd_check(fused == 2 ? "attention fused dqkv, dropout" : fused ? "attention fused dqkv" : "attention eager dqkv",
+                        at_loss, &c, c.qkv, nx, g);
         /* padded keys get exactly zero gradient */
         for (int64_t t = 2; t < c.T; t++)
             for (int64_t j = C; j < 3 * C; j++)

@@ -201,8 +201,8 @@ static int run_attention(const int64_t *d)
     float *att0 = kt_nan(natt), *att1 = kt_nan(natt), *lse0 = kt_nan(B * H * T), *lse1 = kt_nan(B * H * T);
     R->attention_eager_forward(oe0, att0, q, k, v, mask, B, T, H, D, ld);
     O->attention_eager_forward(oe1, att1, q, k, v, mask, B, T, H, D, ld);
-    R->attention_fused_forward(of0, lse0, q, k, v, mask, B, T, H, D, ld);
-    O->attention_fused_forward(of1, lse1, q, k, v, mask, B, T, H, D, ld);
+    R->attention_fused_forward(of0, lse0, q, k, v, mask, B, T, H, D, ld, NULL);
+    O->attention_fused_forward(of1, lse1, q, k, v, mask, B, T, H, D, ld, NULL);
     int f = kt_close("attention eager out", oe1, oe0, nout, 1e-5, 1e-4);
     f += kt_close("attention eager att", att1, att0, natt, 1e-6, 1e-4);
     f += kt_close("attention fused out (ref)", of0, oe0, nout, 1e-5, 1e-4);
@@ -219,8 +219,17 @@ static int run_attention(const int64_t *d)
 #define DQKV(gb) gb, packed ? gb + C : gb + nx, packed ? gb + 2 * C : gb + 2 * nx
     R->attention_eager_backward(DQKV(g[0]), datt, dout, att0, q, k, v, B, T, H, D, ld);
     O->attention_eager_backward(DQKV(g[1]), datt, dout, att0, q, k, v, B, T, H, D, ld);
-    R->attention_fused_backward(DQKV(g[2]), dout, of0, lse0, q, k, v, mask, B, T, H, D, ld);
-    O->attention_fused_backward(DQKV(g[3]), dout, of0, lse0, q, k, v, mask, B, T, H, D, ld);
+    R->attention_fused_backward(DQKV(g[2]), dout, of0, lse0, q, k, v, mask, B, T, H, D, ld, NULL);
+    O->attention_fused_backward(DQKV(g[3]), dout, of0, lse0, q, k, v, mask, B, T, H, D, ld, NULL);
+    /* with dropout on the probabilities: opt equals ref (same counters, tile by tile) */
+    lp_attn_dropout ad = {0.25f, 99, LP_RNG_STREAM_DROPOUT, 3};
+    R->attention_fused_forward(of0, lse0, q, k, v, mask, B, T, H, D, ld, &ad);
+    O->attention_fused_forward(of1, lse1, q, k, v, mask, B, T, H, D, ld, &ad);
+    f += kt_close("attention fused out, dropout (opt vs ref)", of1, of0, nout, 1e-5, 1e-4);
+    float *gd[2] = {kt_nan(ng), kt_nan(ng)};
+    R->attention_fused_backward(DQKV(gd[0]), dout, of0, lse0, q, k, v, mask, B, T, H, D, ld, &ad);
+    O->attention_fused_backward(DQKV(gd[1]), dout, of0, lse0, q, k, v, mask, B, T, H, D, ld, &ad);
+    f += kt_close("attention fused dqkv, dropout (opt vs ref)", gd[1], gd[0], ng, 1e-5, 1e-3);
 #undef DQKV
     f += kt_close("attention eager dqkv", g[1], g[0], ng, 1e-5, 1e-3);
     f += kt_close("attention fused dqkv (ref)", g[2], g[0], ng, 1e-5, 1e-3);

@@ -1,7 +1,9 @@
 /* nn module checks the goldens cannot make (their dropout is 0): the eager attention composed
  * from ops equals the eager kernel at p = 0 (forward and backward); with dropout on the
  * probabilities its backward matches central finite differences of its forward under the
- * same mask; a model with every dropout on gives bit-identical gradients with and without
+ * same mask, and the fused kernel (ref and opt) drops the same elements and gives the same
+ * output and gradients; a whole model trains the same in eager and fused mode with every
+ * dropout on; a model with every dropout on gives bit-identical gradients with and without
  * gradient checkpointing (the recompute replays the masks); a config-only directory is
  * initialized deterministically from the seed as documented; eval mode ignores dropout. */
 #include <setjmp.h>
@@ -131,6 +133,58 @@ static void composed_dropout_finite_differences(void **state)
     free(R), free(ctx), free(att), free(attd), free(datt), free(keep);
 }
 
+/* The fused kernel draws its dropout mask from the counters the composed path's
+ * lp_dropout_forward uses, so with the same rng both give the same output and gradients
+ * (up to summation order: 1e-5 on values of order 1). */
+static void fused_dropout_equals_composed(void **state)
+{
+    (void)state;
+    lp_rng r, drop;
+    lp_rng_init(&r, 13, LP_RNG_STREAM_INIT);
+    lp_rng_init(&drop, 21, LP_RNG_STREAM_DROPOUT);
+    drop.offset = 5; /* not at a counter boundary of its own */
+    const float p = 0.3f;
+    const int64_t N = B * T, A = B * H * T * T;
+    float *q = rnd(&r, N * C, 1), *k = rnd(&r, N * C, 1), *v = rnd(&r, N * C, 1), *dctx = rnd(&r, N * C, 1);
+    int32_t mask[B * T];
+    for (int i = 0; i < B * T; i++)
+        mask[i] = (i % T) < (i / T ? 5 : T);
+    float *c1 = calloc(N * C, 4), *att = calloc(A, 4), *attd = calloc(A, 4), *datt = calloc(2 * A, 4);
+    uint8_t *keep = calloc(A, 1);
+    lp_rng d0 = drop;
+    lp_nn__attention_composed_forward(c1, att, attd, keep, q, k, v, mask, B, T, H, D, p, &d0);
+    float *g1[3];
+    for (int i = 0; i < 3; i++)
+        g1[i] = calloc(N * C, 4);
+    lp_nn__attention_composed_backward(g1[0], g1[1], g1[2], datt, dctx, att, attd, keep, q, k, v, B, T, H, D, p,
+                                       true);
+    lp_attn_dropout ad = {p, drop.seed, drop.stream, drop.offset};
+    for (int impl = 0; impl < 2; impl++) {
+        lp_kernels_select(impl ? LP_KERNELS_IMPL_OPT : LP_KERNELS_IMPL_REF);
+        float *c2 = calloc(N * C, 4), *lse = calloc(B * H * T, 4), *g2[3];
+        for (int i = 0; i < 3; i++)
+            g2[i] = calloc(N * C, 4);
+        lp_attention_fused_forward(c2, lse, q, k, v, mask, B, T, H, D, C, &ad);
+        lp_attention_fused_backward(g2[0], g2[1], g2[2], dctx, c2, lse, q, k, v, mask, B, T, H, D, C, &ad);
+        double worst = maxdiff(c1, c2, N * C);
+        for (int i = 0; i < 3; i++)
+            worst = fmax(worst, maxdiff(g1[i], g2[i], N * C));
+        printf("fused (%s) vs composed attention, dropout %.1f: max |d| %.3e over ctx, dq, dk, dv\n",
+               impl ? "opt" : "ref", p, worst);
+        assert_true(worst < 1e-5);
+        /* and without the dropout the output differs: the mask is really applied */
+        lp_attention_fused_forward(c2, lse, q, k, v, mask, B, T, H, D, C, NULL);
+        assert_true(maxdiff(c1, c2, N * C) > 1e-2);
+        for (int i = 0; i < 3; i++)
+            free(g2[i]);
+        free(c2), free(lse);
+    }
+    lp_kernels_select(LP_KERNELS_IMPL_OPT);
+    for (int i = 0; i < 3; i++)
+        free(g1[i]);
+    free(q), free(k), free(v), free(dctx), free(c1), free(att), free(attd), free(datt), free(keep);
+}
+
 /* A config-only model directory with every dropout on (written under the build dir). */
 static const char *tiny_dir(void)
 {
@@ -219,6 +273,32 @@ static void checkpointing_replays_dropout(void **state)
         lp_model_free(a);
         lp_model_free(b);
     }
+}
+
+/* Every dropout on, training mode: eager (composed attention with a stored mask) and fused
+ * (mask drawn in the kernel) consume the same rng and drop the same elements, so loss and
+ * gradients agree to float summation order. */
+static void eager_and_fused_train_alike(void **state)
+{
+    (void)state;
+    lp_model *a = load_tiny(LP_EXEC_MODE_EAGER, false, true, 3), *b = load_tiny(LP_EXEC_MODE_FUSED, false, true, 3);
+    float la, lb, *ga, *gb;
+    int64_t na, nb;
+    for (int step = 0; step < 2; step++) { /* the second step starts from the advanced rng */
+        grads_of(a, &la, &ga, &nb);
+        grads_of(b, &lb, &gb, &na);
+        double scale = 0;
+        for (int64_t i = 0; i < na; i++)
+            scale = fmax(scale, fabs(ga[i]));
+        printf("step %d with dropout: eager loss %.7f, fused %.7f, grads max|d| %.3e (max |g| %.3e)\n", step, la,
+               lb, maxdiff(ga, gb, na), scale);
+        assert_true(fabs(la - lb) < 1e-5);
+        assert_true(maxdiff(ga, gb, na) < 1e-4 * scale);
+        free(ga);
+        free(gb);
+    }
+    lp_model_free(a);
+    lp_model_free(b);
 }
 
 static void seeded_init(void **state)
@@ -317,6 +397,8 @@ int main(void)
         cmocka_unit_test(composed_equals_kernel),
         cmocka_unit_test(composed_dropout_finite_differences),
         cmocka_unit_test(checkpointing_replays_dropout),
+        cmocka_unit_test(fused_dropout_equals_composed),
+        cmocka_unit_test(eager_and_fused_train_alike),
         cmocka_unit_test(seeded_init),
         cmocka_unit_test(bad_inputs),
     };

@@ -3,7 +3,14 @@
  * log-sum-exp per query row; the backward recomputes each score from q, k and lse. No
  * (B,H,T,T) buffer exists in either direction. The reference streams one key at a time;
  * the optimized version works on BQ x BK tiles held on the stack, one (batch, head) per
- * OpenMP task. */
+ * OpenMP task.
+ *
+ * Dropout on the probabilities (lp_attn_dropout) never stores a mask either: each tile
+ * row draws its keep factors (0 or 1/(1-p)) from the Philox counters lp_dropout_forward
+ * would use for those elements, in the forward and again in the backward. The forward
+ * adds the dropped p_ij to the output but the kept-or-not p_ij to the normalizer; the
+ * backward uses dV += p~ dO, ds = p (z dp - D) with z the keep factor and D = rowsum(dO*O),
+ * which still equals sum_j p~_ij dp_ij because O is the dropped output. */
 #include <assert.h>
 #include <math.h>
 #include <omp.h>
@@ -15,9 +22,23 @@
 #define BQ 32
 #define BK 64
 
+/* z[c] = keep factor (0 or 1/(1-p)) of probability elements e0 .. e0+n-1 (lp_attn_dropout). */
+static void drop_factors(float *z, const lp_attn_dropout *d, int64_t e0, int64_t n)
+{
+    const float sd = 1.0f / (1.0f - d->p);
+    for (int64_t c = 0; c < n;) {
+        int64_t e = e0 + c;
+        uint32_t x[4];
+        lp_rng_philox(d->seed, d->stream, d->offset + (uint64_t)(e >> 2), x);
+        for (int lane = (int)(e & 3); lane < 4 && c < n; lane++, c++)
+            z[c] = lp_rng_u01(x[lane]) >= d->p ? sd : 0.0f;
+    }
+}
+
 // out (B,T,H*D) =; lse (B,H,T) =; q, k, v (B,T,H,D) with token stride ld; mask (B,T)
 void lp_k_attention_fused_forward_ref(float *out, float *lse, const float *q, const float *k, const float *v,
-                                      const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld)
+                                      const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
+                                      const lp_attn_dropout *drop)
 {
     assert(D <= LP_ATTN_MAX_D);
     float scale = 1.0f / sqrtf((float)D);
@@ -39,10 +60,12 @@ void lp_k_attention_fused_forward_ref(float *out, float *lse, const float *q, co
                         s += qi[d] * kj[d];
                     s *= scale;
                     float mn = fmaxf(m, s);
-                    float corr = expf(m - mn), p = expf(s - mn);
+                    float corr = expf(m - mn), p = expf(s - mn), z = 1.0f;
+                    if (drop)
+                        drop_factors(&z, drop, ((b * H + h) * T + i) * T + j, 1);
                     l = l * corr + p;
                     for (int64_t d = 0; d < D; d++)
-                        acc[d] = acc[d] * corr + p * vj[d];
+                        acc[d] = acc[d] * corr + z * p * vj[d];
                     m = mn;
                 }
                 float *o = out + (b * T + i) * C + h * D;
@@ -55,7 +78,8 @@ void lp_k_attention_fused_forward_ref(float *out, float *lse, const float *q, co
 // dq, dk, dv (B,T,H,D) stride ld =; dout, out (B,T,H*D); lse (B,H,T)
 void lp_k_attention_fused_backward_ref(float *dq, float *dk, float *dv, const float *dout, const float *out,
                                        const float *lse, const float *q, const float *k, const float *v,
-                                       const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld)
+                                       const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
+                                       const lp_attn_dropout *drop)
 {
     float scale = 1.0f / sqrtf((float)D);
     int64_t C = H * D;
@@ -84,10 +108,12 @@ void lp_k_attention_fused_backward_ref(float *dq, float *dk, float *dv, const fl
                         s += qi[d] * kj[d];
                         dp += doi[d] * vj[d];
                     }
-                    float p = expf(s * scale - li);
-                    float ds = p * (dp - di) * scale;
+                    float p = expf(s * scale - li), z = 1.0f;
+                    if (drop)
+                        drop_factors(&z, drop, ((b * H + h) * T + i) * T + j, 1);
+                    float ds = p * (z * dp - di) * scale;
                     for (int64_t d = 0; d < D; d++) {
-                        dvj[d] += p * doi[d];
+                        dvj[d] += z * p * doi[d];
                         dqi[d] += ds * kj[d];
                         dkj[d] += ds * qi[d];
                     }
@@ -309,6 +335,7 @@ typedef struct fused_tiles {
                                       token stride (e.g. 3C floats) maps rows onto few L1 sets */
     float S[BQ][BK], P2[BQ][BK];
     float bias[BK], keep[BK];      /* the key tile's mask as -inf/0 and 0/1 */
+    float z[BK];                   /* one row's dropout keep factors */
 } fused_tiles;
 
 /* Per-thread tile storage: too large for a worker's stack under sanitizers, and reused
@@ -318,7 +345,7 @@ static _Thread_local fused_tiles tiles_tls __attribute__((aligned(64)));
 /* One (batch*head, query block) task of the forward. */
 ALWAYS_INLINE void fwd_block(fused_tiles *w, float *out, float *lse, const float *q, const float *k, const float *v,
                              const int32_t *mask, int64_t bh, int64_t i0, int64_t T, int64_t H, int64_t D, int64_t ld,
-                             float scale)
+                             float scale, const lp_attn_dropout *drop)
 {
     int64_t C = H * D;
     int64_t b = bh / H, h = bh % H;
@@ -352,6 +379,11 @@ ALWAYS_INLINE void fwd_block(fused_tiles *w, float *out, float *lse, const float
             float corr = expf(m[r] - mx);
             l[r] = l[r] * corr + exp_sum(s, nk, 1.0f, mx);
             m[r] = mx;
+            if (drop) { /* the normalizer took every p; the output takes the kept ones */
+                drop_factors(w->z, drop, (bh * T + i0 + r) * T + j0, nk);
+                for (int64_t c = 0; c < nk; c++)
+                    s[c] *= w->z[c];
+            }
             float *a = w->acc[r];
             for (int64_t d = 0; d < D; d++)
                 a[d] *= corr;
@@ -376,7 +408,8 @@ ALWAYS_INLINE void fwd_block(fused_tiles *w, float *out, float *lse, const float
 }
 
 void lp_k_attention_fused_forward_opt(float *out, float *lse, const float *q, const float *k, const float *v,
-                                      const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld)
+                                      const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
+                                      const lp_attn_dropout *drop)
 {
     assert(D <= LP_ATTN_MAX_D);
     float scale = 1.0f / sqrtf((float)D);
@@ -386,10 +419,10 @@ void lp_k_attention_fused_forward_opt(float *out, float *lse, const float *q, co
         int64_t bh = task / nqb, i0 = (task % nqb) * BQ;
         fused_tiles *w = &tiles_tls;
         switch (D) {
-        case 32: fwd_block(w, out, lse, q, k, v, mask, bh, i0, T, H, 32, ld, scale); break;
-        case 64: fwd_block(w, out, lse, q, k, v, mask, bh, i0, T, H, 64, ld, scale); break;
-        case 128: fwd_block(w, out, lse, q, k, v, mask, bh, i0, T, H, 128, ld, scale); break;
-        default: fwd_block(w, out, lse, q, k, v, mask, bh, i0, T, H, D, ld, scale); break;
+        case 32: fwd_block(w, out, lse, q, k, v, mask, bh, i0, T, H, 32, ld, scale, drop); break;
+        case 64: fwd_block(w, out, lse, q, k, v, mask, bh, i0, T, H, 64, ld, scale, drop); break;
+        case 128: fwd_block(w, out, lse, q, k, v, mask, bh, i0, T, H, 128, ld, scale, drop); break;
+        default: fwd_block(w, out, lse, q, k, v, mask, bh, i0, T, H, D, ld, scale, drop); break;
         }
     }
 }
@@ -399,7 +432,8 @@ void lp_k_attention_fused_forward_opt(float *out, float *lse, const float *q, co
  * loop so each key/value tile is packed once; dq accumulates in place across them. */
 ALWAYS_INLINE void bwd_head(fused_tiles *w, float *dq, float *dk, float *dv, const float *dout, const float *out,
                             const float *lse, const float *q, const float *k, const float *v, const int32_t *mask,
-                            int64_t bh, int64_t T, int64_t H, int64_t D, int64_t ld, float scale)
+                            int64_t bh, int64_t T, int64_t H, int64_t D, int64_t ld, float scale,
+                            const lp_attn_dropout *drop)
 {
     int64_t C = H * D;
     int64_t b = bh / H, h = bh % H;
@@ -438,6 +472,17 @@ ALWAYS_INLINE void bwd_head(fused_tiles *w, float *dq, float *dk, float *dv, con
                 (void)exp_sum(s, nk, scale, L[r]); /* p = exp(s * scale - lse) */
                 const float *kp = w->keep;
                 float di = Di[r];
+                if (drop) { /* dV takes the dropped p, ds = p (z dp - D) */
+                    drop_factors(w->z, drop, (bh * T + i0 + r) * T + j0, nk);
+                    const float *z = w->z;
+#pragma omp simd
+                    for (int64_t c = 0; c < nk; c++) {
+                        s[c] *= kp[c];
+                        dp[c] = s[c] * (z[c] * dp[c] - di) * scale;
+                        s[c] *= z[c];
+                    }
+                    continue;
+                }
 #pragma omp simd
                 for (int64_t c = 0; c < nk; c++) {
                     s[c] *= kp[c];                       /* padded keys: p = 0 */
@@ -476,7 +521,8 @@ ALWAYS_INLINE void bwd_head(fused_tiles *w, float *dq, float *dk, float *dv, con
 
 void lp_k_attention_fused_backward_opt(float *dq, float *dk, float *dv, const float *dout, const float *out,
                                        const float *lse, const float *q, const float *k, const float *v,
-                                       const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld)
+                                       const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
+                                       const lp_attn_dropout *drop)
 {
     assert(D <= LP_ATTN_MAX_D);
     float scale = 1.0f / sqrtf((float)D);
@@ -484,10 +530,10 @@ void lp_k_attention_fused_backward_opt(float *dq, float *dk, float *dv, const fl
     for (int64_t bh = 0; bh < B * H; bh++) {
         fused_tiles *w = &tiles_tls;
         switch (D) {
-        case 32: bwd_head(w, dq, dk, dv, dout, out, lse, q, k, v, mask, bh, T, H, 32, ld, scale); break;
-        case 64: bwd_head(w, dq, dk, dv, dout, out, lse, q, k, v, mask, bh, T, H, 64, ld, scale); break;
-        case 128: bwd_head(w, dq, dk, dv, dout, out, lse, q, k, v, mask, bh, T, H, 128, ld, scale); break;
-        default: bwd_head(w, dq, dk, dv, dout, out, lse, q, k, v, mask, bh, T, H, D, ld, scale); break;
+        case 32: bwd_head(w, dq, dk, dv, dout, out, lse, q, k, v, mask, bh, T, H, 32, ld, scale, drop); break;
+        case 64: bwd_head(w, dq, dk, dv, dout, out, lse, q, k, v, mask, bh, T, H, 64, ld, scale, drop); break;
+        case 128: bwd_head(w, dq, dk, dv, dout, out, lse, q, k, v, mask, bh, T, H, 128, ld, scale, drop); break;
+        default: bwd_head(w, dq, dk, dv, dout, out, lse, q, k, v, mask, bh, T, H, D, ld, scale, drop); break;
         }
     }
 }

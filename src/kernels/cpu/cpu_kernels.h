@@ -36,10 +36,12 @@ LP_DECLARE_BOTH(void, attention_eager_backward, float *dq, float *dk, float *dv,
                 const float *att, const float *q, const float *k, const float *v, int64_t B, int64_t T, int64_t H,
                 int64_t D, int64_t ld)
 LP_DECLARE_BOTH(void, attention_fused_forward, float *out, float *lse, const float *q, const float *k,
-                const float *v, const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld)
+                const float *v, const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
+                const lp_attn_dropout *drop)
 LP_DECLARE_BOTH(void, attention_fused_backward, float *dq, float *dk, float *dv, const float *dout,
                 const float *out, const float *lse, const float *q, const float *k, const float *v,
-                const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld)
+                const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
+                const lp_attn_dropout *drop)
 LP_DECLARE_BOTH(void, dropout_forward, float *out, uint8_t *keep, const float *inp, int64_t n, float p, lp_rng *rng)
 LP_DECLARE_BOTH(void, dropout_backward, float *dinp, const float *dout, const uint8_t *keep, int64_t n, float p)
 LP_DECLARE_BOTH(lp_status, cross_entropy_forward, float *loss, float *lse, const float *logits,

@@ -213,21 +213,23 @@ void lp_attention_eager_backward(float *dq, float *dk, float *dv, float *datt, c
 }
 
 void lp_attention_fused_forward(float *out, float *lse, const float *q, const float *k, const float *v,
-                                const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld)
+                                const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
+                                const lp_attn_dropout *drop)
 {
     LP_OP_BEGIN("lp::attention_fused_forward", 4.0 * B * H * T * T * D, 4.0 * (4 * B * T * H * D + B * H * T), 4, B, H,
                 T, D);
-    K->attention_fused_forward(out, lse, q, k, v, mask, B, T, H, D, ld);
+    K->attention_fused_forward(out, lse, q, k, v, mask, B, T, H, D, ld, drop);
     LP_OP_END();
 }
 
 void lp_attention_fused_backward(float *dq, float *dk, float *dv, const float *dout, const float *out,
                                  const float *lse, const float *q, const float *k, const float *v,
-                                 const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld)
+                                 const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
+                                 const lp_attn_dropout *drop)
 {
     LP_OP_BEGIN("lp::attention_fused_backward", 10.0 * B * H * T * T * D, 4.0 * (8 * B * T * H * D + B * H * T), 4, B,
                 H, T, D);
-    K->attention_fused_backward(dq, dk, dv, dout, out, lse, q, k, v, mask, B, T, H, D, ld);
+    K->attention_fused_backward(dq, dk, dv, dout, out, lse, q, k, v, mask, B, T, H, D, ld, drop);
     LP_OP_END();
 }
 
