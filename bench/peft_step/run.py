@@ -8,7 +8,7 @@ Prints samples/s and ratios, QLoRA/LoRA step time, fused/eager, QLoRA base bytes
 parameter, and loupe's peak memory by category for the three methods.
 
 usage: python3 bench/peft_step/run.py [--build build] [--out results.json] [--quick]
-           [--shape distilbert] [--batch 16] [--seq 128] [--threads 2] [--blas-coretype auto]
+           [--shape distilbert] [--batch 16] [--seq 128] [--threads 2] [--blas-coretype env|NAME]
 --quick: fewer runs (a smoke run, not figures); use with --shape minilm --batch 4 --seq 32."""
 import argparse
 import os

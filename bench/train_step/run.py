@@ -8,7 +8,7 @@ OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4, and the faster is compared. M
 sides is against one f32 FMA peak measured once (bench_step --mode peak) or --peak-gflops.
 
 usage: python3 bench/train_step/run.py [--build build] [--out results.json] [--quick]
-           [--shapes distilbert,minilm] [--threads 2] [--blas-coretype auto] [--peak-gflops G]
+           [--shapes distilbert,minilm] [--threads 2] [--blas-coretype env|NAME] [--peak-gflops G]
 --quick: MiniLM only, fewer runs, inference at batch 1 and 8 (a smoke run, not figures)."""
 import argparse
 import os
@@ -35,7 +35,7 @@ def main():
     ap.add_argument("--train-batch", type=int, default=16)
     ap.add_argument("--infer-batches", default=None, help="default 1,8,32 (--quick: 1,8)")
     ap.add_argument("--blas-coretype", default=os.environ.get("LP_BLAS_CORETYPE", ""),
-                    help="LP_BLAS_CORETYPE for bench_step (auto: re-detect, ignoring OPENBLAS_CORETYPE)")
+                    help="LP_BLAS_CORETYPE for bench_step (env: keep OPENBLAS_CORETYPE; a set name forces it)")
     ap.add_argument("--peak-gflops", type=float, default=0.0)
     ap.add_argument("--no-torch", action="store_true", help="loupe only")
     a = ap.parse_args()
