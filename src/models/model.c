@@ -64,7 +64,9 @@ typedef struct sizes {
     int64_t act, u8, tmp, in;
 } sizes;
 
-static sizes need(const lp_model *m, int64_t B, int64_t T, bool shared)
+/* shared: one layer's activations for all (no backward, or checkpointing); backward: the
+ * backward's scratch too (an inference-only model never needs it). */
+static sizes need(const lp_model *m, int64_t B, int64_t T, bool shared, bool backward)
 {
     const int64_t N = B * T, C = m->cfg.hidden_size, L = m->num_labels;
     const lp_nn_encoder_layer *l0 = &m->layers[0];
@@ -76,14 +78,14 @@ static sizes need(const lp_model *m, int64_t B, int64_t T, bool shared)
     s.u8 = up64(N * C) + (shared ? lu : m->L * lu) + up64(B * C);
     int64_t ls = lp_nn_encoder_layer_scratch_floats(l0, m->exec, B, T),
             other = 2 * N * C > 2 * B * C ? 2 * N * C : 2 * B * C;
-    s.tmp = 2 * up16(N * C) + (ls > other ? ls : other) + up16(B * L);
+    s.tmp = backward ? 2 * up16(N * C) + (ls > other ? ls : other) + up16(B * L) : 0;
     s.in = 3 * N + B + 64;
     return s;
 }
 
-static lp_status ensure(lp_model *m, int64_t B, int64_t T, bool shared)
+static lp_status ensure(lp_model *m, int64_t B, int64_t T, bool shared, bool backward)
 {
-    sizes s = need(m, B, T, shared);
+    sizes s = need(m, B, T, shared, backward);
     if (s.act > m->act_cap_floats) {
         lp_free(m->act_block);
         m->act_cap_floats = 0;
@@ -256,7 +258,7 @@ lp_status lp_model_load(const char *dir, const lp_model_options *opt, lp_model *
         goto fail;
     }
     if (m->opt.max_batch > 0 && m->opt.max_seq > 0 &&
-        (st = ensure(m, m->opt.max_batch, m->opt.max_seq, m->ckpt)) != LP_OK)
+        (st = ensure(m, m->opt.max_batch, m->opt.max_seq, m->ckpt || m->opt.no_grad, !m->opt.no_grad)) != LP_OK)
         goto fail;
     *out = m;
     return LP_OK;
@@ -344,7 +346,7 @@ static lp_status run_encoder(lp_model *m, const int32_t *ids, const int32_t *mas
                       (long long)m->cfg.max_position_embeddings, m->dir);
     if (!ids)
         return lp_err(LP_STATUS_INVALID_ARG, "model forward: no token ids");
-    lp_status st = ensure(m, B, T, shared);
+    lp_status st = ensure(m, B, T, shared, need_grad);
     if (st != LP_OK)
         return st;
     bind(m, B, T, shared);
