@@ -222,12 +222,12 @@ typedef struct lp_nn_layer_act {
     lp_nn_attention_act attn;
     uint8_t *keep1; /* (N,C) */
     bool dropped1;
-    float *res1;                      /* (N,C) x + dropout(attn.out) */
+    float *res1;                      /* (N,C) x + dropout(attn.out); attn.out points here */
     float *ln1, *ln1_mean, *ln1_rstd; /* (N,C), (N), (N) */
     lp_nn_mlp_act mlp;
     uint8_t *keep2; /* (N,C) */
     bool dropped2;
-    float *res2;                      /* (N,C) ln1 + dropout(mlp.out) */
+    float *res2;                      /* (N,C) ln1 + dropout(mlp.out); mlp.out points here */
     float *out, *ln2_mean, *ln2_rstd; /* (N,C) layer output, (N), (N) */
 } lp_nn_layer_act;
 

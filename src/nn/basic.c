@@ -131,13 +131,6 @@ void lp_nn__add_inplace(float *y, const float *x, int64_t n)
         y[i] += x[i];
 }
 
-void lp_nn__add(float *out, const float *a, const float *b, int64_t n)
-{
-#pragma omp parallel for schedule(static) if (n >= (1 << 16))
-    for (int64_t i = 0; i < n; i++)
-        out[i] = a[i] + b[i];
-}
-
 void lp_nn_mean_pool_forward(float *out, const float *x, const int32_t *mask, int64_t B, int64_t T, int64_t C)
 {
     for (int64_t b = 0; b < B; b++) {

@@ -43,7 +43,7 @@ int64_t lp_nn_layer_act_floats(const lp_nn_encoder_layer *l, lp_exec_mode exec, 
                                int64_t T)
 {
     const int64_t N = B * T, C = l->attn.C, I = l->mlp.in.out, H = l->attn.H;
-    int64_t n = 10 * up16(N * C) + 2 * up16(N * I) + 4 * up16(N);
+    int64_t n = 8 * up16(N * C) + 2 * up16(N * I) + 4 * up16(N);
     if (exec == LP_EXEC_MODE_EAGER)
         n += up16(B * H * T * T) * (att_dropout_on(l, exec, training) ? 2 : 1);
     else
@@ -73,7 +73,6 @@ void lp_nn_layer_act_bind(const lp_nn_encoder_layer *l, lp_exec_mode exec, bool 
     act->attn.k = TAKE(N * C);
     act->attn.v = TAKE(N * C);
     act->attn.ctx = TAKE(N * C);
-    act->attn.out = TAKE(N * C);
     if (exec == LP_EXEC_MODE_EAGER) {
         act->attn.att = TAKE(B * H * T * T);
         if (att_dropout_on(l, exec, training))
@@ -82,13 +81,14 @@ void lp_nn_layer_act_bind(const lp_nn_encoder_layer *l, lp_exec_mode exec, bool 
         act->attn.lse = TAKE(B * H * T);
     }
     act->res1 = TAKE(N * C);
+    act->attn.out = act->res1; // the sublayer output is summed into res1 in place: backward never reads it
     act->ln1 = TAKE(N * C);
     act->ln1_mean = TAKE(N);
     act->ln1_rstd = TAKE(N);
     act->mlp.h = TAKE(N * I);
     act->mlp.g = TAKE(N * I);
-    act->mlp.out = TAKE(N * C);
     act->res2 = TAKE(N * C);
+    act->mlp.out = act->res2;
     act->out = TAKE(N * C);
     act->ln2_mean = TAKE(N);
     act->ln2_rstd = TAKE(N);
@@ -111,12 +111,12 @@ void lp_nn_encoder_layer_forward(const lp_nn_encoder_layer *l, const lp_nn_ctx *
     // dropout in place on the attention output: its backward needs only the mask
     act->dropped1 =
         lp_nn_dropout_forward(ctx, act->attn.out, act->keep1, act->attn.out, N * C, l->hidden_dropout);
-    lp_nn__add(act->res1, x, act->attn.out, N * C);
+    lp_nn__add_inplace(act->res1, x, N * C); // res1 (= attn.out) += x
     lp_nn_layernorm_forward(&l->ln1, act->ln1, act->ln1_mean, act->ln1_rstd, act->res1, N);
     lp_nn_mlp_forward(&l->mlp, &act->mlp, act->ln1, N);
     act->dropped2 =
         lp_nn_dropout_forward(ctx, act->mlp.out, act->keep2, act->mlp.out, N * C, l->hidden_dropout);
-    lp_nn__add(act->res2, act->ln1, act->mlp.out, N * C);
+    lp_nn__add_inplace(act->res2, act->ln1, N * C); // res2 (= mlp.out) += ln1
     lp_nn_layernorm_forward(&l->ln2, act->out, act->ln2_mean, act->ln2_rstd, act->res2, N);
     lp_nn__pop(l->fwd_name);
 }

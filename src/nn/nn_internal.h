@@ -29,8 +29,6 @@ void lp_nn__lora_backward(const lp_nn_linear *l, float *dinp, const float *dout,
 
 /* y (n) += x (n) */
 void lp_nn__add_inplace(float *y, const float *x, int64_t n);
-/* out (n) = a (n) + b (n) */
-void lp_nn__add(float *out, const float *a, const float *b, int64_t n);
 
 /* Eager attention composed from ops (QK^T matmul, mask, softmax, dropout, PV matmul) for the
  * case the eager kernel cannot do: dropout on the probabilities. p = 0 is allowed (tests hold
