@@ -69,6 +69,7 @@ typedef struct lp_train_config {
     double max_grad_norm;       /* <= 0: no clipping; default 1.0 */
     uint64_t seed;              /* data order and dropout, default 42 */
     lp_exec_mode exec;          /* default fused */
+    bool grad_checkpointing;    /* keep layer inputs only, recompute each layer in backward */
     int threads;                /* 0: lp_threads_init's choice */
     int64_t checkpoint_every;   /* steps; 0 = only at the end */
     int32_t keep_checkpoints;   /* newest kept (0 = all); default 2 */

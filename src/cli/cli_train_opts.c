@@ -21,7 +21,7 @@ enum {
     O_MAXLEN, O_EXEC, O_THREADS, O_CKPT_EVERY, O_KEEP, O_RESUME, O_SAVE, O_OUTDIR, O_RUNID, O_CONFIG, O_PROGRESS,
     O_NO_PROGRESS, O_LOG_EVERY, O_QUIET, O_PROFILE, O_P_WAIT, O_P_WARMUP, O_P_ACTIVE, O_P_REPEAT, O_MEMLOG,
     O_LORA_DROPOUT, O_RSLORA, O_SKIP_BAD, O_EVAL_SPLIT, O_BASE_DTYPE, O_ADAPTER, O_SAVE_ADAPTER, O_MERGE,
-    O_EXPORT_TRACE, O_EXPORT_MEMTL, O_WITH_STACK, O_RECORD_SHAPES, O_INJECT_NAN, O_PEAK, O_HELP
+    O_EXPORT_TRACE, O_EXPORT_MEMTL, O_WITH_STACK, O_RECORD_SHAPES, O_INJECT_NAN, O_PEAK, O_GRAD_CKPT, O_HELP
 };
 
 static const struct option opts[] = {
@@ -58,6 +58,7 @@ static const struct option opts[] = {
     {"seed", required_argument, NULL, O_SEED},
     {"max-seq-len", required_argument, NULL, O_MAXLEN},
     {"exec", required_argument, NULL, O_EXEC},
+    {"gradient-checkpointing", optional_argument, NULL, O_GRAD_CKPT},
     {"threads", required_argument, NULL, O_THREADS},
     {"checkpoint-every", required_argument, NULL, O_CKPT_EVERY},
     {"keep-checkpoints", required_argument, NULL, O_KEEP},
@@ -116,6 +117,7 @@ static void usage(const char *cmd, bool profile)
            "  --lr X (5e-4), --lr-schedule linear|cosine|constant, --warmup-ratio X (0.1), --warmup-steps N\n"
            "  --weight-decay X (0.01), --max-grad-norm X (1.0; 0 = off), --seed N (42)\n"
            "  --exec eager|fused (fused), --threads N\n"
+           "  --gradient-checkpointing[=BOOL]  keep layer inputs only, recompute layers in backward\n"
            "  --checkpoint-every N (0 = at the end only), --keep-checkpoints N (2; 0 = all)\n"
            "  --resume DIR           a checkpoint or a run directory (its newest checkpoint)\n"
            "  --save-model DIR       write the fine-tuned model as a HF directory\n"
@@ -280,6 +282,7 @@ static int apply(const char *cmd, lp_train_config *c, int id, const char *flag, 
             return lp_cli_usage_error(cmd, "%s", lp_err_msg());
         break;
     case O_THREADS: LONG(1, 4096, c->threads); break;
+    case O_GRAD_CKPT: BOOL(c->grad_checkpointing); break;
     case O_CKPT_EVERY: LONG(0, 1000000000, c->checkpoint_every); break;
     case O_KEEP: LONG(0, 1000000, c->keep_checkpoints); break;
     case O_RESUME: c->resume = v; break;

@@ -278,6 +278,7 @@ static lp_status setup(run *R, const lp_train_config *c, char *resumed, size_t r
     lp_model_options_init(&mo);
     mo.task = LP_MODEL_TASK_SEQ_CLS;
     mo.exec = c->exec;
+    mo.grad_checkpointing = c->grad_checkpointing;
     mo.training = true;
     mo.quiet = c->quiet;
     mo.seed = init_seed(c->model_dir, c->seed);

@@ -215,6 +215,7 @@ lp_status lp_rundir_write_config(const char *run_dir, const lp_train_config *c, 
     snprintf(b, sizeof b, "%" PRIu64, c->seed);
     cJSON_AddRawToObject(t, "seed", b);
     add_str(t, "exec", lp_exec_mode_name(c->exec));
+    cJSON_AddBoolToObject(t, "gradient_checkpointing", c->grad_checkpointing);
     cJSON_AddNumberToObject(t, "checkpoint_every", (double)c->checkpoint_every);
     cJSON_AddNumberToObject(t, "keep_checkpoints", c->keep_checkpoints);
     add_str(t, "resume", c->resume);
