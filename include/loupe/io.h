@@ -295,6 +295,8 @@ typedef struct lp_param_map {
  * tensors, FORMAT for a shape mismatch (expected vs found) or a non-float weight.
  * Missing head parameters (pooler, pre_classifier, classifier/score) are not an error
  * (n_missing_head; the engine initializes them); a missing untied lm_head is.
+ * w NULL: a config-only directory (the engine initializes every parameter): the layout
+ * with every tensor NULL, under the prefix save_pretrained would write.
  * On success out is owned by the caller (lp_param_map_free). */
 LP_WARN_UNUSED lp_status lp_param_map_build(const lp_model_config *cfg, const lp_st_set *w,
                                             lp_model_task task, lp_param_map *out);
@@ -311,14 +313,21 @@ typedef struct lp_mem_estimate_opts {
     int64_t batch_size;
     int64_t seq_len;
     int64_t lora_rank;           /* LoRA/QLoRA; targets are query/value (q_proj/v_proj) */
+    /* the engine's run settings (zero = loupe train's defaults): */
+    bool eager;                  /* --exec eager (materialized attention probabilities); false: fused */
+    bool grad_checkpointing;     /* keep each layer's input only, recompute the layer in backward */
+    double lora_dropout;         /* LoRA dropout probability (masks and dropped-row scratch) */
+    int32_t threads;             /* threads (per-thread LoRA-dropout scratch when fused; 0: 1) */
 } lp_mem_estimate_opts;
 
-/* Predicted peak bytes by category for training with AdamW in fp32 (see estimate.c for
- * the per-layer activation formula the trainer is held to). */
+/* Predicted peak bytes by category for training with AdamW in fp32, laid out as loupe's
+ * engine allocates them (see estimate.c for each term). All categories are live together
+ * at the peak (the engine keeps its blocks between steps), so total is their sum. */
 typedef struct lp_mem_estimate {
     uint64_t total_params, trainable_params, lora_params;
-    uint64_t parameters, gradients, optimizer_state, activations, quantized_weights, temporary;
+    uint64_t parameters, gradients, optimizer_state, activations, quantized_weights, temporary, input;
     uint64_t activations_per_layer;
+    uint64_t temporary_transient; /* part of temporary: kernel scratch freed within a layer's pass */
     uint64_t total;
 } lp_mem_estimate;
 

@@ -1,6 +1,7 @@
 /* loupe inspect: what a model directory holds (architecture, layer sizes, parameter
  * counts, size on disk, dtypes, which tensors map where) and, with --method, the
- * predicted peak training memory by category; as text or JSON (stdout or --output). */
+ * predicted peak training memory by category; as text or JSON (stdout or --output).
+ * A config-only directory (no weights: the engine initializes them) is inspected too. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -10,24 +11,45 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "loupe/core.h"
 #include "loupe/io.h"
+
+static bool has_file(const char *dir, const char *name)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "rb");
+    if (f)
+        fclose(f);
+    return f != NULL;
+}
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "usage: loupe inspect --model DIR [--json] [--output FILE] [--task auto|base|seq-cls|causal-lm]\n"
-            "                     [--method full|lora|qlora [--batch-size N] [--seq-len N] [--rank R]]\n\n"
+            "                     [--method full|lora|qlora [--batch-size N] [--seq-len N] [--rank R]\n"
+            "                      [--exec eager|fused] [--gradient-checkpointing] [--lora-dropout P]\n"
+            "                      [--threads N]]\n\n"
             "Architecture, layer sizes, parameter counts, size on disk and dtypes of a Hugging Face\n"
-            "model directory (config.json + model.safetensors or a sharded index), and with --method\n"
-            "the predicted peak training memory (AdamW, fp32) by category.\n\n"
+            "model directory (config.json + model.safetensors or a sharded index; a config-only\n"
+            "directory is initialized by the engine), and with --method the predicted peak memory\n"
+            "of `loupe train` with the same settings (AdamW, fp32) by category: the categories of\n"
+            "summary.json's memory_by_category, whose sum is its peak_memory_bytes.\n\n"
             "  --model DIR        model directory\n"
             "  --json             print JSON instead of text\n"
             "  --output FILE      also write the JSON to FILE (atomically)\n"
-            "  --task T           model to build (default auto: the config's architecture)\n"
+            "  --task T           model to build (default auto: the config's architecture; with\n"
+            "                     --method a BERT-family model is a classifier, as loupe train builds)\n"
             "  --method M         full, lora or qlora: add the memory prediction\n"
             "  --batch-size N     batch size for the prediction (default 8)\n"
-            "  --seq-len N        sequence length for the prediction (default 128)\n"
-            "  --rank R           LoRA rank (default 8; targets query/value or q_proj/v_proj)\n");
+            "  --seq-len N        sequence length: the longest padded row of a batch (default 128)\n"
+            "  --rank R           LoRA rank (default 8; targets query/value or q_proj/v_proj)\n"
+            "  --exec M           eager or fused, as loupe train --exec (default fused)\n"
+            "  --gradient-checkpointing  as loupe train --gradient-checkpointing\n"
+            "  --lora-dropout P   as loupe train --lora-dropout (default 0)\n"
+            "  --threads N        threads (per-thread LoRA-dropout scratch; default as loupe train: LP_THREADS,\n"
+            "                     OMP_NUM_THREADS or every core)\n");
 }
 
 static const char *task_name(lp_model_task t)
@@ -88,6 +110,16 @@ static counts count_params(const lp_model_config *cfg, const lp_param_map *m)
     return c;
 }
 
+/* The weight set's counts; NULL (config only) has none. */
+static size_t nfiles(const lp_st_set *w)
+{
+    return w ? lp_st_set_file_count(w) : 0;
+}
+static size_t ntensors(const lp_st_set *w)
+{
+    return w ? lp_st_set_count(w) : 0;
+}
+
 static cJSON *shape_json(const int64_t *shape, int nd)
 {
     cJSON *a = cJSON_CreateArray();
@@ -97,7 +129,8 @@ static cJSON *shape_json(const int64_t *shape, int nd)
 }
 
 static cJSON *build_json(const char *dir, const lp_model_config *cfg, const lp_st_set *w, const lp_param_map *m,
-                         const counts *c, const lp_mem_estimate *e, const lp_mem_estimate_opts *o)
+                         const counts *c, const lp_mem_estimate *e, const lp_mem_estimate_opts *o,
+                         lp_model_task etask)
 {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "model_dir", dir);
@@ -130,15 +163,16 @@ static cJSON *build_json(const char *dir, const lp_model_config *cfg, const lp_s
     cJSON_AddNumberToObject(k, "classifier_dropout", cfg->classifier_dropout);
 
     cJSON *wj = cJSON_AddObjectToObject(r, "weights");
+    cJSON_AddBoolToObject(wj, "config_only", !w);
     cJSON *files = cJSON_AddArrayToObject(wj, "files");
-    for (size_t i = 0; i < lp_st_set_file_count(w); i++)
+    for (size_t i = 0; i < nfiles(w); i++)
         cJSON_AddItemToArray(files, cJSON_CreateString(lp_st_path(lp_st_set_file(w, i))));
-    cJSON_AddNumberToObject(wj, "disk_bytes", (double)lp_st_set_disk_bytes(w));
-    cJSON_AddNumberToObject(wj, "tensors", (double)lp_st_set_count(w));
+    cJSON_AddNumberToObject(wj, "disk_bytes", w ? (double)lp_st_set_disk_bytes(w) : 0.0);
+    cJSON_AddNumberToObject(wj, "tensors", (double)ntensors(w));
     cJSON *dts = cJSON_AddObjectToObject(wj, "dtypes");
     for (int d = 0; d < LP_ST_DTYPE__COUNT; d++) {
         size_t n = 0;
-        for (size_t i = 0; i < lp_st_set_count(w); i++)
+        for (size_t i = 0; i < ntensors(w); i++)
             n += lp_st_set_at(w, i)->dtype == (lp_st_dtype)d;
         if (n)
             cJSON_AddNumberToObject(dts, lp_st_dtype_name((lp_st_dtype)d), (double)n);
@@ -174,17 +208,24 @@ static cJSON *build_json(const char *dir, const lp_model_config *cfg, const lp_s
         cJSON_AddNumberToObject(t, "layer", b->layer);
         cJSON_AddStringToObject(t, "name", b->name);
         cJSON_AddItemToObject(t, "shape", shape_json(b->shape, b->ndim));
-        cJSON_AddStringToObject(t, "dtype", b->tensor ? lp_st_dtype_name(b->tensor->dtype) : "missing");
+        const char *dt = b->tensor ? lp_st_dtype_name(b->tensor->dtype) : w ? "missing" : "init";
+        cJSON_AddStringToObject(t, "dtype", dt);
         cJSON_AddItemToArray(ls, t);
     }
 
     if (e) {
         cJSON *mem = cJSON_AddObjectToObject(r, "memory");
         cJSON_AddStringToObject(mem, "method", method_name(o->method));
+        cJSON_AddStringToObject(mem, "task", task_name(etask));
         cJSON_AddNumberToObject(mem, "batch_size", (double)o->batch_size);
         cJSON_AddNumberToObject(mem, "seq_len", (double)o->seq_len);
-        if (o->method != LP_TRAIN_METHOD_FULL)
+        if (o->method != LP_TRAIN_METHOD_FULL) {
             cJSON_AddNumberToObject(mem, "rank", (double)o->lora_rank);
+            cJSON_AddNumberToObject(mem, "lora_dropout", o->lora_dropout);
+        }
+        cJSON_AddStringToObject(mem, "exec", o->eager ? "eager" : "fused");
+        cJSON_AddBoolToObject(mem, "gradient_checkpointing", o->grad_checkpointing);
+        cJSON_AddNumberToObject(mem, "threads", (double)o->threads);
         cJSON_AddStringToObject(mem, "optimizer", "adamw");
         cJSON_AddStringToObject(mem, "dtype", "float32");
         cJSON_AddNumberToObject(mem, "trainable_parameters", (double)e->trainable_params);
@@ -197,13 +238,16 @@ static cJSON *build_json(const char *dir, const lp_model_config *cfg, const lp_s
         cJSON_AddNumberToObject(b, "activations", (double)e->activations);
         cJSON_AddNumberToObject(b, "quantized_weights", (double)e->quantized_weights);
         cJSON_AddNumberToObject(b, "temporary", (double)e->temporary);
+        cJSON_AddNumberToObject(b, "input", (double)e->input);
         cJSON_AddNumberToObject(b, "total", (double)e->total);
+        cJSON_AddNumberToObject(mem, "temporary_transient", (double)e->temporary_transient);
     }
     return r;
 }
 
 static void print_text(const char *dir, const lp_model_config *cfg, const lp_st_set *w, const lp_param_map *m,
-                       const counts *c, const lp_mem_estimate *e, const lp_mem_estimate_opts *o)
+                       const counts *c, const lp_mem_estimate *e, const lp_mem_estimate_opts *o,
+                       lp_model_task etask)
 {
     char a[32], b[32], d[32];
     printf("model         %s\n", dir);
@@ -226,18 +270,25 @@ static void print_text(const char *dir, const lp_model_config *cfg, const lp_st_
             printf(" %s", cfg->id2label[i]);
         printf("%s\n", cfg->num_labels > 10 ? " ..." : "");
     }
-    printf("weights       %zu file%s, %s on disk, %zu tensors:", lp_st_set_file_count(w),
-           lp_st_set_file_count(w) > 1 ? "s" : "", mib(lp_st_set_disk_bytes(w), a), lp_st_set_count(w));
+    if (!w)
+        printf("weights       none (config only: the engine initializes every parameter)");
+    else
+        printf("weights       %zu file%s, %s on disk, %zu tensors:", nfiles(w), nfiles(w) > 1 ? "s" : "",
+               mib(lp_st_set_disk_bytes(w), a), ntensors(w));
     for (int dt = 0; dt < LP_ST_DTYPE__COUNT; dt++) {
         size_t n = 0;
-        for (size_t i = 0; i < lp_st_set_count(w); i++)
+        for (size_t i = 0; i < ntensors(w); i++)
             n += lp_st_set_at(w, i)->dtype == (lp_st_dtype)dt;
         if (n)
             printf(" %s x%zu", lp_st_dtype_name((lp_st_dtype)dt), n);
     }
     printf("\n");
-    printf("mapping       %zu parameters mapped (prefix \"%s\"), %zu ignored buffers, %zu unexpected\n",
-           m->n - m->n_missing_head, m->prefix, m->n_ignored, m->n_unexpected);
+    if (!w)
+        printf("mapping       none: %zu parameters to initialize (prefix \"%s\" when saved)\n", m->n,
+               m->prefix);
+    else
+        printf("mapping       %zu parameters mapped (prefix \"%s\"), %zu ignored buffers, %zu unexpected\n",
+               m->n - m->n_missing_head, m->prefix, m->n_ignored, m->n_unexpected);
     for (size_t i = 0; i < m->n_unexpected && i < 8; i++)
         printf("  unexpected  %s (not used)\n", m->unexpected[i]);
     if (m->n_unexpected > 8)
@@ -272,15 +323,18 @@ static void print_text(const char *dir, const lp_model_config *cfg, const lp_st_
            o->batch_size, o->seq_len);
     if (o->method != LP_TRAIN_METHOD_FULL)
         printf(", rank %" PRId64, o->lora_rank);
-    printf(" (AdamW, fp32)\n");
+    printf(", exec %s%s (AdamW, fp32, task %s)\n", o->eager ? "eager" : "fused",
+           o->grad_checkpointing ? ", gradient checkpointing" : "", task_name(etask));
     printf("  trainable parameters  %s\n", commas(e->trainable_params, a));
     printf("  parameters            %12s\n", mib(e->parameters, a));
     printf("  gradients             %12s\n", mib(e->gradients, a));
     printf("  optimizer_state       %12s\n", mib(e->optimizer_state, a));
     printf("  activations           %12s  (%s per layer)\n", mib(e->activations, a), mib(e->activations_per_layer, b));
     printf("  quantized_weights     %12s\n", mib(e->quantized_weights, a));
-    printf("  temporary             %12s\n", mib(e->temporary, a));
-    printf("  total                 %12s\n", mib(e->total, a));
+    printf("  temporary             %12s  (%s kernel scratch within a layer)\n", mib(e->temporary, a),
+           mib(e->temporary_transient, b));
+    printf("  input                 %12s\n", mib(e->input, a));
+    printf("  total                 %12s  (all live together at the peak)\n", mib(e->total, a));
 }
 
 int lp_cmd_inspect(int argc, char **argv)
@@ -290,11 +344,14 @@ int lp_cmd_inspect(int argc, char **argv)
         {"output", required_argument, 0, 'o'},    {"task", required_argument, 0, 't'},
         {"method", required_argument, 0, 'M'},    {"batch-size", required_argument, 0, 'b'},
         {"seq-len", required_argument, 0, 's'},   {"rank", required_argument, 0, 'r'},
+        {"exec", required_argument, 0, 'e'},      {"gradient-checkpointing", no_argument, 0, 'g'},
+        {"lora-dropout", required_argument, 0, 'd'}, {"threads", required_argument, 0, 'T'},
         {"help", no_argument, 0, 'h'},            {0, 0, 0, 0},
     };
     const char *dir = NULL, *output = NULL;
-    bool json = false, have_method = false;
-    long bs = 8, sl = 128, rank = 8;
+    bool json = false, have_method = false, eager = false, ckpt = false;
+    long bs = 8, sl = 128, rank = 8, threads = 0;
+    double lora_dropout = 0.0;
     lp_model_task task = LP_MODEL_TASK_AUTO;
     lp_train_method method = LP_TRAIN_METHOD_FULL;
     int ch;
@@ -326,6 +383,23 @@ int lp_cmd_inspect(int argc, char **argv)
         case 'r':
             if (lp_cli_parse_long("inspect", "--rank", optarg, 1, 65536, &rank)) return LP_EXIT_USAGE;
             break;
+        case 'e':
+            if (!strcmp(optarg, "eager")) eager = true;
+            else if (!strcmp(optarg, "fused")) eager = false;
+            else return lp_cli_usage_error("inspect", "--exec must be eager or fused, got '%s'", optarg);
+            break;
+        case 'g': ckpt = true; break;
+        case 'd': {
+            char *end;
+            lora_dropout = strtod(optarg, &end);
+            if (end == optarg || *end || !(lora_dropout >= 0 && lora_dropout < 1))
+                return lp_cli_usage_error("inspect", "--lora-dropout must be a number in [0, 1), got '%s'",
+                                          optarg);
+            break;
+        }
+        case 'T':
+            if (lp_cli_parse_long("inspect", "--threads", optarg, 1, 4096, &threads)) return LP_EXIT_USAGE;
+            break;
         case 'h': usage(stdout); return LP_EXIT_OK;
         default: return lp_cli_usage_error("inspect", "unknown option");
         }
@@ -337,24 +411,46 @@ int lp_cmd_inspect(int argc, char **argv)
 
     lp_model_config cfg;
     lp_st_set *w = NULL;
-    lp_param_map m = {0};
+    lp_param_map m = {0}, mt = {0};
     int rc = LP_EXIT_FAIL;
     char cfg_path[4096];
     snprintf(cfg_path, sizeof cfg_path, "%s/config.json", dir);
     if (lp_hf_config_load(cfg_path, &cfg) != LP_OK)
         return lp_cli_fail("inspect");
-    if (lp_st_set_open_dir(dir, &w) != LP_OK || lp_param_map_build(&cfg, w, task, &m) != LP_OK) {
+    /* no safetensors: a config-only directory, as long as no other weights format is there */
+    lp_status ws = lp_st_set_open_dir(dir, &w);
+    if (ws == LP_STATUS_NOT_FOUND && !has_file(dir, "pytorch_model.bin") &&
+        !has_file(dir, "pytorch_model.bin.index.json")) {
+        w = NULL;
+        ws = LP_OK;
+    }
+    if (ws != LP_OK || lp_param_map_build(&cfg, w, task, &m) != LP_OK) {
         rc = lp_cli_fail("inspect");
         goto out;
+    }
+    /* loupe train always builds a sequence classifier on a BERT-family model: the estimate
+     * counts that model's head even where the directory holds a bare encoder */
+    const lp_param_map *em = &m;
+    if (have_method && task == LP_MODEL_TASK_AUTO && cfg.family == LP_MODEL_FAMILY_BERT &&
+        m.task != LP_MODEL_TASK_SEQ_CLS) {
+        if (lp_param_map_build(&cfg, w, LP_MODEL_TASK_SEQ_CLS, &mt) != LP_OK) {
+            rc = lp_cli_fail("inspect");
+            goto out;
+        }
+        em = &mt;
     }
     counts c = count_params(&cfg, &m);
     lp_mem_estimate e;
-    lp_mem_estimate_opts o = {method, bs, sl, rank};
-    if (have_method && lp_mem_estimate_compute(&cfg, &m, &o, &e) != LP_OK) {
+    if (have_method && !threads)
+        threads = lp_threads_init(); /* loupe train's default */
+    lp_mem_estimate_opts o = {.method = method, .batch_size = bs, .seq_len = sl, .lora_rank = rank,
+                              .eager = eager, .grad_checkpointing = ckpt, .lora_dropout = lora_dropout,
+                              .threads = (int32_t)threads};
+    if (have_method && lp_mem_estimate_compute(&cfg, em, &o, &e) != LP_OK) {
         rc = lp_cli_fail("inspect");
         goto out;
     }
-    cJSON *j = build_json(dir, &cfg, w, &m, &c, have_method ? &e : NULL, &o);
+    cJSON *j = build_json(dir, &cfg, w, &m, &c, have_method ? &e : NULL, &o, em->task);
     char *text = j ? cJSON_Print(j) : NULL;
     cJSON_Delete(j);
     if (!text) {
@@ -373,11 +469,12 @@ int lp_cmd_inspect(int argc, char **argv)
         if (json)
             printf("%s\n", text);
         else
-            print_text(dir, &cfg, w, &m, &c, have_method ? &e : NULL, &o);
+            print_text(dir, &cfg, w, &m, &c, have_method ? &e : NULL, &o, em->task);
     }
     free(text);
 out:
     lp_param_map_free(&m);
+    lp_param_map_free(&mt);
     lp_st_set_close(w);
     lp_model_config_free(&cfg);
     return rc;

@@ -244,7 +244,7 @@ static int cmp_bound(const void *a, const void *b)
 lp_status lp_param_map_build(const lp_model_config *cfg, const lp_st_set *w, lp_model_task task, lp_param_map *out)
 {
     memset(out, 0, sizeof *out);
-    const char *src = lp_st_set_count(w) ? lp_st_set_at(w, 0)->file : "weights";
+    const char *src = w && lp_st_set_count(w) ? lp_st_set_at(w, 0)->file : w ? "weights" : "config";
     if (task == LP_MODEL_TASK_AUTO)
         task = resolve_task(cfg->arch);
     if (task == LP_MODEL_TASK_CAUSAL_LM && cfg->family != LP_MODEL_FAMILY_LLAMA)
@@ -257,8 +257,12 @@ lp_status lp_param_map_build(const lp_model_config *cfg, const lp_st_set *w, lp_
                              *const llama_pfx[] = {"model.", "", NULL};
     const char *const *pfx = cfg->family == LP_MODEL_FAMILY_LLAMA ? llama_pfx : cfg->distilbert ? distil_pfx : bert_pfx;
     const char *emb = cfg->family == LP_MODEL_FAMILY_LLAMA ? "embed_tokens.weight" : "embeddings.word_embeddings.weight";
-    const char *prefix = NULL;
-    for (size_t i = 0; pfx[i] && !prefix; i++) {
+    /* config only: the prefix save_pretrained writes (the task's model wraps the base) */
+    const char *prefix = w                                      ? NULL
+                         : cfg->family == LP_MODEL_FAMILY_LLAMA ? "model."
+                         : task == LP_MODEL_TASK_BASE           ? ""
+                                                                : pfx[1];
+    for (size_t i = 0; w && pfx[i] && !prefix; i++) {
         char n[128];
         snprintf(n, sizeof n, "%s%s", pfx[i], emb);
         if (lp_st_set_find(w, n))
@@ -278,6 +282,8 @@ lp_status lp_param_map_build(const lp_model_config *cfg, const lp_st_set *w, lp_
         lp_param_map_free(out);
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", src);
     }
+    if (!w) /* nothing to bind: every parameter is initialized */
+        return LP_OK;
 
     lp_status st = LP_OK;
     char missing[512] = "";

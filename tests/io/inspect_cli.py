@@ -5,6 +5,7 @@ memory categories' arithmetic, --output written atomically, and failures (missin
 directory, unknown architecture, corrupt weights, bad flags) exiting 1 or 2 with a
 message and no output file. With --minilm, the real all-MiniLM-L6-v2 instead."""
 import json
+import shutil
 import os
 import struct
 import subprocess
@@ -100,12 +101,16 @@ def tiny(root):
         with open(out_path) as f:
             check(json.load(f) == j, f"{method}: --output file holds the same JSON as stdout")
         m, b = j["memory"], j["memory"]["bytes"]
-        parts = ["parameters", "gradients", "optimizer_state", "activations", "quantized_weights", "temporary"]
+        parts = ["parameters", "gradients", "optimizer_state", "activations", "quantized_weights", "temporary",
+                 "input"]
         check(b["total"] == sum(b[k] for k in parts), f"{method}: total is the sum of the categories")
-        check(b["optimizer_state"] == 2 * b["gradients"], f"{method}: AdamW state = 2 x gradients")
-        check(b["gradients"] == 4 * m["trainable_parameters"], f"{method}: fp32 gradients of trainable params")
+        check(b["optimizer_state"] == 8 * m["trainable_parameters"], f"{method}: AdamW state = 2 x fp32 trainable")
+        # each tensor starts on 64 bytes: gradients of 4 bytes each, + < 64 per tensor (< 100 tensors)
+        check(0 <= b["gradients"] - 4 * m["trainable_parameters"] < 6400,
+              f"{method}: fp32 gradients of trainable params")
+        check(m["exec"] == "fused" and m["gradient_checkpointing"] is False, f"{method}: train's default exec")
         if method == "full":
-            check(m["trainable_parameters"] == total and b["parameters"] == 4 * total, "full: all trainable")
+            check(m["trainable_parameters"] == total and b["parameters"] == b["gradients"], "full: all trainable")
             check(b["quantized_weights"] == 0, "full: nothing quantized")
         else:
             # r=4 on query and value of 2 layers: 2 * 2 * 4 * (8 + 8); plus the classifier
@@ -143,6 +148,28 @@ def tiny(root):
     check(rc == 1 and out == "", "unwritable --output: exit 1, nothing printed")
     check(run("--model", d2, "--method", "adam")[0] == 2, "bad --method: exit 2")
     check(run("--model", d2, "--batch-size", "0")[0] == 2, "bad --batch-size: exit 2")
+    check(run("--model", d2, "--method", "full", "--exec", "lazy")[0] == 2, "bad --exec: exit 2")
+    check(run("--model", d2, "--method", "lora", "--lora-dropout", "1")[0] == 2, "bad --lora-dropout: exit 2")
+    check(run("--model", d2, "--method", "lora", "--threads", "0")[0] == 2, "bad --threads: exit 2")
+
+    # a config-only directory (loupe train initializes it): same layout, no weights
+    d4 = os.path.join(root, "config_only")
+    os.makedirs(d4)
+    shutil.copy(os.path.join(d2, "config.json"), d4)
+    rc, out, err = run("--model", d4, "--json", "--method", "full", "--batch-size", "2", "--seq-len", "8")
+    check(rc == 0, f"config-only directory: exit 0 ({err.strip()})")
+    j = json.loads(out) if rc == 0 else {}
+    check(j.get("weights", {}).get("config_only") is True and j["weights"]["tensors"] == 0, "config_only flagged")
+    check(j.get("parameters", {}).get("total") == total2, "config-only: the config's parameter count")
+    rc, out, err = run("--model", d4, "--method", "full")
+    check(rc == 0 and "config only" in out and "predicted peak" in out, "config-only text output")
+    # eager keeps the attention probabilities, checkpointing keeps one layer's activations
+    tot = {}
+    for flags in ((), ("--exec", "eager"), ("--gradient-checkpointing",)):
+        rc, out, err = run("--model", d4, "--json", "--method", "lora", "--batch-size", "4", "--seq-len", "8", *flags)
+        tot[flags] = json.loads(out)["memory"]["bytes"]["activations"] if rc == 0 else 0
+    check(tot[("--exec", "eager")] > tot[()] > tot[("--gradient-checkpointing",)] > 0,
+          f"eager > fused > checkpointed activations {tot}")
     check(run()[0] == 2, "no --model: exit 2")
     check(run("--model", d2, "extra")[0] == 2, "stray argument: exit 2")
 
@@ -167,7 +194,10 @@ def minilm(root):
     check(j["weights"]["unexpected"] == [] and j["weights"]["head_missing"] == [], "every tensor mapped")
     check(j["weights"]["dtypes"] == {"F32": 103, "I64": 1}, f"dtypes {j['weights']['dtypes']}")
     check(j["weights"]["disk_bytes"] == os.path.getsize(os.path.join(d, "model.safetensors")), "size on disk")
-    check(j["memory"]["bytes"]["parameters"] == 4 * 22713216, "fp32 parameters")
+    # the estimate is for what loupe train builds: the encoder + a 2-label classifier (770)
+    check(j["memory"]["task"] == "seq-cls" and j["memory"]["trainable_parameters"] == 22713216 + 770,
+          "estimate: classifier on top")
+    check(0 <= j["memory"]["bytes"]["parameters"] - 4 * (22713216 + 770) < 64 * 110, "fp32 parameters")
     rc, out, err = run("--model", d)
     check(rc == 0 and "22,713,216 total" in out, "text output shows 22,713,216")
 
