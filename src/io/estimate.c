@@ -39,8 +39,8 @@
  *   out                     (N,H)     the layer output = the next layer's input
  *   eager: P (B,A,T,T) softmax probabilities, + a dropped copy (B,A,T,T) and its u8 mask
  *          when attention dropout > 0 (PyTorch's eager attention keeps the same two);
- *   fused: the log-sum-exp (B,A,T) instead (probabilities recomputed in backward; no
- *          attention dropout)
+ *   fused: the log-sum-exp (B,A,T) instead (probabilities recomputed in backward; the
+ *          attention dropout mask is redrawn from its rng counters, never kept)
  *   hidden dropout > 0: two u8 masks (N,H)
  *   LoRA: each adapter keeps x·Aᵀ (N,r) (+ a u8 mask of its input (N,in) with LoRA dropout)
  *   => floats 8·NH + 2·NI + 4·N + (eager: A·B·T² [×2 with dropout] | fused: A·B·T)
