@@ -61,14 +61,15 @@ def main():
         for ex in ("eager", "fused"):
             x = lp[m, ex]
             ratio = x["samples_per_s"] / t["samples_per_s"] if x and t else None
+            ratio_min = t["step_ms_min"] / x["step_ms_min"] if x and t else None
             rows.append([m, ex, common.fmt(x and x["samples_per_s"], ".2f"), common.fmt(x and x["step_ms_median"], ".0f"),
                          TORCH_NAME[m], common.fmt(t and t["samples_per_s"], ".2f"), t["thread_setting"] if t else "-",
-                         common.fmt(ratio, ".2f"), common.verdict(ratio, LORA_RATIO if m == "lora" else None),
+                         common.fmt(ratio, ".2f"), common.verdict(ratio, LORA_RATIO if m == "lora" else None), common.fmt(ratio_min, ".2f"),
                          common.fmt(x and 100 * x["mfu"], ".1f"), common.fmt(t and 100 * t["mfu"], ".1f"),
                          common.fmt(x and x["peak_rss_bytes"] / 2**20, ".0f"),
                          common.fmt(t and t["peak_rss_bytes"] / 2**20, ".0f")])
     common.print_table(["method", "exec", "loupe/s", "step ms", "reference", "ref/s", "ref thr", "ratio", "target",
-                        "MFU lp%", "MFU ref%", "RSS lp MiB", "RSS ref MiB"], rows)
+                        "min ratio", "MFU lp%", "MFU ref%", "RSS lp MiB", "RSS ref MiB"], rows)
     if not a.no_torch and th.get("qlora") is None:
         print("PyTorch+PEFT+bitsandbytes QLoRA did not run on this CPU (see the error above): no reference for it.")
 

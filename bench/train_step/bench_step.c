@@ -357,8 +357,8 @@ int main(int argc, char **argv)
     o.exec = !strcmp(a.exec, "fused") ? LP_EXEC_MODE_FUSED : LP_EXEC_MODE_EAGER;
     o.training = train;
     o.seed = 42;
-    o.max_batch = a.batch;
-    o.max_seq = a.seq;
+    /* max_batch/max_seq stay 0: activations grow on demand during the warm-up, as in `loupe
+     * train` (preallocating with no_grad would size the training layout, not inference's) */
     o.quiet = true;
     o.no_grad = !train;
     if (strcmp(a.method, "full")) {
