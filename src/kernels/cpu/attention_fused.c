@@ -278,6 +278,15 @@ ALWAYS_INLINE void tile_qkt4(float S[BQ][BK], const float A[BQ][LP_ATTN_MAX_D], 
 static inline float bias_max(float *s, const float *bias, int64_t n, float m)
 {
     int64_t c = 0;
+#ifdef LP_HAVE_AVX512
+    __m512 wm = _mm512_set1_ps(m);
+    for (; c + 16 <= n; c += 16) {
+        __m512 x = _mm512_add_ps(_mm512_loadu_ps(s + c), _mm512_loadu_ps(bias + c));
+        _mm512_storeu_ps(s + c, x);
+        wm = _mm512_max_ps(wm, x);
+    }
+    m = _mm512_reduce_max_ps(wm);
+#endif
 #ifdef LP_HAVE_AVX2
     __m256 vm = _mm256_set1_ps(m);
     for (; c + 8 <= n; c += 8) {
@@ -285,7 +294,7 @@ static inline float bias_max(float *s, const float *bias, int64_t n, float m)
         _mm256_storeu_ps(s + c, x);
         vm = _mm256_max_ps(vm, x);
     }
-    m = lp_hmax256(vm);
+    m = fmaxf(m, lp_hmax256(vm));
 #endif
     for (; c < n; c++) {
         s[c] += bias[c];
@@ -299,6 +308,15 @@ static inline float exp_sum(float *s, int64_t n, float mul, float sub)
 {
     int64_t c = 0;
     float sum = 0.0f;
+#ifdef LP_HAVE_AVX512
+    __m512 ws = _mm512_setzero_ps(), wmul = _mm512_set1_ps(mul), wsub = _mm512_set1_ps(sub);
+    for (; c + 16 <= n; c += 16) {
+        __m512 e = lp_exp512(_mm512_fmsub_ps(_mm512_loadu_ps(s + c), wmul, wsub));
+        _mm512_storeu_ps(s + c, e);
+        ws = _mm512_add_ps(ws, e);
+    }
+    sum = _mm512_reduce_add_ps(ws);
+#endif
 #ifdef LP_HAVE_AVX2
     __m256 vs = _mm256_setzero_ps(), vmul = _mm256_set1_ps(mul), vsub = _mm256_set1_ps(sub);
     for (; c + 8 <= n; c += 8) {
@@ -306,7 +324,7 @@ static inline float exp_sum(float *s, int64_t n, float mul, float sub)
         _mm256_storeu_ps(s + c, e);
         vs = _mm256_add_ps(vs, e);
     }
-    sum = lp_hsum256(vs);
+    sum += lp_hsum256(vs);
 #endif
     for (; c < n; c++) {
         s[c] = expf(s[c] * mul - sub);
@@ -342,68 +360,89 @@ typedef struct fused_tiles {
  * across the (batch, head) tasks of one thread. */
 static _Thread_local fused_tiles tiles_tls __attribute__((aligned(64)));
 
-/* One (batch*head, query block) task of the forward. */
-ALWAYS_INLINE void fwd_block(fused_tiles *w, float *out, float *lse, const float *q, const float *k, const float *v,
-                             const int32_t *mask, int64_t bh, int64_t i0, int64_t T, int64_t H, int64_t D, int64_t ld,
-                             float scale, const lp_attn_dropout *drop)
+/* One (batch, head) of the forward. With `pack` (this thread's slice: nkt key tiles of
+ * (D, BK), transposed, then the head's values as (T, D) rows) the head's keys and values
+ * are packed once and every query block streams over them; without it (no memory for
+ * the slice) each key tile is packed again per query block into the thread's tiles. */
+ALWAYS_INLINE void fwd_head(fused_tiles *w, float *pack, float *out, float *lse, const float *q, const float *k,
+                            const float *v, const int32_t *mask, int64_t bh, int64_t T, int64_t H, int64_t D,
+                            int64_t ld, float scale, const lp_attn_dropout *drop)
 {
     int64_t C = H * D;
     int64_t b = bh / H, h = bh % H;
-    int64_t nq = T - i0 < BQ ? T - i0 : BQ;
     const float *kb = k + b * T * ld + h * D, *vb = v + b * T * ld + h * D;
     const int32_t *mb = mask ? mask + b * T : NULL;
-    float m[BQ], l[BQ];
-    for (int64_t r = 0; r < nq; r++) {
-        const float *qr = q + (b * T + i0 + r) * ld + h * D;
-        for (int64_t d = 0; d < D; d++) {
-            w->Qs[r][d] = qr[d] * scale;
-            w->acc[r][d] = 0.0f;
-        }
-        m[r] = -INFINITY;
-        l[r] = 0.0f;
+    const int64_t nkt = (T + BK - 1) / BK;
+    float *Vp = pack ? pack + nkt * D * BK : NULL;
+    if (pack) {
+        for (int64_t j0 = 0; j0 < T; j0 += BK)
+            pack_t((float(*)[BK])(pack + (j0 / BK) * D * BK), kb, ld, j0, T - j0 < BK ? T - j0 : BK, D);
+        for (int64_t j = 0; j < T; j++)
+            memcpy(Vp + j * D, vb + j * ld, (size_t)D * sizeof(float));
     }
-    for (int64_t j0 = 0; j0 < T; j0 += BK) {
-        int64_t nk = T - j0 < BK ? T - j0 : BK;
-        pack_t(w->Kt, kb, ld, j0, nk, D);
-        pack_rows(w->Xp, vb, ld, j0, nk, D);
-        tile_qkt4(w->S, w->Qs, w->Kt, nq, D);
-        tile_mask(w->bias, w->keep, mb, j0, nk);
+    for (int64_t i0 = 0; i0 < T; i0 += BQ) {
+        int64_t nq = T - i0 < BQ ? T - i0 : BQ;
+        float m[BQ], l[BQ];
         for (int64_t r = 0; r < nq; r++) {
-            float *s = w->S[r];
-            float mx = bias_max(s, w->bias, nk, m[r]);
-            if (mx == -INFINITY) { /* every key so far is padding: nothing to add */
-                for (int64_t c = 0; c < nk; c++)
-                    s[c] = 0.0f;
-                continue;
+            const float *qr = q + (b * T + i0 + r) * ld + h * D;
+            for (int64_t d = 0; d < D; d++) {
+                w->Qs[r][d] = qr[d] * scale;
+                w->acc[r][d] = 0.0f;
             }
-            float corr = expf(m[r] - mx);
-            l[r] = l[r] * corr + exp_sum(s, nk, 1.0f, mx);
-            m[r] = mx;
-            if (drop) { /* the normalizer took every p; the output takes the kept ones */
-                drop_factors(w->z, drop, (bh * T + i0 + r) * T + j0, nk);
-                for (int64_t c = 0; c < nk; c++)
-                    s[c] *= w->z[c];
+            m[r] = -INFINITY;
+            l[r] = 0.0f;
+        }
+        for (int64_t j0 = 0; j0 < T; j0 += BK) {
+            int64_t nk = T - j0 < BK ? T - j0 : BK;
+            const float(*Kt)[BK] = w->Kt;
+            const float *V = &w->Xp[0][0];
+            int64_t ldv = LP_ATTN_MAX_D;
+            if (pack) {
+                Kt = (const float(*)[BK])(pack + (j0 / BK) * D * BK);
+                V = Vp + j0 * D, ldv = D;
+            } else {
+                pack_t(w->Kt, kb, ld, j0, nk, D);
+                pack_rows(w->Xp, vb, ld, j0, nk, D);
             }
-            float *a = w->acc[r];
+            tile_qkt4(w->S, w->Qs, Kt, nq, D);
+            tile_mask(w->bias, w->keep, mb, j0, nk);
+            for (int64_t r = 0; r < nq; r++) {
+                float *s = w->S[r];
+                float mx = bias_max(s, w->bias, nk, m[r]);
+                if (mx == -INFINITY) { /* every key so far is padding: nothing to add */
+                    for (int64_t c = 0; c < nk; c++)
+                        s[c] = 0.0f;
+                    continue;
+                }
+                float corr = expf(m[r] - mx);
+                l[r] = l[r] * corr + exp_sum(s, nk, 1.0f, mx);
+                m[r] = mx;
+                if (drop) { /* the normalizer took every p; the output takes the kept ones */
+                    drop_factors(w->z, drop, (bh * T + i0 + r) * T + j0, nk);
+                    for (int64_t c = 0; c < nk; c++)
+                        s[c] *= w->z[c];
+                }
+                float *a = w->acc[r];
+                for (int64_t d = 0; d < D; d++)
+                    a[d] *= corr;
+            }
+            /* acc += p @ V */
+            int64_t r = 0;
+            for (; r + 4 <= nq; r += 4) {
+                float *dst[4] = {w->acc[r], w->acc[r + 1], w->acc[r + 2], w->acc[r + 3]};
+                const float *wt[4] = {w->S[r], w->S[r + 1], w->S[r + 2], w->S[r + 3]};
+                acc_rows4(dst, wt, 1, V, ldv, nk, D);
+            }
+            for (; r < nq; r++)
+                acc_rows(w->acc[r], w->S[r], 1, V, ldv, nk, D);
+        }
+        for (int64_t r = 0; r < nq; r++) {
+            float *o = out + (b * T + i0 + r) * C + h * D;
+            float inv = 1.0f / l[r];
             for (int64_t d = 0; d < D; d++)
-                a[d] *= corr;
+                o[d] = w->acc[r][d] * inv;
+            lse[bh * T + i0 + r] = m[r] + logf(l[r]);
         }
-        /* acc += p @ V */
-        int64_t r = 0;
-        for (; r + 4 <= nq; r += 4) {
-            float *dst[4] = {w->acc[r], w->acc[r + 1], w->acc[r + 2], w->acc[r + 3]};
-            const float *wt[4] = {w->S[r], w->S[r + 1], w->S[r + 2], w->S[r + 3]};
-            acc_rows4(dst, wt, 1, &w->Xp[0][0], LP_ATTN_MAX_D, nk, D);
-        }
-        for (; r < nq; r++)
-            acc_rows(w->acc[r], w->S[r], 1, &w->Xp[0][0], LP_ATTN_MAX_D, nk, D);
-    }
-    for (int64_t r = 0; r < nq; r++) {
-        float *o = out + (b * T + i0 + r) * C + h * D;
-        float inv = 1.0f / l[r];
-        for (int64_t d = 0; d < D; d++)
-            o[d] = w->acc[r][d] * inv;
-        lse[bh * T + i0 + r] = m[r] + logf(l[r]);
     }
 }
 
@@ -413,18 +452,22 @@ void lp_k_attention_fused_forward_opt(float *out, float *lse, const float *q, co
 {
     assert(D <= LP_ATTN_MAX_D);
     float scale = 1.0f / sqrtf((float)D);
-    int64_t nqb = (T + BQ - 1) / BQ;
+    int nthreads = omp_get_max_threads();
+    const int64_t per = ((T + BK - 1) / BK) * D * BK + T * D;
+    float *pack = lp_alloc((size_t)nthreads * (size_t)per * sizeof(float), LP_MEM_CATEGORY_TEMPORARY,
+                           "attention keys/values");
 #pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t task = 0; task < B * H * nqb; task++) {
-        int64_t bh = task / nqb, i0 = (task % nqb) * BQ;
+    for (int64_t bh = 0; bh < B * H; bh++) {
         fused_tiles *w = &tiles_tls;
+        float *mine = pack ? pack + (size_t)omp_get_thread_num() * (size_t)per : NULL;
         switch (D) {
-        case 32: fwd_block(w, out, lse, q, k, v, mask, bh, i0, T, H, 32, ld, scale, drop); break;
-        case 64: fwd_block(w, out, lse, q, k, v, mask, bh, i0, T, H, 64, ld, scale, drop); break;
-        case 128: fwd_block(w, out, lse, q, k, v, mask, bh, i0, T, H, 128, ld, scale, drop); break;
-        default: fwd_block(w, out, lse, q, k, v, mask, bh, i0, T, H, D, ld, scale, drop); break;
+        case 32: fwd_head(w, mine, out, lse, q, k, v, mask, bh, T, H, 32, ld, scale, drop); break;
+        case 64: fwd_head(w, mine, out, lse, q, k, v, mask, bh, T, H, 64, ld, scale, drop); break;
+        case 128: fwd_head(w, mine, out, lse, q, k, v, mask, bh, T, H, 128, ld, scale, drop); break;
+        default: fwd_head(w, mine, out, lse, q, k, v, mask, bh, T, H, D, ld, scale, drop); break;
         }
     }
+    lp_free(pack);
 }
 
 /* One (batch, head) of the backward: dk and dv of a head get contributions from every
