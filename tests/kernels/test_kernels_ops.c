@@ -71,9 +71,15 @@ static int run_bias(const int64_t *d)
     float *g0 = kt_rand_f(C, -1, 1), *g1 = kt_copy(g0, C);
     R->bias_add_forward(o0, b, N, C);
     O->bias_add_forward(o1, b, N, C);
+    float *f0 = kt_nan(N * C), *f1 = kt_nan(N * C);
+    R->bias_broadcast(f0, b, N, C);
+    O->bias_broadcast(f1, b, N, C);
+    int fb = kt_close("bias broadcast", f1, f0, N * C, 0, 0);
+    for (int64_t e = 0; e < N * C; e++)
+        fb += f0[e] != b[e % C];
     R->bias_backward(g0, o0, N, C);
     O->bias_backward(g1, o0, N, C);
-    int f = kt_close("bias_add", o1, o0, N * C, 0, 0);
+    int f = fb + kt_close("bias_add", o1, o0, N * C, 0, 0);
     f += kt_close("bias_backward", g1, g0, C, 1e-6 * N, 1e-6);
     return f + kt_release("bias");
 }

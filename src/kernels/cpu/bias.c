@@ -2,6 +2,7 @@
  * gradient splits columns across threads so each sum has one owner: no atomics and the
  * same summation order as the reference. */
 #include <omp.h>
+#include <string.h>
 
 #include "cpu_kernels.h"
 
@@ -22,6 +23,21 @@ void lp_k_bias_add_forward_opt(float *out, const float *bias, int64_t N, int64_t
         for (int64_t c = 0; c < C; c++)
             o[c] += bias[c];
     }
+}
+
+// out (N,C) = bias (C) broadcast over rows
+void lp_k_bias_broadcast_ref(float *out, const float *bias, int64_t N, int64_t C)
+{
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t c = 0; c < C; c++)
+            out[i * C + c] = bias[c];
+}
+
+void lp_k_bias_broadcast_opt(float *out, const float *bias, int64_t N, int64_t C)
+{
+#pragma omp parallel for schedule(static) if (N * C >= LP_PAR_MIN)
+    for (int64_t i = 0; i < N; i++)
+        memcpy(out + i * C, bias, (size_t)C * sizeof(float));
 }
 
 // dbias (C) += sum over rows of dout (N,C)

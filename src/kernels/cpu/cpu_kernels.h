@@ -16,6 +16,8 @@
 LP_DECLARE_BOTH(void, sgemm, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                 int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 LP_DECLARE_BOTH(void, bias_add_forward, float *out, const float *bias, int64_t N, int64_t C)
+/* out (N,C) = bias (C) in every row: the C a GEMM then accumulates into (beta 1) */
+LP_DECLARE_BOTH(void, bias_broadcast, float *out, const float *bias, int64_t N, int64_t C)
 LP_DECLARE_BOTH(void, bias_backward, float *dbias, const float *dout, int64_t N, int64_t C)
 LP_DECLARE_BOTH(lp_status, embedding_forward, float *out, const int32_t *ids, const int32_t *type_ids,
                 const float *wte, const float *wpe, const float *wtt, int64_t B, int64_t T, int64_t C, int64_t V,

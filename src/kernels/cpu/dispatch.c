@@ -12,7 +12,7 @@
 #define ENTRY(impl, name) .name = lp_k_##name##_##impl
 #define TABLE(impl)                                                                                                 \
     {                                                                                                               \
-        .name = #impl, ENTRY(impl, sgemm), ENTRY(impl, bias_add_forward), ENTRY(impl, bias_backward),               \
+        .name = #impl, ENTRY(impl, sgemm), ENTRY(impl, bias_add_forward), ENTRY(impl, bias_broadcast), ENTRY(impl, bias_backward),               \
         ENTRY(impl, embedding_forward), ENTRY(impl, embedding_backward), ENTRY(impl, layernorm_forward),            \
         ENTRY(impl, layernorm_backward), ENTRY(impl, gelu_forward), ENTRY(impl, gelu_backward),                     \
         ENTRY(impl, softmax_forward), ENTRY(impl, softmax_backward), ENTRY(impl, attention_eager_forward),          \
@@ -70,10 +70,11 @@ void lp_matmul_forward(float *out, const float *inp, const float *weight, const 
                        int64_t OC)
 {
     LP_OP_BEGIN("lp::matmul_forward", 2.0 * N * C * OC, 4.0 * (N * C + C * OC + N * OC), 3, N, C, OC);
-    // out (N,OC) = inp (N,C) @ weight^T (C,OC)
-    K->sgemm(false, true, N, OC, C, 1.0f, inp, C, weight, C, 0.0f, out, OC);
+    // out (N,OC) = bias + inp (N,C) @ weight^T (C,OC): the bias is the C the GEMM accumulates
+    // into, which saves OpenBLAS's zeroing pass and a separate bias pass over out
     if (bias)
-        K->bias_add_forward(out, bias, N, OC);
+        K->bias_broadcast(out, bias, N, OC);
+    K->sgemm(false, true, N, OC, C, 1.0f, inp, C, weight, C, bias ? 1.0f : 0.0f, out, OC);
     LP_OP_END();
 }
 

@@ -108,9 +108,7 @@ lp_status lp_k_linear_forward_panels(float *out, const float *inp, const float *
 {
     float beta = 0.0f;
     if (bias) {
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < N; i++)
-            memcpy(out + i * OC, bias, (size_t)OC * sizeof(float));
+        lp_k_bias_broadcast_opt(out, bias, N, OC);
         beta = 1.0f;
     }
     if (wf) {
