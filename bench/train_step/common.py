@@ -47,10 +47,15 @@ def loupe_env(blas_coretype):
 
 
 def measure_peak(exe, threads, blas_coretype):
-    r = run_json([exe, "--mode", "peak", "--threads", str(threads)], loupe_env(blas_coretype), "peak")
-    if r is None:
-        sys.exit("bench_step --mode peak failed")
-    return r["peak_gflops"]
+    """The best of three readings: a reading taken while the VM is disturbed comes out low
+    (seen: 305 against 484-491 GFLOP/s), which would inflate every MFU."""
+    best = 0.0
+    for _ in range(3):
+        r = run_json([exe, "--mode", "peak", "--threads", str(threads)], loupe_env(blas_coretype), "peak")
+        if not r or not r.get("peak_gflops"):
+            sys.exit("bench_step --mode peak failed")
+        best = max(best, r["peak_gflops"])
+    return best
 
 
 def loupe_run(exe, a, blas_coretype, **kw):
