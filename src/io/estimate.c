@@ -63,6 +63,8 @@
  *   fused LoRA backward: g (N,r) beside the base's slab [or, with dropout, 256 dropped
  *                        input rows (256,in) or threads × 32 masked rows (32,in)]
  *   fused LoRA dropout forward: threads × 64 dropped rows (64,in), before the base's slab
+ *   and, not per Linear, the fused attention forward: threads × (⌈T/64⌉·64 + T)·hd floats
+ *   (each thread's head keys, transposed in 64-wide tiles, and values, packed once)
  *
  * Llama / Qwen2 / Mistral (pre-RMSNorm; the engine does not train these yet, so this is the
  * PyTorch-style contract an engine keeping exactly what backward needs must meet):
@@ -162,6 +164,10 @@ static void bert_terms(const lp_model_config *c, const lp_param_map *m, const lp
             lora_u8 += o->lora_dropout > 0 ? N * pi : 0;
         }
         scratch = max2(scratch, linear_scratch(po, pi, adapted, quant, o, N, r));
+    }
+    if (!o->eager && A > 0) { /* the fused attention forward's packed keys and values */
+        const uint64_t th = o->threads > 0 ? (uint64_t)o->threads : 1, hd = H / A;
+        scratch = max2(scratch, th * (((T + 63) / 64) * 64 + T) * hd);
     }
     out->activations_per_layer = 4 * (f + lora_f) + u8 + lora_u8;
     uint64_t kept = o->grad_checkpointing ? 4 * (f + L * N * H) + u8 : L * (4 * f + u8);

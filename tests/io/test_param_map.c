@@ -443,9 +443,11 @@ static void test_estimate(void **state)
     assert_int_equal(e.activations_per_layer, 4 * 2040 + 320);
     /* outside: embedding 2*160 + 2*20, head 4*32 + 12 + 4 floats; masks 160 + 32 bytes */
     assert_int_equal(e.activations, 2 * (4 * 2040 + 320) + 4 * 504 + 192);
-    /* dA, dB 2*160 + layer 3*160 + max(attention 4*160, FFN 320) + dlogits 12 */
-    assert_int_equal(e.temporary, 4 * (320 + 1120 + 12));
-    assert_int_equal(e.temporary_transient, 0);
+    /* dA, dB 2*160 + layer 3*160 + max(attention 4*160, FFN 320) + dlogits 12, and the
+     * transient: the fused attention forward's packed keys and values, 1 thread x (64-wide
+     * key tile + 5 value rows) x head dim 4 = 276 floats */
+    assert_int_equal(e.temporary_transient, 4 * 276);
+    assert_int_equal(e.temporary, 4 * (320 + 1120 + 12) + 4 * 276);
     assert_int_equal(e.input, 4 * (3 * 20 + 4 + 64));
     assert_int_equal(e.quantized_weights, 0);
     assert_int_equal(e.total,
@@ -472,7 +474,8 @@ static void test_estimate(void **state)
     assert_int_equal(e.gradients, 4 * (128 + 48));
     assert_int_equal(e.optimizer_state, 2 * 4 * 155);
     assert_int_equal(e.activations_per_layer, 4 * (2040 + 2 * 20 * 2) + 320);
-    assert_int_equal(e.temporary_transient, 4 * 20 * 2); /* fused backward's g (N,r) */
+    /* the larger of the fused backward's g (N,r) = 40 floats and the attention pack (276) */
+    assert_int_equal(e.temporary_transient, 4 * 276);
     /* QLoRA: per layer 4 linears of 64 values and 2 of 128 move from fp32 to NF4 */
     o.method = LP_TRAIN_METHOD_QLORA;
     o.threads = 1;
@@ -481,8 +484,9 @@ static void test_estimate(void **state)
     assert_int_equal(e.parameters, 4 * (1664 - qn + 128));
     /* each: 64-byte rounded codes (32 or 64) + u8 absmax (1 or 2 -> 64) + one nested f32 */
     assert_int_equal(e.quantized_weights, 2 * 6 * (64 + 64 + 4));
-    /* fused: the whole (small) FFN weight is one dequantized slab: 128 floats */
-    assert_int_equal(e.temporary_transient, 4 * 128);
+    /* fused: the whole (small) FFN weight is one dequantized slab of 128 floats, under the
+     * attention pack's 276 */
+    assert_int_equal(e.temporary_transient, 4 * 276);
     /* eager, query: dv (N,8) + du (N,2) + dx (N,8) + the dequantized weight 64 */
     o.eager = true;
     assert_int_equal(lp_mem_estimate_compute(&cfg, &m, &o, &e), LP_OK);
