@@ -367,6 +367,8 @@ static const op_case cases[] = {
     {"attention", run_attention, {2, 128, 2, 64, 1, 1}},
     {"attention", run_attention, {2, 70, 1, 64, 0, 2}},
     {"attention", run_attention, {1, 130, 1, 128, 1, 1}},
+    {"attention", run_attention, {1, 70, 2, 96, 0, 1}}, /* head dim 64 + 32 */
+    {"attention", run_attention, {1, 33, 1, 48, 1, 0}}, /* head dim 32 + 16 */
     {"dropout", run_dropout, {1}},
     {"dropout", run_dropout, {17}},
     {"dropout", run_dropout, {63}},

@@ -248,6 +248,25 @@ ALWAYS_INLINE void acc_rows4(float *const a[4], const float *const w[4], int64_t
             for (int j = 0; j < 4; j++)
                 _mm512_storeu_ps(a[i] + d0 + 16 * j, r[i][j]);
     }
+    /* head dim 32 (MiniLM): eight chains; acc_rows alone would run one FMA chain a row */
+    for (; d0 + 32 <= D; d0 += 32) {
+        __m512 r[4][2];
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 2; j++)
+                r[i][j] = _mm512_loadu_ps(a[i] + d0 + 16 * j);
+        for (int64_t c = 0; c < n; c++) {
+            const float *x = X + c * ldx + d0;
+            __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
+            for (int i = 0; i < 4; i++) {
+                __m512 wv = _mm512_set1_ps(w[i][c * ws]);
+                r[i][0] = _mm512_fmadd_ps(wv, x0, r[i][0]);
+                r[i][1] = _mm512_fmadd_ps(wv, x1, r[i][1]);
+            }
+        }
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 2; j++)
+                _mm512_storeu_ps(a[i] + d0 + 16 * j, r[i][j]);
+    }
 #endif
     if (d0 < D)
         for (int i = 0; i < 4; i++)
