@@ -1,7 +1,8 @@
 /* loupe io: model files. safetensors read (mmap, validated like the reference
  * implementation, tensor views point into the mapping) and write (atomic), sharded
  * checkpoints, Hugging Face config.json, the map from checkpoint tensor names to the
- * engine's parameters, and the memory estimate `loupe inspect` prints.
+ * engine's parameters, the memory estimate `loupe inspect` prints, and JSON files read and
+ * written atomically for every layer above.
  *
  *   lp_st_set *w; lp_model_config cfg; lp_param_map map;
  *   if (lp_st_set_open_dir("models/minilm", &w) != LP_OK ||
@@ -29,6 +30,16 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ---------------------------------------------------------------- JSON files */
+
+struct cJSON;
+/* Writes j pretty-printed to path atomically and frees j (NULL j: NO_MEMORY, as from a
+ * failed build). Errors: NO_MEMORY, IO naming path. */
+LP_WARN_UNUSED lp_status lp_json_write_file(const char *path, struct cJSON *j);
+/* Reads and parses path; *out (owned by the caller, cJSON_Delete) on success, NULL on
+ * error. Errors: lp_file_read_all's, FORMAT "<path>: not valid JSON". */
+LP_WARN_UNUSED lp_status lp_json_read_file(const char *path, struct cJSON **out);
 
 /* ---------------------------------------------------------------- safetensors */
 

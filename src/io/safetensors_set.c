@@ -71,15 +71,10 @@ static lp_status set_finish(lp_st_set *s, const char *label)
 
 static lp_status open_index(lp_st_set *s, const char *path)
 {
-    char *text = NULL;
-    size_t len = 0;
-    lp_status st = lp_file_read_all(path, &text, &len);
+    cJSON *root;
+    lp_status st = lp_json_read_file(path, &root);
     if (st != LP_OK)
         return st;
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    free(text);
-    if (!root)
-        return lp_err(LP_STATUS_FORMAT, "%s: not valid JSON", path);
     const cJSON *wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
     char *dir = strdup(path);
     char **names = NULL;

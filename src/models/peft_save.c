@@ -165,13 +165,7 @@ static lp_status write_config(const lp_model *m, const char *path)
     cJSON_AddNullToObject(c, "trainable_token_indices");
     cJSON_AddFalseToObject(c, "use_dora");
     cJSON_AddBoolToObject(c, "use_rslora", m->lora.rslora);
-    char *text = cJSON_Print(c);
-    cJSON_Delete(c);
-    if (!text)
-        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
-    lp_status st = lp_file_write_atomic(path, text, strlen(text));
-    free(text);
-    return st;
+    return lp_json_write_file(path, c);
 }
 
 static lp_status write_readme(const lp_model *m, const char *path)

@@ -90,14 +90,11 @@ static lp_status read_adapter_cfg(const char *dir, adapter_cfg *c)
     memset(c, 0, sizeof *c);
     char path[4096];
     snprintf(path, sizeof path, "%s/adapter_config.json", dir);
-    char *text = NULL;
-    size_t len = 0;
-    lp_status st = lp_file_read_all(path, &text, &len);
+    cJSON *root;
+    lp_status st = lp_json_read_file(path, &root);
     if (st != LP_OK)
         return st;
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    free(text);
-    if (!root || !cJSON_IsObject(root)) {
+    if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return lp_err(LP_STATUS_FORMAT, "%s: not a JSON object", path);
     }

@@ -24,7 +24,6 @@ static lp_status write_config(const lp_model *m, const char *path)
     cJSON *root = cJSON_Parse(m->config_json);
     if (!root)
         return lp_err(LP_STATUS_FORMAT, "%s/config.json: cannot re-read the source config", m->dir);
-    lp_status st = LP_OK;
     cJSON *arch = cJSON_CreateArray();
     cJSON_AddItemToArray(arch, cJSON_CreateString(lp_hf_arch_name(m->save_arch)));
     cJSON_DeleteItemFromObjectCaseSensitive(root, "architectures");
@@ -51,13 +50,7 @@ static lp_status write_config(const lp_model *m, const char *path)
         if (m->head.kind == LP_NN_HEAD_KIND_MEAN) // not a transformers notion: see lp_pooling
             cJSON_AddItemToObject(root, "loupe_pooling", cJSON_CreateString("mean"));
     }
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (!text)
-        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
-    st = lp_file_write_atomic(path, text, strlen(text));
-    free(text);
-    return st;
+    return lp_json_write_file(path, root);
 }
 
 static lp_status write_weights(const lp_model *m, const char *path)

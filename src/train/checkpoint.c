@@ -109,13 +109,7 @@ static lp_status write_trainer_state(const char *path, const lp_train_config *c,
     cJSON_AddNumberToObject(set, "max_seq_len", c->max_seq_len);
     cJSON_AddStringToObject(set, "method", lp_train_method_name(c->method));
     cJSON_AddItemToObject(j, "settings", set);
-    char *text = cJSON_Print(j);
-    cJSON_Delete(j);
-    if (!text)
-        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
-    lp_status st = lp_file_write_atomic(path, text, strlen(text));
-    free(text);
-    return st;
+    return lp_json_write_file(path, j);
 }
 
 /* Keeps the newest `keep` step-* directories. */
@@ -245,15 +239,10 @@ static int get_i64(const cJSON *o, const char *k, int64_t *out)
 
 static lp_status read_trainer_state(const char *path, const lp_train_config *c, lp_optim *o, lp_ckpt_state *s)
 {
-    char *text;
-    size_t len;
-    lp_status st = lp_file_read_all(path, &text, &len);
+    cJSON *j;
+    lp_status st = lp_json_read_file(path, &j);
     if (st != LP_OK)
         return st;
-    cJSON *j = cJSON_ParseWithLength(text, len);
-    free(text);
-    if (!j)
-        return lp_err(LP_STATUS_FORMAT, "%s: not valid JSON", path);
     const cJSON *rng = cJSON_GetObjectItemCaseSensitive(j, "dropout_rng");
     const cJSON *set = cJSON_GetObjectItemCaseSensitive(j, "settings");
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(j, "format");

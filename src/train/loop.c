@@ -33,14 +33,11 @@ typedef struct run {
 /* models/default keeps the seed its weights are drawn from in config.json. */
 static uint64_t init_seed(const char *model_dir, uint64_t fallback)
 {
-    char path[4096], *text;
-    size_t len;
+    char path[4096];
     snprintf(path, sizeof path, "%s/config.json", model_dir);
-    if (lp_file_read_all(path, &text, &len) != LP_OK) {
-        return fallback;
-    }
-    cJSON *j = cJSON_ParseWithLength(text, len);
-    free(text);
+    cJSON *j;
+    if (lp_json_read_file(path, &j) != LP_OK)
+        return fallback; /* the model loader reports what is wrong with the file */
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "loupe_init_seed");
     uint64_t v = cJSON_IsNumber(s) && s->valuedouble >= 0 ? (uint64_t)s->valuedouble : fallback;
     cJSON_Delete(j);

@@ -297,13 +297,7 @@ lp_status lp_rundir_write_config(const char *run_dir, const lp_train_config *c, 
     add_str(lib, "compiler", __VERSION__);
     cJSON_AddItemToObject(j, "libraries", lib);
 
-    char *text = cJSON_Print(j);
-    cJSON_Delete(j);
-    if (!text)
-        return lp_err(LP_STATUS_NO_MEMORY, "config.json: out of memory");
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", run_dir);
-    lp_status st = lp_file_write_atomic(path, text, strlen(text));
-    free(text);
-    return st;
+    return lp_json_write_file(path, j);
 }

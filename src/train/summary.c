@@ -196,11 +196,5 @@ lp_status lp_rundir_write_summary(const char *path, const lp_summary_in *in)
     cJSON_AddNumberToObject(e, "loss", last ? last->eval_loss : NAN);
     cJSON_AddNumberToObject(e, "accuracy", last ? last->eval_accuracy : NAN);
     cJSON_AddNumberToObject(e, "macro_f1", last ? last->eval_f1 : NAN);
-    char *text = cJSON_Print(j);
-    cJSON_Delete(j);
-    if (!text)
-        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
-    lp_status rs = lp_file_write_atomic(path, text, strlen(text));
-    free(text);
-    return rs;
+    return lp_json_write_file(path, j);
 }
