@@ -61,6 +61,12 @@ void lp_err_clear(void);
  * count the NUL). Caller frees *out with free(). */
 LP_WARN_UNUSED lp_status lp_file_read_all(const char *path, char **out, size_t *len);
 
+/* Room for `need` elements of `size` bytes in the heap array v of capacity *cap (elements),
+ * doubling from `first` (the first allocation's capacity). Returns the array to use (v when
+ * it is already large enough) with *cap updated, or NULL when out of memory, leaving v and
+ * *cap as they were. */
+LP_WARN_UNUSED void *lp_grow(void *v, size_t *cap, size_t need, size_t size, size_t first);
+
 /* Output that appears under its final name only when complete: writes go to
  * "<path>.tmp.<pid>" in the same directory, lp_atomic_commit flushes, fsyncs and renames
  * it into place; lp_atomic_abort removes it. A full disk surfaces as LP_STATUS_IO from

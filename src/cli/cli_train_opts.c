@@ -144,14 +144,10 @@ typedef struct strpool {
 
 static const char *pool_add(strpool *p, const char *s)
 {
-    if (p->n == p->cap) {
-        size_t nc = p->cap ? p->cap * 2 : 32;
-        char **ns = realloc(p->s, nc * sizeof *ns);
-        if (!ns)
-            return NULL;
-        p->s = ns;
-        p->cap = nc;
-    }
+    char **ns = lp_grow(p->s, &p->cap, p->n + 1, sizeof *ns, 32);
+    if (!ns)
+        return NULL;
+    p->s = ns;
     char *d = strdup(s);
     if (d)
         p->s[p->n++] = d;

@@ -63,14 +63,10 @@ typedef struct record {
 
 static int rec_putc(record *r, char c)
 {
-    if (r->len + 1 >= r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 256;
-        char *b = realloc(r->buf, cap);
-        if (!b)
-            return 0;
-        r->buf = b;
-        r->cap = cap;
-    }
+    char *b = lp_grow(r->buf, &r->cap, r->len + 2, 1, 256); /* and room for a NUL */
+    if (!b)
+        return 0;
+    r->buf = b;
     r->buf[r->len++] = c;
     return 1;
 }

@@ -158,14 +158,10 @@ lp_status lp_prof_events_add(lp_prof_events *ev, const lp_prof_event *e)
     if (e->n_inputs > 0 && (!e->input_ranks || e->n_inputs > 4096))
         return lp_err(LP_STATUS_INVALID_ARG, "profiler: event '%s': %d inputs without ranks",
                       e->name, (int)e->n_inputs);
-    if (ev->n == ev->cap) {
-        size_t ncap = ev->cap ? ev->cap * 2 : 1024;
-        lp_prof_event *ne = realloc(ev->ev, ncap * sizeof *ne);
-        if (!ne)
-            return lp_err(LP_STATUS_NO_MEMORY, "profiler: out of memory (%zu events)", ev->n);
-        ev->ev = ne;
-        ev->cap = ncap;
-    }
+    lp_prof_event *ne = lp_grow(ev->ev, &ev->cap, ev->n + 1, sizeof *ne, 1024);
+    if (!ne)
+        return lp_err(LP_STATUS_NO_MEMORY, "profiler: out of memory (%zu events)", ev->n);
+    ev->ev = ne;
     lp_prof_event c = *e;
     c.name = intern(ev, e->name);
     c.cat = intern(ev, e->cat ? e->cat : "");

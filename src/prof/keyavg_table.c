@@ -16,18 +16,12 @@ static void sb_put(sbuf *s, const char *str, size_t k)
 {
     if (s->oom)
         return;
-    if (s->n + k + 1 > s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 4096;
-        while (nc < s->n + k + 1)
-            nc *= 2;
-        char *np = realloc(s->p, nc);
-        if (!np) {
-            s->oom = 1;
-            return;
-        }
-        s->p = np;
-        s->cap = nc;
+    char *np = lp_grow(s->p, &s->cap, s->n + k + 1, 1, 4096);
+    if (!np) {
+        s->oom = 1;
+        return;
     }
+    s->p = np;
     memcpy(s->p + s->n, str, k);
     s->n += k;
     s->p[s->n] = '\0';

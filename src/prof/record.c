@@ -389,16 +389,12 @@ static void on_group(coll *c, const rec *r)
         c->n_thread_events++;
         return;
     }
-    if (c->depth == c->cap) {
-        size_t ncap = c->cap ? c->cap * 2 : 64;
-        open_rng *ns = realloc(c->stack, ncap * sizeof *ns);
-        if (!ns) {
-            c->st = lp_err(LP_STATUS_NO_MEMORY, "profiler: out of memory (range stack)");
-            return;
-        }
-        c->stack = ns;
-        c->cap = ncap;
+    open_rng *ns = lp_grow(c->stack, &c->cap, c->depth + 1, sizeof *ns, 64);
+    if (!ns) {
+        c->st = lp_err(LP_STATUS_NO_MEMORY, "profiler: out of memory (range stack)");
+        return;
     }
+    c->stack = ns;
     open_rng *o = &c->stack[c->depth++];
     o->ts = r->e.ts;
     o->h[0] = r[0];

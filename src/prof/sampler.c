@@ -51,16 +51,12 @@ static int64_t cpu_ticks(void)
 /* Appends one sample (caller holds s->mu). */
 static void add_sample(lp_prof_sampler *s, double t_s, int64_t rss, double pct)
 {
-    if (s->n == s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 256;
-        sample *ns2 = realloc(s->s, nc * sizeof *ns2);
-        if (!ns2) {
-            s->oom = 1;
-            return;
-        }
-        s->s = ns2;
-        s->cap = nc;
+    sample *ns2 = lp_grow(s->s, &s->cap, s->n + 1, sizeof *ns2, 256);
+    if (!ns2) {
+        s->oom = 1;
+        return;
     }
+    s->s = ns2;
     s->s[s->n++] = (sample){t_s, rss, pct};
 }
 

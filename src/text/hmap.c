@@ -193,38 +193,26 @@ int lp_u64map_put(lp_u64map *m, uint64_t k, uint64_t v)
 
 int lp_buf_reserve(lp_buf *b, size_t extra)
 {
-    if (b->len + extra <= b->cap) return 0;
-    size_t nc = b->cap ? b->cap * 2 : 4096;
-    while (nc < b->len + extra) nc *= 2;
-    char *np = realloc(b->p, nc);
+    char *np = lp_grow(b->p, &b->cap, b->len + extra, 1, 4096);
     if (!np) return -1;
     b->p = np;
-    b->cap = nc;
     return 0;
 }
 
 int lp_spans_push(lp_spans *s, uint32_t off, uint32_t len)
 {
-    if (s->n == s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 256;
-        void *nv = realloc(s->v, nc * sizeof *s->v);
-        if (!nv) return -1;
-        s->v = nv;
-        s->cap = nc;
-    }
+    void *nv = lp_grow(s->v, &s->cap, s->n + 1, sizeof *s->v, 256);
+    if (!nv) return -1;
+    s->v = nv;
     s->v[s->n++] = (lp_span){off, len};
     return 0;
 }
 
 int lp_ids_push(lp_ids *s, int32_t id)
 {
-    if (s->n == s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 256;
-        void *nv = realloc(s->v, nc * sizeof *s->v);
-        if (!nv) return -1;
-        s->v = nv;
-        s->cap = nc;
-    }
+    void *nv = lp_grow(s->v, &s->cap, s->n + 1, sizeof *s->v, 256);
+    if (!nv) return -1;
+    s->v = nv;
     s->v[s->n++] = id;
     return 0;
 }

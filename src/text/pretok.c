@@ -92,13 +92,9 @@ typedef struct ents { ent *v; size_t n, cap; } ents;
 
 static int ents_push(ents *e, uint32_t off, uint32_t len, int match)
 {
-    if (e->n == e->cap) {
-        size_t nc = e->cap ? e->cap * 2 : 64;
-        void *nv = realloc(e->v, nc * sizeof *e->v);
-        if (!nv) return -1;
-        e->v = nv;
-        e->cap = nc;
-    }
+    void *nv = lp_grow(e->v, &e->cap, e->n + 1, sizeof *e->v, 64);
+    if (!nv) return -1;
+    e->v = nv;
     e->v[e->n++] = (ent){off, len, match};
     return 0;
 }

@@ -135,16 +135,10 @@ struct lp_tb_writer {
 static lp_status append_record(lp_tb_writer *w, double wall_time, int64_t step, const char *tag, float value)
 {
     size_t need = lp_tb_encode_record(NULL, 0, wall_time, step, tag, value);
-    if (w->n + need > w->cap) {
-        size_t nc = w->cap ? w->cap * 2 : 4096;
-        while (nc < w->n + need)
-            nc *= 2;
-        uint8_t *nd = realloc(w->data, nc);
-        if (!nd)
-            return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", w->path);
-        w->data = nd;
-        w->cap = nc;
-    }
+    uint8_t *nd = lp_grow(w->data, &w->cap, w->n + need, 1, 4096);
+    if (!nd)
+        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", w->path);
+    w->data = nd;
     w->n += lp_tb_encode_record(w->data + w->n, need, wall_time, step, tag, value);
     return LP_OK;
 }

@@ -164,6 +164,29 @@ static void test_dir_write_atomic(void **state)
     assert_non_null(strstr(lp_err_msg(), "not a directory"));
 }
 
+/* lp_grow: first allocation, doubling past the need, no-op when large enough, and an
+ * overflowing request refused with the array and capacity untouched. */
+static void test_grow(void **state)
+{
+    (void)state;
+    size_t cap = 0;
+    int *v = lp_grow(NULL, &cap, 1, sizeof *v, 8);
+    assert_non_null(v);
+    assert_int_equal(cap, 8);
+    v[7] = 42;
+    int *w = lp_grow(v, &cap, 8, sizeof *v, 8); /* already room */
+    assert_ptr_equal(w, v);
+    assert_int_equal(cap, 8);
+    v = lp_grow(v, &cap, 40, sizeof *v, 8); /* 8 -> 16 -> 32 -> 64 */
+    assert_non_null(v);
+    assert_int_equal(cap, 64);
+    assert_int_equal(v[7], 42);
+    assert_null(lp_grow(v, &cap, SIZE_MAX / 2, sizeof *v, 8));
+    assert_int_equal(cap, 64);
+    assert_int_equal(v[7], 42);
+    free(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -174,6 +197,7 @@ int main(void)
         cmocka_unit_test(test_full_disk_is_an_error),
         cmocka_unit_test(test_missing_file_names_path),
         cmocka_unit_test(test_dir_write_atomic),
+        cmocka_unit_test(test_grow),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
