@@ -100,7 +100,23 @@ static inline void gold_batch_free(gold_batch *b)
     free(b->labels);
 }
 
-#ifdef fail_msg /* cmocka included first: a compare that fails the test */
+#ifdef fail_msg /* cmocka included first: helpers that fail the test */
+/* Opens a safetensors file (a golden or a reference checkpoint); fails the test naming why. */
+static inline lp_st_file *gold_open(const char *path)
+{
+    lp_st_file *f = NULL;
+    if (lp_st_open(path, &f) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    return f;
+}
+
+/* The golden's batch; fails the test when a tensor is missing. */
+static inline void gold_batch_read(const lp_st_file *g, gold_batch *b)
+{
+    if (gold_batch_get(g, b) != 0)
+        fail_msg("golden batch: input_ids, attention_mask or labels missing");
+}
+
 /* Compares a with the golden b (n floats), prints the figures, keeps the worst relative
  * difference in *worst, and fails the test beyond tol. Returns the relative difference. */
 static inline double gold_check(const char *label, const float *a, const float *b, int64_t n, double tiny, double tol,

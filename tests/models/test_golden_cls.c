@@ -45,20 +45,7 @@ static lp_st_file *open_golden(const char *name)
 {
     char p[512];
     snprintf(p, sizeof p, "tests/golden/%s/golden.safetensors", name);
-    lp_st_file *f = NULL;
-    if (lp_st_open(p, &f) != LP_OK)
-        fail_msg("%s", lp_err_msg());
-    return f;
-}
-
-static void get_batch(const lp_st_file *g, batch *b)
-{
-    assert_int_equal(gold_batch_get(g, b), 0);
-}
-
-static void free_batch(batch *b)
-{
-    gold_batch_free(b);
+    return gold_open(p);
 }
 
 static lp_model *load(const char *name, lp_exec_mode exec, bool ckpt)
@@ -97,7 +84,7 @@ static void run_grads(const char *name, lp_exec_mode exec, bool ckpt)
 {
     lp_st_file *g = open_golden(name);
     batch b;
-    get_batch(g, &b);
+    gold_batch_read(g, &b);
     lp_model *m = load(name, exec, ckpt);
     lp_model_info info;
     lp_model_info_get(m, &info);
@@ -153,7 +140,7 @@ static void run_grads(const char *name, lp_exec_mode exec, bool ckpt)
            name, lp_exec_mode_name(exec), ckpt ? "+ckpt" : "", w_out, w_hid, n_hid, w_grad, n_grad);
     free(logits);
     lp_model_free(m);
-    free_batch(&b);
+    gold_batch_free(&b);
     lp_st_close(g);
 }
 
@@ -180,7 +167,7 @@ static void run_adamw(const char *name, lp_exec_mode exec)
 
     lp_st_file *g = open_golden(name);
     batch b;
-    get_batch(g, &b);
+    gold_batch_read(g, &b);
     lp_model *m = load(name, exec, false);
     size_t np;
     const lp_model_param *p = lp_model_params(m, &np);
@@ -265,7 +252,7 @@ static void run_adamw(const char *name, lp_exec_mode exec)
     free(ref_upd);
     cJSON_Delete(root);
     lp_model_free(m);
-    free_batch(&b);
+    gold_batch_free(&b);
     lp_st_close(g);
 }
 

@@ -35,24 +35,6 @@
 
 typedef gold_batch batch;
 
-static lp_st_file *open_file(const char *path)
-{
-    lp_st_file *f = NULL;
-    if (lp_st_open(path, &f) != LP_OK)
-        fail_msg("%s", lp_err_msg());
-    return f;
-}
-
-static void get_batch(const lp_st_file *g, batch *b)
-{
-    assert_int_equal(gold_batch_get(g, b), 0);
-}
-
-static void free_batch(batch *b)
-{
-    gold_batch_free(b);
-}
-
 /* base = a model directory; adapter = a PEFT adapter directory or NULL (no LoRA). */
 static lp_model *load(const char *base, const char *adapter, lp_exec_mode exec)
 {
@@ -89,9 +71,9 @@ static void run(const char *name, lp_exec_mode exec)
     snprintf(dir, sizeof dir, "tests/golden/%s", name);
     snprintf(adapter, sizeof adapter, "%s/peft_adapter", dir);
     snprintf(path, sizeof path, "%s/golden.safetensors", dir);
-    lp_st_file *g = open_file(path);
+    lp_st_file *g = gold_open(path);
     batch b;
-    get_batch(g, &b);
+    gold_batch_read(g, &b);
     lp_model *m = load(dir, adapter, exec);
     lp_model_info info;
     lp_model_info_get(m, &info);
@@ -152,7 +134,7 @@ static void run(const char *name, lp_exec_mode exec)
     if (lp_model_save_hf(m, merged) != LP_OK)
         fail_msg("%s", lp_err_msg());
     snprintf(path, sizeof path, "%s/model.safetensors", merged);
-    lp_st_file *mf = open_file(path);
+    lp_st_file *mf = gold_open(path);
     int n_merged = 0;
     for (size_t i = 0; i < lp_st_count(g); i++) {
         const char *k = lp_st_at(g, i)->name;
@@ -179,9 +161,9 @@ static void run(const char *name, lp_exec_mode exec)
     if (lp_model_save_adapter(m, saved) != LP_OK)
         fail_msg("%s", lp_err_msg());
     snprintf(path, sizeof path, "%s/adapter_model.safetensors", adapter);
-    lp_st_file *pf = open_file(path);
+    lp_st_file *pf = gold_open(path);
     snprintf(path, sizeof path, "%s/adapter_model.safetensors", saved);
-    lp_st_file *sf = open_file(path);
+    lp_st_file *sf = gold_open(path);
     assert_int_equal(lp_st_count(sf), lp_st_count(pf));
     for (size_t i = 0; i < lp_st_count(pf); i++) {
         const lp_st_tensor *t = lp_st_at(pf, i), *u = lp_st_find(sf, t->name);
@@ -285,7 +267,7 @@ static void run(const char *name, lp_exec_mode exec)
     free(rupd);
     free(logits);
     lp_model_free(m);
-    free_batch(&b);
+    gold_batch_free(&b);
     lp_st_close(g);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);

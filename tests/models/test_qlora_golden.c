@@ -30,14 +30,6 @@
 #define TINY 1e-3
 #define UPDATE_TOL 5e-4
 
-static lp_st_file *open_file(const char *path)
-{
-    lp_st_file *f = NULL;
-    if (lp_st_open(path, &f) != LP_OK)
-        fail_msg("%s", lp_err_msg());
-    return f;
-}
-
 static lp_model *load(lp_exec_mode exec, lp_dtype base, const char *adapter)
 {
     lp_model_options o;
@@ -67,8 +59,8 @@ static void nf4_bits(void **state)
 {
     (void)state;
     lp_model *m = load(LP_EXEC_MODE_FUSED, LP_DTYPE_NF4, DIR "/peft_adapter");
-    lp_st_file *qf = open_file(DIR "/quantized_model/model.safetensors");
-    lp_st_file *g = open_file(DIR "/golden.safetensors");
+    lp_st_file *qf = gold_open(DIR "/quantized_model/model.safetensors");
+    lp_st_file *g = gold_open(DIR "/golden.safetensors");
     int n = 0;
     size_t bytes = 0;
     for (size_t i = 0; i < lp_st_count(g); i++) {
@@ -127,7 +119,7 @@ static void nf4_bits(void **state)
 
 static void run(lp_exec_mode exec)
 {
-    lp_st_file *g = open_file(DIR "/golden.safetensors");
+    lp_st_file *g = gold_open(DIR "/golden.safetensors");
     int64_t n = 0, nl = 0;
     int32_t *ids = gold_i32(g, "input_ids", &n), *mask = gold_i32(g, "attention_mask", NULL),
             *labels = gold_i32(g, "labels", &nl);
@@ -229,7 +221,7 @@ static void qlora_fused(void **state)
 static void fresh_and_int8(void **state)
 {
     (void)state;
-    lp_st_file *g = open_file(DIR "/golden.safetensors");
+    lp_st_file *g = gold_open(DIR "/golden.safetensors");
     int64_t n = 0, nl = 0;
     int32_t *ids = gold_i32(g, "input_ids", &n), *mask = gold_i32(g, "attention_mask", NULL),
             *labels = gold_i32(g, "labels", &nl);
