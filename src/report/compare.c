@@ -10,6 +10,8 @@
 
 #include "loupe/report.h"
 
+enum { TOP_OPS = 8 }; /* each run's ops by self time that the text table lists */
+
 static double num(const cJSON *o, const char *k)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
@@ -120,10 +122,10 @@ static double ratio(double v, double base)
 }
 
 /* One table row: label, each run's value, and "(x1.23)" against the first run. */
-static void row(FILE *f, const char *label, const double *v, int n, const char *fmt, double scale,
+static void row(FILE *f, int w, const char *label, const double *v, int n, const char *fmt, double scale,
                 bool ratios)
 {
-    fprintf(f, "%-28s", label);
+    fprintf(f, "%-*s", w, label);
     for (int i = 0; i < n; i++) {
         char cell[64];
         if (!isfinite(v[i]))
@@ -143,10 +145,17 @@ void lp_compare_write_text(FILE *f, const lp_run_summary *r, int n)
 {
     double v[64] = {0};
     n = n > 64 ? 64 : n;
-    fprintf(f, "%-28s", "run");
+    // the label column fits the longest op name shown (kernel names run past 26 characters)
+    int w = 28;
+    for (int k = 0; k < n; k++)
+        for (int o = 0; o < r[k].n_ops && o < TOP_OPS; o++) {
+            int len = 2 + (int)strlen(r[k].ops[o].name);
+            w = len > w ? len : w;
+        }
+    fprintf(f, "%-*s", w, "run");
     for (int i = 0; i < n; i++)
         fprintf(f, " %24.24s", r[i].run_id);
-    fprintf(f, "\n%-28s", "method / exec");
+    fprintf(f, "\n%-*s", w, "method / exec");
     for (int i = 0; i < n; i++) {
         char c[64];
         snprintf(c, sizeof c, "%s / %s", r[i].method, r[i].exec);
@@ -157,7 +166,7 @@ void lp_compare_write_text(FILE *f, const lp_run_summary *r, int n)
     do {                                                                                                     \
         for (int i = 0; i < n; i++)                                                                          \
             v[i] = r[i].field;                                                                               \
-        row(f, label, v, n, fmt, scale, rat);                                                                \
+        row(f, w, label, v, n, fmt, scale, rat);                                                                \
     } while (0)
     ROW("trainable params", params_trainable, "%.0f", 1.0, true);
     ROW("total params", params_total, "%.0f", 1.0, true);
@@ -184,19 +193,19 @@ void lp_compare_write_text(FILE *f, const lp_run_summary *r, int n)
                 continue;
             char label[64];
             snprintf(label, sizeof label, "  %s MiB", cat);
-            row(f, label, v, n, "%.2f", 1048576.0, true);
+            row(f, w, label, v, n, "%.2f", 1048576.0, true);
         }
     ROW("final loss", final_loss, "%.4f", 1.0, false);
     ROW("eval accuracy", eval_accuracy, "%.4f", 1.0, false);
 #undef ROW
-    // top ops by self time: the union of each run's top 8
+    // top ops by self time: the union of each run's top TOP_OPS
     bool header = false;
     for (int k = 0; k < n; k++)
-        for (int o = 0; o < r[k].n_ops && o < 8; o++) {
+        for (int o = 0; o < r[k].n_ops && o < TOP_OPS; o++) {
             const char *op = r[k].ops[o].name;
             bool seen = false;
             for (int j = 0; j < k && !seen; j++)
-                for (int p = 0; p < r[j].n_ops && p < 8 && !seen; p++)
+                for (int p = 0; p < r[j].n_ops && p < TOP_OPS && !seen; p++)
                     seen = !strcmp(r[j].ops[p].name, op);
             if (seen)
                 continue;
@@ -206,9 +215,9 @@ void lp_compare_write_text(FILE *f, const lp_run_summary *r, int n)
             }
             for (int i = 0; i < n; i++)
                 v[i] = lp_run_summary_op_ms(&r[i], op);
-            char label[64];
-            snprintf(label, sizeof label, "  %.26s", op);
-            row(f, label, v, n, "%.3f", 1.0, true);
+            char label[256];
+            snprintf(label, sizeof label, "  %s", op);
+            row(f, w, label, v, n, "%.3f", 1.0, true);
         }
     if (!header)
         fprintf(f, "top ops: none recorded (run with loupe profile or --profile)\n");

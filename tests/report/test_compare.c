@@ -29,7 +29,7 @@ static void write_run(const char *dir, const char *id, const char *method, doubl
         " \"step_ms\": {\"mean\": %g, \"median\": 1}, \"peak_memory_bytes\": %g,"
         " \"memory_by_category\": {\"parameter\": 4000000, \"gradient\": %g, \"quantized_weight\": 0},"
         " \"top_ops\": [{\"name\": \"lp::matmul_forward\", \"calls\": 30, \"self_ms\": %g, \"total_ms\": 9},"
-        " {\"name\": \"lp::lora_forward\", \"calls\": 6, \"self_ms\": 1.5}],"
+        " {\"name\": \"lp::attention_fused_backward\", \"calls\": 6, \"self_ms\": 1.5}],"
         " \"final_loss\": 0.5, \"eval\": {\"loss\": 0.6, \"accuracy\": 0.75}}",
         id, method, trainable, 1000.0 / step_ms, 16000.0 / step_ms, step_ms, 4000000 + grad_bytes, grad_bytes,
         mm_self);
@@ -77,6 +77,7 @@ static void compare_two(void **state)
     assert_non_null(strstr(buf, "20.000 (x0.50)")); // matmul self ms
     assert_non_null(strstr(buf, "gradient MiB"));
     assert_null(strstr(buf, "quantized_weight")); // all zero: not shown
+    assert_non_null(strstr(buf, "  lp::attention_fused_backward ")); // long op names whole
 
     char *js = lp_compare_json(r, 2);
     assert_non_null(js);
