@@ -66,7 +66,7 @@ def main():
     pm.peft_config["default"].base_model_name_or_path = None
     init_trainable = {lg.saved_name(n): p.detach().clone()
                       for n, p in pm.named_parameters() if p.requires_grad}
-    pm.save_pretrained(os.path.join(out, "peft_adapter"))
+    lg.save_adapter(pm, os.path.join(out, "peft_adapter"))
     # Training mode on purpose: in eval mode with no grad, bitsandbytes' CPU Linear4bit
     # switches (on AVX512-BF16 CPUs) to a repacked bf16 kernel; train() keeps the
     # dequantize-then-float32-matmul path that QLoRA training uses.

@@ -22,6 +22,15 @@ def saved_name(n):
             .replace(".modules_to_save.default.", ".")
 
 
+def save_adapter(pm, adir):
+    """PeftModel.save_pretrained, minus the model-card README.md it writes beside the
+    adapter: PEFT's template prose, which neither side reads."""
+    pm.save_pretrained(adir)
+    card = os.path.join(adir, "README.md")
+    if os.path.exists(card):
+        os.remove(card)
+
+
 def make_peft(base, arch, rslora):
     from peft import LoraConfig, TaskType, get_peft_model
     cfg = LoraConfig(task_type=TaskType.SEQ_CLS, r=R, lora_alpha=ALPHA,
@@ -78,7 +87,7 @@ def run(arch, out, rslora=False):
     pm64 = copy.deepcopy(pm).double()
 
     adir = os.path.join(out, "peft_adapter")
-    pm.save_pretrained(adir)
+    save_adapter(pm, adir)
     sd = get_peft_model_state_dict(pm)
     scaling = pm.base_model.model.get_submodule(
         {"distilbert": "distilbert.transformer.layer.0.attention.q_lin",
@@ -136,7 +145,8 @@ def run(arch, out, rslora=False):
                       "lr": ADAMW["lr"], "betas": list(ADAMW["betas"]), "eps": ADAMW["eps"],
                       "weight_decay": ADAMW["weight_decay"], "steps": STEPS},
         "adapter_dir": "peft_adapter/ = PeftModel.save_pretrained output, unmodified "
-                       "(adapter_config.json, adapter_model.safetensors, README.md); it holds "
+                       "(adapter_config.json, adapter_model.safetensors; PEFT's model-card "
+                       "README.md dropped); it holds "
                        "the initial adapter (before the AdamW steps); keys: %s" % sorted(sd),
         "tensors": {
             "input_ids/attention_mask/token_type_ids/labels": "the batch (int64), as in cls_*",
