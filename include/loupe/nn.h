@@ -178,7 +178,7 @@ typedef struct lp_nn_attention_act {
  * none). Uses act->att/att_drop/att_keep in EAGER mode and act->lse in FUSED mode. */
 void lp_nn_attention_forward(const lp_nn_attention *a, const lp_nn_ctx *ctx, lp_nn_attention_act *act,
                              const float *x, const int32_t *mask, int64_t B, int64_t T);
-/* dx (N,C) = gradient w.r.t. x; parameter grads +=. dout (N,C). scratch needs 4*N*C floats
+/* dx (N,C) = gradient w.r.t. x (NULL: not wanted, skipped); parameter grads +=. dout (N,C). scratch needs 4*N*C floats
  * plus 2*B*H*T*T (EAGER): lp_nn_attention_scratch_floats. The exec mode must be the forward's. */
 void lp_nn_attention_backward(const lp_nn_attention *a, const lp_nn_ctx *ctx, const lp_nn_attention_act *act,
                               float *dx, const float *dout, const float *x, const int32_t *mask,
@@ -242,7 +242,7 @@ void lp_nn_layer_act_bind(const lp_nn_encoder_layer *l, lp_exec_mode exec, bool 
 
 void lp_nn_encoder_layer_forward(const lp_nn_encoder_layer *l, const lp_nn_ctx *ctx, lp_nn_layer_act *act,
                                  const float *x, const int32_t *mask, int64_t B, int64_t T);
-/* dx (N,C) =; parameter grads +=. dout (N,C) is the layer output's gradient. scratch holds
+/* dx (N,C) = (NULL: not wanted, skipped); parameter grads +=. dout (N,C) is the layer output's gradient. scratch holds
  * lp_nn_encoder_layer_scratch_floats floats. dx may not alias dout. */
 void lp_nn_encoder_layer_backward(const lp_nn_encoder_layer *l, const lp_nn_ctx *ctx,
                                   const lp_nn_layer_act *act, float *dx, const float *dout, const float *x,

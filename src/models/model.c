@@ -460,6 +460,15 @@ lp_status lp_model_loss_forward(lp_model *m, const int32_t *ids, const int32_t *
     return LP_OK;
 }
 
+/* Whether any embedding parameter has a gradient buffer. When none has (LoRA, QLoRA, a
+ * frozen encoder), nothing needs the gradient of the first layer's input: the first
+ * layer's input-gradient GEMMs and the embedding backward are skipped, as autograd does for
+ * inputs that do not require grad. */
+static bool embedding_trainable(const lp_nn_embedding *e)
+{
+    return e->dwte || e->dwpe || e->dwtt || e->ln.dw || e->ln.db;
+}
+
 lp_status lp_model_backward(lp_model *m)
 {
     if (m->opt.no_grad)
@@ -477,6 +486,7 @@ lp_status lp_model_backward(lp_model *m)
         .training = m->fwd_training, .exec = m->fwd_exec, .rng = NULL, .status = &m->pass_status};
     m->pass_status = LP_OK;
     const int32_t *types = m->has_types ? m->types : NULL;
+    const bool emb_grad = embedding_trainable(&m->emb);
 
     lp_cross_entropy_backward(dlogits, m->logits, m->lse, m->labels, B, L, -100, m->dloss_scale);
     lp_nn_cls_head_backward(&m->head, &m->head_act, dA, dlogits, m->mask, scratch, B, T);
@@ -491,12 +501,14 @@ lp_status lp_model_backward(lp_model *m)
             lp_nn_encoder_layer_forward(&m->layers[l], &rc, a, x, m->mask, B, T);
         }
         m->pass_ctx = ctx;
-        lp_nn_encoder_layer_backward(&m->layers[l], &ctx, a, dB, dA, x, m->mask, scratch, B, T);
+        float *dx = l > 0 || emb_grad ? dB : NULL;
+        lp_nn_encoder_layer_backward(&m->layers[l], &ctx, a, dx, dA, x, m->mask, scratch, B, T);
         float *t = dA;
         dA = dB;
         dB = t;
     }
-    lp_nn_embedding_backward(&m->emb, &m->emb_act, dA, scratch, m->ids, types, B, T);
+    if (emb_grad)
+        lp_nn_embedding_backward(&m->emb, &m->emb_act, dA, scratch, m->ids, types, B, T);
     m->loss_ok = false;
     if (m->pass_status != LP_OK)
         return lp_err_wrap(m->pass_status, "model backward");

@@ -153,11 +153,15 @@ void lp_nn_attention_backward(const lp_nn_attention *a, const lp_nn_ctx *ctx, co
     else
         lp_attention_eager_backward(dq, dk, dv, datt, dctx, act->att, act->q, act->k, act->v, B, T, a->H,
                                     a->D, C);
-    // dx = dq Wq + dk Wk + dv Wv (dctx is free now: reuse it for the partial products)
+    // dx = dq Wq + dk Wk + dv Wv (dctx is free now: reuse it for the partial products);
+    // without dx only the projections' own parameter gradients are left to accumulate
+    float *part = dx ? dctx : NULL;
     lp_nn_linear_backward(&a->q, dx, dq, x, N);
-    lp_nn_linear_backward(&a->k, dctx, dk, x, N);
-    lp_nn__add_inplace(dx, dctx, N * C);
-    lp_nn_linear_backward(&a->v, dctx, dv, x, N);
-    lp_nn__add_inplace(dx, dctx, N * C);
+    lp_nn_linear_backward(&a->k, part, dk, x, N);
+    if (dx)
+        lp_nn__add_inplace(dx, part, N * C);
+    lp_nn_linear_backward(&a->v, part, dv, x, N);
+    if (dx)
+        lp_nn__add_inplace(dx, part, N * C);
     lp_nn__pop(a->bwd_name);
 }

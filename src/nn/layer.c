@@ -155,6 +155,7 @@ void lp_nn_encoder_layer_backward(const lp_nn_encoder_layer *l, const lp_nn_ctx 
     }
     // res1 = x + attention(x): dx = attention backward + residual
     lp_nn_attention_backward(&l->attn, ctx, &act->attn, dx, g, x, mask, U, B, T);
-    lp_nn__add_inplace(dx, sC, N * C);
+    if (dx)
+        lp_nn__add_inplace(dx, sC, N * C);
     lp_nn__pop(l->bwd_name);
 }
