@@ -19,10 +19,45 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import common  # noqa: E402
 
 METHODS = ("full", "lora", "qlora")
+# ops only --exec eager runs: QLoRA's whole-weight dequantization and LoRA's separate
+# scale (mul) and add; the fused kernels fold them into their GEMM passes
+EAGER_ONLY_OPS = ("lp::nf4_dequantize", "lp::int8_dequantize", "lp::mul", "lp::add")
 TORCH_NAME = {"full": "PyTorch", "lora": "PyTorch+PEFT", "qlora": "PyTorch+PEFT+bnb"}
 # Targets of issue 5
 LORA_RATIO, QLORA_OVER_LORA, QLORA_FUSED_GAIN, QLORA_BPP = 1.25, 1.25, 1.3, 0.6
+# profiled steps per loupe configuration, after its timed runs (the op table)
+OPS_STEPS = 2
 CATS = ["parameter", "quantized_weight", "gradient", "optimizer_state", "activation", "temporary", "input"]
+
+
+def op_diff(method, eager, fused):
+    """The two exec modes op by op (loupe's profiler, self ms per step), and what fusion can
+    remove at most: the ops eager runs that fused has no counterpart of (the whole-weight
+    dequantization, LoRA's separate scale and add). The base GEMMs run in both modes."""
+    if not eager or not fused or "ops" not in eager or "ops" not in fused:
+        return
+    e = {o["name"]: o for o in eager["ops"]}
+    f = {o["name"]: o for o in fused["ops"]}
+    names = sorted(set(e) | set(f), key=lambda n: -max(e.get(n, {}).get("self_ms_per_step", 0),
+                                                         f.get(n, {}).get("self_ms_per_step", 0)))
+    print(f"\n{method}: eager vs fused op by op (loupe profiler, self ms per step, {eager['ops_steps']} steps each)")
+    rows = []
+    for n in names:
+        ve, vf = e.get(n, {}).get("self_ms_per_step"), f.get(n, {}).get("self_ms_per_step")
+        if max(ve or 0, vf or 0) < 0.5:
+            continue
+        rows.append([n, common.fmt(ve, ".1f"), common.fmt(e.get(n, {}).get("calls_per_step"), ".0f"),
+                     common.fmt(vf, ".1f"), common.fmt(f.get(n, {}).get("calls_per_step"), ".0f")])
+    tot_e = sum(o["self_ms_per_step"] for o in eager["ops"])
+    tot_f = sum(o["self_ms_per_step"] for o in fused["ops"])
+    rows.append(["sum of ops", f"{tot_e:.1f}", "", f"{tot_f:.1f}", ""])
+    common.print_table(["op", "eager ms", "calls", "fused ms", "calls"], rows)
+    only = sum(e[n]["self_ms_per_step"] for n in EAGER_ONLY_OPS if n in e)
+    step = eager["step_ms_median"]
+    bound = step / (step - only) if step > only else None
+    print(f"eager-only ops ({', '.join(n for n in EAGER_ONLY_OPS if n in e)}): {only:.1f} ms of a {step:.0f} ms "
+          f"eager step; removing them alone gives fused / eager = {common.fmt(bound, '.3f')}. Anything beyond "
+          f"that has to come from the GEMMs, which both modes run at the same FLOPs.")
 
 
 def main():
@@ -49,7 +84,7 @@ def main():
             th[m] = common.torch_best(a, shape=a.shape, mode="train", method=m, batch=a.batch, seq=a.seq, **r)
         for ex in ("eager", "fused"):
             lp[m, ex] = common.loupe_run(exe, a, a.blas_coretype, shape=a.shape, mode="train", method=m, exec=ex,
-                                         batch=a.batch, seq=a.seq, **r)
+                                         batch=a.batch, seq=a.seq, ops=OPS_STEPS, **r)
 
     head = (f"\n{a.shape} shape, batch {a.batch}, seq {a.seq}, fp32, {a.threads} threads, rank 8 alpha 16 on q,v, "
             f"dropout off; peak {a.peak_gflops:.1f} GFLOP/s; loupe BLAS core "
@@ -94,6 +129,9 @@ def main():
     derived.append(["QLoRA base bytes/param, bitsandbytes", common.fmt(tq and tq["qlora_base_bytes_per_param"], ".3f"),
                     ""])
     common.print_table(["figure", "value", "target"], derived)
+
+    for m in ("lora", "qlora"):
+        op_diff(m, lp[m, "eager"], lp[m, "fused"])
 
     print("\nloupe peak memory by category, MiB (allocator; peaks of each category, total = peak of the sum)")
     mem_rows = []

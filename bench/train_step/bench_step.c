@@ -22,6 +22,7 @@ enum { MAX_RUNS = 1000 };
 typedef struct args {
     const char *shape, *mode, *method, *exec;
     int batch, seq, threads, warmup, runs;
+    int ops; /* > 0: after the timed runs, this many more steps under the profiler (op table) */
     double peak_gflops;
     /* shape overrides (a tiny model for the smoke test); 0 = the shape's */
     int layers, hidden, heads, ffn, vocab;
@@ -47,7 +48,7 @@ static int usage(const char *msg)
     fprintf(msg ? stderr : stdout,
             "usage: bench_step [--shape distilbert|minilm] [--mode train|infer|peak] [--method full|lora|qlora]\n"
             "                  [--exec eager|fused] [--batch B] [--seq T] [--threads N] [--warmup N] [--runs N]\n"
-            "                  [--peak-gflops G] [--layers N --hidden N --heads N --ffn N --vocab N]\n");
+            "                  [--peak-gflops G] [--ops N] [--layers N --hidden N --heads N --ffn N --vocab N]\n");
     return msg ? 2 : 0;
 }
 
@@ -94,6 +95,8 @@ static int parse_args(int argc, char **argv, args *a)
             rc = parse_int(f, v, 0, 1000, &a->warmup);
         else if (!strcmp(f, "--runs"))
             rc = parse_int(f, v, 1, MAX_RUNS, &a->runs);
+        else if (!strcmp(f, "--ops"))
+            rc = parse_int(f, v, 0, 100, &a->ops);
         else if (!strcmp(f, "--layers"))
             rc = parse_int(f, v, 1, 128, &a->layers);
         else if (!strcmp(f, "--hidden"))
@@ -275,7 +278,54 @@ static int train_step(trainer *tr, const int32_t *ids, const int32_t *labels, in
     return 0;
 }
 
-static void print_json(const args *a, lp_model *m, const double *ms, int n, double gflop, bool train)
+/* The kernels' self time per step over the --ops steps the profiler recorded: what the two
+ * exec modes spend their time on, op by op (the profiler's key averages, lp:: rows only;
+ * the module ranges around them have next to no self time). */
+typedef struct op_row {
+    char name[96];
+    double self_ms, calls; /* per step */
+} op_row;
+
+enum { MAX_OPS = 24 };
+
+typedef struct op_table {
+    op_row rows[MAX_OPS];
+    int n, steps;
+} op_table;
+
+static lp_status collect_ops(const lp_prof_events *ev, void *user)
+{
+    op_table *t = user;
+    lp_prof_keyavg_opts o;
+    lp_prof_keyavg_opts_init(&o);
+    lp_prof_keyavg ka;
+    lp_status st = lp_prof_keyavg_build(ev, &o, &ka);
+    if (st != LP_OK)
+        return st;
+    for (size_t i = 0; i < ka.n && t->n < MAX_OPS; i++) {
+        const lp_prof_keyavg_row *r = &ka.rows[i];
+        if (strncmp(r->key, "lp::", 4) || r->self_cpu_us <= 0)
+            continue;
+        op_row *o_ = &t->rows[t->n++];
+        snprintf(o_->name, sizeof o_->name, "%s", r->key);
+        o_->self_ms = r->self_cpu_us * 1e-3 / t->steps;
+        o_->calls = (double)r->count / t->steps;
+    }
+    lp_prof_keyavg_free(&ka);
+    return LP_OK;
+}
+
+static void print_ops(const op_table *t)
+{
+    printf(" \"ops_steps\": %d, \"ops\": [", t->steps);
+    for (int i = 0; i < t->n; i++)
+        printf("%s\n  {\"name\": \"%s\", \"self_ms_per_step\": %.4f, \"calls_per_step\": %.2f}", i ? "," : "",
+               t->rows[i].name, t->rows[i].self_ms, t->rows[i].calls);
+    printf("],\n");
+}
+
+static void print_json(const args *a, lp_model *m, const double *ms, int n, double gflop, bool train,
+                       const op_table *ops)
 {
     double sorted[MAX_RUNS];
     memcpy(sorted, ms, (size_t)n * sizeof *ms);
@@ -314,6 +364,8 @@ static void print_json(const args *a, lp_model *m, const double *ms, int n, doub
     for (int c = 0; c < LP_MEM_CATEGORY__COUNT; c++)
         printf("%s\"%s\": %lld", c ? ", " : "", lp_mem_category_name((lp_mem_category)c), (long long)ms_.peak[c]);
     printf("},\n \"mem_total_peak_bytes\": %lld,\n", (long long)ms_.total_peak);
+    if (ops->steps)
+        print_ops(ops);
     /* QLoRA: the encoder Linears' NF4 codes + double-quantized scales per weight; "all base"
      * also counts the f32 embeddings, LayerNorms, biases and pooler that stay unquantized. */
     double qbpp = li.quantized_params ? (double)li.quantized_bytes / (double)li.quantized_params : 0.0;
@@ -404,9 +456,25 @@ int main(int argc, char **argv)
         if (r >= a.warmup)
             ms[r - a.warmup] = dt;
     }
+    /* after the timed runs, so the profiler's bookkeeping never touches the figures above */
+    op_table ops = {.steps = a.ops};
+    if (a.ops > 0) {
+        lp_prof_config pc;
+        lp_prof_config_init(&pc);
+        pc.on_trace_ready = collect_ops;
+        pc.user = &ops;
+        if (lp_prof_start(&pc) != LP_OK)
+            return die("profiler");
+        for (int r = 0; r < a.ops; r++)
+            if (train ? train_step(&tr, ids, labels, B, T) != 0
+                      : lp_model_forward(m, ids, NULL, NULL, B, T, logits) != LP_OK)
+                return die("profiled step");
+        if (lp_prof_stop() != LP_OK)
+            return die("profiler");
+    }
     double fwd = lp_model_forward_flops(m, B, T);
     double mult = !train ? 1.0 : strcmp(a.method, "full") ? 2.0 : 3.0;
-    print_json(&a, m, ms, a.runs, mult * fwd * 1e-9, train);
+    print_json(&a, m, ms, a.runs, mult * fwd * 1e-9, train, &ops);
     trainer_free(&tr);
     lp_model_free(m);
     free(ids);

@@ -3,7 +3,8 @@
 batch 2, seq 16, one run per configuration. Parses the JSON and checks that the figures
 hold together (FLOP count from the shape, samples/s from the median, MFU from the peak,
 memory categories against the total and the RSS, what LoRA and QLoRA must not allocate),
-and that bad flags are refused. Speed is never checked.
+the --ops table (which kernels each exec mode runs, and how often), and that bad flags are
+refused. Speed is never checked.
 
 usage: smoke_test.py path/to/bench_step"""
 import json
@@ -97,6 +98,29 @@ def main():
     check(ql["mem_peak_bytes"]["parameter"] < lora["mem_peak_bytes"]["parameter"] - 3 * lin,
           "qlora: the f32 copies of the quantized weights are still allocated")
     check(ql["mem_peak_bytes"]["gradient"] == g, "qlora: gradient block differs from LoRA's")
+
+    # --ops: the profiled op table; QLoRA's eager dequantization shows there and not in fused,
+    # which runs its NF4 GEMMs (4 Linears a layer) and fused LoRA Linears (q, v) instead
+    qe = run(exe, "--method", "qlora", "--exec", "eager", "--ops", "2")
+    qf = run(exe, "--method", "qlora", "--exec", "fused", "--ops", "2")
+    check("ops" not in ql, "qlora: an op table without --ops")
+    ops_e = {o["name"]: o for o in qe.get("ops", [])}
+    ops_f = {o["name"]: o for o in qf.get("ops", [])}
+    check(qe.get("ops_steps") == 2 and qf.get("ops_steps") == 2, "--ops 2: ops_steps")
+    # every quantized Linear dequantizes its whole weight in the forward and again for its
+    # input gradient, except the first layer's q, k and v: nothing needs their input's
+    # gradient, as the embeddings are frozen
+    check(ops_e.get("lp::nf4_dequantize", {}).get("calls_per_step") == 2 * L * 6 - 3,
+          f"qlora eager: nf4_dequantize calls {ops_e.get('lp::nf4_dequantize')}")
+    check("lp::nf4_dequantize" not in ops_f and "lp::mul" not in ops_f, "qlora fused: eager-only ops ran")
+    check(ops_f.get("lp::nf4_matmul_forward", {}).get("calls_per_step") == L * 4,
+          f"qlora fused: nf4_matmul_forward calls {ops_f.get('lp::nf4_matmul_forward')}")
+    check(ops_f.get("lp::lora_linear_forward", {}).get("calls_per_step") == L * 2,
+          f"qlora fused: lora_linear_forward calls {ops_f.get('lp::lora_linear_forward')}")
+    for r, label in ((qe, "eager"), (qf, "fused")):
+        t = sum(o["self_ms_per_step"] for o in r.get("ops", []))
+        check(all(o["self_ms_per_step"] > 0 and o["name"].startswith("lp::") for o in r.get("ops", [])) and t > 0,
+              f"qlora {label}: op table rows")
 
     inf = run(exe, "--mode", "infer", "--method", "full", "--exec", "eager")
     common(inf, "infer", 1)
