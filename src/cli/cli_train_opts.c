@@ -479,7 +479,9 @@ int lp_cli_train_main(const char *cmd, int argc, char **argv, bool profile)
         if (c.profile && st == LP_OK)
             printf("profiler: %s/profiler/\n", r.run_dir);
         rc = st == LP_OK ? LP_EXIT_OK : 130;
-    } else if (st == LP_STATUS_UNSUPPORTED || st == LP_STATUS_INVALID_ARG) {
+    } else if (st == LP_STATUS_INVALID_ARG) { // a flag's value the model refuses (--targets nope)
+        // UNSUPPORTED is not here: it comes from a file loupe cannot use (an adapter of another
+        // PEFT type, pickle weights, a llama-family model), a failed job like a malformed one
         fprintf(stderr, "loupe %s: %s\n", cmd, lp_err_msg());
         rc = LP_EXIT_USAGE;
     } else {

@@ -485,8 +485,9 @@ lp_status lp_model__peft_setup(lp_model *m)
     size_t n_ad = 0;
     for (size_t i = 0; i < m->n_lins; i++)
         n_ad += m->lins[i].adapted;
-    if (!n_ad)
-        return lp_err(LP_STATUS_INVALID_ARG, "%s: the LoRA targets match no Linear module of %s",
+    if (!n_ad) // an adapter file that does not fit the model is bad data, --targets a bad flag
+        return lp_err(m->opt.lora.adapter_dir ? LP_STATUS_FORMAT : LP_STATUS_INVALID_ARG,
+                      "%s: the LoRA targets match no Linear module of %s",
                       m->opt.lora.adapter_dir ? m->opt.lora.adapter_dir : "--targets", m->dir);
     if ((st = saved_targets(m)) != LP_OK)
         return st;
