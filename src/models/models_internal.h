@@ -142,4 +142,24 @@ const float *lp_model__linear_weight(const lp_model *m, const lp_model_linear *m
 /* True for lora_A/lora_B parameters (not part of the saved HF model). */
 bool lp_model__is_adapter_param(const lp_model *m, size_t i);
 
+/* A PEFT adapter_config.json as loupe reads it for --adapter DIR (peft_setup.c). Every
+ * string is owned; after a successful parse: 1 <= r <= 65536, alpha finite, dropout in
+ * [0, 1), and either target_regex (target_modules as one regex string) or n_targets >= 1
+ * non-NULL targets; mts (modules_to_save) may be empty. */
+typedef struct lp_model_adapter_cfg {
+    int32_t r;
+    double alpha, dropout;
+    bool rslora;
+    char **targets;
+    size_t n_targets;
+    char *target_regex;
+    char **mts;
+    size_t n_mts;
+} lp_model_adapter_cfg;
+/* Parses len bytes of adapter_config.json text (need not be NUL-terminated); path names
+ * it in messages. Refuses (UNSUPPORTED) settings that change the math loupe does not
+ * implement. Errors: FORMAT, UNSUPPORTED, NO_MEMORY; *c is zeroed on error. */
+lp_status lp_model__adapter_cfg_parse(const char *text, size_t len, const char *path, lp_model_adapter_cfg *c);
+void lp_model__adapter_cfg_free(lp_model_adapter_cfg *c);
+
 #endif

@@ -3,6 +3,7 @@
  * trainable head (modules_to_save), lora_A/lora_B parameters initialized as PEFT does or read
  * from a PEFT adapter directory, and the per-batch buffers the adapters keep. */
 #include <cjson/cJSON.h>
+#include <float.h>
 #include <math.h>
 #include <regex.h>
 #include <stdint.h>
@@ -41,18 +42,7 @@ static bool suffix_match(const char *module, const char *entry)
 
 /* ---- the adapter directory's config ----------------------------------------------------- */
 
-typedef struct adapter_cfg {
-    int32_t r;
-    double alpha, dropout;
-    bool rslora;
-    char **targets; /* list entries, or one regex (target_regex) */
-    size_t n_targets;
-    char *target_regex;
-    char **mts;
-    size_t n_mts;
-} adapter_cfg;
-
-static void adapter_cfg_free(adapter_cfg *c)
+void lp_model__adapter_cfg_free(lp_model_adapter_cfg *c)
 {
     for (size_t i = 0; i < c->n_targets; i++)
         free(c->targets[i]);
@@ -85,15 +75,13 @@ static lp_status str_list(const cJSON *a, const char *path, const char *key, cha
     return LP_OK;
 }
 
-static lp_status read_adapter_cfg(const char *dir, adapter_cfg *c)
+lp_status lp_model__adapter_cfg_parse(const char *text, size_t len, const char *path, lp_model_adapter_cfg *c)
 {
     memset(c, 0, sizeof *c);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/adapter_config.json", dir);
-    cJSON *root;
-    lp_status st = lp_json_read_file(path, &root);
-    if (st != LP_OK)
-        return st;
+    lp_status st = LP_OK;
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    if (!root)
+        return lp_err(LP_STATUS_FORMAT, "%s: not valid JSON", path);
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return lp_err(LP_STATUS_FORMAT, "%s: not a JSON object", path);
@@ -106,17 +94,20 @@ static lp_status read_adapter_cfg(const char *dir, adapter_cfg *c)
         goto out;
     }
     v = GET("r");
-    c->r = cJSON_IsNumber(v) ? (int32_t)v->valuedouble : 8;
-    if (c->r < 1 || c->r > 65536 || (cJSON_IsNumber(v) && v->valuedouble != (double)c->r)) {
-        st = lp_err(LP_STATUS_FORMAT, "%s: r must be a positive integer", path);
+    // range-checked as a double: converting one outside int32's range is undefined
+    const double r = cJSON_IsNumber(v) ? v->valuedouble : 8.0;
+    if (!(r >= 1.0 && r <= 65536.0) || r != floor(r)) {
+        st = lp_err(LP_STATUS_FORMAT, "%s: r must be an integer in [1, 65536]", path);
         goto out;
     }
+    c->r = (int32_t)r;
     v = GET("lora_alpha");
     c->alpha = cJSON_IsNumber(v) ? v->valuedouble : 8.0;
     v = GET("lora_dropout");
     c->dropout = cJSON_IsNumber(v) ? v->valuedouble : 0.0;
-    if (!(c->dropout >= 0.0 && c->dropout < 1.0) || !isfinite(c->alpha)) {
-        st = lp_err(LP_STATUS_FORMAT, "%s: lora_dropout must be in [0, 1) and lora_alpha finite", path);
+    // the adapters keep scale = alpha / r (or / sqrt(r)) as a float
+    if (!(c->dropout >= 0.0 && c->dropout < 1.0) || !(fabs(c->alpha) <= FLT_MAX)) {
+        st = lp_err(LP_STATUS_FORMAT, "%s: lora_dropout must be in [0, 1) and lora_alpha finite (a float)", path);
         goto out;
     }
     c->rslora = cJSON_IsTrue(GET("use_rslora"));
@@ -164,7 +155,21 @@ static lp_status read_adapter_cfg(const char *dir, adapter_cfg *c)
 out:
     cJSON_Delete(root);
     if (st != LP_OK)
-        adapter_cfg_free(c);
+        lp_model__adapter_cfg_free(c);
+    return st;
+}
+
+static lp_status read_adapter_cfg(const char *dir, lp_model_adapter_cfg *c)
+{
+    memset(c, 0, sizeof *c);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/adapter_config.json", dir);
+    char *text = NULL;
+    size_t len = 0;
+    lp_status st = lp_file_read_all(path, &text, &len);
+    if (st == LP_OK)
+        st = lp_model__adapter_cfg_parse(text, len, path, c);
+    free(text);
     return st;
 }
 
@@ -400,7 +405,7 @@ lp_status lp_model__peft_setup(lp_model *m)
     char **mts = NULL;
     size_t n_mts = 0;
     if (o->adapter_dir && *o->adapter_dir) {
-        adapter_cfg ac;
+        lp_model_adapter_cfg ac;
         if ((st = read_adapter_cfg(o->adapter_dir, &ac)) != LP_OK)
             return st;
         o->rank = ac.r;
@@ -432,7 +437,7 @@ lp_status lp_model__peft_setup(lp_model *m)
         n_mts = ac.n_mts;
         ac.mts = NULL;
         ac.n_mts = 0;
-        adapter_cfg_free(&ac);
+        lp_model__adapter_cfg_free(&ac);
         if (st == LP_OK) {
             char p[4096];
             snprintf(p, sizeof p, "%s/adapter_model.safetensors", o->adapter_dir);
@@ -456,8 +461,8 @@ lp_status lp_model__peft_setup(lp_model *m)
             o->alpha = 16;
         if (o->rank < 0 || o->rank > 65536)
             return lp_err(LP_STATUS_INVALID_ARG, "LoRA rank %d (expected 1..65536)", o->rank);
-        if (!(o->dropout >= 0.0f && o->dropout < 1.0f) || !isfinite(o->alpha) || o->alpha <= 0)
-            return lp_err(LP_STATUS_INVALID_ARG, "LoRA dropout %g must be in [0, 1) and alpha %g positive",
+        if (!(o->dropout >= 0.0f && o->dropout < 1.0f) || !(o->alpha > 0 && o->alpha <= FLT_MAX))
+            return lp_err(LP_STATUS_INVALID_ARG, "LoRA dropout %g must be in [0, 1) and alpha %g in (0, 3.4e38]",
                           (double)o->dropout, o->alpha);
         const char *t = o->targets && *o->targets ? o->targets
                         : m->cfg.distilbert       ? "q_lin,v_lin"
