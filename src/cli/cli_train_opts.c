@@ -136,13 +136,7 @@ static void usage(const char *cmd, bool profile)
            profile ? " (default max steps 10)" : "");
 }
 
-/* Strings from the YAML file live until the run ends. */
-typedef struct strpool {
-    char **s;
-    size_t n, cap;
-} strpool;
-
-static const char *pool_add(strpool *p, const char *s)
+static const char *pool_add(lp_cli_strpool *p, const char *s)
 {
     char **ns = lp_grow(p->s, &p->cap, p->n + 1, sizeof *ns, 32);
     if (!ns)
@@ -154,11 +148,12 @@ static const char *pool_add(strpool *p, const char *s)
     return d;
 }
 
-static void pool_free(strpool *p)
+void lp_cli_strpool_free(lp_cli_strpool *p)
 {
     for (size_t i = 0; i < p->n; i++)
         free(p->s[i]);
     free(p->s);
+    memset(p, 0, sizeof *p);
 }
 
 static int parse_bool(const char *cmd, const char *flag, const char *v, bool *out)
@@ -267,7 +262,7 @@ static int apply(const char *cmd, lp_train_config *c, int id, const char *flag, 
         char *end;
         errno = 0;
         unsigned long long s = strtoull(v, &end, 10);
-        if (errno || end == v || *end || *v == '-')
+        if (errno || end == v || *end || strchr(v, '-')) // strtoull takes " -1" as 2^64 - 1
             return lp_cli_usage_error(cmd, "%s expects a non-negative integer, got '%s'", flag, v);
         c->seed = s;
         break;
@@ -328,18 +323,17 @@ static const struct option *find_opt(const char *key)
     return NULL;
 }
 
-/* Reads a YAML mapping of scalars; each key must be a long flag. */
-static int load_yaml(const char *cmd, const char *path, lp_train_config *c, strpool *pool)
+/* A YAML mapping of scalars; each key must be a long flag. */
+int lp_cli_train_yaml(const char *cmd, const char *path, const char *text, size_t len, lp_train_config *c,
+                      lp_cli_strpool *pool)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "loupe %s: %s: cannot open config file: %s\n", cmd, path, strerror(errno));
-        return LP_EXIT_FAIL;
-    }
     yaml_parser_t p;
     yaml_event_t ev;
-    yaml_parser_initialize(&p);
-    yaml_parser_set_input_file(&p, f);
+    if (!yaml_parser_initialize(&p)) {
+        fprintf(stderr, "loupe %s: %s: out of memory\n", cmd, path);
+        return LP_EXIT_FAIL;
+    }
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
     int rc = 0, depth = 0, done = 0;
     char key[256] = "";
     bool have_key = false;
@@ -360,6 +354,11 @@ static int load_yaml(const char *cmd, const char *path, lp_train_config *c, strp
             }
             break;
         case YAML_MAPPING_END_EVENT: depth--; break;
+        case YAML_ALIAS_EVENT: // skipping one would pair the next key with this one's flag
+            fprintf(stderr, "loupe %s: %s:%zu: aliases (*name) are not supported; write the value\n", cmd, path,
+                    ev.start_mark.line + 1);
+            rc = LP_EXIT_FAIL;
+            break;
         case YAML_SEQUENCE_START_EVENT:
             fprintf(stderr, "loupe %s: %s:%zu: lists are not supported; write LIST values as one string\n", cmd, path,
                     ev.start_mark.line + 1);
@@ -407,7 +406,19 @@ static int load_yaml(const char *cmd, const char *path, lp_train_config *c, strp
         yaml_event_delete(&ev);
     }
     yaml_parser_delete(&p);
-    fclose(f);
+    return rc;
+}
+
+static int load_yaml(const char *cmd, const char *path, lp_train_config *c, lp_cli_strpool *pool)
+{
+    char *text = NULL;
+    size_t len = 0;
+    if (lp_file_read_all(path, &text, &len) != LP_OK) {
+        fprintf(stderr, "loupe %s: config file %s\n", cmd, lp_err_msg());
+        return LP_EXIT_FAIL;
+    }
+    int rc = lp_cli_train_yaml(cmd, path, text, len, c, pool);
+    free(text);
     return rc;
 }
 
@@ -423,7 +434,7 @@ int lp_cli_train_main(const char *cmd, int argc, char **argv, bool profile)
     const char *env = getenv("LOUPE_INJECT_NAN_STEP");
     if (env && *env)
         c.inject_nan_step = strtoll(env, NULL, 10);
-    strpool pool = {0};
+    lp_cli_strpool pool = {0};
     int rc = 0;
     /* the config file first, so flags override it */
     for (int i = 1; i < argc; i++) {
@@ -488,6 +499,6 @@ int lp_cli_train_main(const char *cmd, int argc, char **argv, bool profile)
         rc = lp_cli_fail(cmd);
     }
 out:
-    pool_free(&pool);
+    lp_cli_strpool_free(&pool);
     return rc;
 }

@@ -78,6 +78,10 @@ printf 'max_steps: [1, 2\n' >"$T/broken.yaml"
 expect 1 "broken.yaml" "YAML syntax error" -- --config "$T/broken.yaml"
 printf 'batch_size: 0\n' >"$T/badval.yaml"
 expect 2 "batch_size" "bad value in config" -- --config "$T/badval.yaml"
+printf 'seed: 3\nmax_steps: *x\n' >"$T/alias.yaml"
+expect 1 "aliases" "YAML alias in config" -- --config "$T/alias.yaml"
+expect 2 "seed" "negative seed after a space" -- --seed " -1"
+expect 2 "alpha" "LoRA alpha beyond float range" -- --method lora --alpha 1e300 --max-steps 1
 expect 1 "--resume" "resume from nothing" -- --resume "$T/nothing"
 
 # A YAML config whose keys mirror the flags; a flag overrides it.
