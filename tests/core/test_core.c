@@ -14,6 +14,7 @@
 #include <immintrin.h>
 #endif
 
+#include "../../src/core/core_internal.h"
 #include "loupe/core.h"
 
 static float u2f(uint32_t u)
@@ -254,6 +255,27 @@ static void test_threads(void **state)
     lp_threads_set(n);
 }
 
+/* On a CPU OpenBLAS does not know it falls back to narrow kernels; loupe then picks the
+ * set the CPU's ISA allows, and leaves every choice OpenBLAS made on purpose alone. */
+static void test_blas_upgrade(void **state)
+{
+    (void)state;
+    assert_string_equal(lp_core__blas_upgrade("Prescott", LP_CPU_ISA_AVX512_BF16), "Cooperlake");
+    assert_string_equal(lp_core__blas_upgrade("Prescott", LP_CPU_ISA_AVX512), "SkylakeX");
+    assert_string_equal(lp_core__blas_upgrade("Nehalem", LP_CPU_ISA_AVX2), "Haswell");
+    assert_string_equal(lp_core__blas_upgrade("sandybridge", LP_CPU_ISA_AVX512), "SkylakeX");
+    assert_string_equal(lp_core__blas_upgrade("Haswell", LP_CPU_ISA_AVX512), "SkylakeX");
+    assert_null(lp_core__blas_upgrade("SkylakeX", LP_CPU_ISA_AVX512_BF16)); // AVX-512 already
+    assert_null(lp_core__blas_upgrade("Cooperlake", LP_CPU_ISA_AVX512_BF16));
+    assert_null(lp_core__blas_upgrade("Zen", LP_CPU_ISA_AVX2));
+    assert_null(lp_core__blas_upgrade("Prescott", LP_CPU_ISA_OLD)); // nothing wider to use
+    assert_null(lp_core__blas_upgrade("NeoverseN1", LP_CPU_ISA_AVX512)); // a name not listed
+    assert_null(lp_core__blas_upgrade(NULL, LP_CPU_ISA_AVX512));
+    // this machine: whatever OpenBLAS chose is at least as wide as the CPU allows now
+    lp_threads_init();
+    assert_null(lp_core__blas_upgrade(lp_threads_blas_core(), lp_core__cpu_isa()));
+}
+
 static void test_philox_kat(void **state)
 {
     (void)state;
@@ -325,7 +347,7 @@ int main(void)
         cmocka_unit_test(test_dtype_names),     cmocka_unit_test(test_bf16),
         cmocka_unit_test(test_f16),             cmocka_unit_test(test_alloc_accounting),
         cmocka_unit_test(test_alloc_fail_nth),  cmocka_unit_test(test_arena),
-        cmocka_unit_test(test_tensor),          cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_tensor),          cmocka_unit_test(test_threads), cmocka_unit_test(test_blas_upgrade),
         cmocka_unit_test(test_philox_kat),      cmocka_unit_test(test_rng_reproducible),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
