@@ -19,4 +19,21 @@ bool lp_io_json_u64(const cJSON *v, uint64_t *out);
 /* "dir/name" in a fresh string (free()); NULL when out of memory. */
 char *lp_io_path_join(const char *dir, const char *name);
 
+/* model.safetensors.index.json as parsed (safetensors_set.c): the distinct shards of its
+ * weight_map in first-seen order (plain, non-empty file names: no '/', not "." or "..") and
+ * each entry's tensor name with the index of its shard; all strings owned. */
+typedef struct lp_st_index {
+    char **shards;
+    size_t n_shards; /* >= 1 after a successful parse */
+    char **tensors;
+    size_t *shard_of; /* < n_shards */
+    size_t n_tensors;
+} lp_st_index;
+
+/* Parses len bytes of index JSON (need not be NUL-terminated); path names it in messages.
+ * Errors: FORMAT (bad JSON, no weight_map object, a value that is not a plain file name, an
+ * empty map), NO_MEMORY; *ix is zeroed on error. */
+lp_status lp_st_index_parse(const char *text, size_t len, const char *path, lp_st_index *ix);
+void lp_st_index_free(lp_st_index *ix);
+
 #endif

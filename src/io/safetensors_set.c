@@ -69,33 +69,35 @@ static lp_status set_finish(lp_st_set *s, const char *label)
     return LP_OK;
 }
 
-static lp_status open_index(lp_st_set *s, const char *path)
+void lp_st_index_free(lp_st_index *ix)
 {
-    cJSON *root;
-    lp_status st = lp_json_read_file(path, &root);
-    if (st != LP_OK)
-        return st;
+    for (size_t i = 0; i < ix->n_shards; i++)
+        free(ix->shards[i]);
+    free(ix->shards);
+    for (size_t i = 0; i < ix->n_tensors; i++)
+        free(ix->tensors[i]);
+    free(ix->tensors);
+    free(ix->shard_of);
+    memset(ix, 0, sizeof *ix);
+}
+
+lp_status lp_st_index_parse(const char *text, size_t len, const char *path, lp_st_index *ix)
+{
+    memset(ix, 0, sizeof *ix);
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    if (!root)
+        return lp_err(LP_STATUS_FORMAT, "%s: not valid JSON", path);
+    lp_status st = LP_OK;
     const cJSON *wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
-    char *dir = strdup(path);
-    char **names = NULL;
-    size_t nnames = 0;
-    if (!dir) {
-        st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
-        goto out;
-    }
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        slash[1] = '\0';
-    else
-        strcpy(dir, ".");
     if (!cJSON_IsObject(wm)) {
         st = lp_err(LP_STATUS_FORMAT, "%s: missing \"weight_map\" object", path);
         goto out;
     }
     size_t cap = (size_t)cJSON_GetArraySize(wm);
-    names = calloc(cap + 1, sizeof *names);
-    s->files = calloc(cap + 1, sizeof *s->files);
-    if (!names || !s->files) {
+    ix->shards = calloc(cap + 1, sizeof *ix->shards);
+    ix->tensors = calloc(cap + 1, sizeof *ix->tensors);
+    ix->shard_of = calloc(cap + 1, sizeof *ix->shard_of);
+    if (!ix->shards || !ix->tensors || !ix->shard_of) {
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
         goto out;
     }
@@ -110,17 +112,55 @@ static lp_status open_index(lp_st_set *s, const char *path)
             goto out;
         }
         size_t j = 0;
-        while (j < nnames && strcmp(names[j], fn))
+        while (j < ix->n_shards && strcmp(ix->shards[j], fn))
             j++;
-        if (j == nnames)
-            names[nnames++] = e->valuestring;
+        if (j == ix->n_shards && !(ix->shards[ix->n_shards++] = strdup(fn))) {
+            st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
+            goto out;
+        }
+        ix->shard_of[ix->n_tensors] = j;
+        if (!(ix->tensors[ix->n_tensors++] = strdup(e->string))) {
+            st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
+            goto out;
+        }
     }
-    if (nnames == 0) {
+    if (ix->n_shards == 0)
         st = lp_err(LP_STATUS_FORMAT, "%s: weight_map is empty", path);
+out:
+    cJSON_Delete(root);
+    if (st != LP_OK)
+        lp_st_index_free(ix);
+    return st;
+}
+
+static lp_status open_index(lp_st_set *s, const char *path)
+{
+    char *text = NULL;
+    size_t len = 0;
+    lp_st_index ix;
+    lp_status st = lp_file_read_all(path, &text, &len);
+    if (st != LP_OK)
+        return st;
+    st = lp_st_index_parse(text, len, path, &ix);
+    free(text);
+    if (st != LP_OK)
+        return st;
+    char *dir = strdup(path);
+    if (!dir) {
+        st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
         goto out;
     }
-    for (size_t j = 0; j < nnames; j++) {
-        char *p = lp_io_path_join(dir, names[j]);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        slash[1] = '\0';
+    else
+        strcpy(dir, ".");
+    if (!(s->files = calloc(ix.n_shards + 1, sizeof *s->files))) {
+        st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
+        goto out;
+    }
+    for (size_t j = 0; j < ix.n_shards; j++) {
+        char *p = lp_io_path_join(dir, ix.shards[j]);
         if (!p) {
             st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
             goto out;
@@ -128,27 +168,23 @@ static lp_status open_index(lp_st_set *s, const char *path)
         st = lp_st_open(p, &s->files[s->nfiles]);
         free(p);
         if (st != LP_OK) {
-            lp_err_wrap(st, "%s: shard %zu of %zu", path, j + 1, nnames);
+            lp_err_wrap(st, "%s: shard %zu of %zu", path, j + 1, ix.n_shards);
             goto out;
         }
         s->nfiles++;
     }
     /* Every tensor the index places in a shard must be there. */
-    for (const cJSON *e = wm->child; e; e = e->next) {
-        size_t j = 0;
-        while (strcmp(names[j], e->valuestring))
-            j++;
-        if (!lp_st_find(s->files[j], e->string)) {
+    for (size_t i = 0; i < ix.n_tensors; i++) {
+        if (!lp_st_find(s->files[ix.shard_of[i]], ix.tensors[i])) {
             st = lp_err(LP_STATUS_FORMAT, "%s: index places tensor '%s' in %s, but that shard does not hold it", path,
-                        e->string, names[j]);
+                        ix.tensors[i], ix.shards[ix.shard_of[i]]);
             goto out;
         }
     }
     st = set_finish(s, path);
 out:
-    free(names);
     free(dir);
-    cJSON_Delete(root);
+    lp_st_index_free(&ix);
     return st;
 }
 
