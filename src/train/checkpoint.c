@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,21 +229,22 @@ static int get_u64(const cJSON *o, const char *k, uint64_t *out)
     return errno == 0 && *end == 0 && end != v->valuestring;
 }
 
+/* A count: an integer in [0, 9e15] (exact as a double) */
 static int get_i64(const cJSON *o, const char *k, int64_t *out)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9e15)
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 9e15) || v->valuedouble != floor(v->valuedouble))
         return 0;
     *out = (int64_t)v->valuedouble;
     return 1;
 }
 
-static lp_status read_trainer_state(const char *path, const lp_train_config *c, lp_optim *o, lp_ckpt_state *s)
+lp_status lp_ckpt_state_parse(const char *text, size_t len, const char *path, const lp_train_config *c, lp_optim *o,
+                              lp_ckpt_state *s)
 {
-    cJSON *j;
-    lp_status st = lp_json_read_file(path, &j);
-    if (st != LP_OK)
-        return st;
+    cJSON *j = cJSON_ParseWithLength(text, len);
+    if (!j)
+        return lp_err(LP_STATUS_FORMAT, "%s: not valid JSON", path);
     const cJSON *rng = cJSON_GetObjectItemCaseSensitive(j, "dropout_rng");
     const cJSON *set = cJSON_GetObjectItemCaseSensitive(j, "settings");
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(j, "format");
@@ -254,7 +256,8 @@ static lp_status read_trainer_state(const char *path, const lp_train_config *c, 
         !get_i64(j, "batch_in_epoch", &s->pos.batch) || !get_u64(rng, "seed", &s->dropout_rng.seed) ||
         !get_u64(rng, "stream", &s->dropout_rng.stream) || !get_u64(rng, "offset", &s->dropout_rng.offset) ||
         !get_u64(set, "seed", &seed) || !get_i64(set, "batch_size", &bs) || !get_i64(set, "grad_accum", &ga) ||
-        !get_i64(set, "max_seq_len", &msl) || !cJSON_IsNumber(el)) {
+        !get_i64(set, "max_seq_len", &msl) || !cJSON_IsNumber(el) ||
+        !(el->valuedouble >= 0 && el->valuedouble <= 1e12)) { // 1e999 parses as inf
         cJSON_Delete(j);
         return lp_err(LP_STATUS_FORMAT, "%s: missing or bad field (format %s expected)", path, CKPT_FORMAT);
     }
@@ -269,6 +272,17 @@ static lp_status read_trainer_state(const char *path, const lp_train_config *c, 
         return lp_err(LP_STATUS_INVALID_ARG, "%s: the checkpoint was made with another %s; resume with the same settings",
                       path, bad);
     return LP_OK;
+}
+
+static lp_status read_trainer_state(const char *path, const lp_train_config *c, lp_optim *o, lp_ckpt_state *s)
+{
+    char *text = NULL;
+    size_t len = 0;
+    lp_status st = lp_file_read_all(path, &text, &len);
+    if (st == LP_OK)
+        st = lp_ckpt_state_parse(text, len, path, c, o, s);
+    free(text);
+    return st;
 }
 
 static lp_status copy_tensor(const lp_st_file *f, const char *name, float *dst, int64_t numel, const char *path)

@@ -73,6 +73,13 @@ typedef struct lp_ckpt_state {
  * c->keep_checkpoints. */
 LP_WARN_UNUSED lp_status lp_ckpt_save(const char *run_dir, const lp_train_config *c, const lp_model *model,
                                       const lp_optim *o, const lp_ckpt_state *s, const lp_history *h);
+/* Parses a checkpoint's trainer_state.json (len bytes, need not be NUL-terminated; path names
+ * it in messages) into s and o->t: counts are integers in [0, 9e15], elapsed_s in [0, 1e12]
+ * seconds; the settings that fix the data stream (seed, batch size, grad accum, max seq len)
+ * must equal c's. Errors: FORMAT (bad JSON, a missing or bad field), INVALID_ARG (another
+ * setting). */
+LP_WARN_UNUSED lp_status lp_ckpt_state_parse(const char *text, size_t len, const char *path, const lp_train_config *c,
+                                             lp_optim *o, lp_ckpt_state *s);
 /* Resolves c->resume (a checkpoint dir or a run dir) and loads it into model/o/s/h. The
  * checkpoint's settings must match c's (INVALID_ARG naming the setting). */
 LP_WARN_UNUSED lp_status lp_ckpt_load(const char *path, const lp_train_config *c, lp_model *model, lp_optim *o,

@@ -1,6 +1,7 @@
 /* Unit tests of the training engine's small parts: LR schedules against transformers'
  * formulas, CRC-32C and the TensorBoard record bytes against the worked bytes in the
- * reference note (profiler-formats.md 1e), and the evaluation metrics. */
+ * reference note (profiler-formats.md 1e), the evaluation metrics, and trainer_state.json
+ * parsing (what --resume reads; fuzz/fuzz_ckpt_state fuzzes it). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "../../src/train/train_internal.h"
 #include "loupe/train.h"
 
 static size_t unhex(const char *h, uint8_t *out)
@@ -147,6 +149,41 @@ static void test_metrics(void **state)
     assert_float_equal(f1, (2.0 / 3.0) / 2.0, 1e-12);
 }
 
+#define CKPT_HEAD "{\"format\":\"loupe-checkpoint-1\",\"optimizer_step\":5,\"epoch\":1,\"batch_in_epoch\":2,"
+#define CKPT_RNG "\"dropout_rng\":{\"seed\":\"42\",\"stream\":\"2\",\"offset\":\"4096\"},"
+#define CKPT_SET(seed) "\"settings\":{\"seed\":\"" seed "\",\"batch_size\":16,\"grad_accum\":1,\"max_seq_len\":128}}"
+
+static void test_ckpt_state_parse(void **state)
+{
+    (void)state;
+    lp_train_config c;
+    lp_train_config_init(&c);
+    lp_optim o = {0};
+    lp_ckpt_state s = {0};
+    const char *good = CKPT_HEAD "\"step\":5,\"elapsed_s\":12.5," CKPT_RNG CKPT_SET("42");
+    assert_int_equal(lp_ckpt_state_parse(good, strlen(good), "ck/trainer_state.json", &c, &o, &s), LP_OK);
+    assert_true(s.step == 5 && o.t == 5 && s.pos.epoch == 1 && s.pos.batch == 2 && s.elapsed_s == 12.5);
+    assert_true(s.dropout_rng.seed == 42 && s.dropout_rng.stream == 2 && s.dropout_rng.offset == 4096);
+    static const struct {
+        const char *json;
+        lp_status st;
+        const char *msg;
+    } bad[] = {
+        // an infinite elapsed time (1e999) was taken as is; a fractional step was truncated
+        {CKPT_HEAD "\"step\":5,\"elapsed_s\":1e999," CKPT_RNG CKPT_SET("42"), LP_STATUS_FORMAT, "bad field"},
+        {CKPT_HEAD "\"step\":5,\"elapsed_s\":-1," CKPT_RNG CKPT_SET("42"), LP_STATUS_FORMAT, "bad field"},
+        {CKPT_HEAD "\"step\":5.5,\"elapsed_s\":1," CKPT_RNG CKPT_SET("42"), LP_STATUS_FORMAT, "bad field"},
+        {CKPT_HEAD "\"step\":1e16,\"elapsed_s\":1," CKPT_RNG CKPT_SET("42"), LP_STATUS_FORMAT, "bad field"},
+        {CKPT_HEAD "\"step\":5,\"elapsed_s\":1," CKPT_RNG CKPT_SET("7"), LP_STATUS_INVALID_ARG, "--seed"},
+        {"{\"format\":", LP_STATUS_FORMAT, "not valid JSON"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        lp_status st = lp_ckpt_state_parse(bad[i].json, strlen(bad[i].json), "ck/trainer_state.json", &c, &o, &s);
+        if (st != bad[i].st || !strstr(lp_err_msg(), bad[i].msg) || !strstr(lp_err_msg(), "ck/trainer_state.json"))
+            fail_msg("case %zu: status %d, message '%s'", i, (int)st, lp_err_msg());
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -155,6 +192,7 @@ int main(void)
         cmocka_unit_test(test_tb_worked_bytes),
         cmocka_unit_test(test_tb_writer_file),
         cmocka_unit_test(test_metrics),
+        cmocka_unit_test(test_ckpt_state_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
