@@ -4,7 +4,8 @@
  * offset) bit for bit, and dequantize to the weights its Linear4bit used (dequant.*); then,
  * with the PEFT-written adapter, logits, loss and every trainable gradient against the
  * golden (EAGER: whole-weight dequantize + GEMM; FUSED: the fused dequant-GEMM and fused LoRA
- * kernels), three AdamW steps, the quantized weights' memory category, and int8 bases.
+ * kernels), three AdamW steps, the quantized weights' memory category, int8 bases, and the
+ * merged model (--merge) reproducing the QLoRA logits.
  *
  * bitsandbytes 0.50's CPU dequantizer reads scales per row when in_features % 64 != 0 (32
  * here), so the golden's numbers come from those weights; lp_lora_options.bnb_cpu_dequant
@@ -256,6 +257,58 @@ static void fresh_and_int8(void **state)
     lp_st_close(g);
 }
 
+/* --merge of a QLoRA model: the saved model holds dequantize(W) + s * B @ A in f32 (what the
+ * adapter model computes; PEFT's own 4-bit merge would requantize it) and reloads as a plain
+ * f32 model with the adapter model's logits. f32 rounds W + s*B@A once where the adapter model
+ * sums two products: ~1e-7 relative, so 1e-5; the adapter itself moves the logits by far more
+ * (checked, so a merge that dropped it would fail). */
+static void qlora_merge(void **state)
+{
+    (void)state;
+    lp_st_file *g = gold_open(DIR "/golden.safetensors");
+    int64_t n = 0, nl = 0;
+    int32_t *ids = gold_i32(g, "input_ids", &n), *mask = gold_i32(g, "attention_mask", NULL),
+            *labels = gold_i32(g, "labels", &nl);
+    const int32_t B = (int32_t)nl, T = (int32_t)(n / nl);
+    float la[64], lm[64], l0[64];
+    lp_model *ma = load(LP_EXEC_MODE_FUSED, LP_DTYPE_NF4, DIR "/peft_adapter"),
+             *m0 = load(LP_EXEC_MODE_FUSED, LP_DTYPE_NF4, NULL);
+    assert_int_equal(lp_model_forward(ma, ids, mask, NULL, B, T, la), LP_OK);
+    assert_int_equal(lp_model_forward(m0, ids, mask, NULL, B, T, l0), LP_OK);
+    char dir[] = "/tmp/lp_qlora_merge_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char out[sizeof dir + 16];
+    snprintf(out, sizeof out, "%s/merged", dir);
+    if (lp_model_save_hf(ma, out) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    lp_model_options o;
+    lp_model_options_init(&o);
+    o.task = LP_MODEL_TASK_SEQ_CLS;
+    o.quiet = true;
+    lp_model *mm = NULL;
+    if (lp_model_load(out, &o, &mm) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    lp_lora_info li;
+    lp_model_lora_info(mm, &li);
+    assert_false(li.enabled); // a plain model: no adapter, nothing quantized
+    assert_int_equal(lp_model_forward(mm, ids, mask, NULL, B, T, lm), LP_OK);
+    double w = 0;
+    check("merged f32 model vs QLoRA model logits", lm, la, B * 2, 1e-5, &w);
+    gold_cmp c = gold_compare(l0, la, B * 2, TINY);
+    printf("  the adapter moves the logits by rel %.3e\n", c.rel);
+    assert_true(c.rel > 1e-3);
+    lp_model_free(mm);
+    lp_model_free(ma);
+    lp_model_free(m0);
+    char cmd[sizeof dir + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+    free(ids);
+    free(mask);
+    free(labels);
+    lp_st_close(g);
+}
+
 int main(void)
 {
     lp_threads_init();
@@ -264,6 +317,7 @@ int main(void)
         cmocka_unit_test(qlora_eager),
         cmocka_unit_test(qlora_fused),
         cmocka_unit_test(fresh_and_int8),
+        cmocka_unit_test(qlora_merge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
