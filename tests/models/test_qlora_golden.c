@@ -50,6 +50,19 @@ static lp_model *load(lp_exec_mode exec, lp_dtype base, const char *adapter)
     return m;
 }
 
+/* A plain f32 classifier (no adapter, nothing quantized) from dir. */
+static lp_model *load_plain(const char *dir)
+{
+    lp_model_options o;
+    lp_model_options_init(&o);
+    o.task = LP_MODEL_TASK_SEQ_CLS;
+    o.quiet = true;
+    lp_model *m = NULL;
+    if (lp_model_load(dir, &o, &m) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    return m;
+}
+
 static void check(const char *label, const float *a, const float *b, int64_t n, double tol, double *worst)
 {
     gold_check(label, a, b, n, TINY, tol, worst);
@@ -121,10 +134,10 @@ static void nf4_bits(void **state)
 static void run(lp_exec_mode exec)
 {
     lp_st_file *g = gold_open(DIR "/golden.safetensors");
-    int64_t n = 0, nl = 0;
-    int32_t *ids = gold_i32(g, "input_ids", &n), *mask = gold_i32(g, "attention_mask", NULL),
-            *labels = gold_i32(g, "labels", &nl);
-    const int32_t B = (int32_t)nl, T = (int32_t)(n / nl);
+    gold_batch b;
+    gold_batch_read(g, &b);
+    const int32_t *ids = b.ids, *mask = b.mask, *labels = b.labels, B = b.B, T = b.T;
+    int64_t n = 0;
     lp_model *m = load(exec, LP_DTYPE_NF4, DIR "/peft_adapter");
     float logits[64], loss;
     double w_out = 0, w_grad = 0, w_upd = 0;
@@ -198,9 +211,7 @@ static void run(lp_exec_mode exec)
     free(ms);
     free(vs);
     free(init);
-    free(ids);
-    free(mask);
-    free(labels);
+    gold_batch_free(&b);
     lp_model_free(m);
     lp_st_close(g);
 }
@@ -223,10 +234,9 @@ static void fresh_and_int8(void **state)
 {
     (void)state;
     lp_st_file *g = gold_open(DIR "/golden.safetensors");
-    int64_t n = 0, nl = 0;
-    int32_t *ids = gold_i32(g, "input_ids", &n), *mask = gold_i32(g, "attention_mask", NULL),
-            *labels = gold_i32(g, "labels", &nl);
-    const int32_t B = (int32_t)nl, T = (int32_t)(n / nl);
+    gold_batch b;
+    gold_batch_read(g, &b);
+    const int32_t *ids = b.ids, *mask = b.mask, B = b.B, T = b.T;
     float le[64], lf[64], l32[64];
     lp_model *me = load(LP_EXEC_MODE_EAGER, LP_DTYPE_INT8, NULL),
              *mf = load(LP_EXEC_MODE_FUSED, LP_DTYPE_INT8, NULL);
@@ -238,12 +248,7 @@ static void fresh_and_int8(void **state)
     lp_model_lora_info(mf, &li);
     assert_int_equal(li.base_dtype, LP_DTYPE_INT8);
     assert_true(li.quantized_bytes < li.quantized_params * 2); // ~1 byte per weight + row scales
-    lp_model_options o;
-    lp_model_options_init(&o);
-    o.task = LP_MODEL_TASK_SEQ_CLS;
-    o.quiet = true;
-    lp_model *m32 = NULL;
-    assert_int_equal(lp_model_load(DIR, &o, &m32), LP_OK);
+    lp_model *m32 = load_plain(DIR);
     assert_int_equal(lp_model_forward(m32, ids, mask, NULL, B, T, l32), LP_OK);
     gold_cmp c = gold_compare(lf, l32, B * 2, TINY);
     printf("  int8 base vs f32 model logits: rel %.3e (fresh adapter: B = 0)\n", c.rel);
@@ -251,9 +256,7 @@ static void fresh_and_int8(void **state)
     lp_model_free(m32);
     lp_model_free(me);
     lp_model_free(mf);
-    free(ids);
-    free(mask);
-    free(labels);
+    gold_batch_free(&b);
     lp_st_close(g);
 }
 
@@ -266,10 +269,9 @@ static void qlora_merge(void **state)
 {
     (void)state;
     lp_st_file *g = gold_open(DIR "/golden.safetensors");
-    int64_t n = 0, nl = 0;
-    int32_t *ids = gold_i32(g, "input_ids", &n), *mask = gold_i32(g, "attention_mask", NULL),
-            *labels = gold_i32(g, "labels", &nl);
-    const int32_t B = (int32_t)nl, T = (int32_t)(n / nl);
+    gold_batch b;
+    gold_batch_read(g, &b);
+    const int32_t *ids = b.ids, *mask = b.mask, B = b.B, T = b.T;
     float la[64], lm[64], l0[64];
     lp_model *ma = load(LP_EXEC_MODE_FUSED, LP_DTYPE_NF4, DIR "/peft_adapter"),
              *m0 = load(LP_EXEC_MODE_FUSED, LP_DTYPE_NF4, NULL);
@@ -281,13 +283,7 @@ static void qlora_merge(void **state)
     snprintf(out, sizeof out, "%s/merged", dir);
     if (lp_model_save_hf(ma, out) != LP_OK)
         fail_msg("%s", lp_err_msg());
-    lp_model_options o;
-    lp_model_options_init(&o);
-    o.task = LP_MODEL_TASK_SEQ_CLS;
-    o.quiet = true;
-    lp_model *mm = NULL;
-    if (lp_model_load(out, &o, &mm) != LP_OK)
-        fail_msg("%s", lp_err_msg());
+    lp_model *mm = load_plain(out);
     lp_lora_info li;
     lp_model_lora_info(mm, &li);
     assert_false(li.enabled); // a plain model: no adapter, nothing quantized
@@ -303,9 +299,7 @@ static void qlora_merge(void **state)
     char cmd[sizeof dir + 16];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);
-    free(ids);
-    free(mask);
-    free(labels);
+    gold_batch_free(&b);
     lp_st_close(g);
 }
 
