@@ -184,7 +184,11 @@ static int run_softmax(const int64_t *d)
 }
 
 /* d = {B, T, H, D, packed, maskmode}: packed -> q,k,v inside one (B,T,3C) buffer;
- * maskmode 0 none, 1 random lengths, 2 all but one token padded in every sequence. */
+ * maskmode 0 none, 1 random lengths, 2 all but one token padded in every sequence, 3 random
+ * lengths with padded keys that score far above every real key (q >= 0, padded k = 50: raw
+ * scores of hundreds, whose exp overflows; masking must come before the exp, not after,
+ * as inf * 0 is NaN; seen in a LoRA run at lr 1e-2, where the fused backward's gradient
+ * turned non-finite at step 185). */
 static int run_attention(const int64_t *d)
 {
     int64_t B = d[0], T = d[1], H = d[2], D = d[3], C = H * D;
@@ -201,6 +205,16 @@ static int run_attention(const int64_t *d)
             for (int64_t t = 0; t < T; t++)
                 mask[b * T + t] = t < len;
         }
+    }
+    if (maskmode == 3) {
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t t = 0; t < T; t++)
+                for (int64_t c = 0; c < C; c++) {
+                    float *qe = (float *)q + (b * T + t) * ld + c, *ke = (float *)k + (b * T + t) * ld + c;
+                    *qe = fabsf(*qe);
+                    if (!mask[b * T + t])
+                        *ke = 50.0f;
+                }
     }
     int64_t nout = B * T * C, natt = B * H * T * T;
     float *oe0 = kt_nan(nout), *oe1 = kt_nan(nout), *of0 = kt_nan(nout), *of1 = kt_nan(nout);
@@ -369,6 +383,8 @@ static const op_case cases[] = {
     {"attention", run_attention, {1, 130, 1, 128, 1, 1}},
     {"attention", run_attention, {1, 70, 2, 96, 0, 1}}, /* head dim 64 + 32 */
     {"attention", run_attention, {1, 33, 1, 48, 1, 0}}, /* head dim 32 + 16 */
+    {"attention", run_attention, {2, 128, 2, 64, 1, 3}}, /* padded keys far above the real ones */
+    {"attention", run_attention, {3, 40, 2, 32, 0, 3}},
     {"dropout", run_dropout, {1}},
     {"dropout", run_dropout, {17}},
     {"dropout", run_dropout, {63}},

@@ -352,14 +352,11 @@ static inline float exp_sum(float *s, int64_t n, float mul, float sub)
     return sum;
 }
 
-/* Fills bias (0 or -inf) and keep (1 or 0) for key tile [j0, j0+nk) from the mask. */
-static inline void tile_mask(float *bias, float *keep, const int32_t *mb, int64_t j0, int64_t nk)
+/* Fills bias (0 or -inf) for key tile [j0, j0+nk) from the mask. */
+static inline void tile_mask(float *bias, const int32_t *mb, int64_t j0, int64_t nk)
 {
-    for (int64_t c = 0; c < nk; c++) {
-        int on = !mb || mb[j0 + c];
-        bias[c] = on ? 0.0f : -INFINITY;
-        keep[c] = on ? 1.0f : 0.0f;
-    }
+    for (int64_t c = 0; c < nk; c++)
+        bias[c] = !mb || mb[j0 + c] ? 0.0f : -INFINITY;
 }
 
 typedef struct fused_tiles {
@@ -371,7 +368,7 @@ typedef struct fused_tiles {
     float Xp[BK][LP_ATTN_MAX_D];   /* values (forward) or keys (backward), rows packed: the
                                       token stride (e.g. 3C floats) maps rows onto few L1 sets */
     float S[BQ][BK], P2[BQ][BK];
-    float bias[BK], keep[BK];      /* the key tile's mask as -inf/0 and 0/1 */
+    float bias[BK];                /* the key tile's mask as 0 / -inf */
     float z[BK];                   /* one row's dropout keep factors */
 } fused_tiles;
 
@@ -424,7 +421,7 @@ ALWAYS_INLINE void fwd_head(fused_tiles *w, float *pack, float *out, float *lse,
                 pack_rows(w->Xp, vb, ld, j0, nk, D);
             }
             tile_qkt4(w->S, w->Qs, Kt, nq, D);
-            tile_mask(w->bias, w->keep, mb, j0, nk);
+            tile_mask(w->bias, mb, j0, nk);
             for (int64_t r = 0; r < nq; r++) {
                 float *s = w->S[r];
                 float mx = bias_max(s, w->bias, nk, m[r]);
@@ -513,7 +510,7 @@ ALWAYS_INLINE void bwd_head(fused_tiles *w, float *dq, float *dk, float *dv, con
         pack_t(w->Kt, kb, ld, j0, nk, D);
         pack_t(w->Vt, vb, ld, j0, nk, D);
         pack_rows(w->Xp, kb, ld, j0, nk, D);
-        tile_mask(w->bias, w->keep, mb, j0, nk);
+        tile_mask(w->bias, mb, j0, nk);
         for (int64_t i0 = 0; i0 < T; i0 += BQ) {
             int64_t nq = T - i0 < BQ ? T - i0 : BQ;
             float Di[BQ], L[BQ];
@@ -531,25 +528,28 @@ ALWAYS_INLINE void bwd_head(fused_tiles *w, float *dq, float *dk, float *dv, con
             tile_qkt4(w->P2, w->dO, w->Vt, nq, D); /* dp = dout . v */
             for (int64_t r = 0; r < nq; r++) {
                 float *s = w->S[r], *dp = w->P2[r];
+                /* padded keys: -inf before the exp, so p = 0. Zeroing p after the exp is
+                 * not the same: a padded key's raw score is not bounded by lse (which
+                 * counts real keys only), and exp(s * scale - lse) = inf times 0 is NaN */
+                const float *bias = w->bias;
+#pragma omp simd
+                for (int64_t c = 0; c < nk; c++)
+                    s[c] += bias[c];
                 (void)exp_sum(s, nk, scale, L[r]); /* p = exp(s * scale - lse) */
-                const float *kp = w->keep;
                 float di = Di[r];
                 if (drop) { /* dV takes the dropped p, ds = p (z dp - D) */
                     drop_factors(w->z, drop, (bh * T + i0 + r) * T + j0, nk);
                     const float *z = w->z;
 #pragma omp simd
                     for (int64_t c = 0; c < nk; c++) {
-                        s[c] *= kp[c];
                         dp[c] = s[c] * (z[c] * dp[c] - di) * scale;
                         s[c] *= z[c];
                     }
                     continue;
                 }
 #pragma omp simd
-                for (int64_t c = 0; c < nk; c++) {
-                    s[c] *= kp[c];                       /* padded keys: p = 0 */
+                for (int64_t c = 0; c < nk; c++)
                     dp[c] = s[c] * (dp[c] - di) * scale; /* ds */
-                }
             }
             /* dv_j += sum_r p_rj dout_r; dk_j += sum_r ds_rj q_r; dq_r += sum_j ds_rj k_j */
             int64_t c = 0;
