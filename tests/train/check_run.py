@@ -107,10 +107,14 @@ def main():
     n = len(rows)
 
     check(s["run_id"] == os.path.basename(d.rstrip("/")), f"run_id {s['run_id']}")
-    check(s["method"] == "full" and s["exec"] in ("eager", "fused"), "method/exec")
+    method = s["method"]
+    check(method in ("full", "lora", "qlora") and s["exec"] in ("eager", "fused"), "method/exec")
     m = s["model"]
     check(m["name"] and 1e5 < m["params_total"] < 1e10, f"model {m}")
-    check(m["params_trainable"] == m["params_total"], "full fine-tuning trains every parameter")
+    if method == "full":
+        check(m["params_trainable"] == m["params_total"], "full fine-tuning trains every parameter")
+    else:  # adapters and the head only
+        check(0 < m["params_trainable"] < 0.05 * m["params_total"], f"{method} trains {m['params_trainable']} parameters")
     check(s["steps"] == n and n > 0, f"summary steps {s['steps']} vs {n} rows")
     check(s["samples_per_s"] > 0 and s["tokens_per_s"] > s["samples_per_s"], "throughput")
     sm = s["step_ms"]
@@ -121,10 +125,15 @@ def main():
     mc = s["memory_by_category"]
     for k in ("parameter", "gradient", "optimizer_state", "activation", "temporary", "input"):
         check(k in mc and mc[k] >= 0, f"memory_by_category.{k}")
-    P = m["params_total"] * 4
-    check(mc["parameter"] >= P, f"parameter memory {mc['parameter']} < {P} bytes of f32 weights")
-    check(mc["gradient"] >= P, "gradient memory below the parameters' size")
-    check(abs(mc["optimizer_state"] - 2 * P) <= 0.01 * P, f"AdamW state {mc['optimizer_state']} != 2 x {P}")
+    P, Pt = m["params_total"] * 4, m["params_trainable"] * 4
+    if method == "qlora":  # the encoder's Linear weights are NF4, counted apart
+        check(mc.get("quantized_weight", 0) > 0, "qlora: no quantized_weight memory")
+        check(mc["parameter"] < P, f"qlora: parameter memory {mc['parameter']} holds f32 copies of the NF4 weights")
+    else:
+        check(mc["parameter"] >= P, f"parameter memory {mc['parameter']} < {P} bytes of f32 weights")
+    # gradients and AdamW state exist for the trainable parameters only
+    check(Pt <= mc["gradient"] <= Pt + 0.01 * P, f"gradient memory {mc['gradient']} vs {Pt} trainable bytes")
+    check(abs(mc["optimizer_state"] - 2 * Pt) <= 0.01 * Pt + 4096, f"AdamW state {mc['optimizer_state']} != 2 x {Pt}")
     check(mc["activation"] > 0 and mc["input"] > 0, "activation and input memory")
     check(s["peak_memory_bytes"] >= mc["parameter"] + mc["gradient"] + mc["optimizer_state"], "peak below the sum of the persistent categories")
     check(isinstance(s["top_ops"], list), "top_ops")
