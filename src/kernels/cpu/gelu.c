@@ -74,18 +74,23 @@ static inline __m256 gelu256(__m256 x, lp_gelu_kind kind, __m256 *d)
     const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
     if (kind == LP_GELU_KIND_TANH) {
         /* 0.5 * (1 + tanh(u)) = s = sigmoid(2u), 1 - tanh(u)^2 = 4 s (1 - s), and
-         * 1 - s = e * s with e = exp(-2u): no cancellation in either tail. */
-        __m256 x2 = _mm256_mul_ps(x, x);
-        __m256 u = _mm256_mul_ps(_mm256_set1_ps(GELU_K), _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(GELU_A), x2), x, x));
-        /* capped so that e * s stays finite (-> 1) far in the negative tail */
-        __m256 e = _mm256_min_ps(lp_exp256(_mm256_mul_ps(_mm256_set1_ps(-2.0f), u)), _mm256_set1_ps(1e30f));
+         * 1 - s = e * s with e = exp(-2u): no cancellation in either tail. Past |x| = 10
+         * tanh(u) is +-1 in float, so s and the slope are taken at x clamped to [-10, 10]
+         * (x^3 overflowed from |x| ~ 1e13 on: inf * 0 = NaN in the slope) and the output
+         * is x above 10, 0 below -10 (x * s would scale a huge x by a tiny s). */
+        const __m256 lim = _mm256_set1_ps(10.0f);
+        __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_sub_ps(_mm256_setzero_ps(), lim)), lim);
+        __m256 x2 = _mm256_mul_ps(xc, xc);
+        __m256 u = _mm256_mul_ps(_mm256_set1_ps(GELU_K), _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(GELU_A), x2), xc, xc));
+        __m256 e = lp_exp256(_mm256_mul_ps(_mm256_set1_ps(-2.0f), u)); /* <= exp(87.3): finite */
         __m256 s = _mm256_div_ps(one, _mm256_add_ps(one, e));
         if (d) {
             __m256 du = _mm256_mul_ps(_mm256_set1_ps(GELU_K), _mm256_fmadd_ps(_mm256_set1_ps(3.0f * GELU_A), x2, one));
             __m256 oms = _mm256_mul_ps(e, s);
-            *d = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(2.0f), x), _mm256_mul_ps(s, oms)), du, s);
+            *d = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(2.0f), xc), _mm256_mul_ps(s, oms)), du, s);
         }
-        return _mm256_mul_ps(x, s);
+        __m256 below = _mm256_cmp_ps(x, _mm256_sub_ps(_mm256_setzero_ps(), lim), _CMP_LT_OQ);
+        return _mm256_andnot_ps(below, _mm256_mul_ps(x, s));
     }
     __m256 cdf = _mm256_mul_ps(half, _mm256_add_ps(one, erf256(_mm256_mul_ps(x, _mm256_set1_ps(SQRT1_2)))));
     if (d) {
