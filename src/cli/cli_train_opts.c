@@ -183,6 +183,32 @@ static int parse_double(const char *cmd, const char *flag, const char *v, double
     return 0;
 }
 
+/* The first adapter setting c holds that is not its default, as a flag name, or NULL: with
+ * --method full it would do nothing, so it is refused rather than ignored. (A flag given
+ * with its default value, --rank 8, cannot be told apart and changes nothing.) */
+static const char *lora_only_setting(const lp_train_config *c)
+{
+    lp_train_config d;
+    lp_train_config_init(&d);
+    if (c->lora_rank != d.lora_rank)
+        return "--rank";
+    if (c->lora_alpha != d.lora_alpha)
+        return "--alpha";
+    if (c->lora_targets)
+        return "--targets";
+    if (c->lora_dropout != d.lora_dropout)
+        return "--lora-dropout";
+    if (c->lora_rslora)
+        return "--rslora";
+    if (c->base_dtype != d.base_dtype)
+        return "--base-dtype";
+    if (c->adapter)
+        return "--adapter";
+    if (c->save_adapter)
+        return "--save-adapter";
+    return c->merge_dir ? "--merge" : NULL;
+}
+
 /* Applies one option; returns 0, or the exit code for a bad value. */
 static int apply(const char *cmd, lp_train_config *c, int id, const char *flag, const char *v)
 {
@@ -473,8 +499,9 @@ int lp_cli_train_main(const char *cmd, int argc, char **argv, bool profile)
         rc = lp_cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
         goto out;
     }
-    if (c.method == LP_TRAIN_METHOD_FULL && (c.adapter || c.save_adapter || c.merge_dir || c.lora_rslora)) {
-        rc = lp_cli_usage_error(cmd, "--adapter, --save-adapter, --merge and --rslora need --method lora or qlora");
+    const char *lora_flag = c.method == LP_TRAIN_METHOD_FULL ? lora_only_setting(&c) : NULL;
+    if (lora_flag) {
+        rc = lp_cli_usage_error(cmd, "%s needs --method lora or qlora (full fine-tuning has no adapter)", lora_flag);
         goto out;
     }
     lp_train_install_signal_handlers();

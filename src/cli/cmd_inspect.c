@@ -352,6 +352,7 @@ int lp_cmd_inspect(int argc, char **argv)
     bool json = false, have_method = false, eager = false, ckpt = false;
     long bs = 8, sl = 128, rank = 8, threads = 0;
     double lora_dropout = 0.0;
+    const char *prediction_flag = NULL, *adapter_flag = NULL; /* the last such flag given */
     lp_model_task task = LP_MODEL_TASK_AUTO;
     lp_train_method method = LP_TRAIN_METHOD_FULL;
     int ch;
@@ -376,20 +377,28 @@ int lp_cmd_inspect(int argc, char **argv)
             break;
         case 'b':
             if (lp_cli_parse_long("inspect", "--batch-size", optarg, 1, 1 << 20, &bs)) return LP_EXIT_USAGE;
+            prediction_flag = "--batch-size";
             break;
         case 's':
             if (lp_cli_parse_long("inspect", "--seq-len", optarg, 1, 1 << 24, &sl)) return LP_EXIT_USAGE;
+            prediction_flag = "--seq-len";
             break;
         case 'r':
             if (lp_cli_parse_long("inspect", "--rank", optarg, 1, 65536, &rank)) return LP_EXIT_USAGE;
+            prediction_flag = adapter_flag = "--rank";
             break;
         case 'e':
             if (!strcmp(optarg, "eager")) eager = true;
             else if (!strcmp(optarg, "fused")) eager = false;
             else return lp_cli_usage_error("inspect", "--exec must be eager or fused, got '%s'", optarg);
+            prediction_flag = "--exec";
             break;
-        case 'g': ckpt = true; break;
+        case 'g':
+            ckpt = true;
+            prediction_flag = "--gradient-checkpointing";
+            break;
         case 'd': {
+            prediction_flag = adapter_flag = "--lora-dropout";
             char *end;
             lora_dropout = strtod(optarg, &end);
             if (end == optarg || *end || !(lora_dropout >= 0 && lora_dropout < 1))
@@ -399,6 +408,7 @@ int lp_cmd_inspect(int argc, char **argv)
         }
         case 'T':
             if (lp_cli_parse_long("inspect", "--threads", optarg, 1, 4096, &threads)) return LP_EXIT_USAGE;
+            prediction_flag = "--threads";
             break;
         case 'h': usage(stdout); return LP_EXIT_OK;
         default: return lp_cli_usage_error("inspect", "unknown option");
@@ -408,6 +418,12 @@ int lp_cmd_inspect(int argc, char **argv)
         return lp_cli_usage_error("inspect", "unexpected argument '%s'", argv[optind]);
     if (!dir)
         return lp_cli_usage_error("inspect", "--model DIR is required");
+    // the prediction's settings without a prediction, or adapter settings for full fine-tuning,
+    // would change nothing: refused rather than ignored
+    if (prediction_flag && !have_method)
+        return lp_cli_usage_error("inspect", "%s sets up the memory prediction: it needs --method", prediction_flag);
+    if (adapter_flag && method == LP_TRAIN_METHOD_FULL)
+        return lp_cli_usage_error("inspect", "%s needs --method lora or qlora", adapter_flag);
 
     lp_model_config cfg;
     lp_st_set *w = NULL;

@@ -92,10 +92,19 @@ def tiny(root):
     check("memory" not in j, "no memory section without --method")
     check(os.path.getsize(os.path.join(d, "model.safetensors")) == j["weights"]["disk_bytes"], "disk bytes")
 
+    # settings that would change nothing are refused: the prediction's without --method,
+    # the adapter's with --method full
+    for args, says in ((["--batch-size", "2"], "--batch-size sets up the memory prediction"),
+                       (["--method", "full", "--rank", "4"], "--rank needs --method lora or qlora"),
+                       (["--method", "full", "--lora-dropout", "0.1"], "--lora-dropout needs --method lora")):
+        rc, out, err = run("--model", d, *args)
+        check(rc == 2 and says in err and out == "", f"inspect {' '.join(args)}: exit {rc}, {err.strip()}")
+
     out_path = os.path.join(root, "inspect.json")
     for method in ("full", "lora", "qlora"):
+        rank = [] if method == "full" else ["--rank", "4"]
         rc, out, err = run("--model", d, "--json", "--method", method, "--batch-size", "2", "--seq-len", "8",
-                           "--rank", "4", "--output", out_path)
+                           *rank, "--output", out_path)
         check(rc == 0, f"--method {method} exits 0 ({err.strip()})")
         j = json.loads(out)
         with open(out_path) as f:

@@ -65,7 +65,11 @@ expect 2 "frobnicate" "unknown flag" -- --frobnicate
 expect 2 "batch-size" "bad batch size" -- --batch-size 0
 expect 2 "lr" "bad learning rate" -- --lr abc
 expect 2 "exec" "bad exec mode" -- --exec turbo
-expect 2 "need --method lora" "adapter flags without lora" -- --save-adapter "$T/ad"
+expect 2 "save-adapter needs --method lora" "adapter flags without lora" -- --save-adapter "$T/ad"
+# adapter settings with --method full would do nothing: refused, not ignored
+expect 2 "rank needs --method lora" "--rank with full fine-tuning" -- --method full --rank 4
+expect 2 "lora-dropout needs --method lora" "--lora-dropout with full fine-tuning" -- --lora-dropout 0.1
+expect 2 "base-dtype needs --method lora" "--base-dtype with full fine-tuning" -- --base-dtype int8
 expect 2 "base-dtype" "bad base dtype" -- --method lora --base-dtype fp8
 expect 2 "lora-dropout" "bad lora dropout" -- --method lora --lora-dropout 1.5
 expect 2 "matches no Linear" "lora target matching nothing" -- --method lora --targets nope --max-steps 1
