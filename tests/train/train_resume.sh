@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # Resume equivalence: 2N steps in one run versus N steps, a checkpoint, and a resumed run
-# of the remaining N must give the same loss curve (within 1e-6) in steps.csv. Dropout is
-# on in the default model, so this also checks that the dropout RNG, the data position,
-# AdamW's moments and step count all come back from the checkpoint.
+# of the remaining N must give the same loss curve (within 1e-6) in steps.csv, for full
+# fine-tuning and for QLoRA (NF4 base rebuilt from the model, adapters and head from the
+# checkpoint, LoRA dropout on). Dropout is on in the default model, so this also checks that
+# the dropout RNG, the data position, AdamW's moments and step count all come back.
 set -u
 L=${LOUPE:?LOUPE must point at the loupe binary}
 T=$(mktemp -d /tmp/lp_train_resume.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 common=(--max-steps 8 --batch-size 8 --grad-accum 2 --eval none --threads 1 --quiet --output-dir "$T" --lr 3e-4)
-"$L" train "${common[@]}" --run-id full --checkpoint-every 4 --keep-checkpoints 0 || { echo "FAIL: full run"; exit 1; }
-ls "$T/full/checkpoints" | grep -qx step-4 || { echo "FAIL: no step-4 checkpoint"; ls -R "$T/full"; exit 1; }
-ls "$T/full/checkpoints" | grep -qx step-8 || { echo "FAIL: no final checkpoint"; exit 1; }
-"$L" train "${common[@]}" --run-id resumed --resume "$T/full/checkpoints/step-4" || { echo "FAIL: resumed run"; exit 1; }
-python3 - "$T/full" "$T/resumed" <<'PY'
+# equiv NAME [flags...]: the uninterrupted run NAME and NAME-resumed from its step-4 checkpoint
+equiv() {
+  local name=$1; shift
+  "$L" train "${common[@]}" "$@" --run-id "$name" --checkpoint-every 4 --keep-checkpoints 0 ||
+    { echo "FAIL: $name run"; return 1; }
+  ls "$T/$name/checkpoints" | grep -qx step-4 || { echo "FAIL: $name: no step-4 checkpoint"; ls -R "$T/$name"; return 1; }
+  ls "$T/$name/checkpoints" | grep -qx step-8 || { echo "FAIL: $name: no final checkpoint"; return 1; }
+  "$L" train "${common[@]}" "$@" --run-id "$name-resumed" --resume "$T/$name/checkpoints/step-4" ||
+    { echo "FAIL: $name resumed run"; return 1; }
+  python3 - "$T/$name" "$T/$name-resumed" <<'PY'
 import csv, json, sys
 a = list(csv.DictReader(open(sys.argv[1] + "/steps.csv")))
 b = list(csv.DictReader(open(sys.argv[2] + "/steps.csv")))
@@ -27,9 +33,12 @@ for x, y in zip(a, b):
 cfg = json.load(open(sys.argv[2] + "/config.json"))
 if not (cfg.get("resumed_from") or "").endswith("step-4"):
     print("FAIL: config.json does not record resumed_from"); sys.exit(1)
-print("ok: 8 steps uninterrupted == 4 + checkpoint + 4 resumed (loss, lr, grad norm, batches)")
+print(f"ok: {sys.argv[1].rsplit('/', 1)[1]}: 8 steps uninterrupted == 4 + checkpoint + 4 resumed (loss, lr, grad norm, batches)")
 PY
-rc=$?
+}
+rc=0
+equiv full || rc=1
+equiv qlora --method qlora --lora-dropout 0.1 || rc=1
 # the checkpoint must match the settings that fix the data stream
 "$L" train "${common[@]}" --run-id other --resume "$T/full/checkpoints/step-4" --seed 9 2>"$T/err"
 r2=$?
