@@ -262,11 +262,15 @@ lp_status lp_ckpt_state_parse(const char *text, size_t len, const char *path, co
         return lp_err(LP_STATUS_FORMAT, "%s: missing or bad field (format %s expected)", path, CKPT_FORMAT);
     }
     s->elapsed_s = el->valuedouble;
+    // the method decides which tensors the checkpoint holds (every weight, or adapters and head)
+    const cJSON *me = cJSON_GetObjectItemCaseSensitive(set, "method");
+    bool other_method = cJSON_IsString(me) && strcmp(me->valuestring, lp_train_method_name(c->method)) != 0;
     cJSON_Delete(j);
     const char *bad = seed != c->seed ? "--seed"
                       : bs != c->batch_size ? "--batch-size"
                       : ga != c->grad_accum ? "--grad-accum"
                       : msl != c->max_seq_len ? "--max-seq-len"
+                      : other_method ? "--method"
                                               : NULL;
     if (bad)
         return lp_err(LP_STATUS_INVALID_ARG, "%s: the checkpoint was made with another %s; resume with the same settings",

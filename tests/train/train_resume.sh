@@ -47,4 +47,13 @@ if [ $r2 -eq 0 ] || ! grep -q -- "--seed" "$T/err"; then
 else
   echo "ok: resume with a different --seed is refused"
 fi
+# the checkpoint of a QLoRA run holds adapters and head only: another --method is refused
+"$L" train "${common[@]}" --method lora --run-id other2 --resume "$T/qlora/checkpoints/step-4" 2>"$T/err"
+r3=$?
+if [ $r3 -eq 0 ] || ! grep -q -- "--method" "$T/err"; then
+  echo "FAIL: resuming a QLoRA checkpoint with --method lora should be refused naming --method (exit $r3)"
+  cat "$T/err"; rc=1
+else
+  echo "ok: resume with a different --method is refused"
+fi
 exit $rc
