@@ -146,6 +146,11 @@ typedef struct lp_st_set lp_st_set;
  * opened; a tensor the index places in a shard must be there; a name in two shards is
  * an error) or else dir/model.safetensors. NOT_FOUND if neither exists. */
 LP_WARN_UNUSED lp_status lp_st_set_open_dir(const char *dir, lp_st_set **out);
+/* The weights of a model directory, or none: as lp_st_set_open_dir, but a directory with no
+ * weights file at all is LP_OK with *out = NULL (a config-only directory, which the engine
+ * initializes), and one holding only pytorch_model.bin (pickle) weights is UNSUPPORTED with
+ * a message saying how to convert them. */
+LP_WARN_UNUSED lp_status lp_st_set_open_weights(const char *dir, lp_st_set **out);
 /* Opens one index file (.index.json) or one .safetensors file. */
 LP_WARN_UNUSED lp_status lp_st_set_open(const char *path, lp_st_set **out);
 void lp_st_set_close(lp_st_set *s);

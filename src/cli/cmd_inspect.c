@@ -14,16 +14,6 @@
 #include "loupe/core.h"
 #include "loupe/io.h"
 
-static bool has_file(const char *dir, const char *name)
-{
-    char p[4096];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    FILE *f = fopen(p, "rb");
-    if (f)
-        fclose(f);
-    return f != NULL;
-}
-
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -433,14 +423,8 @@ int lp_cmd_inspect(int argc, char **argv)
     snprintf(cfg_path, sizeof cfg_path, "%s/config.json", dir);
     if (lp_hf_config_load(cfg_path, &cfg) != LP_OK)
         return lp_cli_fail("inspect");
-    /* no safetensors: a config-only directory, as long as no other weights format is there */
-    lp_status ws = lp_st_set_open_dir(dir, &w);
-    if (ws == LP_STATUS_NOT_FOUND && !has_file(dir, "pytorch_model.bin") &&
-        !has_file(dir, "pytorch_model.bin.index.json")) {
-        w = NULL;
-        ws = LP_OK;
-    }
-    if (ws != LP_OK || lp_param_map_build(&cfg, w, task, &m) != LP_OK) {
+    /* w stays NULL for a config-only directory */
+    if (lp_st_set_open_weights(dir, &w) != LP_OK || lp_param_map_build(&cfg, w, task, &m) != LP_OK) {
         rc = lp_cli_fail("inspect");
         goto out;
     }

@@ -272,3 +272,26 @@ uint64_t lp_st_set_disk_bytes(const lp_st_set *s)
         t += lp_st_file_size(s->files[i]);
     return t;
 }
+
+lp_status lp_st_set_open_weights(const char *dir, lp_st_set **out)
+{
+    lp_status st = lp_st_set_open_dir(dir, out);
+    struct stat sb;
+    if (st != LP_STATUS_NOT_FOUND || stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return st;
+    static const char *const pickles[] = {"pytorch_model.bin", "pytorch_model.bin.index.json"};
+    for (size_t i = 0; i < 2; i++) {
+        char *p = lp_io_path_join(dir, pickles[i]);
+        if (!p)
+            return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", dir);
+        bool pickle = stat(p, &sb) == 0;
+        free(p);
+        if (pickle)
+            return lp_err(LP_STATUS_UNSUPPORTED,
+                          "%s: only pytorch_model.bin (pickle) weights; loupe reads safetensors "
+                          "(convert with transformers: model.save_pretrained(dir, safe_serialization=True))",
+                          dir);
+    }
+    lp_err_clear();
+    return LP_OK;
+}

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "models_internal.h"
 
@@ -39,14 +38,6 @@ void lp_model_options_init(lp_model_options *o)
     o->pooling = LP_POOLING_CLS;
     o->exec = LP_EXEC_MODE_EAGER;
     o->seed = 42;
-}
-
-static bool file_exists(const char *dir, const char *name)
-{
-    char p[4096];
-    struct stat sb;
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    return stat(p, &sb) == 0;
 }
 
 /* ---- blocks ----------------------------------------------------------------------------- */
@@ -223,24 +214,11 @@ lp_status lp_model_load(const char *dir, const lp_model_options *opt, lp_model *
     m->save_arch = m->has_head ? (di ? LP_HF_ARCH_DISTILBERT_SEQ_CLS : LP_HF_ARCH_BERT_SEQ_CLS)
                                : (di ? LP_HF_ARCH_DISTILBERT_MODEL : LP_HF_ARCH_BERT_MODEL);
 
-    st = lp_st_set_open_dir(dir, &w);
-    if (st == LP_STATUS_NOT_FOUND) {
-        if (file_exists(dir, "pytorch_model.bin") || file_exists(dir, "pytorch_model.bin.index.json")) {
-            st = lp_err(LP_STATUS_UNSUPPORTED,
-                        "%s: only pytorch_model.bin (pickle) weights; loupe reads safetensors "
-                        "(convert with transformers: model.save_pretrained(dir, safe_serialization=True))",
-                        dir);
-            goto fail;
-        }
-        w = NULL; // config only: initialize everything from the seed
-        st = LP_OK;
-        if (!m->opt.quiet)
-            fprintf(stderr,
-                    "loupe: %s has no weights: every parameter initialized from seed %llu (normal(0, %g))\n",
-                    dir, (unsigned long long)m->opt.seed, m->init_range);
-    }
-    if (st != LP_OK)
+    if ((st = lp_st_set_open_weights(dir, &w)) != LP_OK)
         goto fail;
+    if (!w && !m->opt.quiet) // config only: initialize everything from the seed
+        fprintf(stderr, "loupe: %s has no weights: every parameter initialized from seed %llu (normal(0, %g))\n",
+                dir, (unsigned long long)m->opt.seed, m->init_range);
     if ((st = lp_model__build_bert(m, w)) != LP_OK)
         goto fail;
     lp_st_set_close(w); // every tensor was copied (and converted) into the parameter block
