@@ -176,10 +176,12 @@ int lp_threads_get(void);
 const char *lp_threads_blas_mode(void);
 /* The OpenBLAS kernel set in use ("Cooperlake", "SkylakeX", "Haswell", ...). lp_threads_init
  * makes it the set OpenBLAS detects for this CPU, even when OPENBLAS_CORETYPE names another
- * (LP_BLAS_CORETYPE unset or auto); LP_BLAS_CORETYPE=env keeps OPENBLAS_CORETYPE's choice,
- * LP_BLAS_CORETYPE=<name> forces a set. */
+ * (LP_BLAS_CORETYPE unset or auto), and on a CPU this OpenBLAS does not know (it falls back
+ * to SSE3 Prescott kernels) the set the CPU's features allow; LP_BLAS_CORETYPE=env keeps
+ * OpenBLAS's own choice, LP_BLAS_CORETYPE=<name> forces a set. */
 const char *lp_threads_blas_core(void);
-/* A one-line notice when lp_threads_init overrode OPENBLAS_CORETYPE, else NULL. */
+/* A one-line notice when lp_threads_init overrode OPENBLAS_CORETYPE or OpenBLAS's fallback
+ * for an unknown CPU, else NULL. */
 const char *lp_threads_blas_note(void);
 /* Available cores (sched_getaffinity). */
 int lp_threads_cores(void);
@@ -207,6 +209,10 @@ static inline float lp_rng_u01(uint32_t x) { return (float)(x >> 8) * (1.0f / 16
 void lp_rng_uniform(lp_rng *r, float *out, int64_t n, float lo, float hi);
 /* n normals (Box-Muller on pairs of draws), mean and std. */
 void lp_rng_normal(lp_rng *r, float *out, int64_t n, float mean, float std);
+/* Advances r past the counter blocks a fill of n values uses (four 32-bit draws a block):
+ * for a consumer that draws those values elsewhere from the same counters (the fused
+ * attention kernel's dropout, LoRA's) and must leave the stream where a fill would. */
+static inline void lp_rng_skip(lp_rng *r, int64_t n) { r->offset += (uint64_t)((n + 3) / 4); }
 /* Next 32-bit value (one counter block each; for occasional scalar use). */
 uint32_t lp_rng_u32(lp_rng *r);
 /* Uniform integer in [0, n) (n >= 1), unbiased. */

@@ -112,7 +112,7 @@ void lp_nn_attention_forward(const lp_nn_attention *a, const lp_nn_ctx *ctx, lp_
     if (ctx->exec == LP_EXEC_MODE_FUSED) {
         if (ctx->training && a->attn_dropout > 0.0f && ctx->rng) {
             act->drop = (lp_attn_dropout){a->attn_dropout, ctx->rng->seed, ctx->rng->stream, ctx->rng->offset};
-            ctx->rng->offset += (uint64_t)((B * a->H * T * T + 3) / 4); /* what the eager path draws */
+            lp_rng_skip(ctx->rng, B * a->H * T * T); /* what the eager path draws */
             act->att_dropped = true;
         }
         lp_attention_fused_forward(act->ctx, act->lse, act->q, act->k, act->v, mask, B, T, a->H, a->D, C,

@@ -13,7 +13,7 @@ void lp_k_dropout_forward_ref(float *out, uint8_t *keep, const float *inp, int64
         keep[i] = lp_rng_u01(x[i % 4]) >= p;
         out[i] = keep[i] ? inp[i] * s : 0.0f;
     }
-    rng->offset += (uint64_t)((n + 3) / 4);
+    lp_rng_skip(rng, n);
 }
 
 void lp_k_dropout_forward_opt(float *out, uint8_t *keep, const float *inp, int64_t n, float p, lp_rng *rng)
