@@ -85,7 +85,8 @@ typedef struct lp_lora_base {
  * of the (B,H,T,T) probabilities is kept (and scaled by 1/(1-p)) when lp_rng_u01 of lane
  * e%4 of Philox(seed, stream, offset + e/4) is >= p: the mask lp_dropout_forward would
  * draw over that tensor from an rng at (seed, stream, offset), so fused and eager
- * training drop the same probabilities. The caller advances its rng by (B*H*T*T+3)/4. */
+ * training drop the same probabilities. The caller then advances its rng as that fill
+ * would: lp_rng_skip(rng, B*H*T*T). */
 typedef struct lp_attn_dropout {
     float p; /* in (0, 1) */
     uint64_t seed, stream, offset;
@@ -247,6 +248,14 @@ void lp_attention_eager_backward(float *dq, float *dk, float *dv, float *datt, c
 void lp_attention_fused_forward(float *out, float *lse, const float *q, const float *k, const float *v,
                                 const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
                                 const lp_attn_dropout *drop);
+/* Key tile width of the fused kernels, and the scratch the forward takes per thread: one
+ * head's keys, transposed in key tiles, and its values, packed once per head (the memory
+ * estimate counts threads x this many floats). */
+#define LP_ATTN_KEY_TILE 64
+static inline int64_t lp_attention_fused_pack_floats(int64_t T, int64_t D)
+{
+    return ((T + LP_ATTN_KEY_TILE - 1) / LP_ATTN_KEY_TILE) * LP_ATTN_KEY_TILE * D + T * D;
+}
 /* dq, dk, dv =; recomputes each score tile (and dropout mask) from q, k, lse and drop,
  * which must be the forward's. out is the forward's out. */
 void lp_attention_fused_backward(float *dq, float *dk, float *dv, const float *dout, const float *out,
@@ -298,6 +307,23 @@ double lp_grad_clip(float *const *grads, const int64_t *sizes, int n_tensors, do
  * each its own profiler range: what --exec eager runs. */
 
 #define LP_NF4_BLOCK 64         /* NF4 block size (bitsandbytes blocksize) */
+
+/* The fused quantized GEMM dequantizes W a slab of the reduction dimension (`total` long)
+ * at a time; this is the slab width when the other side of W is `other` long: at most 1 Mi
+ * floats (4 MiB) a slab and at most 256 wide, at least 64, a multiple of 64 (whole NF4
+ * blocks when rows are block-aligned), evened out over the slabs. 256 is about OpenBLAS's
+ * own K-blocking, so slabbing costs little more than one extra pass over the output per
+ * slab. (The memory estimate sizes the TEMPORARY slab with it.) */
+static inline int64_t lp_qmatmul_slab_width(int64_t other, int64_t total)
+{
+    int64_t w = ((int64_t)(1 << 20) / (other > 0 ? other : 1)) & ~(int64_t)63;
+    w = w < 64 ? 64 : w > 256 ? 256 : w;
+    if (w >= total)
+        return total;
+    int64_t n = (total + w - 1) / w;
+    w = ((total + n - 1) / n + 63) & ~(int64_t)63;
+    return w < total ? w : total;
+}
 #define LP_NF4_NESTED_BLOCK 256 /* double quantization: absmax values per nested block */
 
 /* The 16 NF4 code values (bitsandbytes get_4bit_type("nf4")) and the 256-entry dynamic

@@ -75,6 +75,7 @@
  *   activation gradients of (N,max(H,I,A·hd)) and dP (B,A,T,T), + the largest dequantized
  *   weight for QLoRA. */
 #include "io_internal.h"
+#include "loupe/kernels.h" /* header-only: the kernels' scratch layouts (no link dependency) */
 
 #include <string.h>
 
@@ -100,20 +101,6 @@ static uint64_t nf4_bytes(uint64_t n)
     return up64((n + 1) / 2) + up64(blocks) + 4 * ((blocks + 255) / 256);
 }
 
-/* Width of a dequantized slab of the fused quantized GEMM along a dimension `total` long
- * when the other side is `other`: <= 1 Mi floats, 64..256 wide, a multiple of 64, evened out
- * over the slabs. */
-static uint64_t slab_width(uint64_t other, uint64_t total)
-{
-    uint64_t w = ((uint64_t)1 << 20) / (other ? other : 1) & ~(uint64_t)63;
-    w = w < 64 ? 64 : w > 256 ? 256 : w;
-    if (w >= total)
-        return total;
-    uint64_t n = (total + w - 1) / w;
-    w = up64((total + n - 1) / n);
-    return w < total ? w : total;
-}
-
 /* Floats of the largest kernel scratch one call on a Linear (out,in) allocates. */
 static uint64_t linear_scratch(uint64_t out, uint64_t in, bool adapted, bool quant,
                                const lp_mem_estimate_opts *o, uint64_t N, uint64_t r)
@@ -128,8 +115,8 @@ static uint64_t linear_scratch(uint64_t out, uint64_t in, bool adapted, bool qua
     }
     /* each freed before the next: forward dropped rows, then the slab (out, kc); backward
      * (beside g) the dropped input for dA, the slab (ob, in), the masked LoRA rows */
-    uint64_t fwd = max2(quant ? out * slab_width(out, in) : 0, drop ? th * 64 * in : 0);
-    uint64_t bwd = max2(quant ? slab_width(in, out) * in : 0, drop ? max2(256 * in, th * 32 * in) : 0);
+    uint64_t fwd = max2(quant ? out * (uint64_t)lp_qmatmul_slab_width((int64_t)out, (int64_t)in) : 0, drop ? th * 64 * in : 0);
+    uint64_t bwd = max2(quant ? (uint64_t)lp_qmatmul_slab_width((int64_t)in, (int64_t)out) * in : 0, drop ? max2(256 * in, th * 32 * in) : 0);
     return max2(fwd, bwd + (adapted ? N * r : 0));
 }
 
@@ -166,8 +153,8 @@ static void bert_terms(const lp_model_config *c, const lp_param_map *m, const lp
         scratch = max2(scratch, linear_scratch(po, pi, adapted, quant, o, N, r));
     }
     if (!o->eager && A > 0) { /* the fused attention forward's packed keys and values */
-        const uint64_t th = o->threads > 0 ? (uint64_t)o->threads : 1, hd = H / A;
-        scratch = max2(scratch, th * (((T + 63) / 64) * 64 + T) * hd);
+        const uint64_t th = o->threads > 0 ? (uint64_t)o->threads : 1;
+        scratch = max2(scratch, th * (uint64_t)lp_attention_fused_pack_floats((int64_t)T, (int64_t)(H / A)));
     }
     out->activations_per_layer = 4 * (f + lora_f) + u8 + lora_u8;
     uint64_t kept = o->grad_checkpointing ? 4 * (f + L * N * H) + u8 : L * (4 * f + u8);

@@ -20,7 +20,7 @@
 #include "simd.h"
 
 #define BQ 32
-#define BK 64
+#define BK LP_ATTN_KEY_TILE
 
 /* z[c] = keep factor (0 or 1/(1-p)) of probability elements e0 .. e0+n-1 (lp_attn_dropout). */
 static void drop_factors(float *z, const lp_attn_dropout *d, int64_t e0, int64_t n)
@@ -469,7 +469,7 @@ void lp_k_attention_fused_forward_opt(float *out, float *lse, const float *q, co
     assert(D <= LP_ATTN_MAX_D);
     float scale = 1.0f / sqrtf((float)D);
     int nthreads = omp_get_max_threads();
-    const int64_t per = ((T + BK - 1) / BK) * D * BK + T * D;
+    const int64_t per = lp_attention_fused_pack_floats(T, D);
     float *pack = lp_alloc((size_t)nthreads * (size_t)per * sizeof(float), LP_MEM_CATEGORY_TEMPORARY,
                            "attention keys/values");
 #pragma omp parallel for schedule(dynamic, 1)

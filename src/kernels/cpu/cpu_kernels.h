@@ -84,11 +84,11 @@ void lp_k_int8_dequantize_opt(float *out, const lp_qweight *w, int64_t start, in
  * base weight is wf (f32) or wq (dequantized a slab at a time); everything accumulates
  * into the one output.
  * out (N,OC) = inp @ Wb^T + bias [+ s * u (N,r) @ B (OC,r)^T when u]. */
-lp_status lp_k_linear_forward_panels(float *out, const float *inp, const float *wf, const lp_qweight *wq,
+lp_status lp_k_linear_slabs_forward(float *out, const float *inp, const float *wf, const lp_qweight *wq,
                                      const float *bias, const float *u, const float *B, float s, int64_t N, int64_t C,
                                      int64_t OC, int64_t r);
 /* dinp (N,C) = dout @ Wb [+ s * drop'(g (N,r) @ A (r,C)) when g; drop' = keep/(1-p) if p > 0]. */
-lp_status lp_k_linear_backward_panels(float *dinp, const float *dout, const float *wf, const lp_qweight *wq,
+lp_status lp_k_linear_slabs_backward(float *dinp, const float *dout, const float *wf, const lp_qweight *wq,
                                       const float *g, const float *A, float s, const uint8_t *keep, float p,
                                       int64_t N, int64_t C, int64_t OC, int64_t r);
 /* lora.c: argument checks shared by every LoRA entry (fwd: keep and rng needed when p > 0). */

@@ -12,9 +12,10 @@
 #define ENTRY(impl, name) .name = lp_k_##name##_##impl
 #define TABLE(impl)                                                                                                 \
     {                                                                                                               \
-        .name = #impl, ENTRY(impl, sgemm), ENTRY(impl, bias_add_forward), ENTRY(impl, bias_broadcast), ENTRY(impl, bias_backward),               \
-        ENTRY(impl, embedding_forward), ENTRY(impl, embedding_backward), ENTRY(impl, layernorm_forward),            \
-        ENTRY(impl, layernorm_backward), ENTRY(impl, gelu_forward), ENTRY(impl, gelu_backward),                     \
+        .name = #impl, ENTRY(impl, sgemm), ENTRY(impl, bias_add_forward), ENTRY(impl, bias_broadcast),              \
+        ENTRY(impl, bias_backward), ENTRY(impl, embedding_forward), ENTRY(impl, embedding_backward),               \
+        ENTRY(impl, layernorm_forward), ENTRY(impl, layernorm_backward), ENTRY(impl, gelu_forward),                 \
+        ENTRY(impl, gelu_backward),                                                                                 \
         ENTRY(impl, softmax_forward), ENTRY(impl, softmax_backward), ENTRY(impl, attention_eager_forward),          \
         ENTRY(impl, attention_eager_backward), ENTRY(impl, attention_fused_forward),                                \
         ENTRY(impl, attention_fused_backward), ENTRY(impl, dropout_forward), ENTRY(impl, dropout_backward),         \

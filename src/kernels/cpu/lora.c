@@ -2,7 +2,8 @@
  * int8 or NF4 frozen base, forward and backward. Neither version forms B @ A. The reference
  * is plain loops with double accumulators; the optimized one computes u = drop(x) @ A^T
  * once and accumulates s * u @ B^T into the base GEMM's output (qgemm.c), and in the
- * backward accumulates the LoRA input gradient into dinp the same way. The dropout mask is lp_dropout_forward's (same Philox counters). */
+ * backward accumulates the LoRA input gradient into dinp the same way. The dropout mask
+ * is lp_dropout_forward's (same Philox counters). */
 #include <cblas.h>
 #include <omp.h>
 #include <string.h>
@@ -63,7 +64,7 @@ lp_status lp_k_lora_forward_ref(float *out, float *u, uint8_t *keep, const float
     float sd = 1.0f / (1.0f - p);
     if (p > 0.0f) {
         lora_mask(keep, 0, N * C, rng, p);
-        rng->offset += (uint64_t)((N * C + 3) / 4);
+        lp_rng_skip(rng, N * C);
     }
     for (int64_t i = 0; i < N; i++)
         for (int64_t j = 0; j < r; j++) {
@@ -181,9 +182,9 @@ lp_status lp_k_lora_forward_opt(float *out, float *u, uint8_t *keep, const float
                         (int)C, 0.0f, u + i0 * r, (int)r);
         }
         lp_free(buf);
-        rng->offset += (uint64_t)((N * C + 3) / 4);
+        lp_rng_skip(rng, N * C);
     }
-    return lp_k_linear_forward_panels(out, inp, base->weight, base->q, base->bias, u, B, s, N, C, OC, r);
+    return lp_k_linear_slabs_forward(out, inp, base->weight, base->q, base->bias, u, B, s, N, C, OC, r);
 }
 
 lp_status lp_k_lora_backward_opt(float *dinp, float *dA, float *dB, const float *dout, const float *inp,
@@ -223,7 +224,7 @@ lp_status lp_k_lora_backward_opt(float *dinp, float *dA, float *dB, const float 
         lp_free(xd);
     }
     if (dinp)
-        st = lp_k_linear_backward_panels(dinp, dout, base->weight, base->q, g, A, s, keep, p, N, C, OC, r);
+        st = lp_k_linear_slabs_backward(dinp, dout, base->weight, base->q, g, A, s, keep, p, N, C, OC, r);
     lp_free(g);
     return st;
 }

@@ -7,7 +7,6 @@
  * made OpenBLAS re-pack the whole activation for every panel (0.56-0.89x sgemm). */
 #include <cblas.h>
 #include <omp.h>
-#include <string.h>
 
 #include "cpu_kernels.h"
 
@@ -60,25 +59,6 @@ lp_status lp_k_qmatmul_backward_ref(float *dinp, const float *dout, const lp_qwe
     return LP_OK;
 }
 
-/* Slab width along the reduction dimension (`total` long) when the other side of W is
- * `other` long: at most 1 Mi floats (4 MiB) per slab and at most 256 wide, at least 64, a
- * multiple of 64 (whole NF4 blocks when rows are block-aligned), evened out over the
- * slabs. 256 is about OpenBLAS's own K-blocking, so slabbing costs little more than one
- * extra pass over the output per slab (a third of a 768-wide W at a time). */
-static int64_t slab_len(int64_t other, int64_t total)
-{
-    int64_t w = ((int64_t)(1 << 20) / (other > 0 ? other : 1)) & ~(int64_t)63;
-    if (w < 64)
-        w = 64;
-    if (w > 256)
-        w = 256;
-    if (w >= total)
-        return total;
-    int64_t n = (total + w - 1) / w;
-    w = ((total + n - 1) / n + 63) & ~(int64_t)63;
-    return w < total ? w : total;
-}
-
 static void dequant_one_thread(float *out, const lp_qweight *w, int64_t start, int64_t n)
 {
     if (w->dtype == LP_DTYPE_NF4)
@@ -102,7 +82,7 @@ static void dequant_slab(float *slab, const lp_qweight *w, int64_t o0, int64_t r
  * (OC x kc) and each slab's GEMM adds into out, so every element of inp and of W is
  * packed once, as in a plain GEMM, and no f32 copy of W exists. The LoRA update is one
  * more rank-r GEMM into the same output (never B @ A, never an (N,OC) temporary). */
-lp_status lp_k_linear_forward_panels(float *out, const float *inp, const float *wf, const lp_qweight *wq,
+lp_status lp_k_linear_slabs_forward(float *out, const float *inp, const float *wf, const lp_qweight *wq,
                                      const float *bias, const float *u, const float *B, float s, int64_t N,
                                      int64_t C, int64_t OC, int64_t r)
 {
@@ -115,7 +95,7 @@ lp_status lp_k_linear_forward_panels(float *out, const float *inp, const float *
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)C, 1.0f, inp, (int)C, wf,
                     (int)C, beta, out, (int)OC);
     } else {
-        int64_t kc = slab_len(OC, C);
+        int64_t kc = lp_qmatmul_slab_width(OC, C);
         float *slab = lp_alloc((size_t)(OC * kc) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "qmatmul slab");
         if (!slab)
             return LP_STATUS_NO_MEMORY;
@@ -136,7 +116,7 @@ lp_status lp_k_linear_forward_panels(float *out, const float *inp, const float *
 /* dinp (N,C) = dout @ Wb [+ s * drop'(g @ A) when g; drop' multiplies by keep / (1-p) when
  * p > 0]. The quantized base is dequantized an OC-slab of whole rows at a time (contiguous
  * in the flattened weight) and each slab's GEMM adds into dinp. */
-lp_status lp_k_linear_backward_panels(float *dinp, const float *dout, const float *wf, const lp_qweight *wq,
+lp_status lp_k_linear_slabs_backward(float *dinp, const float *dout, const float *wf, const lp_qweight *wq,
                                       const float *g, const float *A, float s, const uint8_t *keep, float p,
                                       int64_t N, int64_t C, int64_t OC, int64_t r)
 {
@@ -144,7 +124,7 @@ lp_status lp_k_linear_backward_panels(float *dinp, const float *dout, const floa
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC, 1.0f, dout, (int)OC, wf,
                     (int)C, 0.0f, dinp, (int)C);
     } else {
-        int64_t ob = slab_len(C, OC);
+        int64_t ob = lp_qmatmul_slab_width(C, OC);
         float *slab = lp_alloc((size_t)(ob * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "qmatmul slab");
         if (!slab)
             return LP_STATUS_NO_MEMORY;
@@ -191,7 +171,7 @@ lp_status lp_k_qmatmul_forward_opt(float *out, const float *inp, const lp_qweigh
     lp_status st = check_shape(w, C, OC, "qmatmul_forward");
     if (st || N <= 0)
         return st;
-    return lp_k_linear_forward_panels(out, inp, NULL, w, bias, NULL, NULL, 0.0f, N, C, OC, 0);
+    return lp_k_linear_slabs_forward(out, inp, NULL, w, bias, NULL, NULL, 0.0f, N, C, OC, 0);
 }
 
 lp_status lp_k_qmatmul_backward_opt(float *dinp, const float *dout, const lp_qweight *w, int64_t N, int64_t C,
@@ -200,5 +180,5 @@ lp_status lp_k_qmatmul_backward_opt(float *dinp, const float *dout, const lp_qwe
     lp_status st = check_shape(w, C, OC, "qmatmul_backward");
     if (st || N <= 0)
         return st;
-    return lp_k_linear_backward_panels(dinp, dout, NULL, w, NULL, NULL, 0.0f, NULL, 0.0f, N, C, OC, 0);
+    return lp_k_linear_slabs_backward(dinp, dout, NULL, w, NULL, NULL, 0.0f, NULL, 0.0f, N, C, OC, 0);
 }
