@@ -12,6 +12,14 @@
 #define INV_SQRT_2PI 0.39894228040143267794f
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_A 0.044715f
+/* Abramowitz & Stegun 7.1.26, shared by the 8- and 16-lane versions:
+ * erf(z) = 1 - t (A1 + t (A2 + t (A3 + t (A4 + t A5)))) exp(-z^2), t = 1 / (1 + ERF_P z), z >= 0 */
+#define ERF_P 0.3275911f
+#define ERF_A1 0.254829592f
+#define ERF_A2 -0.284496736f
+#define ERF_A3 1.421413741f
+#define ERF_A4 -1.453152027f
+#define ERF_A5 1.061405429f
 
 /* The reference evaluates in double so it is the accurate side of every comparison. */
 static inline float gelu1(float xf, lp_gelu_kind kind)
@@ -56,12 +64,12 @@ static inline __m256 erf256(__m256 x)
 {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     __m256 ax = _mm256_andnot_ps(sign, x);
-    __m256 t = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(_mm256_set1_ps(0.3275911f), ax, _mm256_set1_ps(1.0f)));
-    __m256 p = _mm256_set1_ps(1.061405429f);
-    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.453152027f));
-    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
-    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
-    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
+    __m256 t = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(_mm256_set1_ps(ERF_P), ax, _mm256_set1_ps(1.0f)));
+    __m256 p = _mm256_set1_ps(ERF_A5);
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(ERF_A4));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(ERF_A3));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(ERF_A2));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(ERF_A1));
     p = _mm256_mul_ps(p, t);
     __m256 e = lp_exp256(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(ax, ax)));
     __m256 r = _mm256_fnmadd_ps(p, e, _mm256_set1_ps(1.0f));
@@ -111,12 +119,12 @@ static inline __m512 gelu_erf512(__m512 x, __m512 *d)
     const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
     __m512 z = _mm512_mul_ps(x, _mm512_set1_ps(SQRT1_2));
     __m512 az = _mm512_abs_ps(z);
-    __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(0.3275911f), az, one));
-    __m512 p = _mm512_set1_ps(1.061405429f);
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
+    __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(ERF_P), az, one));
+    __m512 p = _mm512_set1_ps(ERF_A5);
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(ERF_A4));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(ERF_A3));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(ERF_A2));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(ERF_A1));
     p = _mm512_mul_ps(p, t);
     __m512 e = lp_exp512(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(az, az)));
     __m512 r = _mm512_fnmadd_ps(p, e, one);

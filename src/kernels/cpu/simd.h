@@ -6,6 +6,21 @@
 
 #include <math.h>
 
+/* exp's constants, shared by the 8- and 16-lane versions (same results lane for lane): the
+ * clamp range, log2(e), ln 2 split in two for an exact n*ln2, and the degree-5 polynomial p
+ * with exp(r) = 1 + r + r^2 p(r) over |r| <= ln2/2. */
+#define LP_EXP_HI 88.7228391f
+#define LP_EXP_LO -87.3365448f
+#define LP_EXP_LOG2E 1.44269504088896341f
+#define LP_EXP_LN2_HI 0.693359375f
+#define LP_EXP_LN2_LO -2.12194440e-4f
+#define LP_EXP_C5 1.9875691500e-4f
+#define LP_EXP_C4 1.3981999507e-3f
+#define LP_EXP_C3 8.3334519073e-3f
+#define LP_EXP_C2 4.1665795894e-2f
+#define LP_EXP_C1 1.6666665459e-1f
+#define LP_EXP_C0 5.0000001201e-1f
+
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define LP_HAVE_AVX2 1
@@ -14,21 +29,21 @@
  * 88.7, NaN stays NaN. */
 static inline __m256 lp_exp256(__m256 x)
 {
-    const __m256 hi = _mm256_set1_ps(88.7228391f), lo = _mm256_set1_ps(-87.3365448f);
+    const __m256 hi = _mm256_set1_ps(LP_EXP_HI), lo = _mm256_set1_ps(LP_EXP_LO);
     __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
     __m256 over = _mm256_cmp_ps(x, hi, _CMP_GT_OQ);
     __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
     /* x = n*ln2 + r, |r| <= ln2/2 */
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(LP_EXP_LOG2E)),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LP_EXP_LN2_HI), xc);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LP_EXP_LN2_LO), r);
+    __m256 p = _mm256_set1_ps(LP_EXP_C5);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LP_EXP_C4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LP_EXP_C3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LP_EXP_C2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LP_EXP_C1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LP_EXP_C0));
     __m256 r2 = _mm256_mul_ps(r, r);
     p = _mm256_fmadd_ps(p, r2, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     /* scale by 2^n; n in [-126, 128]: split so 2^n never overflows the exponent field */
@@ -66,21 +81,21 @@ static inline float lp_hmax256(__m256 v)
 /* lp_exp256 on 16 floats (same reduction and polynomial, same results lane for lane). */
 static inline __m512 lp_exp512(__m512 x)
 {
-    const __m512 hi = _mm512_set1_ps(88.7228391f), lo = _mm512_set1_ps(-87.3365448f);
+    const __m512 hi = _mm512_set1_ps(LP_EXP_HI), lo = _mm512_set1_ps(LP_EXP_LO);
     __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
     __mmask16 over = _mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ);
     __mmask16 isnan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
     __m512 xc = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(LP_EXP_LOG2E)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LP_EXP_LN2_HI), xc);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LP_EXP_LN2_LO), r);
+    __m512 p = _mm512_set1_ps(LP_EXP_C5);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LP_EXP_C4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LP_EXP_C3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LP_EXP_C2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LP_EXP_C1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LP_EXP_C0));
     __m512 r2 = _mm512_mul_ps(r, r);
     p = _mm512_fmadd_ps(p, r2, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
     __m512i ni = _mm512_cvtps_epi32(n);
