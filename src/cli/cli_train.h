@@ -25,7 +25,8 @@ int lp_cli_train_yaml(const char *cmd, const char *path, const char *text, size_
 
 /* Parses argv (flags override --config FILE) into a config and runs it. profile selects
  * loupe profile's defaults (profiling on, a short run). Returns the exit code: 0 done,
- * 1 failed, 2 usage error or an unsupported method, 130 interrupted. */
+ * 1 failed (a bad or unsupported file too), 2 usage error (a bad flag, or a flag value
+ * the model refuses), 130 interrupted. */
 int lp_cli_train_main(const char *cmd, int argc, char **argv, bool profile);
 
 #endif

@@ -164,22 +164,19 @@ static void blas_select_core(void)
     if (!strcmp(want, "env"))
         return;
     const char *old = getenv("OPENBLAS_CORETYPE");
-    bool detect = !strcmp(want, "auto");
-    if (detect && (!old || !*old)) { /* OpenBLAS already detected at load */
-        blas_fix_unknown_cpu();
-        return;
-    }
-    char saved[64] = "", before[64] = "";
-    if (old)
+    bool detect = !strcmp(want, "auto"), had_env = old && *old;
+    char saved[64] = "", before[64];
+    if (had_env)
         snprintf(saved, sizeof saved, "%s", old);
     snprintf(before, sizeof before, "%s", lp_threads_blas_core());
-    blas_use_core(detect ? NULL : want);
+    if (had_env || !detect) // else OpenBLAS already detected at load
+        blas_use_core(detect ? NULL : want);
     if (detect)
         blas_fix_unknown_cpu();
-    if (old && strcmp(before, lp_threads_blas_core()) && !blas_note[0])
+    if (had_env && strcmp(before, lp_threads_blas_core()) && !blas_note[0])
         snprintf(blas_note, sizeof blas_note,
                  "OpenBLAS: using the %s kernels %s instead of OPENBLAS_CORETYPE=%s (LP_BLAS_CORETYPE=env keeps it)",
-                 lp_threads_blas_core(), strcmp(want, "auto") ? "(LP_BLAS_CORETYPE)" : "detected for this CPU", saved);
+                 lp_threads_blas_core(), detect ? "detected for this CPU" : "(LP_BLAS_CORETYPE)", saved);
 }
 
 const char *lp_threads_blas_note(void) { return blas_note[0] ? blas_note : NULL; }
