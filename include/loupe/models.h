@@ -152,6 +152,10 @@ LP_WARN_UNUSED lp_status lp_model_backward(lp_model *m);
 void lp_model_set_dloss_scale(lp_model *m, float scale);
 /* Sets every gradient to zero. */
 void lp_model_zero_grad(lp_model *m);
+/* The global L2 norm over every gradient (torch.nn.utils.clip_grad_norm_), and with
+ * max_norm > 0 all gradients scaled by max_norm / norm when the norm exceeds it (<= 0:
+ * measured only). Returns the norm before clipping, which may be inf or NaN. */
+double lp_model_grad_clip(lp_model *m, double max_norm);
 /* The dropout stream's state (what a checkpoint saves so a resumed run draws the same masks)
  * and its restore. */
 void lp_model_rng_get(const lp_model *m, lp_rng *out);

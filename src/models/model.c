@@ -500,6 +500,16 @@ void lp_model_zero_grad(lp_model *m)
         memset(m->grad_block, 0, (size_t)m->n_grad_floats * sizeof(float));
 }
 
+double lp_model_grad_clip(lp_model *m, double max_norm)
+{
+    // every gradient lives in the one block; the padding between tensors stays zero
+    float *g = m->grad_block;
+    int64_t n = m->n_grad_floats;
+    if (!n)
+        return 0.0;
+    return max_norm > 0 ? lp_grad_clip(&g, &n, 1, max_norm) : lp_grad_norm(&g, &n, 1);
+}
+
 void lp_model_rng_get(const lp_model *m, lp_rng *out) { *out = m->rng; }
 
 void lp_model_rng_set(lp_model *m, const lp_rng *r) { m->rng = *r; }

@@ -213,19 +213,8 @@ static lp_status train_step(run *R, lp_data_pos *pos, int64_t step, lp_step_rec 
     }
     rec->loss = loss / k;
     double t5 = lp_train_now_s();
-    size_t np;
-    const lp_model_param *p = lp_model_params(R->model, &np);
-    float *grads[2048];
-    int64_t sizes[2048];
-    int ng = 0;
-    for (size_t i = 0; i < np && ng < 2048; i++)
-        if (p[i].trainable && p[i].grad) {
-            grads[ng] = p[i].grad;
-            sizes[ng++] = p[i].numel;
-        }
     lp_prof_range_push(LP_PROF_NAME_OPTIMIZER_STEP);
-    rec->grad_norm = c->max_grad_norm > 0 ? lp_grad_clip(grads, sizes, ng, c->max_grad_norm)
-                                          : lp_grad_norm(grads, sizes, ng);
+    rec->grad_norm = lp_model_grad_clip(R->model, c->max_grad_norm);
     if (!isfinite(rec->grad_norm)) {
         lp_prof_range_pop();
         return lp_err(LP_STATUS_NUMERIC, "gradient norm is not finite at step %lld (epoch %lld); stopping",

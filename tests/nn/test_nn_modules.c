@@ -38,6 +38,13 @@ static double maxdiff(const float *a, const float *b, int64_t n)
 
 enum { B = 2, T = 7, H = 3, D = 4, C = H * D };
 
+/* The first sequence full, the others 5 real tokens then padding. */
+static void padded_mask(int32_t mask[B * T])
+{
+    for (int i = 0; i < B * T; i++)
+        mask[i] = (i % T) < (i / T ? 5 : T);
+}
+
 static void composed_equals_kernel(void **state)
 {
     (void)state;
@@ -99,8 +106,7 @@ static void composed_dropout_finite_differences(void **state)
     const int64_t N = B * T, A = B * H * T * T;
     float *x[3] = {rnd(&r, N * C, 1), rnd(&r, N * C, 1), rnd(&r, N * C, 1)}, *R = rnd(&r, N * C, 1);
     int32_t mask[B * T];
-    for (int i = 0; i < B * T; i++)
-        mask[i] = (i % T) < (i / T ? 5 : T);
+    padded_mask(mask);
     float *ctx = calloc(N * C, 4), *att = calloc(A, 4), *attd = calloc(A, 4), *datt = calloc(2 * A, 4);
     uint8_t *keep = calloc(A, 1);
     lp_rng d0 = drop;
@@ -147,8 +153,7 @@ static void fused_dropout_equals_composed(void **state)
     const int64_t N = B * T, A = B * H * T * T;
     float *q = rnd(&r, N * C, 1), *k = rnd(&r, N * C, 1), *v = rnd(&r, N * C, 1), *dctx = rnd(&r, N * C, 1);
     int32_t mask[B * T];
-    for (int i = 0; i < B * T; i++)
-        mask[i] = (i % T) < (i / T ? 5 : T);
+    padded_mask(mask);
     float *c1 = calloc(N * C, 4), *att = calloc(A, 4), *attd = calloc(A, 4), *datt = calloc(2 * A, 4);
     uint8_t *keep = calloc(A, 1);
     lp_rng d0 = drop;
@@ -301,6 +306,36 @@ static void eager_and_fused_train_alike(void **state)
     lp_model_free(b);
 }
 
+/* lp_model_grad_clip: the global norm over every gradient (the padding of the gradient
+ * block adds nothing), and clipping scales every gradient by max_norm / norm. */
+static void grad_clip_is_global(void **state)
+{
+    (void)state;
+    lp_model *m = load_tiny(LP_EXEC_MODE_FUSED, false, true, 3);
+    float loss, *g;
+    int64_t n;
+    grads_of(m, &loss, &g, &n);
+    double ss = 0;
+    for (int64_t i = 0; i < n; i++)
+        ss += (double)g[i] * g[i];
+    double norm = sqrt(ss), got = lp_model_grad_clip(m, 0.0);
+    printf("global grad norm %.9g, lp_model_grad_clip %.9g\n", norm, got);
+    assert_true(norm > 0 && fabs(got - norm) <= 1e-6 * norm);
+    assert_true(fabs(lp_model_grad_clip(m, norm / 2) - norm) <= 1e-6 * norm); // the norm before clipping
+    size_t np;
+    const lp_model_param *p = lp_model_params(m, &np);
+    const float *w = g;
+    for (size_t i = 0; i < np; i++)
+        if (p[i].grad) {
+            for (int64_t j = 0; j < p[i].numel; j++)
+                assert_true(fabsf(p[i].grad[j] - 0.5f * w[j]) <= 1e-6f * fabsf(w[j]) + 1e-12f);
+            w += p[i].numel;
+        }
+    assert_true(fabs(lp_model_grad_clip(m, 0.0) - norm / 2) <= 1e-5 * norm);
+    free(g);
+    lp_model_free(m);
+}
+
 static void seeded_init(void **state)
 {
     (void)state;
@@ -399,6 +434,7 @@ int main(void)
         cmocka_unit_test(checkpointing_replays_dropout),
         cmocka_unit_test(fused_dropout_equals_composed),
         cmocka_unit_test(eager_and_fused_train_alike),
+        cmocka_unit_test(grad_clip_is_global),
         cmocka_unit_test(seeded_init),
         cmocka_unit_test(bad_inputs),
     };
