@@ -16,6 +16,7 @@
 #include "loupe/kernels.h"
 #include "loupe/models.h"
 #include "loupe/prof.h"
+#include "loupe/train.h"
 
 enum { MAX_RUNS = 1000 };
 
@@ -200,81 +201,28 @@ static int cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-typedef struct trainer {
-    lp_model *m;
-    float **mom, **vel; /* AdamW moments per parameter (OPTIMIZER_STATE), NULL when frozen */
-    float **grads;
-    int64_t *sizes;
-    int ng;
-    size_t np;
-    int64_t t;
-} trainer;
-
-/* AdamW state as src/train/optim.c allocates it (one pair per trainable parameter). */
-static int trainer_init(trainer *tr, lp_model *m)
-{
-    const lp_model_param *p = lp_model_params(m, &tr->np);
-    tr->m = m;
-    tr->mom = calloc(tr->np + 1, sizeof *tr->mom);
-    tr->vel = calloc(tr->np + 1, sizeof *tr->vel);
-    tr->grads = calloc(tr->np + 1, sizeof *tr->grads);
-    tr->sizes = calloc(tr->np + 1, sizeof *tr->sizes);
-    if (!tr->mom || !tr->vel || !tr->grads || !tr->sizes)
-        return die("optimizer tables");
-    for (size_t i = 0; i < tr->np; i++) {
-        if (!p[i].trainable || !p[i].grad)
-            continue;
-        size_t bytes = (size_t)p[i].numel * sizeof(float);
-        tr->mom[i] = lp_alloc(bytes, LP_MEM_CATEGORY_OPTIMIZER_STATE, "adamw.exp_avg");
-        tr->vel[i] = lp_alloc(bytes, LP_MEM_CATEGORY_OPTIMIZER_STATE, "adamw.exp_avg_sq");
-        if (!tr->mom[i] || !tr->vel[i])
-            return die("optimizer state");
-        tr->grads[tr->ng] = p[i].grad;
-        tr->sizes[tr->ng++] = p[i].numel;
-    }
-    return 0;
-}
-
-static void trainer_free(trainer *tr)
-{
-    for (size_t i = 0; i < tr->np && tr->mom; i++) {
-        lp_free(tr->mom[i]);
-        lp_free(tr->vel[i]);
-    }
-    free(tr->mom);
-    free(tr->vel);
-    free(tr->grads);
-    free(tr->sizes);
-}
-
 /* One step as src/train/loop.c's train_step with grad_accum 1: zero grad, loss forward,
- * backward, clip_grad_norm 1.0, AdamW (lr 1e-5 as torch_ref.py, betas 0.9/0.999, eps 1e-8,
- * weight decay 0.01 except biases and LayerNorm). */
-static int train_step(trainer *tr, const int32_t *ids, const int32_t *labels, int B, int T)
+ * backward, clip_grad_norm 1.0, AdamW (lr 1e-5 as torch_ref.py; lp_train_config's defaults:
+ * betas 0.9/0.999, eps 1e-8, weight decay 0.01 except biases and LayerNorm). */
+static int train_step(lp_model *m, lp_optim *opt, const lp_train_config *tc, const int32_t *ids,
+                      const int32_t *labels, int B, int T)
 {
     float loss;
-    lp_model_zero_grad(tr->m);
-    lp_model_set_dloss_scale(tr->m, 1.0f);
-    if (lp_model_loss_forward(tr->m, ids, NULL, NULL, labels, B, T, NULL, &loss) != LP_OK)
+    lp_model_zero_grad(m);
+    lp_model_set_dloss_scale(m, 1.0f);
+    if (lp_model_loss_forward(m, ids, NULL, NULL, labels, B, T, NULL, &loss) != LP_OK)
         return die("loss forward");
     if (!isfinite(loss)) {
         fprintf(stderr, "bench_step: loss is not finite\n");
         return 1;
     }
-    if (lp_model_backward(tr->m) != LP_OK)
+    if (lp_model_backward(m) != LP_OK)
         return die("backward");
-    double norm = lp_grad_clip(tr->grads, tr->sizes, tr->ng, 1.0);
-    if (!isfinite(norm)) {
+    if (!isfinite(lp_model_grad_clip(m, 1.0))) {
         fprintf(stderr, "bench_step: gradient norm is not finite\n");
         return 1;
     }
-    size_t np;
-    const lp_model_param *p = lp_model_params(tr->m, &np);
-    tr->t++;
-    for (size_t i = 0; i < np; i++)
-        if (tr->mom[i])
-            lp_adamw_step(p[i].data, p[i].grad, tr->mom[i], tr->vel[i], p[i].numel, 1e-5, 0.9, 0.999, 1e-8,
-                          p[i].no_decay ? 0.0 : 0.01, tr->t);
+    lp_optim_step(opt, m, tc, 1e-5);
     return 0;
 }
 
@@ -441,14 +389,16 @@ int main(int argc, char **argv)
     for (int i = 0; i < B; i++)
         labels[i] = (int32_t)(mix(&s) % 2);
 
-    trainer tr = {0};
-    if (train && trainer_init(&tr, m))
-        return 1;
+    lp_train_config tc;
+    lp_train_config_init(&tc);
+    lp_optim opt = {0};
+    if (train && lp_optim_init(&opt, m) != LP_OK)
+        return die("optimizer state");
     double ms[MAX_RUNS];
     for (int r = 0; r < a.warmup + a.runs; r++) {
         double t0 = now_s();
         if (train) {
-            if (train_step(&tr, ids, labels, B, T))
+            if (train_step(m, &opt, &tc, ids, labels, B, T))
                 return 1;
         } else if (lp_model_forward(m, ids, NULL, NULL, B, T, logits) != LP_OK)
             return die("forward");
@@ -466,7 +416,7 @@ int main(int argc, char **argv)
         if (lp_prof_start(&pc) != LP_OK)
             return die("profiler");
         for (int r = 0; r < a.ops; r++)
-            if (train ? train_step(&tr, ids, labels, B, T) != 0
+            if (train ? train_step(m, &opt, &tc, ids, labels, B, T) != 0
                       : lp_model_forward(m, ids, NULL, NULL, B, T, logits) != LP_OK)
                 return die("profiled step");
         if (lp_prof_stop() != LP_OK)
@@ -475,7 +425,7 @@ int main(int argc, char **argv)
     double fwd = lp_model_forward_flops(m, B, T);
     double mult = !train ? 1.0 : strcmp(a.method, "full") ? 2.0 : 3.0;
     print_json(&a, m, ms, a.runs, mult * fwd * 1e-9, train, &ops);
-    trainer_free(&tr);
+    lp_optim_free(&opt);
     lp_model_free(m);
     free(ids);
     free(labels);

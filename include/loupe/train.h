@@ -24,6 +24,7 @@
 
 #include "loupe/base.h"
 #include "loupe/io.h"
+#include "loupe/models.h"
 #include "loupe/nn.h"
 #include "loupe/prof.h"
 
@@ -105,6 +106,21 @@ typedef struct lp_train_config {
 /* The defaults listed above. */
 void lp_train_config_init(lp_train_config *c);
 
+/* The optimizer lp_train_run steps, for a loop of one's own over an lp_model (zero grad,
+ * loss forward, backward, lp_model_grad_clip, lp_optim_step): AdamW first and second
+ * moments for each trainable parameter (OPTIMIZER_STATE memory). */
+typedef struct lp_optim {
+    size_t n;                  /* = number of model parameters; m[i]/v[i] NULL when frozen */
+    float **m, **v;
+    int64_t t;                 /* steps taken (torch's state["step"]) */
+} lp_optim;
+
+LP_WARN_UNUSED lp_status lp_optim_init(lp_optim *o, const lp_model *model);
+/* One torch.optim.AdamW step over every trainable parameter at learning rate lr, with c's
+ * betas, eps and weight decay (none on biases and LayerNorm, as HF Trainer). */
+void lp_optim_step(lp_optim *o, lp_model *model, const lp_train_config *c, double lr);
+void lp_optim_free(lp_optim *o);
+
 /* What a run ended with. */
 typedef struct lp_train_result {
     char run_dir[1024];
@@ -117,7 +133,8 @@ typedef struct lp_train_result {
 /* Runs a training job as configured. On success and on LP_STATUS_INTERRUPTED (SIGINT:
  * a checkpoint and the run files for the steps done are written) r is filled. Errors name
  * the file or setting: NOT_FOUND/IO/FORMAT for inputs, INVALID_ARG for settings,
- * UNSUPPORTED for --method lora/qlora, NUMERIC for a non-finite loss (naming the step;
+ * UNSUPPORTED for a file loupe cannot use (pickle weights, a llama-family model, an
+ * adapter of another PEFT type), NUMERIC for a non-finite loss (naming the step;
  * the run files for the steps before it are written). A run that fails before its first
  * step leaves no run directory behind. */
 LP_WARN_UNUSED lp_status lp_train_run(const lp_train_config *c, lp_train_result *r);

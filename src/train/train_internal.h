@@ -42,17 +42,6 @@ LP_WARN_UNUSED lp_status lp_history_add_step(lp_history *h, const lp_step_rec *r
 LP_WARN_UNUSED lp_status lp_history_add_epoch(lp_history *h, const lp_epoch_rec *r);
 void lp_history_free(lp_history *h);
 
-/* AdamW first/second moments for each trainable parameter (OPTIMIZER_STATE memory). */
-typedef struct lp_optim {
-    size_t n;                  /* = number of model parameters; m[i]/v[i] NULL when frozen */
-    float **m, **v;
-    int64_t t;                 /* steps taken (torch's state["step"]) */
-} lp_optim;
-
-LP_WARN_UNUSED lp_status lp_optim_init(lp_optim *o, const lp_model *model);
-/* One AdamW step over every trainable parameter at learning rate lr. */
-void lp_optim_step(lp_optim *o, lp_model *model, const lp_train_config *c, double lr);
-void lp_optim_free(lp_optim *o);
 
 /* Where the data stream stands: the next micro-batch to read. */
 typedef struct lp_data_pos {
