@@ -161,7 +161,6 @@ out:
 
 static lp_status read_adapter_cfg(const char *dir, lp_model_adapter_cfg *c)
 {
-    memset(c, 0, sizeof *c);
     char path[4096];
     snprintf(path, sizeof path, "%s/adapter_config.json", dir);
     char *text = NULL;

@@ -166,7 +166,7 @@ void lp_compare_write_text(FILE *f, const lp_run_summary *r, int n)
     do {                                                                                                     \
         for (int i = 0; i < n; i++)                                                                          \
             v[i] = r[i].field;                                                                               \
-        row(f, w, label, v, n, fmt, scale, rat);                                                                \
+        row(f, w, label, v, n, fmt, scale, rat);                                                             \
     } while (0)
     ROW("trainable params", params_trainable, "%.0f", 1.0, true);
     ROW("total params", params_total, "%.0f", 1.0, true);
