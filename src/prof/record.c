@@ -256,7 +256,7 @@ void lp_prof__mem_record(const void *addr, int64_t bytes, int cat, int64_t total
 static pthread_mutex_t coll_mu = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct open_rng {
-    int64_t ts;
+    int64_t ts_ns;  /* begin, ns (rec_ns) */
     const rec *hdr; /* copy holder below */
     rec h[2];       /* header + first payload */
     int64_t dims[LP_PROF_MAX_INPUTS * LP_PROF_MAX_RANK];
@@ -274,9 +274,22 @@ typedef struct coll {
     size_t depth, cap;
     int64_t tid, pid;
     size_t n_thread_events;
+    int64_t last_ns;  /* the thread's previous record, ns */
 } coll;
 
-static void emit_range(coll *c, const open_rng *o, int64_t t_end, const int64_t *hw_end)
+/* A record's time in ns, strictly after the previous record of its thread. Two TSC reads a
+ * few ticks apart can convert to the same ns; a range would then end the very ns the next
+ * one begins (or its parent ends), and readers that add ts + dur in doubles see the two
+ * overlap by a rounding error and drop one (torch-tb-profiler did, under load). */
+static int64_t rec_ns(coll *c, int64_t ticks)
+{
+    int64_t ns = lp_prof__ticks_to_ns(c->cal, ticks);
+    if (ns <= c->last_ns)
+        ns = c->last_ns + 1;
+    return c->last_ns = ns;
+}
+
+static void emit_range(coll *c, const open_rng *o, int64_t end_ns, const int64_t *hw_end)
 {
     lp_prof_event e;
     lp_prof_event_init(&e);
@@ -316,9 +329,8 @@ static void emit_range(coll *c, const open_rng *o, int64_t t_end, const int64_t 
         e.name = "(null)";
     e.pid = c->pid;
     e.tid = c->tid;
-    int64_t s_ns = lp_prof__ticks_to_ns(c->cal, o->ts);
-    e.ts_ns = s_ns - c->t0_ns;
-    e.dur_ns = lp_prof__ticks_to_ns(c->cal, t_end) - s_ns;
+    e.ts_ns = o->ts_ns - c->t0_ns;
+    e.dur_ns = end_ns - o->ts_ns;
     if (o->has_hw && hw_end && o->hw[0] >= 0 && hw_end[0] >= 0) {
         e.hw_cycles = hw_end[0] - o->hw[0];
         e.hw_instructions = hw_end[1] - o->hw[1];
@@ -347,7 +359,7 @@ static void on_group(coll *c, const rec *r)
         for (size_t k = c->depth; k-- > 0;) {
             if ((c->stack[k].h[0].e.kind & 0x7f) == K_STEP)
                 continue;
-            emit_range(c, &c->stack[k], r->e.ts, hwr ? hwr->v : NULL);
+            emit_range(c, &c->stack[k], rec_ns(c, r->e.ts), hwr ? hwr->v : NULL);
             memmove(&c->stack[k], &c->stack[k + 1], (c->depth - k - 1) * sizeof c->stack[0]);
             c->depth--;
             break;
@@ -360,7 +372,7 @@ static void on_group(coll *c, const rec *r)
         for (size_t k = c->depth; k-- > 0;) {
             if ((c->stack[k].h[0].e.kind & 0x7f) != K_STEP)
                 continue;
-            emit_range(c, &c->stack[k], r->e.ts, NULL);
+            emit_range(c, &c->stack[k], rec_ns(c, r->e.ts), NULL);
             memmove(&c->stack[k], &c->stack[k + 1], (c->depth - k - 1) * sizeof c->stack[0]);
             c->depth--;
             break;
@@ -375,7 +387,7 @@ static void on_group(coll *c, const rec *r)
         e.ph = 'i';
         e.pid = c->pid;
         e.tid = c->tid;
-        e.ts_ns = lp_prof__ticks_to_ns(c->cal, r->e.ts) - c->t0_ns;
+        e.ts_ns = rec_ns(c, r->e.ts) - c->t0_ns;
         e.dur_ns = 0;
         e.mem_addr = r->e.b;
         e.mem_bytes = (int64_t)r->e.c;
@@ -396,7 +408,7 @@ static void on_group(coll *c, const rec *r)
     }
     c->stack = ns;
     open_rng *o = &c->stack[c->depth++];
-    o->ts = r->e.ts;
+    o->ts_ns = rec_ns(c, r->e.ts);
     o->h[0] = r[0];
     memset(&o->h[1], 0, sizeof o->h[1]);
     o->has_hw = has_hw;
@@ -463,6 +475,7 @@ lp_status lp_prof__rec_collect(lp_prof_events *ev, int64_t t_start, int64_t t_en
     for (tbuf *tb = list; tb; tb = tb->next_all) {
         c.tid = tb->tid;
         c.depth = 0;
+        c.last_ns = INT64_MIN;
         c.n_thread_events = 0;
         drain(tb, &c);
         /* Ranges still open at the window's end are dropped (their end is unknown). */
