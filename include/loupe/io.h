@@ -179,6 +179,7 @@ typedef enum lp_hf_arch {
     LP_HF_ARCH_QWEN2_CAUSAL_LM,
     LP_HF_ARCH_QWEN2_SEQ_CLS,
     LP_HF_ARCH_MISTRAL_CAUSAL_LM,
+    LP_HF_ARCH_MISTRAL_SEQ_CLS,
     LP_HF_ARCH__COUNT
 } lp_hf_arch;
 

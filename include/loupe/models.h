@@ -199,6 +199,7 @@ typedef struct lp_model_info {
     lp_model_family family;
     lp_hf_arch arch; /* the class the model is saved as */
     bool distilbert;
+    lp_model_task task; /* BASE, SEQ_CLS or CAUSAL_LM */
     bool has_head;
     lp_pooling pooling;
     int64_t num_layers, hidden_size, num_heads, intermediate_size, vocab_size, max_positions;

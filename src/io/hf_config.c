@@ -22,6 +22,7 @@ static const struct {
     {"Qwen2ForCausalLM", LP_HF_ARCH_QWEN2_CAUSAL_LM},
     {"Qwen2ForSequenceClassification", LP_HF_ARCH_QWEN2_SEQ_CLS},
     {"MistralForCausalLM", LP_HF_ARCH_MISTRAL_CAUSAL_LM},
+    {"MistralForSequenceClassification", LP_HF_ARCH_MISTRAL_SEQ_CLS},
 };
 #define N_ARCH (sizeof arch_table / sizeof arch_table[0])
 
@@ -315,7 +316,7 @@ static lp_status parse_llama(const ctx *c, lp_model_config *o)
     lp_status st;
     o->family = LP_MODEL_FAMILY_LLAMA;
     bool qwen2 = o->arch == LP_HF_ARCH_QWEN2_CAUSAL_LM || o->arch == LP_HF_ARCH_QWEN2_SEQ_CLS;
-    bool mistral = o->arch == LP_HF_ARCH_MISTRAL_CAUSAL_LM;
+    bool mistral = o->arch == LP_HF_ARCH_MISTRAL_CAUSAL_LM || o->arch == LP_HF_ARCH_MISTRAL_SEQ_CLS;
     int64_t dflt_pos = qwen2 ? 32768 : mistral ? 4096 * 32 : 2048;
     if ((st = get_int(c, KEYS("vocab_size"), true, 0, 1, SIZE_MAX_KEY, &o->vocab_size)) ||
         (st = get_int(c, KEYS("hidden_size"), true, 0, 1, SIZE_MAX_KEY, &o->hidden_size)) ||

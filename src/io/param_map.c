@@ -191,6 +191,7 @@ static lp_model_task resolve_task(lp_hf_arch a)
     case LP_HF_ARCH_LLAMA_CAUSAL_LM:
     case LP_HF_ARCH_QWEN2_CAUSAL_LM:
     case LP_HF_ARCH_MISTRAL_CAUSAL_LM: return LP_MODEL_TASK_CAUSAL_LM;
+    case LP_HF_ARCH_MISTRAL_SEQ_CLS: return LP_MODEL_TASK_SEQ_CLS;
     default: return LP_MODEL_TASK_BASE;
     }
 }

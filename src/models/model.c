@@ -42,41 +42,9 @@ void lp_model_options_init(lp_model_options *o)
 
 /* ---- blocks ----------------------------------------------------------------------------- */
 
-static int64_t up16(int64_t n)
-{
-    return (n + 15) & ~(int64_t)15;
-}
-static int64_t up64(int64_t n)
-{
-    return (n + 63) & ~(int64_t)63;
-}
-
-typedef struct sizes {
-    int64_t act, u8, tmp, in;
-} sizes;
-
-/* shared: one layer's activations for all (no backward, or checkpointing); backward: the
- * backward's scratch too (an inference-only model never needs it). */
-static sizes need(const lp_model *m, int64_t B, int64_t T, bool shared, bool backward)
-{
-    const int64_t N = B * T, C = m->cfg.hidden_size, L = m->num_labels;
-    const lp_nn_encoder_layer *l0 = &m->layers[0];
-    sizes s = {0, 0, 0, 0};
-    int64_t la = lp_nn_layer_act_floats(l0, m->exec, m->training, B, T);
-    int64_t lu = lp_nn_layer_act_bytes_u8(l0, m->exec, m->training, B, T);
-    s.act = 2 * up16(N * C) + 2 * up16(N) + (shared ? la + m->L * up16(N * C) : m->L * la) + 4 * up16(B * C) +
-            up16(B * L) + up16(B);
-    s.u8 = up64(N * C) + (shared ? lu : m->L * lu) + up64(B * C);
-    int64_t ls = lp_nn_encoder_layer_scratch_floats(l0, m->exec, B, T),
-            other = 2 * N * C > 2 * B * C ? 2 * N * C : 2 * B * C;
-    s.tmp = backward ? 2 * up16(N * C) + (ls > other ? ls : other) + up16(B * L) : 0;
-    s.in = 3 * N + B + 64;
-    return s;
-}
-
 static lp_status ensure(lp_model *m, int64_t B, int64_t T, bool shared, bool backward)
 {
-    sizes s = need(m, B, T, shared, backward);
+    lp_model_plan s = m->fam->plan(m, B, T, shared, backward);
     if (s.act > m->act_cap_floats) {
         lp_free(m->act_block);
         m->act_cap_floats = 0;
@@ -113,48 +81,6 @@ static lp_status ensure(lp_model *m, int64_t B, int64_t T, bool shared, bool bac
     return LP_OK;
 }
 
-/* Points every activation at its place in the blocks for a (B,T) batch. */
-/* shared: one layer's activations reused by every layer, plus each layer's output (gradient
- * checkpointing, and forwards that no backward follows). */
-static void bind(lp_model *m, int64_t B, int64_t T, bool shared)
-{
-    const int64_t N = B * T, C = m->cfg.hidden_size, L = m->num_labels;
-    float *f = m->act_block;
-    uint8_t *u = m->act_u8;
-#define TAKE(n) (f += up16(n), f - up16(n))
-    lp_nn_embedding_act *e = &m->emb_act;
-    e->sum = TAKE(N * C);
-    e->ln = TAKE(N * C);
-    e->out = e->ln;
-    e->ln_mean = TAKE(N);
-    e->ln_rstd = TAKE(N);
-    e->keep = u;
-    u += up64(N * C);
-    int64_t la = lp_nn_layer_act_floats(&m->layers[0], m->exec, m->training, B, T);
-    int64_t lu = lp_nn_layer_act_bytes_u8(&m->layers[0], m->exec, m->training, B, T);
-    for (int64_t l = 0; l < (shared ? 1 : m->L); l++) {
-        lp_nn_layer_act_bind(&m->layers[l], m->exec, m->training, &m->lact[l], f, u, B, T);
-        f += la;
-        u += lu;
-    }
-    if (shared)
-        for (int64_t l = 0; l < m->L; l++)
-            m->ckpt_out[l] = TAKE(N * C);
-    lp_nn_head_act *h = &m->head_act;
-    h->pooled = TAKE(B * C);
-    h->pre = TAKE(B * C);
-    h->act = TAKE(B * C);
-    h->drop = TAKE(B * C);
-    h->keep = u;
-    m->logits = TAKE(B * L);
-    m->lse = TAKE(B);
-#undef TAKE
-    m->ids = m->in_block;
-    m->mask = m->ids + N;
-    m->types = m->mask + N;
-    m->labels = m->types + N;
-}
-
 /* ---- load / free ------------------------------------------------------------------------ */
 
 lp_status lp_model_load(const char *dir, const lp_model_options *opt, lp_model **out)
@@ -186,40 +112,49 @@ lp_status lp_model_load(const char *dir, const lp_model_options *opt, lp_model *
                     path, lp_hf_arch_name(m->cfg.arch));
         goto fail;
     }
+    m->fam = &lp_family_bert;
     m->init_range = 0.02;
+    m->pooling = m->opt.pooling;
     cJSON *root = cJSON_ParseWithLength(m->config_json, len);
     if (root) {
         const cJSON *ir = cJSON_GetObjectItemCaseSensitive(root, "initializer_range");
         if (cJSON_IsNumber(ir) && ir->valuedouble > 0 && ir->valuedouble < 10)
             m->init_range = ir->valuedouble;
+        const cJSON *lpool = cJSON_GetObjectItemCaseSensitive(root, "loupe_pooling"); // as lp_model_save_hf wrote it
+        if (cJSON_IsString(lpool) && lp_pooling_parse(lpool->valuestring, &m->pooling) != LP_OK) {
+            cJSON_Delete(root);
+            st = lp_err(LP_STATUS_FORMAT, "%s: \"loupe_pooling\" is '%s' (expected cls or mean)", path,
+                        lpool->valuestring);
+            goto fail;
+        }
         cJSON_Delete(root);
     }
 
-    lp_model_task task = m->opt.task;
-    bool src_head = m->cfg.arch == LP_HF_ARCH_BERT_SEQ_CLS || m->cfg.arch == LP_HF_ARCH_DISTILBERT_SEQ_CLS;
-    if (task == LP_MODEL_TASK_AUTO)
-        task = src_head ? LP_MODEL_TASK_SEQ_CLS : LP_MODEL_TASK_BASE;
-    if (task == LP_MODEL_TASK_CAUSAL_LM) {
-        st = lp_err(LP_STATUS_INVALID_ARG, "%s: a causal LM head needs a llama-family model", path);
-        goto fail;
-    }
-    m->has_head = task == LP_MODEL_TASK_SEQ_CLS;
+    const lp_hf_arch a = m->cfg.arch;
+    const bool src_cls = a == LP_HF_ARCH_BERT_SEQ_CLS || a == LP_HF_ARCH_DISTILBERT_SEQ_CLS ||
+                         a == LP_HF_ARCH_LLAMA_SEQ_CLS || a == LP_HF_ARCH_QWEN2_SEQ_CLS ||
+                         a == LP_HF_ARCH_MISTRAL_SEQ_CLS;
+    const bool src_lm = a == LP_HF_ARCH_LLAMA_CAUSAL_LM || a == LP_HF_ARCH_QWEN2_CAUSAL_LM ||
+                        a == LP_HF_ARCH_MISTRAL_CAUSAL_LM;
+    m->task = m->opt.task;
+    if (m->task == LP_MODEL_TASK_AUTO)
+        m->task = src_cls ? LP_MODEL_TASK_SEQ_CLS : src_lm ? LP_MODEL_TASK_CAUSAL_LM : LP_MODEL_TASK_BASE;
+    m->has_head = m->task == LP_MODEL_TASK_SEQ_CLS || m->task == LP_MODEL_TASK_CAUSAL_LM;
     m->num_labels = m->opt.num_labels > 0 ? m->opt.num_labels : m->cfg.num_labels;
     if (m->num_labels < 1)
         m->num_labels = 2;
-    bool di = m->cfg.distilbert;
-    m->head.kind = (src_head || m->opt.pooling == LP_POOLING_CLS)
-                       ? (di ? LP_NN_HEAD_KIND_DISTILBERT : LP_NN_HEAD_KIND_BERT)
-                       : LP_NN_HEAD_KIND_MEAN;
-    m->save_arch = m->has_head ? (di ? LP_HF_ARCH_DISTILBERT_SEQ_CLS : LP_HF_ARCH_BERT_SEQ_CLS)
-                               : (di ? LP_HF_ARCH_DISTILBERT_MODEL : LP_HF_ARCH_BERT_MODEL);
 
     if ((st = lp_st_set_open_weights(dir, &w)) != LP_OK)
         goto fail;
     if (!w && !m->opt.quiet) // config only: initialize everything from the seed
         fprintf(stderr, "loupe: %s has no weights: every parameter initialized from seed %llu (normal(0, %g))\n",
                 dir, (unsigned long long)m->opt.seed, m->init_range);
-    if ((st = lp_model__build_bert(m, w)) != LP_OK)
+    if ((st = m->fam->build(m, w)) != LP_OK || (st = lp_model__fill_params(m)) != LP_OK)
+        goto fail;
+    m->prof_forward = lp_model__prof_name(m->prof_name, "", "forward", &st);
+    m->prof_backward = lp_model__prof_name(m->prof_name, "", "backward", &st);
+    m->prof_embed = lp_model__prof_name(m->prof_name, "", "embed", &st);
+    if (st != LP_OK)
         goto fail;
     lp_st_set_close(w); // every tensor was copied (and converted) into the parameter block
     w = NULL;
@@ -230,7 +165,7 @@ lp_status lp_model_load(const char *dir, const lp_model_options *opt, lp_model *
     m->dloss_scale = 1.0f;
     lp_rng_init(&m->rng, m->opt.seed, LP_RNG_STREAM_DROPOUT);
     if (!(m->layer_rng = calloc((size_t)m->L, sizeof *m->layer_rng)) ||
-        !(m->lact = calloc((size_t)m->L, sizeof *m->lact)) ||
+        !(m->layer_out = calloc((size_t)m->L, sizeof *m->layer_out)) ||
         !(m->ckpt_out = calloc((size_t)m->L, sizeof *m->ckpt_out))) {
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", dir);
         goto fail;
@@ -253,6 +188,8 @@ void lp_model_free(lp_model *m)
     if (!m)
         return;
     lp_model__peft_free(m);
+    if (m->fam && m->fam->free)
+        m->fam->free(m);
     lp_free(m->param_block);
     lp_free(m->grad_block);
     lp_free(m->act_block);
@@ -264,13 +201,12 @@ void lp_model_free(lp_model *m)
     free(m->names);
     free(m->params);
     free(m->slots);
-    free(m->layers);
     if (m->lins)
         for (size_t i = 0; i < m->n_lins; i++)
             free(m->lins[i].module);
     free(m->lins);
     free(m->layer_rng);
-    free(m->lact);
+    free(m->layer_out);
     free(m->ckpt_out);
     if (m->label_names)
         for (int64_t i = 0; i < m->num_labels; i++)
@@ -310,8 +246,8 @@ static lp_nn_ctx run_ctx(lp_model *m, lp_rng *rng)
 }
 
 /* Embeddings and the layer stack; the last hidden state is lp_model_hidden(m, L). */
-static lp_status run_encoder(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
-                             int32_t B, int32_t T, bool need_grad)
+static lp_status run_stack(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
+                           int32_t B, int32_t T, bool need_grad)
 {
     // without a backward to feed, the layers share one activation block whatever the mode
     const bool shared = m->ckpt || !need_grad;
@@ -327,7 +263,7 @@ static lp_status run_encoder(lp_model *m, const int32_t *ids, const int32_t *mas
     lp_status st = ensure(m, B, T, shared, need_grad);
     if (st != LP_OK)
         return st;
-    bind(m, B, T, shared);
+    m->fam->bind(m, B, T, shared);
     if ((st = lp_model__peft_bind(m, B, T)) != LP_OK)
         return st;
     const int64_t N = (int64_t)B * T;
@@ -350,29 +286,22 @@ static lp_status run_encoder(lp_model *m, const int32_t *ids, const int32_t *mas
     m->has_types = type_ids != NULL;
     if (type_ids)
         memcpy(m->types, type_ids, (size_t)N * sizeof *type_ids);
-    const int32_t *types = m->has_types ? m->types : NULL;
-    if (types && m->emb.wtt)
-        for (int64_t i = 0; i < N; i++)
-            if (types[i] < 0 || types[i] >= m->emb.TT)
-                return lp_err(LP_STATUS_RANGE, "model forward: token type %d at %lld outside [0, %lld)",
-                              types[i], (long long)i, (long long)m->emb.TT);
 
     m->pass_status = LP_OK;
     lp_nn_ctx ctx = run_ctx(m, &m->rng);
     m->pass_ctx = ctx; // adapters and quantized bases read the pass through their ctx pointer
-    if ((st = lp_nn_embedding_forward(&m->emb, &ctx, &m->emb_act, m->ids, types, B, T)) != LP_OK)
+    const float *x = NULL;
+    if ((st = m->fam->embed_forward(m, &ctx, B, T, &x)) != LP_OK)
         return st;
-    const float *x = m->emb_act.out;
+    m->emb_out = x;
     for (int64_t l = 0; l < m->L; l++) {
         m->layer_rng[l] = m->rng; // the recompute replays this layer's dropout masks
-        lp_nn_layer_act *a = &m->lact[shared ? 0 : l];
-        lp_nn_encoder_layer_forward(&m->layers[l], &ctx, a, x, m->mask, B, T);
+        const float *y = m->fam->layer_forward(m, l, shared ? 0 : l, &ctx, x, B, T);
         if (shared) {
-            memcpy(m->ckpt_out[l], a->out, (size_t)N * m->cfg.hidden_size * sizeof(float));
-            x = m->ckpt_out[l];
-        } else {
-            x = a->out;
+            memcpy(m->ckpt_out[l], y, (size_t)N * m->cfg.hidden_size * sizeof(float));
+            y = m->ckpt_out[l];
         }
+        m->layer_out[l] = x = y;
     }
     if (m->pass_status != LP_OK) // a quantized or LoRA kernel failed (out of memory) inside the pass
         return lp_err_wrap(m->pass_status, "model forward");
@@ -389,9 +318,13 @@ const float *lp_model_hidden(const lp_model *m, int32_t i)
 {
     if (!m->fwd_ok || i < 0 || i > m->L)
         return NULL;
-    if (i == 0)
-        return m->emb_act.out;
-    return m->fwd_ckpt ? m->ckpt_out[i - 1] : m->lact[i - 1].out;
+    return i == 0 ? m->emb_out : m->layer_out[i - 1];
+}
+
+/* Rows of the logits: one per sequence, or one per token for a causal LM. */
+static int64_t head_rows(const lp_model *m, int64_t B, int64_t T)
+{
+    return m->task == LP_MODEL_TASK_CAUSAL_LM ? B * T : B;
 }
 
 static lp_status forward(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
@@ -402,15 +335,14 @@ static lp_status forward(lp_model *m, const int32_t *ids, const int32_t *mask, c
                       "model %s was loaded without a classification head (task base): use "
                       "lp_model_embed, or load with task seq_cls",
                       m->dir);
-    LP_PROF_SCOPE(m->cfg.distilbert ? "distilbert.forward" : "bert.forward");
-    lp_status st = run_encoder(m, ids, mask, type_ids, B, T, need_grad);
+    LP_PROF_SCOPE(m->prof_forward);
+    lp_status st = run_stack(m, ids, mask, type_ids, B, T, need_grad);
     if (st != LP_OK)
         return st;
     lp_nn_ctx ctx = run_ctx(m, &m->rng);
-    lp_nn_cls_head_forward(&m->head, &ctx, &m->head_act, m->logits, lp_model_hidden(m, (int32_t)m->L),
-                           m->mask, B, T);
+    m->fam->head_forward(m, &ctx, lp_model_hidden(m, (int32_t)m->L), B, T);
     if (logits)
-        memcpy(logits, m->logits, (size_t)B * m->num_labels * sizeof(float));
+        memcpy(logits, m->logits, (size_t)(head_rows(m, B, T) * m->n_classes) * sizeof(float));
     return LP_OK;
 }
 
@@ -428,23 +360,21 @@ lp_status lp_model_loss_forward(lp_model *m, const int32_t *ids, const int32_t *
     lp_status st = forward(m, ids, mask, type_ids, B, T, logits, true);
     if (st != LP_OK)
         return st;
-    memcpy(m->labels, labels, (size_t)B * sizeof *labels);
+    const int64_t rows = head_rows(m, B, T);
+    if (m->task == LP_MODEL_TASK_CAUSAL_LM) // token t predicts label t+1 (transformers shifts inside)
+        for (int64_t b = 0; b < B; b++) {
+            memcpy(m->labels + b * T, labels + b * T + 1, (size_t)(T - 1) * sizeof *labels);
+            m->labels[b * T + T - 1] = -100;
+        }
+    else
+        memcpy(m->labels, labels, (size_t)B * sizeof *labels);
     // -100 is ignored, as in transformers
-    if ((st = lp_cross_entropy_forward(&m->loss, m->lse, m->logits, m->labels, B, m->num_labels, -100)) !=
+    if ((st = lp_cross_entropy_forward(&m->loss, m->lse, m->logits, m->labels, rows, m->n_classes, -100)) !=
         LP_OK)
         return lp_err_wrap(st, "model loss");
     *loss = m->loss;
     m->loss_ok = true;
     return LP_OK;
-}
-
-/* Whether any embedding parameter has a gradient buffer. When none has (LoRA, QLoRA, a
- * frozen encoder), nothing needs the gradient of the first layer's input: the first
- * layer's input-gradient GEMMs and the embedding backward are skipped, as autograd does for
- * inputs that do not require grad. */
-static bool embedding_trainable(const lp_nn_embedding *e)
-{
-    return e->dwte || e->dwpe || e->dwtt || e->ln.dw || e->ln.db;
 }
 
 lp_status lp_model_backward(lp_model *m)
@@ -454,39 +384,37 @@ lp_status lp_model_backward(lp_model *m)
     if (!m->loss_ok)
         return lp_err(LP_STATUS_INVALID_ARG, "model backward: no loss forward to back-propagate (call "
                                              "lp_model_loss_forward first; a backward consumes it)");
-    LP_PROF_SCOPE(m->cfg.distilbert ? "distilbert.backward" : "bert.backward");
-    const int64_t B = m->B, T = m->T, N = B * T, C = m->cfg.hidden_size, L = m->num_labels;
-    float *dA = m->tmp_block, *dB = dA + up16(N * C), *scratch = dB + up16(N * C);
-    int64_t ls = lp_nn_encoder_layer_scratch_floats(&m->layers[0], m->fwd_exec, B, T);
-    int64_t other = 2 * N * C > 2 * B * C ? 2 * N * C : 2 * B * C;
-    float *dlogits = scratch + (ls > other ? ls : other);
+    LP_PROF_SCOPE(m->prof_backward);
+    const int64_t B = m->B, T = m->T, N = B * T, C = m->cfg.hidden_size, rows = head_rows(m, B, T);
+    // the backward's scratch: two (N,C) gradient buffers, the family's scratch, dlogits last
+    float *dA = m->tmp_block, *dB = dA + lp_model__up16(N * C), *scratch = dB + lp_model__up16(N * C);
+    float *dlogits = m->tmp_block + m->tmp_cap - lp_model__up16(rows * m->n_classes);
     lp_nn_ctx ctx = {
         .training = m->fwd_training, .exec = m->fwd_exec, .rng = NULL, .status = &m->pass_status};
     m->pass_status = LP_OK;
-    const int32_t *types = m->has_types ? m->types : NULL;
-    const bool emb_grad = embedding_trainable(&m->emb);
+    const bool emb_grad = m->fam->embed_trainable(m);
 
-    lp_cross_entropy_backward(dlogits, m->logits, m->lse, m->labels, B, L, -100, m->dloss_scale);
-    lp_nn_cls_head_backward(&m->head, &m->head_act, dA, dlogits, m->mask, scratch, B, T);
+    lp_cross_entropy_backward(dlogits, m->logits, m->lse, m->labels, rows, m->n_classes, -100, m->dloss_scale);
+    m->fam->head_backward(m, dA, dlogits, scratch, B, T);
     for (int64_t l = m->L - 1; l >= 0; l--) {
-        const float *x = l == 0 ? m->emb_act.out : m->fwd_ckpt ? m->ckpt_out[l - 1] : m->lact[l - 1].out;
-        lp_nn_layer_act *a = &m->lact[m->fwd_ckpt ? 0 : l];
+        const float *x = lp_model_hidden(m, (int32_t)l);
+        const int64_t slot = m->fwd_ckpt ? 0 : l;
         if (m->fwd_ckpt) { // recompute the layer from its kept input with the same dropout masks
             lp_rng r = m->layer_rng[l];
             lp_nn_ctx rc = {
                 .training = m->fwd_training, .exec = m->fwd_exec, .rng = &r, .status = &m->pass_status};
             m->pass_ctx = rc;
-            lp_nn_encoder_layer_forward(&m->layers[l], &rc, a, x, m->mask, B, T);
+            (void)m->fam->layer_forward(m, l, slot, &rc, x, B, T);
         }
         m->pass_ctx = ctx;
         float *dx = l > 0 || emb_grad ? dB : NULL;
-        lp_nn_encoder_layer_backward(&m->layers[l], &ctx, a, dx, dA, x, m->mask, scratch, B, T);
+        m->fam->layer_backward(m, l, slot, &ctx, dx, dA, x, scratch, B, T);
         float *t = dA;
         dA = dB;
         dB = t;
     }
     if (emb_grad)
-        lp_nn_embedding_backward(&m->emb, &m->emb_act, dA, scratch, m->ids, types, B, T);
+        m->fam->embed_backward(m, dA, scratch, B, T);
     m->loss_ok = false;
     if (m->pass_status != LP_OK)
         return lp_err_wrap(m->pass_status, "model backward");
@@ -517,10 +445,10 @@ void lp_model_rng_set(lp_model *m, const lp_rng *r) { m->rng = *r; }
 lp_status lp_model_embed(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
                          int32_t B, int32_t T, bool normalize, float *out)
 {
-    LP_PROF_SCOPE(m->cfg.distilbert ? "distilbert.embed" : "bert.embed");
+    LP_PROF_SCOPE(m->prof_embed);
     bool tr = m->training;
     m->training = false;
-    lp_status st = run_encoder(m, ids, mask, type_ids, B, T, false);
+    lp_status st = run_stack(m, ids, mask, type_ids, B, T, false);
     m->training = tr;
     if (st != LP_OK)
         return st;
@@ -597,13 +525,7 @@ lp_status lp_model_set_trainable(lp_model *m, const char *name, bool trainable)
 
 double lp_model_forward_flops(const lp_model *m, int64_t B, int64_t T)
 {
-    const double C = (double)m->cfg.hidden_size, I = (double)m->cfg.intermediate_size,
-                 N = (double)B * (double)T;
-    double f = N * (double)m->L * (8.0 * C * C + 4.0 * C * I) +
-               (double)B * (double)m->L * 4.0 * (double)T * (double)T * C;
-    if (m->has_head)
-        f += (double)B * (2.0 * C * C + 2.0 * C * (double)m->num_labels);
-    return f;
+    return m->fam->forward_flops(m, B, T);
 }
 
 void lp_model_info_get(const lp_model *m, lp_model_info *o)
@@ -613,7 +535,8 @@ void lp_model_info_get(const lp_model *m, lp_model_info *o)
     o->arch = m->save_arch;
     o->distilbert = m->cfg.distilbert;
     o->has_head = m->has_head;
-    o->pooling = m->head.kind == LP_NN_HEAD_KIND_MEAN ? LP_POOLING_MEAN : LP_POOLING_CLS;
+    o->task = m->task;
+    o->pooling = m->pooling;
     o->num_layers = m->L;
     o->hidden_size = m->cfg.hidden_size;
     o->num_heads = m->cfg.num_heads;
@@ -636,8 +559,8 @@ void lp_model_info_get(const lp_model *m, lp_model_info *o)
     o->exec = m->exec;
     o->training = m->training;
     o->grad_checkpointing = m->ckpt;
-    const double C = (double)m->cfg.hidden_size, I = (double)m->cfg.intermediate_size;
-    o->forward_flops_per_token = (double)m->L * (8.0 * C * C + 4.0 * C * I);
+    for (size_t i = 0; i < m->n_lins; i++) // 2 x the layers' matmul weights
+        o->forward_flops_per_token += 2.0 * (double)m->lins[i].lin->in * (double)m->lins[i].lin->out;
 }
 
 const lp_model_config *lp_model_config_get(const lp_model *m)

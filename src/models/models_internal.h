@@ -19,11 +19,11 @@ typedef struct lp_model_pslot {
  * init and PEFT's lora_A init (kaiming_uniform_ with a = sqrt(5)). */
 enum { LP_INIT_NORMAL = 0, LP_INIT_ZERO, LP_INIT_ONE, LP_INIT_SINUSOID, LP_INIT_KAIMING };
 
-/* An encoder Linear (the modules LoRA can target). */
+/* A layer Linear (the modules LoRA can target). */
 typedef struct lp_model_linear {
     lp_nn_linear *lin;
     char *module;            /* HF module name, e.g. "distilbert.transformer.layer.0.attention.q_lin" (owned) */
-    int32_t role;            /* 0..5: q, k, v, o, ffn_in, ffn_out */
+    const char *role;        /* loupe role name (static): q, k, v, o, ffn_in, ffn_out, ffn_gate */
     int32_t layer;
     size_t wparam;           /* index of its weight in params (SIZE_MAX when quantized) */
     bool adapted;
@@ -38,6 +38,53 @@ typedef struct lp_model_adapter {
     size_t pa, pb;           /* indexes of lora_A and lora_B in params */
 } lp_model_adapter;
 
+/* Block sizes a family needs for one (B,T) batch: activations (floats, ACTIVATION), mask
+ * bytes (ACTIVATION), backward scratch (floats, TEMPORARY) and batch copies (int32, INPUT). */
+typedef struct lp_model_plan {
+    int64_t act, u8, tmp, in;
+} lp_model_plan;
+
+/* A model family: everything that differs between BERT-style encoders and Llama-style
+ * decoders. model.c holds what is generic (loading, blocks, the layer-stack loop with
+ * gradient-checkpoint replay and per-layer RNG, loss, clipping, info); a family is one file
+ * (bert.c, llama.c) and one line in lp_model__family(). Activations live in the family's
+ * state (m->fs); `slot` is the layer's activation slot (0 for every layer when they share
+ * one: gradient checkpointing and inference). */
+typedef struct lp_family {
+    const char *name; /* "bert", "llama" */
+    /* Parameter table and module wiring from m->cfg and the task (m->has_head, m->task),
+     * sources from the weights w (NULL: initialize everything; w stays open until the
+     * parameters are filled). Sets m->fs, m->L, m->save_arch, m->prof_name,
+     * m->default_targets, m->n_classes. */
+    lp_status (*build)(lp_model *m, const lp_st_set *w);
+    void (*free)(lp_model *m);
+    /* Block sizes for a (B,T) batch; shared: one layer's activations for all (plus each
+     * layer's output); backward: the backward's scratch too. */
+    lp_model_plan (*plan)(const lp_model *m, int64_t B, int64_t T, bool shared, bool backward);
+    /* Points every activation at its place in m's blocks (and m->logits, m->lse, m->ckpt_out,
+     * the input copies m->ids/mask/types/labels/pos). */
+    void (*bind)(lp_model *m, int64_t B, int64_t T, bool shared);
+    /* Embeddings of m->ids (copied in) -> *x (B,T,C). */
+    lp_status (*embed_forward)(lp_model *m, const lp_nn_ctx *ctx, int64_t B, int64_t T, const float **x);
+    /* Layer l from x; returns its output (B,T,C). */
+    const float *(*layer_forward)(lp_model *m, int64_t l, int64_t slot, const lp_nn_ctx *ctx, const float *x,
+                                  int64_t B, int64_t T);
+    /* dx (B,T,C) = (NULL: skipped); parameter grads +=. scratch: plan's tmp past 2 N*C. */
+    void (*layer_backward)(lp_model *m, int64_t l, int64_t slot, const lp_nn_ctx *ctx, float *dx, const float *dout,
+                           const float *x, float *scratch, int64_t B, int64_t T);
+    /* Whether any embedding parameter trains (else layer 0's input gradient is skipped). */
+    bool (*embed_trainable)(const lp_model *m);
+    void (*embed_backward)(lp_model *m, const float *dout, float *scratch, int64_t B, int64_t T);
+    /* m->logits (head_rows, num_classes) from the last hidden state. */
+    void (*head_forward)(lp_model *m, const lp_nn_ctx *ctx, const float *hidden, int64_t B, int64_t T);
+    /* dhidden (B,T,C) = from dlogits; head grads +=. */
+    void (*head_backward)(lp_model *m, float *dhidden, const float *dlogits, float *scratch, int64_t B, int64_t T);
+    /* Forward FLOPs of a (B,T) batch (matmuls and attention). */
+    double (*forward_flops)(const lp_model *m, int64_t B, int64_t T);
+} lp_family;
+
+extern const lp_family lp_family_bert, lp_family_llama;
+
 struct lp_model {
     char *dir;         /* source directory (owned) */
     char *config_json; /* source config.json text (owned), rewritten on save */
@@ -46,6 +93,14 @@ struct lp_model {
     double init_range;
     bool has_head;
     lp_hf_arch save_arch;
+    const lp_family *fam;
+    void *fs;                  /* the family's state: modules and activations (owned) */
+    lp_model_task task;        /* resolved: BASE, SEQ_CLS or CAUSAL_LM */
+    lp_pooling pooling;        /* bare encoders' classification pooling (saved as loupe_pooling) */
+    const char *prof_name;     /* "bert", "distilbert", "llama", ...: profiler range prefix */
+    const char *prof_forward, *prof_backward, *prof_embed; /* "<prof_name>.forward", ... (interned) */
+    const char *default_targets; /* PEFT's default target_modules for this family */
+    int64_t n_classes;         /* logits per row: num_labels, or the vocabulary (CAUSAL_LM) */
     char **label_names; /* num_labels owned strings or NULL (then the config's / LABEL_i) */
     int64_t num_labels;
 
@@ -60,8 +115,8 @@ struct lp_model {
     int64_t n_grad_floats;     /* the gradient block holds the trainable parameters only */
 
     /* encoder Linears and LoRA / QLoRA (peft_setup.c) */
-    lp_model_linear *lins;     /* (L*6) */
-    size_t n_lins;
+    lp_model_linear *lins;     /* every layer Linear, in wiring order */
+    size_t n_lins, cap_lins;
     lp_lora_options lora;      /* resolved; strings borrowed from opt or owned below */
     char *lora_targets;        /* owned: target_modules as saved (comma-joined) */
     char **mts;                /* owned modules_to_save entries */
@@ -74,10 +129,7 @@ struct lp_model {
     float *lora_act; uint8_t *lora_u8;
     int64_t lora_act_cap, lora_u8_cap;
 
-    lp_nn_embedding emb;
-    lp_nn_encoder_layer *layers;
     int64_t L; /* layers */
-    lp_nn_cls_head head;
 
     /* run state */
     lp_exec_mode exec;
@@ -94,12 +146,11 @@ struct lp_model {
     int64_t tmp_cap;
     int32_t *in_block;
     int64_t in_cap;
-    lp_nn_embedding_act emb_act;
-    lp_nn_layer_act *lact; /* (L), or one shared entry under checkpointing */
-    float **ckpt_out;      /* (L) layer outputs kept under checkpointing */
-    lp_nn_head_act head_act;
-    float *logits, *lse; /* (B,L), (B) */
-    int32_t *ids, *mask, *types, *labels;
+    const float *emb_out;  /* (B,T,C) the embeddings' output of the last forward */
+    const float **layer_out; /* (L) each layer's output of the last forward */
+    float **ckpt_out;      /* (L) layer outputs kept under checkpointing (bound by the family) */
+    float *logits, *lse; /* (rows, n_classes), (rows): rows = B, or B*T for a causal LM */
+    int32_t *ids, *mask, *types, *labels, *pos; /* (B,T) each; labels (rows) */
     bool has_types;
     int64_t B, T; /* of the last forward */
     bool fwd_ok, loss_ok;
@@ -108,17 +159,22 @@ struct lp_model {
     bool fwd_training, fwd_ckpt;
 };
 
-/* Builds the modules and the parameter table from m->cfg and the checkpoint (w may be NULL:
- * everything initialized from the seed), allocates and fills the blocks. */
-lp_status lp_model__build_bert(lp_model *m, const lp_st_set *w);
+/* After the family's build: PEFT setup, the parameter block filled from the sources or
+ * initialized, gradients laid out, quantized bases made (params.c). */
+lp_status lp_model__fill_params(lp_model *m);
+/* Interns "<fam>.<mid>.<dir>" as a profiler name; sets *st on out of memory. */
+const char *lp_model__prof_name(const char *fam, const char *mid, const char *dir, lp_status *st);
+/* Rounds a float count up to 16 (64 bytes), bytes to 64: each tensor in a block starts aligned. */
+static inline int64_t lp_model__up16(int64_t n) { return (n + 15) & ~(int64_t)15; }
+static inline int64_t lp_model__up64(int64_t n) { return (n + 63) & ~(int64_t)63; }
 
 /* Appends a parameter to the table (data and grad pointers land in *w and *g once the blocks
  * exist). ndim 1 or 2; d1 ignored for ndim 1. */
 lp_status lp_model__add_param(lp_model *m, const char *name, int ndim, int64_t d0, int64_t d1, float **w, float **g,
                               const lp_st_tensor *src, int init, bool no_decay);
 /* Records an encoder Linear as it is wired (module name copied). */
-lp_status lp_model__note_linear(lp_model *m, lp_nn_linear *lin, const char *module, int32_t role, int32_t layer,
-                                size_t wparam);
+lp_status lp_model__note_linear(lp_model *m, lp_nn_linear *lin, const char *module, const char *role,
+                                int32_t layer, size_t wparam);
 /* After wire(): applies m->opt.lora (targets, frozen base, head trainable, adapter params and
  * the adapter file's tensors as their sources). No-op without LoRA. */
 lp_status lp_model__peft_setup(lp_model *m);

@@ -14,11 +14,20 @@
 #include "models_internal.h"
 
 #define NAME_LEN 256
-static const char *const role_names[6] = {"q", "k", "v", "o", "ffn_in", "ffn_out"};
+static const char *const role_names[] = {"q", "k", "v", "o", "ffn_in", "ffn_out", "ffn_gate"};
+#define N_ROLES (sizeof role_names / sizeof role_names[0])
 
-lp_status lp_model__note_linear(lp_model *m, lp_nn_linear *lin, const char *module, int32_t role,
+lp_status lp_model__note_linear(lp_model *m, lp_nn_linear *lin, const char *module, const char *role,
                                 int32_t layer, size_t wparam)
 {
+    if (m->n_lins == m->cap_lins) { // before any adapter points into the array
+        size_t cap = m->cap_lins ? 2 * m->cap_lins : 64;
+        lp_model_linear *g = realloc(m->lins, cap * sizeof *g);
+        if (!g)
+            return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory");
+        m->lins = g;
+        m->cap_lins = cap;
+    }
     lp_model_linear *ml = &m->lins[m->n_lins];
     memset(ml, 0, sizeof *ml);
     if (!(ml->module = strdup(module)))
@@ -179,14 +188,14 @@ static lp_status mark_list(lp_model *m, char *const *entries, size_t n, bool str
     for (size_t e = 0; e < n; e++) {
         const char *t = entries[e];
         bool hit = false;
-        int role = -1;
-        for (int r = 0; r < 6; r++)
+        const char *role = NULL;
+        for (size_t r = 0; r < N_ROLES; r++)
             if (!strcmp(t, role_names[r]))
-                role = r;
+                role = role_names[r];
         bool all = !strcmp(t, "all") || !strcmp(t, "all-linear");
         for (size_t i = 0; i < m->n_lins; i++) {
             lp_model_linear *ml = &m->lins[i];
-            if (all || (role >= 0 ? ml->role == role : suffix_match(ml->module, t))) {
+            if (all || (role ? !strcmp(ml->role, role) : suffix_match(ml->module, t))) {
                 ml->adapted = true;
                 hit = true;
             }
@@ -194,7 +203,8 @@ static lp_status mark_list(lp_model *m, char *const *entries, size_t n, bool str
         if (!hit && strict) {
             char list[512];
             size_t k = 0;
-            for (int r = 0; r < 6 && m->n_lins >= 6; r++) {
+            list[0] = 0;
+            for (size_t r = 0; r < m->n_lins && m->lins[r].layer == 0; r++) {
                 const char *mod = m->lins[r].module, *dot = strrchr(mod, '.');
                 k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", r ? ", " : "", dot ? dot + 1 : mod);
                 if (k >= sizeof list)
@@ -202,8 +212,8 @@ static lp_status mark_list(lp_model *m, char *const *entries, size_t n, bool str
             }
             return lp_err(
                 LP_STATUS_INVALID_ARG,
-                "%s: target '%s' matches no Linear of %s (roles: q, k, v, o, ffn_in, ffn_out, all; module "
-                "names of layer 0: %s)",
+                "%s: target '%s' matches no Linear of %s (roles: q, k, v, o, ffn_gate, ffn_in, ffn_out, all; "
+                "module names of layer 0: %s)",
                 what, t, m->dir, list);
         }
     }
@@ -294,8 +304,8 @@ static lp_status saved_targets(lp_model *m)
                     clean = false;
             // the head's and pooler's Linears: never adapted by loupe
             static const char *const others[] = {"classifier", "pre_classifier", "bert.pooler.dense",
-                                                 "pooler.dense"};
-            for (size_t j = 0; j < 4 && clean; j++)
+                                                 "pooler.dense", "score", "lm_head"};
+            for (size_t j = 0; j < sizeof others / sizeof others[0] && clean; j++)
                 if (suffix_match(others[j], suf))
                     clean = false;
             if (clean || suf == mod)
@@ -463,9 +473,7 @@ lp_status lp_model__peft_setup(lp_model *m)
         if (!(o->dropout >= 0.0f && o->dropout < 1.0f) || !(o->alpha > 0 && o->alpha <= FLT_MAX))
             return lp_err(LP_STATUS_INVALID_ARG, "LoRA dropout %g must be in [0, 1) and alpha %g in (0, 3.4e38]",
                           (double)o->dropout, o->alpha);
-        const char *t = o->targets && *o->targets ? o->targets
-                        : m->cfg.distilbert       ? "q_lin,v_lin"
-                                                  : "query,value";
+        const char *t = o->targets && *o->targets ? o->targets : m->default_targets;
         char **ents;
         size_t ne;
         if ((st = split_commas(t, &ents, &ne)) == LP_OK) {

@@ -47,7 +47,7 @@ static lp_status write_config(const lp_model *m, const char *path)
         cJSON_DeleteItemFromObjectCaseSensitive(root, "num_labels");
         cJSON_AddItemToObject(root, "id2label", id2);
         cJSON_AddItemToObject(root, "label2id", l2i);
-        if (m->head.kind == LP_NN_HEAD_KIND_MEAN) // not a transformers notion: see lp_pooling
+        if (m->pooling == LP_POOLING_MEAN) // not a transformers notion: see lp_pooling
             cJSON_AddItemToObject(root, "loupe_pooling", cJSON_CreateString("mean"));
     }
     return lp_json_write_file(path, root);
