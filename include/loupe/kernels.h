@@ -134,6 +134,21 @@ typedef struct lp_kernel_table {
                        double beta2, double eps, double weight_decay, int64_t step);
     double (*sum_squares)(const float *x, int64_t n);
     void (*scale)(float *x, int64_t n, float s);
+    /* ---- decoder ops ---- */
+    void (*rmsnorm_forward)(float *out, float *rstd, const float *inp, const float *weight, int64_t N, int64_t C,
+                            float eps);
+    void (*rmsnorm_backward)(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
+                             const float *rstd, int64_t N, int64_t C);
+    void (*swiglu_forward)(float *out, const float *gate, const float *up, int64_t N, int64_t F, int64_t ld);
+    void (*swiglu_backward)(float *dgate, float *dup, const float *dout, const float *gate, const float *up,
+                            int64_t N, int64_t F, int64_t ld);
+    void (*rope_cache)(float *cos, float *sin, const int32_t *pos, const float *inv_freq, float attn_factor,
+                       int64_t N, int64_t D);
+    void (*rope_forward)(float *x, const float *cos, const float *sin, int64_t N, int64_t H, int64_t D, int64_t ld);
+    void (*rope_backward)(float *dx, const float *cos, const float *sin, int64_t N, int64_t H, int64_t D,
+                          int64_t ld);
+    void (*rows_gather)(float *out, const float *x, const int64_t *idx, int64_t n, int64_t C);
+    void (*rows_scatter_add)(float *dx, const float *dout, const int64_t *idx, int64_t n, int64_t C);
     /* ---- quant section ---- */
     void (*qweight_dequantize)(float *out, const lp_qweight *w, int64_t start, int64_t n);
     lp_status (*qmatmul_forward)(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N,
@@ -290,6 +305,104 @@ double lp_grad_norm(float *const *grads, const int64_t *sizes, int n_tensors);
  * scales every gradient by max_norm / (norm + 1e-6). Returns the norm before clipping
  * (NaN/inf when a gradient is not finite: then nothing is scaled). */
 double lp_grad_clip(float *const *grads, const int64_t *sizes, int n_tensors, double max_norm);
+
+/* ==== decoder ops (Llama, Mistral, Qwen2, SmolLM) =======================================
+ *
+ *   lp_rope_scaling rs = {.type = LP_ROPE_TYPE_DEFAULT};
+ *   float attn_factor;
+ *   lp_rope_inv_freq(inv_freq, D, 1e6, &rs, &attn_factor);          // once per model
+ *   lp_rope_cache(cos, sin, pos, inv_freq, attn_factor, B * T, D);    // once per forward
+ *   lp_rmsnorm_forward(h, rstd, x, w_norm, B * T, C, 1e-6f);
+ *   ... qkv = h @ Wqkv^T ...
+ *   lp_rope_forward(qkv, cos, sin, B * T, H, D, ld);                  // q heads in place
+ *   lp_rope_forward(qkv + H * D, cos, sin, B * T, Hkv, D, ld);        // k heads in place
+ *   ... gu (B*T, 2F) = h2 @ [Wgate; Wup]^T ...
+ *   lp_swiglu_forward(a, gu, gu + F, B * T, F, 2 * F);                // a = silu(gate) * up
+ *   lp_rows_gather(last, hidden, last_idx, B, C);                      // last-token pooling
+ *
+ * The same accumulation rule as above: dweight +=, activation gradients =. */
+
+/* RMSNorm, as transformers' LlamaRMSNorm / Qwen2RMSNorm in float32:
+ * rstd (N) = 1 / sqrt(mean(inp^2) + eps) per row; out (N,C) = weight * (inp * rstd).
+ * inp (N,C); weight (C). out must not overlap inp. */
+void lp_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int64_t N, int64_t C,
+                        float eps);
+/* dinp (N,C) = rstd * (weight*dout - inp * rstd^2 * mean(weight*dout*inp)); dweight (C) +=
+ * sum over rows of dout * inp * rstd (NULL: frozen weight, skipped). rstd is the forward's.
+ * dinp MAY alias dout (in place: each row is reduced before it is written, and dweight is
+ * taken from dout first); it must not overlap inp, weight, rstd or dweight. */
+void lp_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
+                         const float *rstd, int64_t N, int64_t C);
+
+/* SiLU-gated MLP activation (Llama's act(gate_proj(x)) * up_proj(x), act = silu):
+ * out (N,F) contiguous = silu(gate) * up, silu(g) = g * sigmoid(g), with gate[n*ld + f] and
+ * up[n*ld + f] (ld >= F: the two halves of one (N,2F) GEMM output with ld = 2F, or two
+ * (N,F) buffers with ld = F). Finite for every finite input (sigmoid never divides inf by
+ * inf: silu(-1e30) = -0, silu(1e30) = 1e30). out must not overlap gate or up. */
+void lp_swiglu_forward(float *out, const float *gate, const float *up, int64_t N, int64_t F, int64_t ld);
+/* dgate = dout * up * silu'(gate), dup = dout * silu(gate) (both =, stride ld like gate and
+ * up); dout (N,F) contiguous. In place is allowed: dgate may be gate and dup may be up (each
+ * element is read before it is written); dout must not overlap them. */
+void lp_swiglu_backward(float *dgate, float *dup, const float *dout, const float *gate, const float *up,
+                        int64_t N, int64_t F, int64_t ld);
+
+/* Rotary position embeddings, transformers' rope_type values. "dynamic" (NTK scaling that
+ * recomputes the frequencies from each batch's longest sequence) and "longrope" are refused
+ * by lp_rope_inv_freq (LP_STATUS_UNSUPPORTED): the frequencies here are fixed per model. */
+typedef enum lp_rope_type {
+    LP_ROPE_TYPE_DEFAULT = 0, /* none / "default" */
+    LP_ROPE_TYPE_LINEAR,      /* "linear": inv_freq / factor */
+    LP_ROPE_TYPE_LLAMA3,      /* "llama3": factor, low/high_freq_factor, original_max_pos */
+    LP_ROPE_TYPE_YARN,        /* "yarn": factor, original_max_pos, beta_fast/slow, mscale... */
+    LP_ROPE_TYPE_DYNAMIC,     /* "dynamic": refused */
+} lp_rope_type;
+
+/* rope_scaling (rope_parameters) of a config.json. Fields a type does not use are ignored;
+ * zero means "absent" where transformers has a default (yarn: beta_fast 32, beta_slow 1;
+ * mscale and mscale_all_dim used only when both are non-zero; attention_factor computed
+ * from factor when 0; truncate: yarn's correction range rounded outward, transformers'
+ * default true, so set no_truncate for a config with "truncate": false). */
+typedef struct lp_rope_scaling {
+    lp_rope_type type;
+    double factor;              /* linear, llama3, yarn: > 0 */
+    double low_freq_factor;     /* llama3 */
+    double high_freq_factor;    /* llama3: != low_freq_factor */
+    double beta_fast, beta_slow; /* yarn */
+    double mscale, mscale_all_dim, attention_factor; /* yarn */
+    int64_t original_max_pos;   /* llama3, yarn: original_max_position_embeddings > 0 */
+    bool no_truncate;           /* yarn: "truncate": false */
+} lp_rope_scaling;
+
+/* inv_freq (D/2) as transformers computes it in float32 (1 / theta^(2i/D), then the
+ * scaling), and *attn_factor (may be NULL) = the multiplier of cos and sin (1 except yarn).
+ * s NULL = default. Not a dispatched op: once per model. Errors (LP_STATUS_INVALID_ARG,
+ * naming the field): D odd or < 2, theta <= 1 or not finite, a missing or non-positive
+ * scaling parameter; LP_STATUS_UNSUPPORTED for "dynamic". */
+LP_WARN_UNUSED lp_status lp_rope_inv_freq(float *inv_freq, int64_t D, double theta, const lp_rope_scaling *s,
+                                          float *attn_factor);
+/* cos, sin (N, D/2) = cos/sin(float(pos[n]) * inv_freq[i]) * attn_factor, the angle a float32
+ * product as in transformers; pos (N) per token (rows may differ under left padding or
+ * packing); computed once per forward and shared by every layer. Precondition: D even (the
+ * caller got inv_freq from lp_rope_inv_freq, which refuses odd D). */
+void lp_rope_cache(float *cos, float *sin, const int32_t *pos, const float *inv_freq, float attn_factor, int64_t N,
+                   int64_t D);
+/* Rotates x in place, HF rotate-half layout: for each of the N tokens and H heads (head h
+ * of token n starts at x + n*ld + h*D) and i < D/2, with c = cos[n*D/2+i], s = sin[...]:
+ * x[i] = x[i]*c - x[i+D/2]*s, x[i+D/2] = x[i+D/2]*c + x[i]*s. Applies to q (H heads) and to
+ * k (Hkv heads) inside a packed qkv buffer. Precondition: D even, ld >= H*D. */
+void lp_rope_forward(float *x, const float *cos, const float *sin, int64_t N, int64_t H, int64_t D, int64_t ld);
+/* The transposed rotation (angle -> -angle), in place on the gradient dx (same layout). */
+void lp_rope_backward(float *dx, const float *cos, const float *sin, int64_t N, int64_t H, int64_t D, int64_t ld);
+
+/* Row gather for pooling (last token of decoder classifiers, CLS, any index): out (n,C) =
+ * x[idx[i]] row by row; x (rows,C), idx (n), each in [0, rows): the caller's invariant (it
+ * derives the indices from its own mask), not checked here. out must not overlap x. */
+void lp_rows_gather(float *out, const float *x, const int64_t *idx, int64_t n, int64_t C);
+/* dx[idx[i]] += dout[i] (n,C), in order of i (repeated indices add up, as the reference
+ * does, for every thread count). */
+void lp_rows_scatter_add(float *dx, const float *dout, const int64_t *idx, int64_t n, int64_t C);
+
+/* ==== end of the decoder ops =========================================================== */
 
 /* ==== quantized weights and LoRA (quant section) ======================================
  *

@@ -340,6 +340,99 @@ static void test_grad_clip(void **state)
     assert_float_equal(b[1], 4.0f / (5.0f + 1e-6f), 1e-7);
 }
 
+/* ---- decoder ops: RMSNorm, SwiGLU, RoPE (through the lp_* wrappers, reference table) ---- */
+typedef struct {
+    int64_t N, C;
+    float *x, *w, *out, *rstd, *dout;
+} rms_ctx;
+
+static double rms_loss(void *p)
+{
+    rms_ctx *c = p;
+    lp_rmsnorm_forward(c->out, c->rstd, c->x, c->w, c->N, c->C, 1e-6f);
+    return dotw(c->dout, c->out, c->N * c->C);
+}
+
+static void test_grad_rmsnorm(void **state)
+{
+    (void)state;
+    lp_kernels_select(LP_KERNELS_IMPL_REF);
+    rms_ctx c = {.N = 4, .C = 9};
+    c.x = kt_rand_f(c.N * c.C, -2, 2), c.w = kt_rand_f(c.C, 0.5f, 1.5f);
+    c.out = kt_nan(c.N * c.C), c.rstd = kt_nan(c.N), c.dout = kt_rand_f(c.N * c.C, -1, 1);
+    float *dx = kt_nan(c.N * c.C), *dw = kt_alloc((size_t)c.C * 4);
+    memset(dw, 0, (size_t)c.C * 4);
+    rms_loss(&c);
+    lp_rmsnorm_backward(dx, dw, c.dout, c.x, c.w, c.rstd, c.N, c.C);
+    int bad = fd_check("rmsnorm dinp", rms_loss, &c, c.x, c.N * c.C, dx);
+    bad += fd_check("rmsnorm dweight", rms_loss, &c, c.w, c.C, dw);
+    lp_kernels_select(LP_KERNELS_IMPL_OPT);
+    bad += kt_release("rmsnorm");
+    assert_int_equal(bad, 0);
+}
+
+/* gate and up as the two halves of one padded (N, 2F+2) buffer */
+typedef struct {
+    int64_t N, F, ld;
+    float *gu, *out, *dout;
+} sw_ctx;
+
+static double sw_loss(void *p)
+{
+    sw_ctx *c = p;
+    lp_swiglu_forward(c->out, c->gu, c->gu + c->F, c->N, c->F, c->ld);
+    return dotw(c->dout, c->out, c->N * c->F);
+}
+
+static void test_grad_swiglu(void **state)
+{
+    (void)state;
+    lp_kernels_select(LP_KERNELS_IMPL_REF);
+    sw_ctx c = {.N = 3, .F = 7, .ld = 16};
+    c.gu = kt_rand_f(c.N * c.ld, -4, 4), c.out = kt_nan(c.N * c.F), c.dout = kt_rand_f(c.N * c.F, -1, 1);
+    float *g = kt_alloc((size_t)(c.N * c.ld) * 4);
+    memset(g, 0, (size_t)(c.N * c.ld) * 4); /* the padding columns have zero gradient */
+    lp_swiglu_backward(g, g + c.F, c.dout, c.gu, c.gu + c.F, c.N, c.F, c.ld);
+    int bad = fd_check("swiglu dgate, dup", sw_loss, &c, c.gu, c.N * c.ld, g);
+    lp_kernels_select(LP_KERNELS_IMPL_OPT);
+    bad += kt_release("swiglu");
+    assert_int_equal(bad, 0);
+}
+
+/* RoPE on q heads inside a padded row (ld > H*D), attention factor 1.3 (so the backward is
+ * the transpose, not the inverse); the loss reads the whole buffer, padding included. */
+typedef struct {
+    int64_t N, H, D, ld;
+    float *x, *y, *cos, *sin, *dout;
+} rp_ctx;
+
+static double rp_loss(void *p)
+{
+    rp_ctx *c = p;
+    memcpy(c->y, c->x, (size_t)(c->N * c->ld) * 4);
+    lp_rope_forward(c->y, c->cos, c->sin, c->N, c->H, c->D, c->ld);
+    return dotw(c->dout, c->y, c->N * c->ld);
+}
+
+static void test_grad_rope(void **state)
+{
+    (void)state;
+    lp_kernels_select(LP_KERNELS_IMPL_REF);
+    rp_ctx c = {.N = 3, .H = 2, .D = 8, .ld = 19};
+    int32_t pos[3] = {0, 5, 1000};
+    float inv[4];
+    assert_int_equal(lp_rope_inv_freq(inv, c.D, 10000.0, NULL, NULL), LP_OK);
+    c.cos = kt_nan(c.N * c.D / 2), c.sin = kt_nan(c.N * c.D / 2);
+    lp_rope_cache(c.cos, c.sin, pos, inv, 1.3f, c.N, c.D);
+    c.x = kt_rand_f(c.N * c.ld, -1, 1), c.y = kt_nan(c.N * c.ld), c.dout = kt_rand_f(c.N * c.ld, -1, 1);
+    float *dx = kt_copy(c.dout, c.N * c.ld);
+    lp_rope_backward(dx, c.cos, c.sin, c.N, c.H, c.D, c.ld);
+    int bad = fd_check("rope dx", rp_loss, &c, c.x, c.N * c.ld, dx);
+    lp_kernels_select(LP_KERNELS_IMPL_OPT);
+    bad += kt_release("rope");
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     lp_threads_init();
@@ -349,6 +442,8 @@ int main(void)
         cmocka_unit_test(test_grad_elementwise), cmocka_unit_test(test_grad_attention),
         cmocka_unit_test(test_grad_cross_entropy), cmocka_unit_test(test_grad_embedding),
         cmocka_unit_test(test_adamw_torch),    cmocka_unit_test(test_grad_clip),
+        cmocka_unit_test(test_grad_rmsnorm),   cmocka_unit_test(test_grad_swiglu),
+        cmocka_unit_test(test_grad_rope),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -342,6 +342,144 @@ static int run_adamw(const int64_t *d)
     return f + kt_release("adamw");
 }
 
+/* ---- decoder ops ---- */
+
+/* d = {N, C}: rows scaled 1e-2 .. 1e2 (rstd must follow), weight around 1; the backward with
+ * dweight (+=) and without (frozen), and in place (dinp = dout) against the separate run. */
+static int run_rmsnorm(const int64_t *d)
+{
+    int64_t N = d[0], C = d[1];
+    float *x = kt_rand_f(N * C, -3, 5), *w = kt_rand_f(C, 0.5f, 1.5f);
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t c = 0; c < C; c++)
+            x[i * C + c] *= powf(10.0f, (float)(i % 5) - 2.0f);
+    float *o0 = kt_nan(N * C), *o1 = kt_nan(N * C), *r0 = kt_nan(N), *r1 = kt_nan(N);
+    R->rmsnorm_forward(o0, r0, x, w, N, C, 1e-6f);
+    O->rmsnorm_forward(o1, r1, x, w, N, C, 1e-6f);
+    /* the reference sums in double, opt in float lanes: C * 2^-24 relative at worst */
+    int f = kt_close("rmsnorm out", o1, o0, N * C, 1e-30, 2e-5);
+    f += kt_close("rmsnorm rstd", r1, r0, N, 1e-30, 2e-5);
+    float *dout = kt_rand_f(N * C, -1, 1), *dx0 = kt_nan(N * C), *dx1 = kt_nan(N * C);
+    float *dw0 = kt_rand_f(C, -1, 1), *dw1 = kt_copy(dw0, C), *dw2 = kt_copy(dw0, C);
+    R->rmsnorm_backward(dx0, dw0, dout, x, w, r0, N, C);
+    O->rmsnorm_backward(dx1, dw1, dout, x, w, r0, N, C);
+    /* dinp is a difference of two terms of size rstd * |dout| (rstd 1e-2 .. 1e2 here) */
+    for (int64_t i = 0; i < N; i++)
+        f += kt_close("rmsnorm dinp", dx1 + i * C, dx0 + i * C, C, 1e-5 * r0[i], 1e-3);
+    f += kt_close("rmsnorm dweight", dw1, dw0, C, 1e-5 * N, 1e-4);
+    float *dx2 = kt_nan(N * C);
+    O->rmsnorm_backward(dx2, NULL, dout, x, w, r0, N, C);
+    f += kt_close("rmsnorm dinp (frozen weight)", dx2, dx1, N * C, 0, 0);
+    float *io = kt_copy(dout, N * C);
+    O->rmsnorm_backward(io, dw2, io, x, w, r0, N, C);
+    f += kt_close("rmsnorm dinp in place (opt)", io, dx1, N * C, 0, 0);
+    f += kt_close("rmsnorm dweight in place (opt)", dw2, dw1, C, 0, 0);
+    float *io0 = kt_copy(dout, N * C);
+    R->rmsnorm_backward(io0, NULL, io0, x, w, r0, N, C);
+    f += kt_close("rmsnorm dinp in place (ref)", io0, dx0, N * C, 0, 0);
+    return f + kt_release("rmsnorm");
+}
+
+/* d = {N, F, extra}: gate and up inside one (N, ld) buffer, ld = 2F + extra (the fused
+ * gate_up GEMM output, padded); gates from a diverging run included (exp overflows from
+ * |g| ~ 88 on; silu(-1e30) must be -0, not NaN); backward separate and in place. */
+static int run_swiglu(const int64_t *d)
+{
+    int64_t N = d[0], F = d[1], ld = 2 * F + d[2];
+    float *gu = kt_rand_f(N * ld, -10, 10), *dout = kt_rand_f(N * F, -1, 1);
+    const float huge[] = {1e30f, -1e30f, 3e38f, -3e38f, 1e13f, -1e13f, 88.5f, -88.5f, 90.0f, -90.0f, 100.0f, -100.0f,
+                          0.0f, -1.278f, 20.0f, -20.0f, 87.0f, -87.0f, -1e-30f, 1e-30f};
+    for (int64_t e = 0; e < (int64_t)(sizeof huge / sizeof huge[0]); e++) {
+        int64_t n = (e * 7) % N, f = (e * 13) % F;
+        gu[n * ld + f] = huge[e];
+    }
+    const float *gate = gu, *up = gu + F;
+    float *o0 = kt_nan(N * F), *o1 = kt_nan(N * F);
+    R->swiglu_forward(o0, gate, up, N, F, ld);
+    O->swiglu_forward(o1, gate, up, N, F, ld);
+    /* lp_exp's 2e-7 and one division, against double */
+    int f = kt_close("swiglu out", o1, o0, N * F, 1e-6, 1e-5);
+    float *g0 = kt_nan(N * ld), *g1 = kt_nan(N * ld);
+    R->swiglu_backward(g0, g0 + F, dout, gate, up, N, F, ld);
+    O->swiglu_backward(g1, g1 + F, dout, gate, up, N, F, ld);
+    for (int64_t n = 0; n < N; n++) {
+        f += kt_close("swiglu dgate", g1 + n * ld, g0 + n * ld, F, 1e-6, 1e-5);
+        f += kt_close("swiglu dup", g1 + n * ld + F, g0 + n * ld + F, F, 1e-6, 1e-5);
+        for (int64_t e = 2 * F; e < ld; e++) /* the padding columns are not written */
+            f += !isnan(g1[n * ld + e]) || !isnan(g0[n * ld + e]);
+    }
+    float *io = kt_copy(gu, N * ld);
+    O->swiglu_backward(io, io + F, dout, io, io + F, N, F, ld);
+    for (int64_t n = 0; n < N; n++) {
+        f += kt_close("swiglu in place dgate", io + n * ld, g1 + n * ld, 2 * F, 0, 0);
+        for (int64_t e = 2 * F; e < ld; e++)
+            f += io[n * ld + e] != gu[n * ld + e];
+    }
+    return f + kt_release("swiglu");
+}
+
+/* d = {N, H, D, extra}: H heads of D per token, ld = H*D + extra (a packed qkv row);
+ * positions up to 32767 and repeats (left padding); attention factor 1.1 (yarn-like). The
+ * padding between rows stays untouched; forward then backward returns x (a rotation, when
+ * the factor is 1). */
+static int run_rope(const int64_t *d)
+{
+    int64_t N = d[0], H = d[1], D = d[2], ld = H * D + d[3], half = D / 2;
+    int32_t *pos = kt_alloc((size_t)N * 4);
+    for (int64_t n = 0; n < N; n++)
+        pos[n] = n % 4 == 3 ? 32767 - (int32_t)n : (int32_t)(kt_rand() % 4096u);
+    pos[0] = 0;
+    float *inv = kt_nan(half);
+    int f = lp_rope_inv_freq(inv, D, 10000.0, NULL, NULL) != LP_OK;
+    float *c0 = kt_nan(N * half), *s0 = kt_nan(N * half), *c1 = kt_nan(N * half), *s1 = kt_nan(N * half);
+    R->rope_cache(c0, s0, pos, inv, 1.1f, N, D);
+    O->rope_cache(c1, s1, pos, inv, 1.1f, N, D);
+    /* libm cosf/sinf against cos/sin in double of the same float angle: an ulp or two */
+    f += kt_close("rope cos", c1, c0, N * half, 3e-7, 0);
+    f += kt_close("rope sin", s1, s0, N * half, 3e-7, 0);
+    float *x = kt_rand_f(N * ld, -2, 2), *x0 = kt_copy(x, N * ld), *x1 = kt_copy(x, N * ld);
+    R->rope_forward(x0, c0, s0, N, H, D, ld);
+    O->rope_forward(x1, c0, s0, N, H, D, ld);
+    /* float FMAs against double: about an ulp of |x| * (|cos| + |sin|) */
+    f += kt_close("rope forward", x1, x0, N * ld, 1e-6, 1e-5);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t e = H * D; e < ld; e++)
+            f += x1[n * ld + e] != x[n * ld + e] || x0[n * ld + e] != x[n * ld + e];
+    float *g = kt_rand_f(N * ld, -1, 1), *g0 = kt_copy(g, N * ld), *g1 = kt_copy(g, N * ld);
+    R->rope_backward(g0, c0, s0, N, H, D, ld);
+    O->rope_backward(g1, c0, s0, N, H, D, ld);
+    f += kt_close("rope backward", g1, g0, N * ld, 1e-6, 1e-5);
+    /* with factor 1 the backward undoes the forward (cos^2 + sin^2 = 1 within 2 ulps) */
+    O->rope_cache(c1, s1, pos, inv, 1.0f, N, D);
+    float *rt = kt_copy(x, N * ld);
+    O->rope_forward(rt, c1, s1, N, H, D, ld);
+    O->rope_backward(rt, c1, s1, N, H, D, ld);
+    f += kt_close("rope backward(forward(x))", rt, x, N * ld, 2e-6, 1e-5);
+    return f + kt_release("rope");
+}
+
+/* d = {n, C, rows}: indices with repeats (scatter collisions add up in order) */
+static int run_rows(const int64_t *d)
+{
+    int64_t n = d[0], C = d[1], rows = d[2];
+    int64_t *idx = kt_alloc((size_t)n * 8);
+    for (int64_t i = 0; i < n; i++)
+        idx[i] = (int64_t)(kt_rand() % (uint32_t)(rows < 3 ? rows : rows / 2 + 1));
+    idx[n - 1] = rows - 1;
+    float *x = kt_rand_f(rows * C, -1, 1), *o0 = kt_nan(n * C), *o1 = kt_nan(n * C);
+    R->rows_gather(o0, x, idx, n, C);
+    O->rows_gather(o1, x, idx, n, C);
+    int f = kt_close("rows gather (opt vs ref)", o1, o0, n * C, 0, 0);
+    for (int64_t i = 0; i < n; i++)
+        f += kt_close("rows gather (vs x)", o0 + i * C, x + idx[i] * C, C, 0, 0);
+    float *dout = kt_rand_f(n * C, -1, 1), *dx0 = kt_rand_f(rows * C, -1, 1), *dx1 = kt_copy(dx0, rows * C);
+    R->rows_scatter_add(dx0, dout, idx, n, C);
+    O->rows_scatter_add(dx1, dout, idx, n, C);
+    /* every element sums the same terms in the same order: bit for bit */
+    f += kt_close("rows scatter_add", dx1, dx0, rows * C, 0, 0);
+    return f + kt_release("rows");
+}
+
 typedef int (*runner)(const int64_t *d);
 typedef struct op_case {
     const char *op;
@@ -402,6 +540,38 @@ static const op_case cases[] = {
     {"adamw", run_adamw, {1}},
     {"adamw", run_adamw, {17}},
     {"adamw", run_adamw, {100003}},
+    /* decoder ops: N in {1, 3, 17}, C and F in {1, 7, 64, 896, 4864}, D in {8, 64, 128} and odd halves */
+    {"rmsnorm", run_rmsnorm, {1, 1}},
+    {"rmsnorm", run_rmsnorm, {3, 7}},
+    {"rmsnorm", run_rmsnorm, {17, 64}},
+    {"rmsnorm", run_rmsnorm, {3, 896}},
+    {"rmsnorm", run_rmsnorm, {17, 896}},
+    {"rmsnorm", run_rmsnorm, {1, 4864}},
+    {"rmsnorm", run_rmsnorm, {17, 4864}},
+    {"rmsnorm", run_rmsnorm, {3, 33}},
+    {"swiglu", run_swiglu, {1, 1, 0}},
+    {"swiglu", run_swiglu, {3, 7, 3}},
+    {"swiglu", run_swiglu, {17, 64, 1}},
+    {"swiglu", run_swiglu, {3, 896, 0}},
+    {"swiglu", run_swiglu, {17, 896, 5}},
+    {"swiglu", run_swiglu, {1, 4864, 0}},
+    {"swiglu", run_swiglu, {17, 4864, 7}},
+    {"swiglu", run_swiglu, {3, 19, 0}},
+    {"rope", run_rope, {1, 1, 8, 0}},
+    {"rope", run_rope, {3, 2, 8, 5}},
+    {"rope", run_rope, {17, 3, 64, 0}},
+    {"rope", run_rope, {17, 14, 64, 128}},  /* q of a packed (q, k, v) row with 2 kv heads */
+    {"rope", run_rope, {3, 2, 128, 256}},
+    {"rope", run_rope, {17, 7, 128, 3}},
+    {"rope", run_rope, {3, 2, 2, 1}},       /* D/2 = 1 */
+    {"rope", run_rope, {17, 3, 34, 0}},     /* D/2 = 17: vector + tail */
+    {"rope", run_rope, {300, 4, 64, 64}},   /* parallel */
+    {"rows", run_rows, {1, 1, 1}},
+    {"rows", run_rows, {3, 7, 5}},
+    {"rows", run_rows, {17, 64, 20}},
+    {"rows", run_rows, {17, 896, 4}},
+    {"rows", run_rows, {3, 4864, 17}},
+    {"rows", run_rows, {64, 896, 64}},       /* parallel scatter */
 };
 
 static void test_op_table(void **state)

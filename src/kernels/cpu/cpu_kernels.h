@@ -54,6 +54,23 @@ LP_DECLARE_BOTH(void, adamw_step, float *param, const float *grad, float *m, flo
                 double beta1, double beta2, double eps, double weight_decay, int64_t step)
 LP_DECLARE_BOTH(double, sum_squares, const float *x, int64_t n)
 LP_DECLARE_BOTH(void, scale, float *x, int64_t n, float s)
+/* ---- decoder ops ---- */
+LP_DECLARE_BOTH(void, rmsnorm_forward, float *out, float *rstd, const float *inp, const float *weight, int64_t N,
+                int64_t C, float eps)
+LP_DECLARE_BOTH(void, rmsnorm_backward, float *dinp, float *dweight, const float *dout, const float *inp,
+                const float *weight, const float *rstd, int64_t N, int64_t C)
+LP_DECLARE_BOTH(void, swiglu_forward, float *out, const float *gate, const float *up, int64_t N, int64_t F,
+                int64_t ld)
+LP_DECLARE_BOTH(void, swiglu_backward, float *dgate, float *dup, const float *dout, const float *gate,
+                const float *up, int64_t N, int64_t F, int64_t ld)
+LP_DECLARE_BOTH(void, rope_cache, float *cos, float *sin, const int32_t *pos, const float *inv_freq,
+                float attn_factor, int64_t N, int64_t D)
+LP_DECLARE_BOTH(void, rope_forward, float *x, const float *cos, const float *sin, int64_t N, int64_t H, int64_t D,
+                int64_t ld)
+LP_DECLARE_BOTH(void, rope_backward, float *dx, const float *cos, const float *sin, int64_t N, int64_t H,
+                int64_t D, int64_t ld)
+LP_DECLARE_BOTH(void, rows_gather, float *out, const float *x, const int64_t *idx, int64_t n, int64_t C)
+LP_DECLARE_BOTH(void, rows_scatter_add, float *dx, const float *dout, const int64_t *idx, int64_t n, int64_t C)
 /* ---- quant section ---- */
 LP_DECLARE_BOTH(void, qweight_dequantize, float *out, const lp_qweight *w, int64_t start, int64_t n)
 LP_DECLARE_BOTH(lp_status, qmatmul_forward, float *out, const float *inp, const lp_qweight *w, const float *bias,

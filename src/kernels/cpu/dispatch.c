@@ -21,6 +21,9 @@
         ENTRY(impl, attention_fused_backward), ENTRY(impl, dropout_forward), ENTRY(impl, dropout_backward),         \
         ENTRY(impl, cross_entropy_forward), ENTRY(impl, cross_entropy_backward), ENTRY(impl, adamw_step),           \
         ENTRY(impl, sum_squares), ENTRY(impl, scale),                                                               \
+        ENTRY(impl, rmsnorm_forward), ENTRY(impl, rmsnorm_backward), ENTRY(impl, swiglu_forward),                   \
+        ENTRY(impl, swiglu_backward), ENTRY(impl, rope_cache), ENTRY(impl, rope_forward),                           \
+        ENTRY(impl, rope_backward), ENTRY(impl, rows_gather), ENTRY(impl, rows_scatter_add), /* decoder ops */     \
         ENTRY(impl, qweight_dequantize), ENTRY(impl, qmatmul_forward), ENTRY(impl, qmatmul_backward),               \
         ENTRY(impl, add_inplace), ENTRY(impl, lora_forward), ENTRY(impl, lora_backward), /* quant section */        \
     }
