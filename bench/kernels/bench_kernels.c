@@ -1,6 +1,7 @@
 /* Kernel throughput at DistilBERT training shapes (B*T = 2048, C = 768, FFN 3072; attention
  * B=16 H=12 T=128 D=64): sgemm in the three products of a linear layer, fused vs eager
- * attention forward+backward, LayerNorm and GELU bandwidth. Prints a table (or --json)
+ * attention forward+backward (and a decoder's: B4 T256, 14 query heads over 2 kv heads of 64,
+ * causal), LayerNorm and GELU bandwidth. Prints a table (or --json)
  * with each figure as a fraction of this machine's measured FMA peak / triad bandwidth.
  * A figure, never a timed assertion.  Usage: bench_kernels [--json] [--quick] [--ref] */
 #include <math.h>
@@ -92,20 +93,36 @@ int main(int argc, char **argv)
     /* attention: packed qkv (B,T,3C) as the model keeps it */
     int64_t nqkv = B * T * 3 * C;
     float *qkv = buf(nqkv, -1, 1), *dqkv = buf(nqkv, 0, 0), *out = buf(B * T * C, 0, 0), *dout = buf(B * T * C, -1, 1);
-    float *att = buf(B * H * T * T, 0, 0), *datt = buf(B * H * T * T, 0, 0), *lse = buf(B * H * T, 0, 0);
+    const int64_t natt = 4 * 14 * 256 * 256; /* the decoder case's (B,H,T,T), above DistilBERT's */
+    float *att = buf(natt, 0, 0), *datt = buf(natt, 0, 0), *lse = buf(B * H * T, 0, 0);
     int32_t *mask = lp_alloc((size_t)(B * T) * 4, LP_MEM_CATEGORY_INPUT, "mask");
     for (int64_t b = 0; b < B; b++)
         for (int64_t t = 0; t < T; t++)
             mask[b * T + t] = t < T - 3 * b; /* realistic padding */
     double fa = 4.0 * B * H * T * T * D, fb = 8.0 * B * H * T * T * D; /* useful FLOPs (no recompute) */
-    TIME("attention eager fwd", fa, 0, lp_attention_eager_forward(out, att, qkv, qkv + C, qkv + 2 * C, mask, B, T, H, D, 3 * C));
+    const lp_attn_geom ga = lp_attn_geom_mha(B, T, H, D, 3 * C);
+    TIME("attention eager fwd", fa, 0, lp_attention_eager_forward(out, att, qkv, qkv + C, qkv + 2 * C, mask, &ga));
     TIME("attention eager bwd", fb, 0,
-         lp_attention_eager_backward(dqkv, dqkv + C, dqkv + 2 * C, datt, dout, att, qkv, qkv + C, qkv + 2 * C, B, T, H, D,
-                                     3 * C));
-    TIME("attention fused fwd", fa, 0, lp_attention_fused_forward(out, lse, qkv, qkv + C, qkv + 2 * C, mask, B, T, H, D, 3 * C, NULL));
+         lp_attention_eager_backward(dqkv, dqkv + C, dqkv + 2 * C, datt, dout, att, qkv, qkv + C, qkv + 2 * C, &ga));
+    TIME("attention fused fwd", fa, 0, lp_attention_fused_forward(out, lse, qkv, qkv + C, qkv + 2 * C, mask, &ga, NULL));
     TIME("attention fused bwd", fb, 0,
-         lp_attention_fused_backward(dqkv, dqkv + C, dqkv + 2 * C, dout, out, lse, qkv, qkv + C, qkv + 2 * C, mask, B, T,
-                                     H, D, 3 * C, NULL));
+         lp_attention_fused_backward(dqkv, dqkv + C, dqkv + 2 * C, dout, out, lse, qkv, qkv + C, qkv + 2 * C, mask, &ga,
+                                     NULL));
+    {
+        /* a decoder's attention (Qwen2-0.5B: 14 query heads over 2 kv heads of 64, causal),
+         * qkv packed as (B,T,(H + 2 Hkv) D); useful FLOPs count the visible half only */
+        const int64_t Bd = 4, Td = 256, Hd = 14, Hkv = 2, ldd = (Hd + 2 * Hkv) * D;
+        const lp_attn_geom gd = {.B = Bd, .T = Td, .H = Hd, .Hkv = Hkv, .D = D, .ldq = ldd, .ldkv = ldd, .causal = true};
+        const float *dq_ = qkv, *dk_ = qkv + Hd * D, *dv_ = qkv + (Hd + Hkv) * D;
+        double pairs = 0.5 * Td * (Td + 1), fd = 4.0 * Bd * Hd * pairs * D, fdb = 8.0 * Bd * Hd * pairs * D;
+        TIME("attention eager fwd gqa causal", fd, 0, lp_attention_eager_forward(out, att, dq_, dk_, dv_, NULL, &gd));
+        TIME("attention eager bwd gqa causal", fdb, 0,
+             lp_attention_eager_backward(dqkv, dqkv + Hd * D, dqkv + (Hd + Hkv) * D, datt, dout, att, dq_, dk_, dv_, &gd));
+        TIME("attention fused fwd gqa causal", fd, 0, lp_attention_fused_forward(out, lse, dq_, dk_, dv_, NULL, &gd, NULL));
+        TIME("attention fused bwd gqa causal", fdb, 0,
+             lp_attention_fused_backward(dqkv, dqkv + Hd * D, dqkv + (Hd + Hkv) * D, dout, out, lse, dq_, dk_, dv_, NULL,
+                                         &gd, NULL));
+    }
 
     float *g = buf(C, 0.5f, 1.5f), *bb = buf(C, -1, 1), *mean = buf(N, 0, 0), *rstd = buf(N, 0, 0);
     float *dg = buf(C, 0, 0), *db = buf(C, 0, 0);

@@ -22,6 +22,7 @@
 #ifndef LOUPE_KERNELS_H
 #define LOUPE_KERNELS_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -92,6 +93,44 @@ typedef struct lp_attn_dropout {
     uint64_t seed, stream, offset;
 } lp_attn_dropout;
 
+/* Attention geometry, shared by the eager and fused kernels and the composed path.
+ * q (B,T,H,D) with ldq elements between consecutive tokens; k and v (B,T,Hkv,D) with ldkv
+ * between tokens (same layout as q, Hkv heads: ld = C for separate buffers, 3C or
+ * (H + 2 Hkv) D for one packed qkv row); out (B,T,H*D) contiguous. Query head h reads
+ * key/value head h / (H / Hkv) (GQA; Hkv == H is MHA, Hkv == 1 MQA).
+ * Key j is visible to query i of the same row when mask[b,j] == 1 (mask NULL: all real),
+ * and, when causal, j <= i, and, when window > 0, i - j < window. The window is Mistral's
+ * as transformers 5.x builds it (masking_utils.sliding_window_overlay: kv_idx > q_idx -
+ * sliding_window, i.e. strictly fewer than `window` steps back, the query itself counted).
+ * A query with no visible key (a left-padded position under a causal mask) outputs 0 and
+ * contributes no gradient -- never NaN. lp_attention_geom_check validates one. */
+typedef struct lp_attn_geom {
+    int64_t B, T, H, Hkv, D;
+    int64_t ldq, ldkv;
+    bool causal;
+    int64_t window; /* 0 = none */
+    float scale;    /* 0 = 1/sqrt(D) */
+} lp_attn_geom;
+
+/* The geometry of BERT-style attention: H heads of D over one buffer with stride ld. */
+static inline lp_attn_geom lp_attn_geom_mha(int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld)
+{
+    return (lp_attn_geom){.B = B, .T = T, .H = H, .Hkv = H, .D = D, .ldq = ld, .ldkv = ld};
+}
+
+/* The scale the kernels apply to q.k. */
+static inline float lp_attn_scale(const lp_attn_geom *g)
+{
+    return g->scale != 0.0f ? g->scale : 1.0f / sqrtf((float)g->D);
+}
+
+/* The keys query i may see, before the padding mask: [*lo, *hi). */
+static inline void lp_attn_key_range(const lp_attn_geom *g, int64_t i, int64_t *lo, int64_t *hi)
+{
+    *hi = g->causal ? i + 1 : g->T;
+    *lo = g->window > 0 && i - g->window + 1 > 0 ? i - g->window + 1 : 0;
+}
+
 typedef struct lp_kernel_table {
     const char *name; /* "ref" or "opt" */
     void (*sgemm)(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
@@ -113,17 +152,15 @@ typedef struct lp_kernel_table {
     void (*softmax_forward)(float *out, const float *inp, int64_t N, int64_t C);
     void (*softmax_backward)(float *dinp, const float *dout, const float *out, int64_t N, int64_t C);
     void (*attention_eager_forward)(float *out, float *att, const float *q, const float *k, const float *v,
-                                    const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld);
+                                    const int32_t *mask, const lp_attn_geom *g);
     void (*attention_eager_backward)(float *dq, float *dk, float *dv, float *datt, const float *dout,
-                                     const float *att, const float *q, const float *k, const float *v, int64_t B,
-                                     int64_t T, int64_t H, int64_t D, int64_t ld);
+                                     const float *att, const float *q, const float *k, const float *v,
+                                     const lp_attn_geom *g);
     void (*attention_fused_forward)(float *out, float *lse, const float *q, const float *k, const float *v,
-                                    const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
-                                    const lp_attn_dropout *drop);
+                                    const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop);
     void (*attention_fused_backward)(float *dq, float *dk, float *dv, const float *dout, const float *out,
                                      const float *lse, const float *q, const float *k, const float *v,
-                                     const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
-                                     const lp_attn_dropout *drop);
+                                     const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop);
     void (*dropout_forward)(float *out, uint8_t *keep, const float *inp, int64_t n, float p, lp_rng *rng);
     void (*dropout_backward)(float *dinp, const float *dout, const uint8_t *keep, int64_t n, float p);
     lp_status (*cross_entropy_forward)(float *loss, float *lse, const float *logits, const int32_t *targets,
@@ -241,42 +278,58 @@ void lp_dropout_backward(float *dinp, const float *dout, const uint8_t *keep, in
 
 /* ---- attention ---------------------------------------------------------------------- */
 
-/* Multi-head self-attention with a padding mask, scale 1/sqrt(D).
- * q, k, v: token-major (B,T,H,D) with ld elements between consecutive tokens (ld = C for
- * separate q/k/v buffers, 3*C for one packed (B,T,3C) qkv buffer); head h of token t of
- * batch b starts at x + (b*T + t)*ld + h*D. mask (B,T): 1 = real token, 0 = padding (keys
- * that are padding get no weight; padded queries still produce outputs, as in HF), or
- * NULL for none; every row needs at least one real token.
- * out (B,T,H,D) contiguous = (B,T,C): ready for the output projection.
- *
- * Eager: out =; att (B,H,T,T) = the softmax probabilities, saved for the backward. */
+/* Multi-head attention over one lp_attn_geom (see there: GQA, causal, sliding window,
+ * padding mask, scale). mask (B,T): 1 = real token, 0 = padding, or NULL for none; padded
+ * queries still produce outputs (as in HF) when some key is visible to them.
+ * out (B,T,H,D) contiguous = (B,T,H*D): ready for the output projection.
+ * Eager: out =; att (B,H,T,T) = the softmax probabilities (0 for invisible keys, a whole
+ * row 0 for a query that sees none), saved for the backward. */
 void lp_attention_eager_forward(float *out, float *att, const float *q, const float *k, const float *v,
-                                const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld);
-/* dq, dk, dv (same layout and ld as q, k, v) =; datt (B,H,T,T) is scratch; dout (B,T,C). */
+                                const int32_t *mask, const lp_attn_geom *g);
+/* dq (layout of q) =; dk, dv (layout of k, v; Hkv heads) = the sum over the H/Hkv query
+ * heads that share each; datt (B,H,T,T) is scratch; dout (B,T,H*D). */
 void lp_attention_eager_backward(float *dq, float *dk, float *dv, float *datt, const float *dout, const float *att,
-                                 const float *q, const float *k, const float *v, int64_t B, int64_t T, int64_t H,
-                                 int64_t D, int64_t ld);
+                                 const float *q, const float *k, const float *v, const lp_attn_geom *g);
 /* Fused (flash-attention style): scores are computed tile by tile with an online softmax
- * and never stored; lse (B,H,T) saves each row's log-sum-exp of scaled, masked scores.
- * drop (NULL = none) applies dropout to the probabilities, drawing each mask element from
- * its Philox counter on the fly (see lp_attn_dropout). */
+ * and never stored; key tiles no query of a block can see (above the causal diagonal,
+ * outside the window) are skipped, not masked. lse (B,H,T) saves each row's log-sum-exp
+ * of scaled, masked scores (-inf for a query that sees no key). drop (NULL = none) applies
+ * dropout to the probabilities, drawing each mask element from its Philox counter on the
+ * fly (see lp_attn_dropout). Every head size D >= 1 works. */
 void lp_attention_fused_forward(float *out, float *lse, const float *q, const float *k, const float *v,
-                                const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
-                                const lp_attn_dropout *drop);
-/* Key tile width of the fused kernels, and the scratch the forward takes per thread: one
- * head's keys, transposed in key tiles, and its values, packed once per head (the memory
- * estimate counts threads x this many floats). */
+                                const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop);
+/* Key tile width of the fused kernels. Head sizes up to LP_ATTN_TILE_MAX_D use per-thread
+ * tiles of fixed size; larger ones take tiles sized by D from the heap, per call. */
 #define LP_ATTN_KEY_TILE 64
+#define LP_ATTN_TILE_MAX_D 256
+/* Floats of one thread's query/key/value tiles for a head size above LP_ATTN_TILE_MAX_D:
+ * three (32, Dp) query-row tiles, two (D, 64) transposed key tiles and one (64, Dp) row
+ * tile, Dp = D rounded up to 16. */
+static inline int64_t lp_attention_fused_tile_floats(int64_t D)
+{
+    int64_t Dp = (D + 15) / 16 * 16;
+    return 3 * 32 * Dp + 2 * D * LP_ATTN_KEY_TILE + LP_ATTN_KEY_TILE * Dp;
+}
+/* The scratch the fused forward takes per thread (the memory estimate counts threads x
+ * this many floats, the largest of either direction): one kv head's keys, transposed in
+ * key tiles, and its values, packed once per head, plus the heap tiles above
+ * LP_ATTN_TILE_MAX_D (the backward takes only those). */
 static inline int64_t lp_attention_fused_pack_floats(int64_t T, int64_t D)
 {
-    return ((T + LP_ATTN_KEY_TILE - 1) / LP_ATTN_KEY_TILE) * LP_ATTN_KEY_TILE * D + T * D;
+    int64_t n = ((T + LP_ATTN_KEY_TILE - 1) / LP_ATTN_KEY_TILE) * LP_ATTN_KEY_TILE * D + T * D;
+    return n + (D > LP_ATTN_TILE_MAX_D ? lp_attention_fused_tile_floats(D) : 0);
 }
-/* dq, dk, dv =; recomputes each score tile (and dropout mask) from q, k, lse and drop,
- * which must be the forward's. out is the forward's out. */
+/* dq, dk, dv = (dk, dv summed over each kv head's query heads); recomputes each score tile
+ * (and dropout mask) from q, k, lse and drop, which must be the forward's. out is the
+ * forward's out. */
 void lp_attention_fused_backward(float *dq, float *dk, float *dv, const float *dout, const float *out,
                                  const float *lse, const float *q, const float *k, const float *v,
-                                 const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
-                                 const lp_attn_dropout *drop);
+                                 const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop);
+/* LP_OK when g describes attention the kernels can run: B, T, H, Hkv, D >= 1, H a multiple
+ * of Hkv, ldq >= H*D, ldkv >= Hkv*D, window >= 0, scale finite and >= 0. Otherwise
+ * LP_STATUS_INVALID_ARG with a message naming `what` (a model file, a layer) and the field.
+ * The kernels themselves only assert this: loaders check once, up front. */
+LP_WARN_UNUSED lp_status lp_attention_geom_check(const lp_attn_geom *g, const char *what);
 
 /* ---- loss --------------------------------------------------------------------------- */
 

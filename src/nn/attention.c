@@ -17,66 +17,103 @@ static const lp_prof_op_desc composed_pv_bwd_desc = {
 static const lp_prof_op_desc composed_scores_bwd_desc = {
     "lp::attention_scores_backward", LP_PROF_CAT_CPU_OP, 1, {4}, {"float"}};
 
-void lp_nn__attention_composed_forward(float *ctx, float *att, float *att_drop, uint8_t *keep, const float *q,
-                                       const float *k, const float *v, const int32_t *mask, int64_t B,
-                                       int64_t T, int64_t H, int64_t D, float p, lp_rng *rng)
+/* Whether query i of a row with mask mb sees any key (left padding under a causal mask may
+ * leave none: its softmax would be 0/0, so its probabilities are set to 0 instead). */
+static bool sees_a_key(const lp_attn_geom *g, const int32_t *mb, int64_t i)
 {
-    const int64_t C = H * D, TT = T * T;
-    const float scale = 1.0f / sqrtf((float)D);
+    int64_t lo, hi;
+    lp_attn_key_range(g, i, &lo, &hi);
+    for (int64_t j = lo; j < hi; j++)
+        if (!mb || mb[j])
+            return true;
+    return false;
+}
+
+void lp_nn__attention_composed_forward(float *ctx, float *att, float *att_drop, uint8_t *keep, const float *q,
+                                       const float *k, const float *v, const int32_t *mask, const lp_attn_geom *g,
+                                       float p, lp_rng *rng)
+{
+    const int64_t B = g->B, T = g->T, H = g->H, D = g->D, grp = H / g->Hkv, C = H * D, TT = T * T;
+    const int64_t ldq = g->ldq, ldkv = g->ldkv;
+    const float scale = lp_attn_scale(g);
+    const bool hides = g->causal || g->window > 0;
     const lp_kernel_table *K = lp_kernels_active();
     int64_t dims[] = {B, T, H, D};
     {
         LP_PROF_OP_SCOPE(&composed_scores_desc, dims, 2.0 * B * H * T * T * D,
-                         4.0 * (2 * B * T * C + B * H * TT));
+                         4.0 * (B * T * (H + g->Hkv) * D + B * H * TT));
         // one parallel loop over (b,h) with single-threaded GEMMs inside: B*H small GEMMs each
         // opening its own BLAS parallel region cost far more than their arithmetic
 #pragma omp parallel for collapse(2) schedule(static)
         for (int64_t b = 0; b < B; b++)
             for (int64_t h = 0; h < H; h++) {
                 float *S = att_drop + (b * H + h) * TT;
-                // S (T,T) = scale * Q_bh (T,D; ld C) @ K_bh^T
-                K->sgemm(false, true, T, T, D, scale, q + b * T * C + h * D, C, k + b * T * C + h * D, C,
-                         0.0f, S, T);
+                // S (T,T) = scale * Q_bh (T,D; ld ldq) @ K_bg^T (ld ldkv)
+                K->sgemm(false, true, T, T, D, scale, q + b * T * ldq + h * D, ldq,
+                         k + b * T * ldkv + (h / grp) * D, ldkv, 0.0f, S, T);
                 if (mask)
                     for (int64_t j = 0; j < T; j++)
                         if (!mask[b * T + j])
                             for (int64_t i = 0; i < T; i++)
                                 S[i * T + j] = -INFINITY; // padded key: probability 0
+                if (hides)
+                    for (int64_t i = 0; i < T; i++) { // causal / window: hidden keys too
+                        int64_t lo, hi;
+                        lp_attn_key_range(g, i, &lo, &hi);
+                        for (int64_t j = 0; j < T; j++)
+                            if (j < lo || j >= hi)
+                                S[i * T + j] = -INFINITY;
+                    }
             }
     }
     lp_softmax_forward(att, att_drop, B * H * T, T);
+    if (hides || mask)
+#pragma omp parallel for collapse(2) schedule(static)
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t i = 0; i < T; i++)
+                if (!sees_a_key(g, mask ? mask + b * T : NULL, i))
+                    for (int64_t h = 0; h < H; h++)
+                        memset(att + ((b * H + h) * T + i) * T, 0, (size_t)T * sizeof(float));
     lp_dropout_forward(att_drop, keep, att, B * H * TT, p, rng);
-    LP_PROF_OP_SCOPE(&composed_pv_desc, dims, 2.0 * B * H * T * T * D, 4.0 * (2 * B * T * C + B * H * TT));
+    LP_PROF_OP_SCOPE(&composed_pv_desc, dims, 2.0 * B * H * T * T * D,
+                     4.0 * (B * T * (H + g->Hkv) * D + B * H * TT));
 #pragma omp parallel for collapse(2) schedule(static)
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++)
-            // ctx_bh (T,D; ld C) = Pd (T,T) @ V_bh (T,D; ld C)
-            K->sgemm(false, false, T, D, T, 1.0f, att_drop + (b * H + h) * TT, T, v + b * T * C + h * D, C,
-                     0.0f, ctx + b * T * C + h * D, C);
+            // ctx_bh (T,D; ld C) = Pd (T,T) @ V_bg (T,D; ld ldkv)
+            K->sgemm(false, false, T, D, T, 1.0f, att_drop + (b * H + h) * TT, T, v + b * T * ldkv + (h / grp) * D,
+                     ldkv, 0.0f, ctx + b * T * C + h * D, C);
 }
 
 void lp_nn__attention_composed_backward(float *dq, float *dk, float *dv, float *datt, const float *dctx,
                                         const float *att, const float *att_drop, const uint8_t *keep,
-                                        const float *q, const float *k, const float *v, int64_t B, int64_t T,
-                                        int64_t H, int64_t D, float p, bool dropped)
+                                        const float *q, const float *k, const float *v, const lp_attn_geom *g,
+                                        float p, bool dropped)
 {
-    const int64_t C = H * D, TT = T * T;
-    const float scale = 1.0f / sqrtf((float)D);
+    const int64_t B = g->B, T = g->T, H = g->H, Hkv = g->Hkv, D = g->D, grp = H / Hkv, C = H * D, TT = T * T;
+    const int64_t ldq = g->ldq, ldkv = g->ldkv;
+    const float scale = lp_attn_scale(g);
     const float *Pd = dropped ? att_drop : att;
     const lp_kernel_table *K = lp_kernels_active();
     int64_t dims[] = {B, T, H, D};
     {
         LP_PROF_OP_SCOPE(&composed_pv_bwd_desc, dims, 4.0 * B * H * T * T * D,
-                         4.0 * (3 * B * T * C + 2 * B * H * TT));
+                         4.0 * (B * T * (H + 2 * Hkv) * D + 2 * B * H * TT));
+        // dPd_bh (T,T) = dctx_bh (T,D) @ V_bg^T
 #pragma omp parallel for collapse(2) schedule(static)
         for (int64_t b = 0; b < B; b++)
-            for (int64_t h = 0; h < H; h++) {
-                const int64_t o = b * T * C + h * D;
-                // dV_bh (T,D) = Pd^T (T,T) @ dctx_bh (T,D)
-                K->sgemm(true, false, T, D, T, 1.0f, Pd + (b * H + h) * TT, T, dctx + o, C, 0.0f, dv + o, C);
-                // dPd (T,T) = dctx_bh (T,D) @ V_bh^T
-                K->sgemm(false, true, T, T, D, 1.0f, dctx + o, C, v + o, C, 0.0f, datt + (b * H + h) * TT, T);
-            }
+            for (int64_t h = 0; h < H; h++)
+                K->sgemm(false, true, T, T, D, 1.0f, dctx + b * T * C + h * D, C, v + b * T * ldkv + (h / grp) * D,
+                         ldkv, 0.0f, datt + (b * H + h) * TT, T);
+        // dV_bg (T,D) = sum over the group of Pd_bh^T (T,T) @ dctx_bh (T,D): one owner per kv head
+#pragma omp parallel for collapse(2) schedule(static)
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t kv = 0; kv < Hkv; kv++)
+                for (int64_t hh = 0; hh < grp; hh++) {
+                    const int64_t h = kv * grp + hh;
+                    K->sgemm(true, false, T, D, T, 1.0f, Pd + (b * H + h) * TT, T, dctx + b * T * C + h * D, C,
+                             hh ? 1.0f : 0.0f, dv + b * T * ldkv + kv * D, ldkv);
+                }
     }
     // the kernels' optimized loops take restrict pointers: never in place, ping-pong instead
     float *dS_all = datt + B * H * TT;
@@ -88,16 +125,22 @@ void lp_nn__attention_composed_backward(float *dq, float *dk, float *dv, float *
         lp_softmax_backward(dS_all, datt, att, B * H * T, T);
     }
     LP_PROF_OP_SCOPE(&composed_scores_bwd_desc, dims, 4.0 * B * H * T * T * D,
-                     4.0 * (4 * B * T * C + B * H * TT));
+                     4.0 * (B * T * (2 * H + 2 * Hkv) * D + B * H * TT));
+    // dQ_bh = scale * dS @ K_bg
 #pragma omp parallel for collapse(2) schedule(static)
     for (int64_t b = 0; b < B; b++)
-        for (int64_t h = 0; h < H; h++) {
-            const int64_t o = b * T * C + h * D;
-            const float *dS = dS_all + (b * H + h) * TT;
-            // dQ_bh = scale * dS @ K_bh;  dK_bh = scale * dS^T @ Q_bh
-            K->sgemm(false, false, T, D, T, scale, dS, T, k + o, C, 0.0f, dq + o, C);
-            K->sgemm(true, false, T, D, T, scale, dS, T, q + o, C, 0.0f, dk + o, C);
-        }
+        for (int64_t h = 0; h < H; h++)
+            K->sgemm(false, false, T, D, T, scale, dS_all + (b * H + h) * TT, T, k + b * T * ldkv + (h / grp) * D,
+                     ldkv, 0.0f, dq + b * T * ldq + h * D, ldq);
+    // dK_bg = scale * sum over the group of dS_bh^T @ Q_bh
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t kv = 0; kv < Hkv; kv++)
+            for (int64_t hh = 0; hh < grp; hh++) {
+                const int64_t h = kv * grp + hh;
+                K->sgemm(true, false, T, D, T, scale, dS_all + (b * H + h) * TT, T, q + b * T * ldq + h * D, ldq,
+                         hh ? 1.0f : 0.0f, dk + b * T * ldkv + kv * D, ldkv);
+            }
 }
 
 void lp_nn_attention_forward(const lp_nn_attention *a, const lp_nn_ctx *ctx, lp_nn_attention_act *act,
@@ -108,6 +151,7 @@ void lp_nn_attention_forward(const lp_nn_attention *a, const lp_nn_ctx *ctx, lp_
     lp_nn_linear_forward(&a->q, act->q, x, N);
     lp_nn_linear_forward(&a->k, act->k, x, N);
     lp_nn_linear_forward(&a->v, act->v, x, N);
+    const lp_attn_geom g = lp_attn_geom_mha(B, T, a->H, a->D, C); /* BERT: separate q, k, v (N,C) */
     act->att_dropped = false;
     if (ctx->exec == LP_EXEC_MODE_FUSED) {
         if (ctx->training && a->attn_dropout > 0.0f && ctx->rng) {
@@ -115,14 +159,14 @@ void lp_nn_attention_forward(const lp_nn_attention *a, const lp_nn_ctx *ctx, lp_
             lp_rng_skip(ctx->rng, B * a->H * T * T); /* what the eager path draws */
             act->att_dropped = true;
         }
-        lp_attention_fused_forward(act->ctx, act->lse, act->q, act->k, act->v, mask, B, T, a->H, a->D, C,
+        lp_attention_fused_forward(act->ctx, act->lse, act->q, act->k, act->v, mask, &g,
                                    act->att_dropped ? &act->drop : NULL);
     } else if (ctx->training && a->attn_dropout > 0.0f && ctx->rng) {
         lp_nn__attention_composed_forward(act->ctx, act->att, act->att_drop, act->att_keep, act->q, act->k,
-                                          act->v, mask, B, T, a->H, a->D, a->attn_dropout, ctx->rng);
+                                          act->v, mask, &g, a->attn_dropout, ctx->rng);
         act->att_dropped = true;
     } else {
-        lp_attention_eager_forward(act->ctx, act->att, act->q, act->k, act->v, mask, B, T, a->H, a->D, C);
+        lp_attention_eager_forward(act->ctx, act->att, act->q, act->k, act->v, mask, &g);
     }
     lp_nn_linear_forward(&a->o, act->out, act->ctx, N);
     lp_nn__pop(a->fwd_name);
@@ -144,15 +188,15 @@ void lp_nn_attention_backward(const lp_nn_attention *a, const lp_nn_ctx *ctx, co
     const int64_t N = B * T, C = a->C;
     float *dctx = scratch, *dq = dctx + N * C, *dk = dq + N * C, *dv = dk + N * C, *datt = dv + N * C;
     lp_nn_linear_backward(&a->o, dctx, dout, act->ctx, N);
+    const lp_attn_geom g = lp_attn_geom_mha(B, T, a->H, a->D, C);
     if (ctx->exec == LP_EXEC_MODE_FUSED)
-        lp_attention_fused_backward(dq, dk, dv, dctx, act->ctx, act->lse, act->q, act->k, act->v, mask, B, T,
-                                    a->H, a->D, C, act->att_dropped ? &act->drop : NULL);
+        lp_attention_fused_backward(dq, dk, dv, dctx, act->ctx, act->lse, act->q, act->k, act->v, mask, &g,
+                                    act->att_dropped ? &act->drop : NULL);
     else if (act->att_dropped)
         lp_nn__attention_composed_backward(dq, dk, dv, datt, dctx, act->att, act->att_drop, act->att_keep,
-                                           act->q, act->k, act->v, B, T, a->H, a->D, a->attn_dropout, true);
+                                           act->q, act->k, act->v, &g, a->attn_dropout, true);
     else
-        lp_attention_eager_backward(dq, dk, dv, datt, dctx, act->att, act->q, act->k, act->v, B, T, a->H,
-                                    a->D, C);
+        lp_attention_eager_backward(dq, dk, dv, datt, dctx, act->att, act->q, act->k, act->v, &g);
     // dx = dq Wq + dk Wk + dv Wv (dctx is free now: reuse it for the partial products);
     // without dx only the projections' own parameter gradients are left to accumulate
     float *part = dx ? dctx : NULL;

@@ -32,14 +32,16 @@ void lp_nn__add_inplace(float *y, const float *x, int64_t n);
 
 /* Eager attention composed from ops (QK^T matmul, mask, softmax, dropout, PV matmul) for the
  * case the eager kernel cannot do: dropout on the probabilities. p = 0 is allowed (tests hold
- * it equal to the kernel). ctx (B,T,C) =; att, att_drop (B,H,T,T) =; keep (B,H,T,T). */
+ * it equal to the kernel). Geometry as the kernels' (lp_attn_geom: GQA, causal, window).
+ * ctx (B,T,H*D) =; att, att_drop (B,H,T,T) =; keep (B,H,T,T). */
 void lp_nn__attention_composed_forward(float *ctx, float *att, float *att_drop, uint8_t *keep, const float *q,
-                                       const float *k, const float *v, const int32_t *mask, int64_t B,
-                                       int64_t T, int64_t H, int64_t D, float p, lp_rng *rng);
-/* dq, dk, dv (B,T,C) =; datt (2*B*H*T*T) scratch. */
+                                       const float *k, const float *v, const int32_t *mask, const lp_attn_geom *g,
+                                       float p, lp_rng *rng);
+/* dq (layout of q) =; dk, dv (layout of k, v) = summed over each kv head's query heads;
+ * datt (2*B*H*T*T) scratch. */
 void lp_nn__attention_composed_backward(float *dq, float *dk, float *dv, float *datt, const float *dctx,
                                         const float *att, const float *att_drop, const uint8_t *keep,
-                                        const float *q, const float *k, const float *v, int64_t B, int64_t T,
-                                        int64_t H, int64_t D, float p, bool dropped);
+                                        const float *q, const float *k, const float *v, const lp_attn_geom *g,
+                                        float p, bool dropped);
 
 #endif

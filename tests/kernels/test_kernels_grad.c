@@ -157,7 +157,7 @@ static void test_grad_elementwise(void **state)
 
 /* ---- attention (eager and fused) ---- */
 typedef struct {
-    int64_t B, T, H, D;
+    lp_attn_geom g; /* q, k, v packed in one buffer: token stride (H + 2 Hkv) D */
     int fused;
     float *qkv, *out, *att, *lse, *dout;
     int32_t *mask;
@@ -167,45 +167,63 @@ typedef struct {
 static double at_loss(void *p)
 {
     at_ctx *c = p;
-    int64_t C = c->H * c->D, ld = 3 * C;
+    const lp_attn_geom *g = &c->g;
+    const float *q = c->qkv, *k = q + g->H * g->D, *v = k + g->Hkv * g->D;
     if (c->fused)
-        R->attention_fused_forward(c->out, c->lse, c->qkv, c->qkv + C, c->qkv + 2 * C, c->mask, c->B, c->T, c->H, c->D,
-                                   ld, c->drop);
+        R->attention_fused_forward(c->out, c->lse, q, k, v, c->mask, g, c->drop);
     else
-        R->attention_eager_forward(c->out, c->att, c->qkv, c->qkv + C, c->qkv + 2 * C, c->mask, c->B, c->T, c->H,
-                                   c->D, ld);
-    return dotw(c->dout, c->out, c->B * c->T * C);
+        R->attention_eager_forward(c->out, c->att, q, k, v, c->mask, g);
+    return dotw(c->dout, c->out, g->B * g->T * g->H * g->D);
 }
 
+/* MHA with right padding (BERT), and GQA (4 query heads over 2 kv heads) under a causal
+ * mask with a sliding window of 3 and left padding (two queries of the second sequence see
+ * no key): eager, fused, fused with dropout. dk and dv of a kv head are sums over its two
+ * query heads, which the finite differences of the shared k, v see directly. */
 static void test_grad_attention(void **state)
 {
     (void)state;
     int bad = 0;
     static const lp_attn_dropout ad = {0.3f, 17, LP_RNG_STREAM_DROPOUT, 0};
-    for (int fused = 0; fused < 3; fused++) { /* eager, fused, fused with dropout */
-        at_ctx c = {.B = 2, .T = 5, .H = 2, .D = 3, .fused = fused, .drop = fused == 2 ? &ad : NULL};
-        int64_t C = c.H * c.D, nx = c.B * c.T * 3 * C;
-        c.qkv = kt_rand_f(nx, -1.5f, 1.5f), c.out = kt_nan(c.B * c.T * C), c.dout = kt_rand_f(c.B * c.T * C, -1, 1);
-        c.att = kt_nan(c.B * c.H * c.T * c.T), c.lse = kt_nan(c.B * c.H * c.T);
-        c.mask = kt_alloc((size_t)(c.B * c.T) * 4);
-        for (int64_t i = 0; i < c.B * c.T; i++)
-            c.mask[i] = (i % c.T) < (i / c.T ? 2 : 5); /* second sequence: 3 padded tokens */
-        float *g = kt_nan(nx), *datt = kt_nan(c.B * c.H * c.T * c.T);
-        at_loss(&c);
-        if (fused)
-            R->attention_fused_backward(g, g + C, g + 2 * C, c.dout, c.out, c.lse, c.qkv, c.qkv + C, c.qkv + 2 * C,
-                                        c.mask, c.B, c.T, c.H, c.D, 3 * C, c.drop);
-        else
-            R->attention_eager_backward(g, g + C, g + 2 * C, datt, c.dout, c.att, c.qkv, c.qkv + C, c.qkv + 2 * C, c.B,
-                                        c.T, c.H, c.D, 3 * C);
-        bad += fd_check(fused == 2 ? "attention fused dqkv, dropout" : fused ? "attention fused dqkv" : "attention eager dqkv",
-                        at_loss, &c, c.qkv, nx, g);
-        /* padded keys get exactly zero gradient */
-        for (int64_t t = 2; t < c.T; t++)
-            for (int64_t j = C; j < 3 * C; j++)
-                bad += g[(c.T + t) * 3 * C + j] != 0.0f;
-        bad += kt_release("attention");
-    }
+    static const char *names[2][3] = {{"attention eager dqkv", "attention fused dqkv", "attention fused dqkv, dropout"},
+                                      {"attention gqa causal window eager dqkv", "attention gqa causal window fused dqkv",
+                                       "attention gqa causal window fused dqkv, dropout"}};
+    for (int geo = 0; geo < 2; geo++)
+        for (int fused = 0; fused < 3; fused++) { /* eager, fused, fused with dropout */
+            at_ctx c = {.fused = fused, .drop = fused == 2 ? &ad : NULL};
+            if (geo == 0)
+                c.g = (lp_attn_geom){.B = 2, .T = 5, .H = 2, .Hkv = 2, .D = 3};
+            else
+                c.g = (lp_attn_geom){.B = 2, .T = 7, .H = 4, .Hkv = 2, .D = 3, .causal = true, .window = 3};
+            lp_attn_geom *g = &c.g;
+            const int64_t B = g->B, T = g->T, C = g->H * g->D, ld = (g->H + 2 * g->Hkv) * g->D, nx = B * T * ld;
+            g->ldq = g->ldkv = ld;
+            c.qkv = kt_rand_f(nx, -1.5f, 1.5f), c.out = kt_nan(B * T * C), c.dout = kt_rand_f(B * T * C, -1, 1);
+            c.att = kt_nan(B * g->H * T * T), c.lse = kt_nan(B * g->H * T);
+            c.mask = kt_alloc((size_t)(B * T) * 4);
+            for (int64_t i = 0; i < B * T; i++) /* second sequence: 3 (MHA: right) or 2 (GQA: left) padded */
+                c.mask[i] = geo == 0 ? (i % T) < (i / T ? 2 : 5) : (i / T == 0 || (i % T) >= 2);
+            float *gr = kt_nan(nx), *datt = kt_nan(B * g->H * T * T);
+            float *dk = gr + C, *dv = dk + g->Hkv * g->D;
+            at_loss(&c);
+            if (fused)
+                R->attention_fused_backward(gr, dk, dv, c.dout, c.out, c.lse, c.qkv, c.qkv + C, c.qkv + C + g->Hkv * g->D,
+                                            c.mask, g, c.drop);
+            else
+                R->attention_eager_backward(gr, dk, dv, datt, c.dout, c.att, c.qkv, c.qkv + C,
+                                            c.qkv + C + g->Hkv * g->D, g);
+            bad += fd_check(names[geo][fused], at_loss, &c, c.qkv, nx, gr);
+            /* padded keys get exactly zero gradient; so do the queries that see no key */
+            for (int64_t bt = 0; bt < B * T; bt++)
+                if (!c.mask[bt])
+                    for (int64_t j = C; j < ld; j++)
+                        bad += gr[bt * ld + j] != 0.0f;
+            if (geo == 1)
+                for (int64_t t = 0; t < 2; t++)
+                    for (int64_t j = 0; j < C; j++)
+                        bad += gr[(T + t) * ld + j] != 0.0f || c.out[(T + t) * C + j] != 0.0f;
+            bad += kt_release("attention");
+        }
     assert_int_equal(bad, 0);
 }
 

@@ -37,6 +37,7 @@ static double maxdiff(const float *a, const float *b, int64_t n)
 }
 
 enum { B = 2, T = 7, H = 3, D = 4, C = H * D };
+static const lp_attn_geom G = {.B = B, .T = T, .H = H, .Hkv = H, .D = D, .ldq = C, .ldkv = C};
 
 /* The first sequence full, the others 5 real tokens then padding. */
 static void padded_mask(int32_t mask[B * T])
@@ -58,8 +59,8 @@ static void composed_equals_kernel(void **state)
     float *c1 = calloc(N * C, 4), *c2 = calloc(N * C, 4), *att1 = calloc(A, 4), *att2 = calloc(A, 4),
           *attd = calloc(A, 4), *datt = calloc(2 * A, 4);
     uint8_t *keep = calloc(A, 1);
-    lp_attention_eager_forward(c1, att1, q, k, v, mask, B, T, H, D, C);
-    lp_nn__attention_composed_forward(c2, att2, attd, keep, q, k, v, mask, B, T, H, D, 0.0f, &r);
+    lp_attention_eager_forward(c1, att1, q, k, v, mask, &G);
+    lp_nn__attention_composed_forward(c2, att2, attd, keep, q, k, v, mask, &G, 0.0f, &r);
     printf("composed vs kernel forward: ctx %.3e, probabilities %.3e\n", maxdiff(c1, c2, N * C),
            maxdiff(att1, att2, A));
     assert_true(maxdiff(c1, c2, N * C) < 1e-5 && maxdiff(att1, att2, A) < 1e-6);
@@ -68,9 +69,8 @@ static void composed_equals_kernel(void **state)
         g1[i] = calloc(N * C, 4);
         g2[i] = calloc(N * C, 4);
     }
-    lp_attention_eager_backward(g1[0], g1[1], g1[2], datt, dctx, att1, q, k, v, B, T, H, D, C);
-    lp_nn__attention_composed_backward(g2[0], g2[1], g2[2], datt, dctx, att2, attd, keep, q, k, v, B, T, H, D,
-                                       0.0f, false);
+    lp_attention_eager_backward(g1[0], g1[1], g1[2], datt, dctx, att1, q, k, v, &G);
+    lp_nn__attention_composed_backward(g2[0], g2[1], g2[2], datt, dctx, att2, attd, keep, q, k, v, &G, 0.0f, false);
     for (int i = 0; i < 3; i++) {
         printf("composed vs kernel backward d%c: %.3e\n", "qkv"[i], maxdiff(g1[i], g2[i], N * C));
         assert_true(maxdiff(g1[i], g2[i], N * C) < 1e-5);
@@ -88,7 +88,7 @@ static double composed_loss(const float *q, const float *k, const float *v, cons
     const int64_t N = B * T, A = B * H * T * T;
     float *ctx = calloc(N * C, 4), *att = calloc(A, 4), *attd = calloc(A, 4);
     uint8_t *keep = calloc(A, 1);
-    lp_nn__attention_composed_forward(ctx, att, attd, keep, q, k, v, mask, B, T, H, D, p, &rng);
+    lp_nn__attention_composed_forward(ctx, att, attd, keep, q, k, v, mask, &G, p, &rng);
     double s = 0;
     for (int64_t i = 0; i < N * C; i++)
         s += (double)ctx[i] * R[i];
@@ -110,14 +110,13 @@ static void composed_dropout_finite_differences(void **state)
     float *ctx = calloc(N * C, 4), *att = calloc(A, 4), *attd = calloc(A, 4), *datt = calloc(2 * A, 4);
     uint8_t *keep = calloc(A, 1);
     lp_rng d0 = drop;
-    lp_nn__attention_composed_forward(ctx, att, attd, keep, x[0], x[1], x[2], mask, B, T, H, D, p, &d0);
+    lp_nn__attention_composed_forward(ctx, att, attd, keep, x[0], x[1], x[2], mask, &G, p, &d0);
     int dropped = 0;
     for (int64_t i = 0; i < A; i++)
         dropped += !keep[i];
     assert_true(dropped > 0);
     float *g[3] = {calloc(N * C, 4), calloc(N * C, 4), calloc(N * C, 4)};
-    lp_nn__attention_composed_backward(g[0], g[1], g[2], datt, R, att, attd, keep, x[0], x[1], x[2], B, T, H,
-                                       D, p, true);
+    lp_nn__attention_composed_backward(g[0], g[1], g[2], datt, R, att, attd, keep, x[0], x[1], x[2], &G, p, true);
     double worst = 0;
     for (int w = 0; w < 3; w++)
         for (int64_t i = 0; i < N * C; i += 5) {
@@ -157,20 +156,19 @@ static void fused_dropout_equals_composed(void **state)
     float *c1 = calloc(N * C, 4), *att = calloc(A, 4), *attd = calloc(A, 4), *datt = calloc(2 * A, 4);
     uint8_t *keep = calloc(A, 1);
     lp_rng d0 = drop;
-    lp_nn__attention_composed_forward(c1, att, attd, keep, q, k, v, mask, B, T, H, D, p, &d0);
+    lp_nn__attention_composed_forward(c1, att, attd, keep, q, k, v, mask, &G, p, &d0);
     float *g1[3];
     for (int i = 0; i < 3; i++)
         g1[i] = calloc(N * C, 4);
-    lp_nn__attention_composed_backward(g1[0], g1[1], g1[2], datt, dctx, att, attd, keep, q, k, v, B, T, H, D, p,
-                                       true);
+    lp_nn__attention_composed_backward(g1[0], g1[1], g1[2], datt, dctx, att, attd, keep, q, k, v, &G, p, true);
     lp_attn_dropout ad = {p, drop.seed, drop.stream, drop.offset};
     for (int impl = 0; impl < 2; impl++) {
         lp_kernels_select(impl ? LP_KERNELS_IMPL_OPT : LP_KERNELS_IMPL_REF);
         float *c2 = calloc(N * C, 4), *lse = calloc(B * H * T, 4), *g2[3];
         for (int i = 0; i < 3; i++)
             g2[i] = calloc(N * C, 4);
-        lp_attention_fused_forward(c2, lse, q, k, v, mask, B, T, H, D, C, &ad);
-        lp_attention_fused_backward(g2[0], g2[1], g2[2], dctx, c2, lse, q, k, v, mask, B, T, H, D, C, &ad);
+        lp_attention_fused_forward(c2, lse, q, k, v, mask, &G, &ad);
+        lp_attention_fused_backward(g2[0], g2[1], g2[2], dctx, c2, lse, q, k, v, mask, &G, &ad);
         double worst = maxdiff(c1, c2, N * C);
         for (int i = 0; i < 3; i++)
             worst = fmax(worst, maxdiff(g1[i], g2[i], N * C));
@@ -178,7 +176,7 @@ static void fused_dropout_equals_composed(void **state)
                impl ? "opt" : "ref", p, worst);
         assert_true(worst < 1e-5);
         /* and without the dropout the output differs: the mask is really applied */
-        lp_attention_fused_forward(c2, lse, q, k, v, mask, B, T, H, D, C, NULL);
+        lp_attention_fused_forward(c2, lse, q, k, v, mask, &G, NULL);
         assert_true(maxdiff(c1, c2, N * C) > 1e-2);
         for (int i = 0; i < 3; i++)
             free(g2[i]);

@@ -2,16 +2,21 @@
  * softmax (running max m, running sum l, rescaled accumulator) and saves only the
  * log-sum-exp per query row; the backward recomputes each score from q, k and lse. No
  * (B,H,T,T) buffer exists in either direction. The reference streams one key at a time;
- * the optimized version works on BQ x BK tiles held on the stack, one (batch, head) per
- * OpenMP task.
+ * the optimized version works on BQ x BK tiles, one (batch, head) per OpenMP task in the
+ * forward and one (batch, kv head) in the backward (a kv head's dk and dv sum over its
+ * query heads: one owner, no atomics). Key tiles that no query of a block can see (above
+ * the causal diagonal, outside the sliding window) are skipped, not masked: causal
+ * attention does about half the work of full attention.
  *
  * Dropout on the probabilities (lp_attn_dropout) never stores a mask either: each tile
  * row draws its keep factors (0 or 1/(1-p)) from the Philox counters lp_dropout_forward
  * would use for those elements, in the forward and again in the backward. The forward
  * adds the dropped p_ij to the output but the kept-or-not p_ij to the normalizer; the
  * backward uses dV += p~ dO, ds = p (z dp - D) with z the keep factor and D = rowsum(dO*O),
- * which still equals sum_j p~_ij dp_ij because O is the dropped output. */
-#include <assert.h>
+ * which still equals sum_j p~_ij dp_ij because O is the dropped output.
+ *
+ * A query that sees no key (left padding under a causal mask) gets out = 0 and
+ * lse = -inf; the backward skips it (its p would be exp(-inf - -inf) = NaN). */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -21,6 +26,7 @@
 
 #define BQ 32
 #define BK LP_ATTN_KEY_TILE
+#define TMAX LP_ATTN_TILE_MAX_D
 
 /* z[c] = keep factor (0 or 1/(1-p)) of probability elements e0 .. e0+n-1 (lp_attn_dropout). */
 static void drop_factors(float *z, const lp_attn_dropout *d, int64_t e0, int64_t n)
@@ -35,26 +41,33 @@ static void drop_factors(float *z, const lp_attn_dropout *d, int64_t e0, int64_t
     }
 }
 
-// out (B,T,H*D) =; lse (B,H,T) =; q, k, v (B,T,H,D) with token stride ld; mask (B,T)
-void lp_k_attention_fused_forward_ref(float *out, float *lse, const float *q, const float *k, const float *v,
-                                      const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
-                                      const lp_attn_dropout *drop)
+/* Whether key j is visible to query i of row mb (lp_attn_geom). */
+static inline bool visible(const lp_attn_geom *g, const int32_t *mb, int64_t i, int64_t j)
 {
-    assert(D <= LP_ATTN_MAX_D);
-    float scale = 1.0f / sqrtf((float)D);
-    int64_t C = H * D;
-    float acc[LP_ATTN_MAX_D];
+    int64_t lo, hi;
+    lp_attn_key_range(g, i, &lo, &hi);
+    return j >= lo && j < hi && (!mb || mb[j]);
+}
+
+// out (B,T,H*D) =; lse (B,H,T) =; q (B,T,H,D) stride ldq; k, v (B,T,Hkv,D) stride ldkv; mask (B,T)
+void lp_k_attention_fused_forward_ref(float *out, float *lse, const float *q, const float *k, const float *v,
+                                      const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop)
+{
+    const int64_t B = g->B, T = g->T, H = g->H, D = g->D, grp = H / g->Hkv, C = H * D;
+    const float scale = lp_attn_scale(g);
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++)
             for (int64_t i = 0; i < T; i++) {
-                const float *qi = q + (b * T + i) * ld + h * D;
+                const float *qi = q + (b * T + i) * g->ldq + h * D;
+                float *o = out + (b * T + i) * C + h * D; /* the accumulator: no scratch, any D */
                 float m = -INFINITY, l = 0.0f;
                 for (int64_t d = 0; d < D; d++)
-                    acc[d] = 0.0f;
+                    o[d] = 0.0f;
                 for (int64_t j = 0; j < T; j++) {
-                    if (mask && !mask[b * T + j])
+                    if (!visible(g, mask ? mask + b * T : NULL, i, j))
                         continue;
-                    const float *kj = k + (b * T + j) * ld + h * D, *vj = v + (b * T + j) * ld + h * D;
+                    const float *kj = k + (b * T + j) * g->ldkv + (h / grp) * D;
+                    const float *vj = v + (b * T + j) * g->ldkv + (h / grp) * D;
                     float s = 0.0f;
                     for (int64_t d = 0; d < D; d++)
                         s += qi[d] * kj[d];
@@ -65,44 +78,46 @@ void lp_k_attention_fused_forward_ref(float *out, float *lse, const float *q, co
                         drop_factors(&z, drop, ((b * H + h) * T + i) * T + j, 1);
                     l = l * corr + p;
                     for (int64_t d = 0; d < D; d++)
-                        acc[d] = acc[d] * corr + z * p * vj[d];
+                        o[d] = o[d] * corr + z * p * vj[d];
                     m = mn;
                 }
-                float *o = out + (b * T + i) * C + h * D;
+                float inv = l > 0.0f ? 1.0f / l : 0.0f; /* no visible key: out stays 0 */
                 for (int64_t d = 0; d < D; d++)
-                    o[d] = acc[d] / l;
-                lse[(b * H + h) * T + i] = m + logf(l);
+                    o[d] *= inv;
+                lse[(b * H + h) * T + i] = l > 0.0f ? m + logf(l) : -INFINITY;
             }
 }
 
-// dq, dk, dv (B,T,H,D) stride ld =; dout, out (B,T,H*D); lse (B,H,T)
+// dq (B,T,H,D) stride ldq =; dk, dv (B,T,Hkv,D) stride ldkv = (summed over each group); dout, out (B,T,H*D); lse (B,H,T)
 void lp_k_attention_fused_backward_ref(float *dq, float *dk, float *dv, const float *dout, const float *out,
                                        const float *lse, const float *q, const float *k, const float *v,
-                                       const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
-                                       const lp_attn_dropout *drop)
+                                       const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop)
 {
-    float scale = 1.0f / sqrtf((float)D);
-    int64_t C = H * D;
+    const int64_t B = g->B, T = g->T, H = g->H, D = g->D, grp = H / g->Hkv, C = H * D;
+    const float scale = lp_attn_scale(g);
+    for (int64_t bt = 0; bt < B * T; bt++) {
+        memset(dq + bt * g->ldq, 0, (size_t)C * sizeof(float));
+        memset(dk + bt * g->ldkv, 0, (size_t)(g->Hkv * D) * sizeof(float));
+        memset(dv + bt * g->ldkv, 0, (size_t)(g->Hkv * D) * sizeof(float));
+    }
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++) {
-            for (int64_t t = 0; t < T; t++)
-                for (int64_t d = 0; d < D; d++) {
-                    int64_t o = (b * T + t) * ld + h * D + d;
-                    dq[o] = dk[o] = dv[o] = 0.0f;
-                }
+            const int64_t kvo = (h / grp) * D;
             for (int64_t i = 0; i < T; i++) {
-                const float *qi = q + (b * T + i) * ld + h * D;
+                float li = lse[(b * H + h) * T + i];
+                if (li == -INFINITY) /* sees no key: no gradient */
+                    continue;
+                const float *qi = q + (b * T + i) * g->ldq + h * D;
                 const float *doi = dout + (b * T + i) * C + h * D, *oi = out + (b * T + i) * C + h * D;
                 float di = 0.0f; /* rowsum(dout * out) = sum_j p_ij * dp_ij */
                 for (int64_t d = 0; d < D; d++)
                     di += doi[d] * oi[d];
-                float li = lse[(b * H + h) * T + i];
-                float *dqi = dq + (b * T + i) * ld + h * D;
+                float *dqi = dq + (b * T + i) * g->ldq + h * D;
                 for (int64_t j = 0; j < T; j++) {
-                    if (mask && !mask[b * T + j])
+                    if (!visible(g, mask ? mask + b * T : NULL, i, j))
                         continue;
-                    const float *kj = k + (b * T + j) * ld + h * D, *vj = v + (b * T + j) * ld + h * D;
-                    float *dkj = dk + (b * T + j) * ld + h * D, *dvj = dv + (b * T + j) * ld + h * D;
+                    const float *kj = k + (b * T + j) * g->ldkv + kvo, *vj = v + (b * T + j) * g->ldkv + kvo;
+                    float *dkj = dk + (b * T + j) * g->ldkv + kvo, *dvj = dv + (b * T + j) * g->ldkv + kvo;
                     float s = 0.0f, dp = 0.0f;
                     for (int64_t d = 0; d < D; d++) {
                         s += qi[d] * kj[d];
@@ -122,21 +137,21 @@ void lp_k_attention_fused_backward_ref(float *dq, float *dk, float *dv, const fl
         }
 }
 
-/* The tile loops below take D as an argument and are always inlined into a switch on
- * the common head sizes, so for D = 32/64/128 the compiler sees a constant and keeps row
- * accumulators in vector registers; other sizes run the same code generically. */
+/* The tile loops below take D (and the tiles' row stride) as arguments and are always
+ * inlined into a switch on the common head sizes, so for D = 32/64/128 the compiler sees
+ * constants and keeps row accumulators in vector registers; other sizes run the same code
+ * generically. */
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* S (nq,BK) = A (nq,D) @ Bt (D,BK): rows of A against a transposed, packed key tile. */
-ALWAYS_INLINE void tile_qkt(float S[BQ][BK], const float A[BQ][LP_ATTN_MAX_D], const float Bt[][BK], int64_t nq,
-                            int64_t D)
+/* S (nq,BK) = A (nq,D; row stride lda) @ Bt (D,BK): rows of A against a transposed, packed key tile. */
+ALWAYS_INLINE void tile_qkt(float (*S)[BK], const float *A, int64_t lda, const float (*Bt)[BK], int64_t nq, int64_t D)
 {
     for (int64_t r = 0; r < nq; r++) {
         float acc[BK];
         for (int c = 0; c < BK; c++)
             acc[c] = 0.0f;
         for (int64_t d = 0; d < D; d++) {
-            float a = A[r][d];
+            float a = A[r * lda + d];
 #pragma omp simd
             for (int c = 0; c < BK; c++)
                 acc[c] += a * Bt[d][c];
@@ -145,15 +160,15 @@ ALWAYS_INLINE void tile_qkt(float S[BQ][BK], const float A[BQ][LP_ATTN_MAX_D], c
     }
 }
 
-/* Copies rows [j0, j0+nk) of a (T,D) head slice with stride ld into Xp (nk, D). */
-ALWAYS_INLINE void pack_rows(float Xp[][LP_ATTN_MAX_D], const float *x, int64_t ld, int64_t j0, int64_t nk, int64_t D)
+/* Copies rows [j0, j0+nk) of a (T,D) head slice with stride ld into Xp (nk, D; row stride ldx). */
+ALWAYS_INLINE void pack_rows(float *Xp, int64_t ldx, const float *x, int64_t ld, int64_t j0, int64_t nk, int64_t D)
 {
     for (int64_t c = 0; c < nk; c++)
-        memcpy(Xp[c], x + (j0 + c) * ld, (size_t)D * sizeof(float));
+        memcpy(Xp + c * ldx, x + (j0 + c) * ld, (size_t)D * sizeof(float));
 }
 
 /* Packs rows [j0, j0+nk) of a (T,D) head slice with stride ld as Dt (D, BK), zero-padded. */
-ALWAYS_INLINE void pack_t(float Dt[][BK], const float *x, int64_t ld, int64_t j0, int64_t nk, int64_t D)
+ALWAYS_INLINE void pack_t(float (*Dt)[BK], const float *x, int64_t ld, int64_t j0, int64_t nk, int64_t D)
 {
     for (int64_t c = 0; c < BK; c++) {
         if (c < nk) {
@@ -166,7 +181,6 @@ ALWAYS_INLINE void pack_t(float Dt[][BK], const float *x, int64_t ld, int64_t j0
         }
     }
 }
-
 /* a[0..D) += sum_{c<n} w[c*ws] * X[c*ldx + 0..D): the row accumulations of P@V, dS@K,
  * P^T@dO and dS^T@Q. The accumulator row lives in vector registers for the whole sum
  * (a plain loop over a[] would load and store it once per term). */
@@ -220,8 +234,8 @@ ALWAYS_INLINE void acc_rows(float *restrict a, const float *w, int64_t ws, const
 }
 
 /* Four rows at once: a_i[0..D) += sum_{c<n} w_i[c*ws] * X[c*ldx + 0..D) for i < 4.
- * Sixteen independent accumulators cover the FMA latency, and each load of X feeds four
- * FMAs. Falls back to acc_rows without AVX-512. */
+ * Sixteen (AVX-512; eight with AVX2) independent accumulators cover the FMA latency, and
+ * each load of X feeds four FMAs. Tails narrower than a vector group go to acc_rows. */
 ALWAYS_INLINE void acc_rows4(float *const a[4], const float *const w[4], int64_t ws, const float *X, int64_t ldx,
                              int64_t n, int64_t D)
 {
@@ -267,29 +281,46 @@ ALWAYS_INLINE void acc_rows4(float *const a[4], const float *const w[4], int64_t
             for (int j = 0; j < 2; j++)
                 _mm512_storeu_ps(a[i] + d0 + 16 * j, r[i][j]);
     }
+#elif defined(LP_HAVE_AVX2)
+    /* 16 ymm registers: 4 rows x 2 vectors of accumulators, 2 of X, 1 broadcast */
+    for (; d0 + 16 <= D; d0 += 16) {
+        __m256 r[4][2];
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 2; j++)
+                r[i][j] = _mm256_loadu_ps(a[i] + d0 + 8 * j);
+        for (int64_t c = 0; c < n; c++) {
+            const float *x = X + c * ldx + d0;
+            __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
+            for (int i = 0; i < 4; i++) {
+                __m256 wv = _mm256_set1_ps(w[i][c * ws]);
+                r[i][0] = _mm256_fmadd_ps(wv, x0, r[i][0]);
+                r[i][1] = _mm256_fmadd_ps(wv, x1, r[i][1]);
+            }
+        }
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 2; j++)
+                _mm256_storeu_ps(a[i] + d0 + 8 * j, r[i][j]);
+    }
 #endif
     if (d0 < D)
         for (int i = 0; i < 4; i++)
             acc_rows(a[i] + d0, w[i], ws, X + d0, ldx, n, D - d0);
 }
 
-/* S (nq,BK) = A (nq,D) @ Bt (D,BK), four rows of A per pass (see acc_rows4). */
-ALWAYS_INLINE void tile_qkt4(float S[BQ][BK], const float A[BQ][LP_ATTN_MAX_D], const float Bt[][BK], int64_t nq,
+/* S (nq,BK) = A (nq,D; row stride lda) @ Bt (D,BK), four rows of A per pass (see acc_rows4). */
+ALWAYS_INLINE void tile_qkt4(float (*S)[BK], const float *A, int64_t lda, const float (*Bt)[BK], int64_t nq,
                              int64_t D)
 {
     int64_t r = 0;
     for (; r + 4 <= nq; r += 4) {
         float *dst[4] = {S[r], S[r + 1], S[r + 2], S[r + 3]};
-        const float *src[4] = {A[r], A[r + 1], A[r + 2], A[r + 3]};
+        const float *src[4] = {A + r * lda, A + (r + 1) * lda, A + (r + 2) * lda, A + (r + 3) * lda};
         for (int i = 0; i < 4; i++)
             memset(dst[i], 0, BK * sizeof(float));
         acc_rows4(dst, src, 1, &Bt[0][0], BK, D, BK);
     }
-    if (r < nq) {
-        float (*rest)[BK] = &S[r];
-        const float (*arest)[LP_ATTN_MAX_D] = &A[r];
-        tile_qkt(rest, arest, Bt, nq - r, D);
-    }
+    if (r < nq)
+        tile_qkt(&S[r], A + r * lda, lda, Bt, nq - r, D);
 }
 
 /* s[c] += bias[c] over n entries; returns max(m, max_c s[c]). Vectorized: the scalar
@@ -359,73 +390,145 @@ static inline void tile_mask(float *bias, const int32_t *mb, int64_t j0, int64_t
         bias[c] = !mb || mb[j0 + c] ? 0.0f : -INFINITY;
 }
 
-typedef struct fused_tiles {
-    float Qs[BQ][LP_ATTN_MAX_D];   /* query tile (scaled in the forward) */
-    float dO[BQ][LP_ATTN_MAX_D];   /* dout tile (backward) */
-    float acc[BQ][LP_ATTN_MAX_D];  /* output or dq accumulator */
-    float Kt[LP_ATTN_MAX_D][BK];   /* keys, transposed */
-    float Vt[LP_ATTN_MAX_D][BK];   /* values, transposed (backward) */
-    float Xp[BK][LP_ATTN_MAX_D];   /* values (forward) or keys (backward), rows packed: the
-                                      token stride (e.g. 3C floats) maps rows onto few L1 sets */
+/* The scratch of one thread. Query-row tiles (BQ, ldt), transposed key/value tiles (D, BK)
+ * and the key/value row tile (BK, ldt) live in the thread's fixed tiles (ldt = TMAX) for
+ * D <= TMAX, or in a heap slice sized by D (lp_attention_fused_tile_floats) above it. */
+typedef struct fixed_tiles {
+    float Qs[BQ][TMAX];   /* query tile (scaled in the forward) */
+    float dO[BQ][TMAX];   /* dout tile (backward) */
+    float acc[BQ][TMAX];  /* output accumulator (forward) */
+    float Kt[TMAX][BK];   /* keys, transposed */
+    float Vt[TMAX][BK];   /* values, transposed (backward) */
+    float Xp[BK][TMAX];   /* values (forward) or keys (backward), rows packed: the token
+                             stride (e.g. 3C floats) maps rows onto few L1 sets */
     float S[BQ][BK], P2[BQ][BK];
-    float bias[BK];                /* the key tile's mask as 0 / -inf */
-    float z[BK];                   /* one row's dropout keep factors */
-} fused_tiles;
+    float bias[BK];       /* the key tile's padding mask as 0 / -inf */
+    float z[BK];          /* one row's dropout keep factors */
+} fixed_tiles;
 
 /* Per-thread tile storage: too large for a worker's stack under sanitizers, and reused
- * across the (batch, head) tasks of one thread. */
-static _Thread_local fused_tiles tiles_tls __attribute__((aligned(64)));
+ * across the tasks of one thread. */
+static _Thread_local fixed_tiles tiles_tls __attribute__((aligned(64)));
+
+typedef struct tiles {
+    float *Qs, *dO, *acc, *Xp; /* (BQ, ldt) x 3, (BK, ldt) */
+    float (*Kt)[BK], (*Vt)[BK];
+    float (*S)[BK], (*P2)[BK];
+    float *bias, *z;
+} tiles;
+
+/* This thread's tiles: the fixed ones, or D-sized ones carved from heap (D > TMAX). */
+static tiles tiles_bind(float *heap, int64_t D)
+{
+    fixed_tiles *f = &tiles_tls;
+    tiles w = {&f->Qs[0][0], &f->dO[0][0], &f->acc[0][0], &f->Xp[0][0], f->Kt, f->Vt, f->S, f->P2, f->bias, f->z};
+    if (heap) {
+        const int64_t ldt = (D + 15) / 16 * 16;
+        w.Qs = heap, w.dO = w.Qs + BQ * ldt, w.acc = w.dO + BQ * ldt, w.Xp = w.acc + BQ * ldt;
+        w.Kt = (float(*)[BK])(w.Xp + BK * ldt);
+        w.Vt = w.Kt + D;
+    }
+    return w;
+}
+
+/* Row-wise visibility inside one (query block, key tile): sets s[c] = -inf in row r of
+ * block i0 for the keys j0+c the causal mask or window hides. Only tiles crossing the
+ * diagonal or the window's edge need it (tile_full says which). */
+static inline void hide_row(float *s, const lp_attn_geom *g, int64_t i, int64_t j0, int64_t nk)
+{
+    int64_t lo, hi;
+    lp_attn_key_range(g, i, &lo, &hi);
+    for (int64_t c = 0; c < nk; c++)
+        if (j0 + c < lo || j0 + c >= hi)
+            s[c] = -INFINITY;
+}
+
+/* Whether every query of [i0, i0+nq) sees every key of [j0, j0+nk), but for padding. */
+static inline bool tile_full(const lp_attn_geom *g, int64_t i0, int64_t nq, int64_t j0, int64_t nk)
+{
+    int64_t lo, hi;
+    lp_attn_key_range(g, i0 + nq - 1, &lo, &hi); /* the last query: the window's far edge */
+    if (j0 < lo)
+        return false;
+    lp_attn_key_range(g, i0, &lo, &hi); /* the first query: the diagonal */
+    return j0 + nk <= hi;
+}
+
+/* Key tiles query block [i0, i0+nq) can see, as [*j_lo, *j_hi) aligned to BK. */
+static inline void key_tiles(const lp_attn_geom *g, int64_t i0, int64_t nq, int64_t *j_lo, int64_t *j_hi)
+{
+    int64_t lo, hi, lo2, hi2;
+    lp_attn_key_range(g, i0, &lo, &hi);
+    lp_attn_key_range(g, i0 + nq - 1, &lo2, &hi2);
+    *j_lo = lo / BK * BK;
+    *j_hi = hi2;
+}
+
+/* Query rows that can see some key of tile [j0, j0+nk): [*i_lo, *i_hi), i_lo aligned to BQ. */
+static inline void query_rows(const lp_attn_geom *g, int64_t j0, int64_t nk, int64_t *i_lo, int64_t *i_hi)
+{
+    *i_lo = g->causal ? j0 / BQ * BQ : 0;
+    *i_hi = g->window > 0 && j0 + nk - 1 + g->window < g->T ? j0 + nk - 1 + g->window : g->T;
+}
 
 /* One (batch, head) of the forward. With `pack` (this thread's slice: nkt key tiles of
- * (D, BK), transposed, then the head's values as (T, D) rows) the head's keys and values
- * are packed once and every query block streams over them; without it (no memory for
- * the slice) each key tile is packed again per query block into the thread's tiles. */
-ALWAYS_INLINE void fwd_head(fused_tiles *w, float *pack, float *out, float *lse, const float *q, const float *k,
-                            const float *v, const int32_t *mask, int64_t bh, int64_t T, int64_t H, int64_t D,
-                            int64_t ld, float scale, const lp_attn_dropout *drop)
+ * (D, BK), transposed, then the kv head's values as (T, D) rows) the kv head's keys and
+ * values are packed once (and reused by the next query head of the same group on this
+ * thread: repack false) and every query block streams over them; without it (no memory
+ * for the slice) each key tile is packed again per query block into the thread's tiles. */
+ALWAYS_INLINE void fwd_head(tiles *w, int64_t ldt, float *pack, bool repack, float *out, float *lse, const float *q,
+                            const float *k, const float *v, const int32_t *mask, const lp_attn_geom *g, int64_t bh,
+                            int64_t D, const lp_attn_dropout *drop)
 {
-    int64_t C = H * D;
-    int64_t b = bh / H, h = bh % H;
-    const float *kb = k + b * T * ld + h * D, *vb = v + b * T * ld + h * D;
+    const int64_t T = g->T, H = g->H, C = H * D, ldq = g->ldq, ldkv = g->ldkv;
+    const int64_t b = bh / H, h = bh % H, kv = h / (H / g->Hkv);
+    const float scale = lp_attn_scale(g);
+    const float *kb = k + b * T * ldkv + kv * D, *vb = v + b * T * ldkv + kv * D;
     const int32_t *mb = mask ? mask + b * T : NULL;
     const int64_t nkt = (T + BK - 1) / BK;
     float *Vp = pack ? pack + nkt * D * BK : NULL;
-    if (pack) {
+    if (pack && repack) {
         for (int64_t j0 = 0; j0 < T; j0 += BK)
-            pack_t((float(*)[BK])(pack + (j0 / BK) * D * BK), kb, ld, j0, T - j0 < BK ? T - j0 : BK, D);
+            pack_t((float(*)[BK])(pack + (j0 / BK) * D * BK), kb, ldkv, j0, T - j0 < BK ? T - j0 : BK, D);
         for (int64_t j = 0; j < T; j++)
-            memcpy(Vp + j * D, vb + j * ld, (size_t)D * sizeof(float));
+            memcpy(Vp + j * D, vb + j * ldkv, (size_t)D * sizeof(float));
     }
     for (int64_t i0 = 0; i0 < T; i0 += BQ) {
         int64_t nq = T - i0 < BQ ? T - i0 : BQ;
         float m[BQ], l[BQ];
         for (int64_t r = 0; r < nq; r++) {
-            const float *qr = q + (b * T + i0 + r) * ld + h * D;
+            const float *qr = q + (b * T + i0 + r) * ldq + h * D;
+            float *qs = w->Qs + r * ldt, *a = w->acc + r * ldt;
             for (int64_t d = 0; d < D; d++) {
-                w->Qs[r][d] = qr[d] * scale;
-                w->acc[r][d] = 0.0f;
+                qs[d] = qr[d] * scale;
+                a[d] = 0.0f;
             }
             m[r] = -INFINITY;
             l[r] = 0.0f;
         }
-        for (int64_t j0 = 0; j0 < T; j0 += BK) {
+        int64_t j_lo, j_hi;
+        key_tiles(g, i0, nq, &j_lo, &j_hi);
+        for (int64_t j0 = j_lo; j0 < j_hi; j0 += BK) {
             int64_t nk = T - j0 < BK ? T - j0 : BK;
             const float(*Kt)[BK] = w->Kt;
-            const float *V = &w->Xp[0][0];
-            int64_t ldv = LP_ATTN_MAX_D;
+            const float *V = w->Xp;
+            int64_t ldv = ldt;
             if (pack) {
                 Kt = (const float(*)[BK])(pack + (j0 / BK) * D * BK);
                 V = Vp + j0 * D, ldv = D;
             } else {
-                pack_t(w->Kt, kb, ld, j0, nk, D);
-                pack_rows(w->Xp, vb, ld, j0, nk, D);
+                pack_t(w->Kt, kb, ldkv, j0, nk, D);
+                pack_rows(w->Xp, ldt, vb, ldkv, j0, nk, D);
             }
-            tile_qkt4(w->S, w->Qs, Kt, nq, D);
+            tile_qkt4(w->S, w->Qs, ldt, Kt, nq, D);
             tile_mask(w->bias, mb, j0, nk);
+            const bool full = tile_full(g, i0, nq, j0, nk);
             for (int64_t r = 0; r < nq; r++) {
                 float *s = w->S[r];
+                if (!full)
+                    hide_row(s, g, i0 + r, j0, nk);
                 float mx = bias_max(s, w->bias, nk, m[r]);
-                if (mx == -INFINITY) { /* every key so far is padding: nothing to add */
+                if (mx == -INFINITY) { /* every key so far is hidden: nothing to add */
                     for (int64_t c = 0; c < nk; c++)
                         s[c] = 0.0f;
                     continue;
@@ -438,164 +541,207 @@ ALWAYS_INLINE void fwd_head(fused_tiles *w, float *pack, float *out, float *lse,
                     for (int64_t c = 0; c < nk; c++)
                         s[c] *= w->z[c];
                 }
-                float *a = w->acc[r];
+                float *a = w->acc + r * ldt;
                 for (int64_t d = 0; d < D; d++)
                     a[d] *= corr;
             }
             /* acc += p @ V */
             int64_t r = 0;
             for (; r + 4 <= nq; r += 4) {
-                float *dst[4] = {w->acc[r], w->acc[r + 1], w->acc[r + 2], w->acc[r + 3]};
+                float *dst[4] = {w->acc + r * ldt, w->acc + (r + 1) * ldt, w->acc + (r + 2) * ldt,
+                                 w->acc + (r + 3) * ldt};
                 const float *wt[4] = {w->S[r], w->S[r + 1], w->S[r + 2], w->S[r + 3]};
                 acc_rows4(dst, wt, 1, V, ldv, nk, D);
             }
             for (; r < nq; r++)
-                acc_rows(w->acc[r], w->S[r], 1, V, ldv, nk, D);
+                acc_rows(w->acc + r * ldt, w->S[r], 1, V, ldv, nk, D);
         }
         for (int64_t r = 0; r < nq; r++) {
             float *o = out + (b * T + i0 + r) * C + h * D;
-            float inv = 1.0f / l[r];
+            const float *a = w->acc + r * ldt;
+            float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f; /* no visible key: out = 0 */
             for (int64_t d = 0; d < D; d++)
-                o[d] = w->acc[r][d] * inv;
-            lse[bh * T + i0 + r] = m[r] + logf(l[r]);
+                o[d] = a[d] * inv;
+            lse[bh * T + i0 + r] = l[r] > 0.0f ? m[r] + logf(l[r]) : -INFINITY;
         }
     }
 }
 
+/* The specializations every head loop dispatches to: constant D and tile stride for the
+ * common head sizes, runtime ones otherwise (heap tiles above TMAX). */
+#define LP_ATTN_SPECIALIZE(call_)                                                      \
+    switch (D) {                                                                       \
+    case 32: { const int64_t Dk = 32, ldt = TMAX; call_; } break;                      \
+    case 64: { const int64_t Dk = 64, ldt = TMAX; call_; } break;                      \
+    case 128: { const int64_t Dk = 128, ldt = TMAX; call_; } break;                    \
+    default:                                                                           \
+        if (D <= TMAX) { const int64_t Dk = D, ldt = TMAX; call_; }                    \
+        else { const int64_t Dk = D, ldt = (D + 15) / 16 * 16; call_; }                \
+        break;                                                                         \
+    }
+
 void lp_k_attention_fused_forward_opt(float *out, float *lse, const float *q, const float *k, const float *v,
-                                      const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
-                                      const lp_attn_dropout *drop)
+                                      const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop)
 {
-    assert(D <= LP_ATTN_MAX_D);
-    float scale = 1.0f / sqrtf((float)D);
-    int nthreads = omp_get_max_threads();
-    const int64_t per = lp_attention_fused_pack_floats(T, D);
+    const int64_t D = g->D, H = g->H, grp = H / g->Hkv;
+    const int nthreads = omp_get_max_threads();
+    const int64_t per = lp_attention_fused_pack_floats(g->T, D);
     float *pack = lp_alloc((size_t)nthreads * (size_t)per * sizeof(float), LP_MEM_CATEGORY_TEMPORARY,
                            "attention keys/values");
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t bh = 0; bh < B * H; bh++) {
-        fused_tiles *w = &tiles_tls;
+    if (!pack && D > TMAX) { /* no memory for the D-sized tiles: the reference needs none */
+        lp_k_attention_fused_forward_ref(out, lse, q, k, v, mask, g, drop);
+        return;
+    }
+    const int64_t tile_off = per - (D > TMAX ? lp_attention_fused_tile_floats(D) : 0);
+#pragma omp parallel
+    {
         float *mine = pack ? pack + (size_t)omp_get_thread_num() * (size_t)per : NULL;
-        switch (D) {
-        case 32: fwd_head(w, mine, out, lse, q, k, v, mask, bh, T, H, 32, ld, scale, drop); break;
-        case 64: fwd_head(w, mine, out, lse, q, k, v, mask, bh, T, H, 64, ld, scale, drop); break;
-        case 128: fwd_head(w, mine, out, lse, q, k, v, mask, bh, T, H, 128, ld, scale, drop); break;
-        default: fwd_head(w, mine, out, lse, q, k, v, mask, bh, T, H, D, ld, scale, drop); break;
+        tiles w = tiles_bind(D > TMAX ? mine + tile_off : NULL, D);
+        int64_t packed = -1; /* the (batch, kv head) whose keys and values sit in `mine` */
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t bh = 0; bh < g->B * H; bh++) {
+            const int64_t bg = bh / grp; /* = b * Hkv + kv head */
+            const bool repack = bg != packed;
+            packed = bg;
+            LP_ATTN_SPECIALIZE(fwd_head(&w, ldt, mine, repack, out, lse, q, k, v, mask, g, bh, Dk, drop))
         }
     }
     lp_free(pack);
 }
 
-/* One (batch, head) of the backward: dk and dv of a head get contributions from every
- * query block, so the head is the unit of work (no atomics). Key blocks are the outer
- * loop so each key/value tile is packed once; dq accumulates in place across them. */
-ALWAYS_INLINE void bwd_head(fused_tiles *w, float *dq, float *dk, float *dv, const float *dout, const float *out,
-                            const float *lse, const float *q, const float *k, const float *v, const int32_t *mask,
-                            int64_t bh, int64_t T, int64_t H, int64_t D, int64_t ld, float scale,
-                            const lp_attn_dropout *drop)
+/* One (batch, kv head) of the backward: dk and dv of a kv head get contributions from every
+ * query block of each of its query heads, so it is the unit of work (no atomics). Key
+ * blocks are the outer loop so each key/value tile is packed once; dq accumulates in place
+ * across them. */
+ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float *dv, const float *dout,
+                             const float *out, const float *lse, const float *q, const float *k, const float *v,
+                             const int32_t *mask, const lp_attn_geom *g, int64_t bg, int64_t D,
+                             const lp_attn_dropout *drop)
 {
-    int64_t C = H * D;
-    int64_t b = bh / H, h = bh % H;
-    int64_t off = b * T * ld + h * D;
-    const float *qb = q + off, *kb = k + off, *vb = v + off;
-    float *dqb = dq + off, *dkb = dk + off, *dvb = dv + off;
+    const int64_t T = g->T, H = g->H, Hkv = g->Hkv, grp = H / Hkv, C = H * D, ldq = g->ldq, ldkv = g->ldkv;
+    const int64_t b = bg / Hkv, kv = bg % Hkv, kvo = b * T * ldkv + kv * D;
+    const float scale = lp_attn_scale(g);
+    const float *kb = k + kvo, *vb = v + kvo;
+    float *dkb = dk + kvo, *dvb = dv + kvo;
     const int32_t *mb = mask ? mask + b * T : NULL;
     for (int64_t t = 0; t < T; t++) {
-        memset(dqb + t * ld, 0, (size_t)D * sizeof(float));
-        memset(dkb + t * ld, 0, (size_t)D * sizeof(float));
-        memset(dvb + t * ld, 0, (size_t)D * sizeof(float));
+        memset(dkb + t * ldkv, 0, (size_t)D * sizeof(float));
+        memset(dvb + t * ldkv, 0, (size_t)D * sizeof(float));
+        for (int64_t hh = 0; hh < grp; hh++)
+            memset(dq + (b * T + t) * ldq + (kv * grp + hh) * D, 0, (size_t)D * sizeof(float));
     }
     for (int64_t j0 = 0; j0 < T; j0 += BK) {
         int64_t nk = T - j0 < BK ? T - j0 : BK;
-        pack_t(w->Kt, kb, ld, j0, nk, D);
-        pack_t(w->Vt, vb, ld, j0, nk, D);
-        pack_rows(w->Xp, kb, ld, j0, nk, D);
+        pack_t(w->Kt, kb, ldkv, j0, nk, D);
+        pack_t(w->Vt, vb, ldkv, j0, nk, D);
+        pack_rows(w->Xp, ldt, kb, ldkv, j0, nk, D);
         tile_mask(w->bias, mb, j0, nk);
-        for (int64_t i0 = 0; i0 < T; i0 += BQ) {
-            int64_t nq = T - i0 < BQ ? T - i0 : BQ;
-            float Di[BQ], L[BQ];
-            for (int64_t r = 0; r < nq; r++) {
-                const float *dor = dout + (b * T + i0 + r) * C + h * D, *orow = out + (b * T + i0 + r) * C + h * D;
-                memcpy(w->Qs[r], qb + (i0 + r) * ld, (size_t)D * sizeof(float));
-                memcpy(w->dO[r], dor, (size_t)D * sizeof(float));
-                float s = 0.0f;
-                for (int64_t d = 0; d < D; d++)
-                    s += dor[d] * orow[d];
-                Di[r] = s;
-                L[r] = lse[bh * T + i0 + r];
-            }
-            tile_qkt4(w->S, w->Qs, w->Kt, nq, D);  /* raw scores */
-            tile_qkt4(w->P2, w->dO, w->Vt, nq, D); /* dp = dout . v */
-            for (int64_t r = 0; r < nq; r++) {
-                float *s = w->S[r], *dp = w->P2[r];
-                /* padded keys: -inf before the exp, so p = 0. Zeroing p after the exp is
-                 * not the same: a padded key's raw score is not bounded by lse (which
-                 * counts real keys only), and exp(s * scale - lse) = inf times 0 is NaN */
-                const float *bias = w->bias;
-#pragma omp simd
-                for (int64_t c = 0; c < nk; c++)
-                    s[c] += bias[c];
-                (void)exp_sum(s, nk, scale, L[r]); /* p = exp(s * scale - lse) */
-                float di = Di[r];
-                if (drop) { /* dV takes the dropped p, ds = p (z dp - D) */
-                    drop_factors(w->z, drop, (bh * T + i0 + r) * T + j0, nk);
-                    const float *z = w->z;
-#pragma omp simd
-                    for (int64_t c = 0; c < nk; c++) {
-                        dp[c] = s[c] * (z[c] * dp[c] - di) * scale;
-                        s[c] *= z[c];
+        int64_t i_lo, i_hi;
+        query_rows(g, j0, nk, &i_lo, &i_hi);
+        for (int64_t hh = 0; hh < grp; hh++) {
+            const int64_t h = kv * grp + hh, bh = b * H + h;
+            const float *qb = q + b * T * ldq + h * D;
+            float *dqb = dq + b * T * ldq + h * D;
+            for (int64_t i0 = i_lo; i0 < i_hi; i0 += BQ) {
+                int64_t nq = T - i0 < BQ ? T - i0 : BQ;
+                float Di[BQ], L[BQ];
+                for (int64_t r = 0; r < nq; r++) {
+                    const float *dor = dout + (b * T + i0 + r) * C + h * D, *orow = out + (b * T + i0 + r) * C + h * D;
+                    memcpy(w->Qs + r * ldt, qb + (i0 + r) * ldq, (size_t)D * sizeof(float));
+                    memcpy(w->dO + r * ldt, dor, (size_t)D * sizeof(float));
+                    float s = 0.0f;
+                    for (int64_t d = 0; d < D; d++)
+                        s += dor[d] * orow[d];
+                    Di[r] = s;
+                    L[r] = lse[bh * T + i0 + r];
+                }
+                tile_qkt4(w->S, w->Qs, ldt, w->Kt, nq, D);  /* raw scores */
+                tile_qkt4(w->P2, w->dO, ldt, w->Vt, nq, D); /* dp = dout . v */
+                const bool full = tile_full(g, i0, nq, j0, nk);
+                for (int64_t r = 0; r < nq; r++) {
+                    float *s = w->S[r], *dp = w->P2[r];
+                    if (L[r] == -INFINITY) { /* the query sees no key: p = 0, ds = 0 */
+                        memset(s, 0, BK * sizeof(float));
+                        memset(dp, 0, BK * sizeof(float));
+                        continue;
                     }
-                    continue;
-                }
+                    if (!full)
+                        hide_row(s, g, i0 + r, j0, nk);
+                    /* hidden keys: -inf before the exp, so p = 0. Zeroing p after the exp is
+                     * not the same: a padded key's raw score is not bounded by lse (which
+                     * counts visible keys only), and exp(s * scale - lse) = inf times 0 is NaN */
+                    const float *bias = w->bias;
 #pragma omp simd
-                for (int64_t c = 0; c < nk; c++)
-                    dp[c] = s[c] * (dp[c] - di) * scale; /* ds */
-            }
-            /* dv_j += sum_r p_rj dout_r; dk_j += sum_r ds_rj q_r; dq_r += sum_j ds_rj k_j */
-            int64_t c = 0;
-            for (; c + 4 <= nk; c += 4) {
-                float *dv4[4], *dk4[4];
-                const float *p4[4], *ds4[4];
-                for (int i = 0; i < 4; i++) {
-                    dv4[i] = dvb + (j0 + c + i) * ld, dk4[i] = dkb + (j0 + c + i) * ld;
-                    p4[i] = &w->S[0][c + i], ds4[i] = &w->P2[0][c + i];
+                    for (int64_t c = 0; c < nk; c++)
+                        s[c] += bias[c];
+                    (void)exp_sum(s, nk, scale, L[r]); /* p = exp(s * scale - lse) */
+                    float di = Di[r];
+                    if (drop) { /* dV takes the dropped p, ds = p (z dp - D) */
+                        drop_factors(w->z, drop, (bh * T + i0 + r) * T + j0, nk);
+                        const float *z = w->z;
+#pragma omp simd
+                        for (int64_t c = 0; c < nk; c++) {
+                            dp[c] = s[c] * (z[c] * dp[c] - di) * scale;
+                            s[c] *= z[c];
+                        }
+                        continue;
+                    }
+#pragma omp simd
+                    for (int64_t c = 0; c < nk; c++)
+                        dp[c] = s[c] * (dp[c] - di) * scale; /* ds */
                 }
-                acc_rows4(dv4, p4, BK, &w->dO[0][0], LP_ATTN_MAX_D, nq, D);
-                acc_rows4(dk4, ds4, BK, &w->Qs[0][0], LP_ATTN_MAX_D, nq, D);
+                /* dv_j += sum_r p_rj dout_r; dk_j += sum_r ds_rj q_r; dq_r += sum_j ds_rj k_j */
+                int64_t c = 0;
+                for (; c + 4 <= nk; c += 4) {
+                    float *dv4[4], *dk4[4];
+                    const float *p4[4], *ds4[4];
+                    for (int i = 0; i < 4; i++) {
+                        dv4[i] = dvb + (j0 + c + i) * ldkv, dk4[i] = dkb + (j0 + c + i) * ldkv;
+                        p4[i] = &w->S[0][c + i], ds4[i] = &w->P2[0][c + i];
+                    }
+                    acc_rows4(dv4, p4, BK, w->dO, ldt, nq, D);
+                    acc_rows4(dk4, ds4, BK, w->Qs, ldt, nq, D);
+                }
+                for (; c < nk; c++) {
+                    acc_rows(dvb + (j0 + c) * ldkv, &w->S[0][c], BK, w->dO, ldt, nq, D);
+                    acc_rows(dkb + (j0 + c) * ldkv, &w->P2[0][c], BK, w->Qs, ldt, nq, D);
+                }
+                int64_t r = 0;
+                for (; r + 4 <= nq; r += 4) {
+                    float *dq4[4];
+                    const float *ds4[4];
+                    for (int i = 0; i < 4; i++)
+                        dq4[i] = dqb + (i0 + r + i) * ldq, ds4[i] = w->P2[r + i];
+                    acc_rows4(dq4, ds4, 1, w->Xp, ldt, nk, D);
+                }
+                for (; r < nq; r++)
+                    acc_rows(dqb + (i0 + r) * ldq, w->P2[r], 1, w->Xp, ldt, nk, D);
             }
-            for (; c < nk; c++) {
-                acc_rows(dvb + (j0 + c) * ld, &w->S[0][c], BK, &w->dO[0][0], LP_ATTN_MAX_D, nq, D);
-                acc_rows(dkb + (j0 + c) * ld, &w->P2[0][c], BK, &w->Qs[0][0], LP_ATTN_MAX_D, nq, D);
-            }
-            int64_t r = 0;
-            for (; r + 4 <= nq; r += 4) {
-                float *dq4[4];
-                const float *ds4[4];
-                for (int i = 0; i < 4; i++)
-                    dq4[i] = dqb + (i0 + r + i) * ld, ds4[i] = w->P2[r + i];
-                acc_rows4(dq4, ds4, 1, &w->Xp[0][0], LP_ATTN_MAX_D, nk, D);
-            }
-            for (; r < nq; r++)
-                acc_rows(dqb + (i0 + r) * ld, w->P2[r], 1, &w->Xp[0][0], LP_ATTN_MAX_D, nk, D);
         }
     }
 }
 
 void lp_k_attention_fused_backward_opt(float *dq, float *dk, float *dv, const float *dout, const float *out,
                                        const float *lse, const float *q, const float *k, const float *v,
-                                       const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
-                                       const lp_attn_dropout *drop)
+                                       const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop)
 {
-    assert(D <= LP_ATTN_MAX_D);
-    float scale = 1.0f / sqrtf((float)D);
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t bh = 0; bh < B * H; bh++) {
-        fused_tiles *w = &tiles_tls;
-        switch (D) {
-        case 32: bwd_head(w, dq, dk, dv, dout, out, lse, q, k, v, mask, bh, T, H, 32, ld, scale, drop); break;
-        case 64: bwd_head(w, dq, dk, dv, dout, out, lse, q, k, v, mask, bh, T, H, 64, ld, scale, drop); break;
-        case 128: bwd_head(w, dq, dk, dv, dout, out, lse, q, k, v, mask, bh, T, H, 128, ld, scale, drop); break;
-        default: bwd_head(w, dq, dk, dv, dout, out, lse, q, k, v, mask, bh, T, H, D, ld, scale, drop); break;
+    const int64_t D = g->D;
+    const int64_t per = D > TMAX ? lp_attention_fused_tile_floats(D) : 0;
+    float *heap = NULL;
+    if (per) {
+        heap = lp_alloc((size_t)omp_get_max_threads() * (size_t)per * sizeof(float), LP_MEM_CATEGORY_TEMPORARY,
+                        "attention tiles");
+        if (!heap) { /* no memory for the D-sized tiles: the reference needs none */
+            lp_k_attention_fused_backward_ref(dq, dk, dv, dout, out, lse, q, k, v, mask, g, drop);
+            return;
         }
     }
+#pragma omp parallel
+    {
+        tiles w = tiles_bind(heap ? heap + (size_t)omp_get_thread_num() * (size_t)per : NULL, D);
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t bg = 0; bg < g->B * g->Hkv; bg++)
+            LP_ATTN_SPECIALIZE(bwd_group(&w, ldt, dq, dk, dv, dout, out, lse, q, k, v, mask, g, bg, Dk, drop))
+    }
+    lp_free(heap);
 }

@@ -6,9 +6,6 @@
 
 #include "loupe/kernels.h"
 
-/* Largest head size the attention kernels keep on the stack per tile. */
-#define LP_ATTN_MAX_D 256
-
 #define LP_DECLARE_BOTH(ret, name, ...) \
     ret lp_k_##name##_ref(__VA_ARGS__); \
     ret lp_k_##name##_opt(__VA_ARGS__);
@@ -33,17 +30,14 @@ LP_DECLARE_BOTH(void, gelu_backward, float *dinp, const float *dout, const float
 LP_DECLARE_BOTH(void, softmax_forward, float *out, const float *inp, int64_t N, int64_t C)
 LP_DECLARE_BOTH(void, softmax_backward, float *dinp, const float *dout, const float *out, int64_t N, int64_t C)
 LP_DECLARE_BOTH(void, attention_eager_forward, float *out, float *att, const float *q, const float *k,
-                const float *v, const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld)
+                const float *v, const int32_t *mask, const lp_attn_geom *g)
 LP_DECLARE_BOTH(void, attention_eager_backward, float *dq, float *dk, float *dv, float *datt, const float *dout,
-                const float *att, const float *q, const float *k, const float *v, int64_t B, int64_t T, int64_t H,
-                int64_t D, int64_t ld)
+                const float *att, const float *q, const float *k, const float *v, const lp_attn_geom *g)
 LP_DECLARE_BOTH(void, attention_fused_forward, float *out, float *lse, const float *q, const float *k,
-                const float *v, const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
-                const lp_attn_dropout *drop)
+                const float *v, const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop)
 LP_DECLARE_BOTH(void, attention_fused_backward, float *dq, float *dk, float *dv, const float *dout,
                 const float *out, const float *lse, const float *q, const float *k, const float *v,
-                const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
-                const lp_attn_dropout *drop)
+                const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop)
 LP_DECLARE_BOTH(void, dropout_forward, float *out, uint8_t *keep, const float *inp, int64_t n, float p, lp_rng *rng)
 LP_DECLARE_BOTH(void, dropout_backward, float *dinp, const float *dout, const uint8_t *keep, int64_t n, float p)
 LP_DECLARE_BOTH(lp_status, cross_entropy_forward, float *loss, float *lse, const float *logits,

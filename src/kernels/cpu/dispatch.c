@@ -1,6 +1,7 @@
 /* The dispatch tables (reference and optimized) and the public lp_* wrappers: each
  * wrapper records the call's shapes and FLOPs with the profiler, then calls the active
  * table. Compositions (linear layer, clipping) live here too, built on table entries. */
+#include <assert.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -196,46 +197,90 @@ void lp_dropout_backward(float *dinp, const float *dout, const uint8_t *keep, in
     LP_OP_END();
 }
 
-/* Attention FLOPs: QK^T and PV are 2*T*T*D each per (batch, head) forward; the backward
- * does four such products (dV, dP, dQ, dK) plus, when fused, the recomputed QK^T. */
-void lp_attention_eager_forward(float *out, float *att, const float *q, const float *k, const float *v,
-                                const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld)
+/* Attention FLOPs: QK^T and PV are 2*D per visible (query, key) pair each, per (batch,
+ * head) forward; the backward does four such products (dV, dP, dQ, dK) plus, when fused,
+ * the recomputed QK^T. Only the pairs the causal mask and window leave visible count
+ * (about T*(T+1)/2 per head when causal): the fused kernels skip the rest, tile by tile;
+ * padding is not subtracted (it varies per row and the kernels compute it). */
+static double attn_pairs(const lp_attn_geom *g)
 {
-    LP_OP_BEGIN("lp::attention_eager_forward", 4.0 * B * H * T * T * D, 4.0 * (4 * B * T * H * D + B * H * T * T), 4, B,
-                H, T, D);
-    K->attention_eager_forward(out, att, q, k, v, mask, B, T, H, D, ld);
+    if (!g->causal && g->window <= 0)
+        return (double)g->T * (double)g->T;
+    double n = 0.0;
+    for (int64_t i = 0; i < g->T; i++) {
+        int64_t lo, hi;
+        lp_attn_key_range(g, i, &lo, &hi);
+        n += (double)(hi - lo);
+    }
+    return n;
+}
+
+void lp_attention_eager_forward(float *out, float *att, const float *q, const float *k, const float *v,
+                                const int32_t *mask, const lp_attn_geom *g)
+{
+    assert(lp_attention_geom_check(g, "lp_attention_eager_forward") == LP_OK);
+    const double BH = (double)g->B * g->H, tok = (double)g->B * g->T;
+    LP_OP_BEGIN("lp::attention_eager_forward", 4.0 * BH * attn_pairs(g) * g->D,
+                4.0 * (tok * (2 * g->H + 2 * g->Hkv) * g->D + BH * g->T * g->T), 5, g->B, g->H, g->Hkv, g->T, g->D);
+    K->attention_eager_forward(out, att, q, k, v, mask, g);
     LP_OP_END();
 }
 
 void lp_attention_eager_backward(float *dq, float *dk, float *dv, float *datt, const float *dout, const float *att,
-                                 const float *q, const float *k, const float *v, int64_t B, int64_t T, int64_t H,
-                                 int64_t D, int64_t ld)
+                                 const float *q, const float *k, const float *v, const lp_attn_geom *g)
 {
-    LP_OP_BEGIN("lp::attention_eager_backward", 8.0 * B * H * T * T * D, 4.0 * (7 * B * T * H * D + 3 * B * H * T * T),
-                4, B, H, T, D);
-    K->attention_eager_backward(dq, dk, dv, datt, dout, att, q, k, v, B, T, H, D, ld);
+    assert(lp_attention_geom_check(g, "lp_attention_eager_backward") == LP_OK);
+    const double BH = (double)g->B * g->H, tok = (double)g->B * g->T;
+    LP_OP_BEGIN("lp::attention_eager_backward", 8.0 * BH * attn_pairs(g) * g->D,
+                4.0 * (tok * (3 * g->H + 4 * g->Hkv) * g->D + 3 * BH * g->T * g->T), 5, g->B, g->H, g->Hkv, g->T,
+                g->D);
+    K->attention_eager_backward(dq, dk, dv, datt, dout, att, q, k, v, g);
     LP_OP_END();
 }
 
 void lp_attention_fused_forward(float *out, float *lse, const float *q, const float *k, const float *v,
-                                const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
-                                const lp_attn_dropout *drop)
+                                const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop)
 {
-    LP_OP_BEGIN("lp::attention_fused_forward", 4.0 * B * H * T * T * D, 4.0 * (4 * B * T * H * D + B * H * T), 4, B, H,
-                T, D);
-    K->attention_fused_forward(out, lse, q, k, v, mask, B, T, H, D, ld, drop);
+    assert(lp_attention_geom_check(g, "lp_attention_fused_forward") == LP_OK);
+    const double BH = (double)g->B * g->H, tok = (double)g->B * g->T;
+    LP_OP_BEGIN("lp::attention_fused_forward", 4.0 * BH * attn_pairs(g) * g->D,
+                4.0 * (tok * (2 * g->H + 2 * g->Hkv) * g->D + BH * g->T), 5, g->B, g->H, g->Hkv, g->T, g->D);
+    K->attention_fused_forward(out, lse, q, k, v, mask, g, drop);
     LP_OP_END();
 }
 
 void lp_attention_fused_backward(float *dq, float *dk, float *dv, const float *dout, const float *out,
                                  const float *lse, const float *q, const float *k, const float *v,
-                                 const int32_t *mask, int64_t B, int64_t T, int64_t H, int64_t D, int64_t ld,
-                                 const lp_attn_dropout *drop)
+                                 const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop)
 {
-    LP_OP_BEGIN("lp::attention_fused_backward", 10.0 * B * H * T * T * D, 4.0 * (8 * B * T * H * D + B * H * T), 4, B,
-                H, T, D);
-    K->attention_fused_backward(dq, dk, dv, dout, out, lse, q, k, v, mask, B, T, H, D, ld, drop);
+    assert(lp_attention_geom_check(g, "lp_attention_fused_backward") == LP_OK);
+    const double BH = (double)g->B * g->H, tok = (double)g->B * g->T;
+    LP_OP_BEGIN("lp::attention_fused_backward", 10.0 * BH * attn_pairs(g) * g->D,
+                4.0 * (tok * (4 * g->H + 4 * g->Hkv) * g->D + BH * g->T), 5, g->B, g->H, g->Hkv, g->T, g->D);
+    K->attention_fused_backward(dq, dk, dv, dout, out, lse, q, k, v, mask, g, drop);
     LP_OP_END();
+}
+
+lp_status lp_attention_geom_check(const lp_attn_geom *g, const char *what)
+{
+    const char *w = what ? what : "attention";
+    if (!g)
+        return lp_err(LP_STATUS_INVALID_ARG, "%s: no attention geometry", w);
+    if (g->B < 1 || g->T < 1 || g->H < 1 || g->Hkv < 1 || g->D < 1)
+        return lp_err(LP_STATUS_INVALID_ARG, "%s: attention shape B=%lld T=%lld H=%lld Hkv=%lld D=%lld needs all >= 1",
+                      w, (long long)g->B, (long long)g->T, (long long)g->H, (long long)g->Hkv, (long long)g->D);
+    if (g->H % g->Hkv)
+        return lp_err(LP_STATUS_INVALID_ARG, "%s: %lld query heads do not split into groups over %lld key/value heads",
+                      w, (long long)g->H, (long long)g->Hkv);
+    if (g->ldq < g->H * g->D || g->ldkv < g->Hkv * g->D)
+        return lp_err(LP_STATUS_INVALID_ARG, "%s: token strides ldq=%lld, ldkv=%lld are below H*D=%lld, Hkv*D=%lld", w,
+                      (long long)g->ldq, (long long)g->ldkv, (long long)(g->H * g->D), (long long)(g->Hkv * g->D));
+    if (g->window < 0)
+        return lp_err(LP_STATUS_INVALID_ARG, "%s: sliding window %lld is negative (0 = none)", w, (long long)g->window);
+    if (!(g->scale >= 0.0f) || isinf(g->scale))
+        return lp_err(LP_STATUS_INVALID_ARG, "%s: attention scale %g is not a finite value >= 0 (0 = 1/sqrt(D))", w,
+                      (double)g->scale);
+    return LP_OK;
 }
 
 lp_status lp_cross_entropy_forward(float *loss, float *lse, const float *logits, const int32_t *targets, int64_t N,
