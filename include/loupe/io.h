@@ -212,6 +212,14 @@ typedef struct lp_model_config {
     int64_t type_vocab_size;    /* bert only; 0 for DistilBERT and llama */
     double norm_eps;            /* LayerNorm eps (bert) or RMSNorm eps (llama) */
     double rope_theta;          /* llama only; 0 for bert */
+    /* rope_scaling (or rope_parameters): rope_type "" / "default", "linear", "llama3", "yarn";
+     * other types are refused at parse time. Absent numbers are 0. */
+    char rope_type[16];
+    double rope_factor, rope_low_freq_factor, rope_high_freq_factor, rope_beta_fast, rope_beta_slow,
+        rope_mscale, rope_mscale_all_dim, rope_attention_factor;
+    int64_t rope_original_max_pos;
+    bool rope_no_truncate;      /* yarn "truncate": false */
+    int64_t sliding_window;     /* Mistral: keys within this many positions back; 0 = none */
     lp_activation activation;
     char activation_name[24];   /* as written in the config */
     bool tie_word_embeddings;   /* llama: lm_head shares embed_tokens */

@@ -156,21 +156,26 @@ void lp_nn_embedding_backward(const lp_nn_embedding *e, const lp_nn_embedding_ac
 /* ---- Self-attention (q, k, v projections, attention, output projection) -------------- */
 
 typedef struct lp_nn_attention {
-    int64_t C, H, D;
+    int64_t C, H, D;    /* hidden size, query heads, head size (H*D may differ from C) */
+    int64_t Hkv;        /* key/value heads (H for multi-head attention; fewer: GQA/MQA) */
+    bool causal;        /* decoders: query i sees keys j <= i */
+    int64_t window;     /* > 0: and only keys i - j < window (Mistral's sliding window) */
+    bool rope;          /* rotary embeddings on q and k (cos/sin from the act) */
     lp_nn_linear q, k, v, o;
-    float attn_dropout; /* on the probabilities, EAGER mode only */
+    float attn_dropout; /* on the probabilities */
     const char *fwd_name, *bwd_name;
 } lp_nn_attention;
 
 typedef struct lp_nn_attention_act {
-    float *q, *k, *v;  /* (N,C) each, token-major (B,T,H,D) */
+    float *q, *k, *v;  /* (N,H*D), (N,Hkv*D), (N,Hkv*D) token-major; q and k rotated when rope */
+    const float *rope_cos, *rope_sin; /* (N, D/2) for rope, set by the model once per forward */
     float *att;        /* (B,H,T,T) softmax probabilities (EAGER), else unused */
     float *att_drop;   /* (B,H,T,T) after dropout (EAGER, training, p > 0) */
     uint8_t *att_keep; /* (B,H,T,T) dropout mask (EAGER) */
     bool att_dropped;  /* dropout was applied to the probabilities (either mode) */
     lp_attn_dropout drop; /* FUSED: the mask's Philox counters, for the backward */
     float *lse; /* (B,H,T) log-sum-exp (FUSED) */
-    float *ctx; /* (N,C) attention output before the output projection */
+    float *ctx; /* (N,H*D) attention output before the output projection */
     float *out; /* (N,C) after the output projection */
 } lp_nn_attention_act;
 
@@ -249,6 +254,76 @@ void lp_nn_encoder_layer_backward(const lp_nn_encoder_layer *l, const lp_nn_ctx 
                                   const int32_t *mask, float *scratch, int64_t B, int64_t T);
 int64_t lp_nn_encoder_layer_scratch_floats(const lp_nn_encoder_layer *l, lp_exec_mode exec, int64_t B,
                                            int64_t T);
+
+/* ---- Decoder modules (Llama, Mistral, Qwen2, SmolLM) -----------------------------------
+ * A pre-norm decoder layer:
+ *   r = x + attention(RMSNorm1(x));  out = r + down(silu(gate(RMSNorm2(r))) * up(RMSNorm2(r)))
+ * with rotary embeddings on q and k, causal (and sliding-window) attention over Hkv key/value
+ * heads. */
+
+typedef struct lp_nn_rmsnorm {
+    int64_t C;
+    float eps;
+    float *w;  /* (C) */
+    float *dw; /* (C) or NULL when frozen */
+    const char *fwd_name, *bwd_name;
+} lp_nn_rmsnorm;
+
+/* out (N,C) = RMSNorm(inp); rstd (N) saved for the backward. */
+void lp_nn_rmsnorm_forward(const lp_nn_rmsnorm *n, float *out, float *rstd, const float *inp, int64_t N);
+/* dinp (N,C) =; dw +=. inp and rstd from the forward. */
+void lp_nn_rmsnorm_backward(const lp_nn_rmsnorm *n, float *dinp, const float *dout, const float *inp,
+                            const float *rstd, int64_t N);
+
+/* SiLU-gated MLP: down(silu(gate(x)) * up(x)). */
+typedef struct lp_nn_gated_mlp {
+    lp_nn_linear gate, up, down; /* (F,C), (F,C), (C,F) */
+    const char *fwd_name, *bwd_name;
+} lp_nn_gated_mlp;
+
+typedef struct lp_nn_gated_mlp_act {
+    float *gate, *up; /* (N,F) projections */
+    float *a;         /* (N,F) silu(gate) * up */
+    float *out;       /* (N,C) */
+} lp_nn_gated_mlp_act;
+
+void lp_nn_gated_mlp_forward(const lp_nn_gated_mlp *m, lp_nn_gated_mlp_act *act, const float *x, int64_t N);
+/* dx (N,C) = (NULL: skipped); parameter grads +=. scratch: lp_nn_gated_mlp_scratch_floats. */
+void lp_nn_gated_mlp_backward(const lp_nn_gated_mlp *m, const lp_nn_gated_mlp_act *act, float *dx,
+                              const float *dout, const float *x, float *scratch, int64_t N);
+int64_t lp_nn_gated_mlp_scratch_floats(const lp_nn_gated_mlp *m, int64_t N);
+
+typedef struct lp_nn_decoder_layer {
+    int32_t index;
+    lp_nn_rmsnorm ln1; /* input_layernorm */
+    lp_nn_attention attn;
+    lp_nn_rmsnorm ln2; /* post_attention_layernorm */
+    lp_nn_gated_mlp mlp;
+    const char *fwd_name, *bwd_name;
+} lp_nn_decoder_layer;
+
+typedef struct lp_nn_decoder_layer_act {
+    float *h1, *rstd1; /* (N,C) RMSNorm1(x), (N) */
+    lp_nn_attention_act attn;
+    float *res1;       /* (N,C) x + attention; attn.out points here */
+    float *h2, *rstd2; /* (N,C), (N) */
+    lp_nn_gated_mlp_act mlp;
+    float *out;        /* (N,C) res1 + mlp; mlp.out points here */
+} lp_nn_decoder_layer_act;
+
+/* Floats one decoder layer's activations take for a (B,T) batch in a mode; and their binding
+ * (rope_cos/rope_sin (N, D/2), computed once per forward, are pointed at by the caller). */
+int64_t lp_nn_decoder_layer_act_floats(const lp_nn_decoder_layer *l, lp_exec_mode exec, int64_t B, int64_t T);
+void lp_nn_decoder_layer_act_bind(const lp_nn_decoder_layer *l, lp_exec_mode exec, lp_nn_decoder_layer_act *act,
+                                  float *f, int64_t B, int64_t T);
+void lp_nn_decoder_layer_forward(const lp_nn_decoder_layer *l, const lp_nn_ctx *ctx, lp_nn_decoder_layer_act *act,
+                                 const float *x, const int32_t *mask, int64_t B, int64_t T);
+/* dx (N,C) = (NULL: skipped; may not alias dout); parameter grads +=. scratch:
+ * lp_nn_decoder_layer_scratch_floats. */
+void lp_nn_decoder_layer_backward(const lp_nn_decoder_layer *l, const lp_nn_ctx *ctx,
+                                  const lp_nn_decoder_layer_act *act, float *dx, const float *dout, const float *x,
+                                  const int32_t *mask, float *scratch, int64_t B, int64_t T);
+int64_t lp_nn_decoder_layer_scratch_floats(const lp_nn_decoder_layer *l, lp_exec_mode exec, int64_t B, int64_t T);
 
 /* ---- Pooling and classification heads ------------------------------------------------- */
 

@@ -349,28 +349,57 @@ static lp_status parse_llama(const ctx *c, lp_model_config *o)
                       c->label, (long long)o->num_heads, (long long)o->num_kv_heads);
     if (o->head_dim * o->num_heads > SIZE_MAX_KEY)
         return lp_err(LP_STATUS_FORMAT, "%s: head_dim x heads is too large", c->label);
-    /* RoPE base: rope_theta (most configs) or rope_parameters.rope_theta (newest transformers). */
+    /* RoPE: rope_theta (most configs), or rope_parameters {rope_theta, rope_type, ...} (newest
+     * transformers); rope_scaling {rope_type | type, factor, ...} (Llama 3, long-context Qwen2.5). */
     o->rope_theta = 10000.0;
-    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(c->root, "rope_parameters");
-    if (cJSON_IsObject(rp)) {
-        ctx sub = {c->label, rp};
-        const cJSON *rt = cJSON_GetObjectItemCaseSensitive(rp, "rope_type");
-        if (rt && !(cJSON_IsString(rt) && !strcmp(rt->valuestring, "default")))
-            return lp_err(LP_STATUS_UNSUPPORTED, "%s: rope_parameters.rope_type must be \"default\"", c->label);
-        if ((st = get_num(&sub, KEYS("rope_theta"), o->rope_theta, 1e-6, 1e12, &o->rope_theta)))
-            return st;
-    }
     if ((st = get_num(c, KEYS("rope_theta"), o->rope_theta, 1e-6, 1e12, &o->rope_theta)))
         return st;
-    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(c->root, "rope_scaling");
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(c->root, "rope_parameters");
+    if (!cJSON_IsObject(rs))
+        rs = cJSON_GetObjectItemCaseSensitive(c->root, "rope_scaling");
     if (rs && !cJSON_IsNull(rs)) {
-        const cJSON *t = cJSON_IsObject(rs) ? cJSON_GetObjectItemCaseSensitive(rs, "rope_type") : NULL;
-        if (!t && cJSON_IsObject(rs))
+        if (!cJSON_IsObject(rs))
+            return lp_err(LP_STATUS_FORMAT, "%s: \"rope_scaling\" must be an object or null", c->label);
+        ctx sub = {c->label, rs};
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+        if (!t)
             t = cJSON_GetObjectItemCaseSensitive(rs, "type");
-        if (!(cJSON_IsString(t) && !strcmp(t->valuestring, "default")))
-            return lp_err(LP_STATUS_UNSUPPORTED, "%s: rope_scaling (%s) is not supported", c->label,
-                          cJSON_IsString(t) ? t->valuestring : "?");
+        const char *type = cJSON_IsString(t) ? t->valuestring : "default";
+        if (strcmp(type, "default") && strcmp(type, "linear") && strcmp(type, "llama3") && strcmp(type, "yarn"))
+            return lp_err(LP_STATUS_UNSUPPORTED,
+                          "%s: rope_scaling type \"%s\" is not supported (default, linear, llama3, yarn)", c->label,
+                          type);
+        snprintf(o->rope_type, sizeof o->rope_type, "%s", type);
+        bool trunc = true;
+        if ((st = get_num(&sub, KEYS("rope_theta"), o->rope_theta, 1e-6, 1e12, &o->rope_theta)) ||
+            (st = get_num(&sub, KEYS("factor"), 0, 0, 1e6, &o->rope_factor)) ||
+            (st = get_num(&sub, KEYS("low_freq_factor"), 0, 0, 1e6, &o->rope_low_freq_factor)) ||
+            (st = get_num(&sub, KEYS("high_freq_factor"), 0, 0, 1e6, &o->rope_high_freq_factor)) ||
+            (st = get_num(&sub, KEYS("beta_fast"), 0, 0, 1e6, &o->rope_beta_fast)) ||
+            (st = get_num(&sub, KEYS("beta_slow"), 0, 0, 1e6, &o->rope_beta_slow)) ||
+            (st = get_num(&sub, KEYS("mscale"), 0, 0, 1e6, &o->rope_mscale)) ||
+            (st = get_num(&sub, KEYS("mscale_all_dim"), 0, 0, 1e6, &o->rope_mscale_all_dim)) ||
+            (st = get_num(&sub, KEYS("attention_factor"), 0, 0, 1e6, &o->rope_attention_factor)) ||
+            (st = get_int(&sub, KEYS("original_max_position_embeddings"), false, 0, 0, SIZE_MAX_KEY,
+                          &o->rope_original_max_pos)) ||
+            (st = get_bool(&sub, "truncate", true, &trunc)))
+            return st;
+        o->rope_no_truncate = !trunc;
     }
+    /* Sliding window: Mistral's sliding_window; Qwen2's use_sliding_window (off in every released
+     * Qwen2/2.5 config) applies it to some layers only, which loupe does not model yet. */
+    o->sliding_window = 0;
+    bool use_sw = mistral;
+    if (!mistral && (st = get_bool(c, "use_sliding_window", false, &use_sw)))
+        return st;
+    if (use_sw && !mistral)
+        return lp_err(LP_STATUS_UNSUPPORTED, "%s: \"use_sliding_window\": true (per-layer sliding windows) is not "
+                                             "supported", c->label);
+    if (use_sw && (st = get_int(c, KEYS("sliding_window"), false, mistral ? 4096 : 0, 0, SIZE_MAX_KEY,
+                                &o->sliding_window))) // MistralConfig's default; null: none
+        return st;
+    if (use_sw && cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(c->root, "sliding_window")))
+        o->sliding_window = 0;
     bool attn_bias = false;
     if ((st = get_bool(c, "attention_bias", false, &attn_bias)) || (st = get_bool(c, "mlp_bias", false, &o->mlp_bias)))
         return st;

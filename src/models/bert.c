@@ -168,6 +168,7 @@ static lp_status wire(lp_model *m, const lp_st_set *w, const lp_param_map *map)
         l->hidden_dropout = (float)c->hidden_dropout;
         l->attn.C = H;
         l->attn.H = NH;
+        l->attn.Hkv = NH;
         l->attn.D = H / NH;
         l->attn.attn_dropout = (float)c->attention_dropout;
         l->mlp.gelu = c->activation == LP_ACTIVATION_GELU_TANH ? LP_GELU_TANH : LP_GELU_ERF;

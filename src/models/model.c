@@ -105,14 +105,7 @@ lp_status lp_model_load(const char *dir, const lp_model_options *opt, lp_model *
     if ((st = lp_file_read_all(path, &m->config_json, &len)) != LP_OK ||
         (st = lp_hf_config_parse(m->config_json, len, path, &m->cfg)) != LP_OK)
         goto fail;
-    if (m->cfg.family != LP_MODEL_FAMILY_BERT) {
-        st = lp_err(LP_STATUS_UNSUPPORTED,
-                    "%s: %s (llama family) is not supported by the engine yet; bert-family "
-                    "models are (BERT, DistilBERT, MiniLM)",
-                    path, lp_hf_arch_name(m->cfg.arch));
-        goto fail;
-    }
-    m->fam = &lp_family_bert;
+    m->fam = m->cfg.family == LP_MODEL_FAMILY_LLAMA ? &lp_family_llama : &lp_family_bert;
     m->init_range = 0.02;
     m->pooling = m->opt.pooling;
     cJSON *root = cJSON_ParseWithLength(m->config_json, len);
@@ -362,10 +355,13 @@ lp_status lp_model_loss_forward(lp_model *m, const int32_t *ids, const int32_t *
         return st;
     const int64_t rows = head_rows(m, B, T);
     if (m->task == LP_MODEL_TASK_CAUSAL_LM) // token t predicts label t+1 (transformers shifts inside)
-        for (int64_t b = 0; b < B; b++) {
-            memcpy(m->labels + b * T, labels + b * T + 1, (size_t)(T - 1) * sizeof *labels);
-            m->labels[b * T + T - 1] = -100;
-        }
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t t = 0; t < T; t++) {
+                const int64_t i = b * T + t;
+                // a padding position predicts nothing: under left padding transformers counts the
+                // last pad (a query that sees no key) as predicting the first real token
+                m->labels[i] = t + 1 < T && m->mask[i] ? labels[i + 1] : -100;
+            }
     else
         memcpy(m->labels, labels, (size_t)B * sizeof *labels);
     // -100 is ignored, as in transformers

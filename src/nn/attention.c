@@ -143,15 +143,26 @@ void lp_nn__attention_composed_backward(float *dq, float *dk, float *dv, float *
             }
 }
 
+/* The module's attention geometry: separate q (N,H*D) and k, v (N,Hkv*D) buffers. */
+static lp_attn_geom geom_of(const lp_nn_attention *a, int64_t B, int64_t T)
+{
+    return (lp_attn_geom){.B = B, .T = T, .H = a->H, .Hkv = a->Hkv, .D = a->D, .ldq = a->H * a->D,
+                          .ldkv = a->Hkv * a->D, .causal = a->causal, .window = a->window};
+}
+
 void lp_nn_attention_forward(const lp_nn_attention *a, const lp_nn_ctx *ctx, lp_nn_attention_act *act,
                              const float *x, const int32_t *mask, int64_t B, int64_t T)
 {
     lp_nn__push(a->fwd_name);
-    const int64_t N = B * T, C = a->C;
+    const int64_t N = B * T;
     lp_nn_linear_forward(&a->q, act->q, x, N);
     lp_nn_linear_forward(&a->k, act->k, x, N);
     lp_nn_linear_forward(&a->v, act->v, x, N);
-    const lp_attn_geom g = lp_attn_geom_mha(B, T, a->H, a->D, C); /* BERT: separate q, k, v (N,C) */
+    if (a->rope) { // q and k are kept rotated: the attention backward wants them so
+        lp_rope_forward(act->q, act->rope_cos, act->rope_sin, N, a->H, a->D, a->H * a->D);
+        lp_rope_forward(act->k, act->rope_cos, act->rope_sin, N, a->Hkv, a->D, a->Hkv * a->D);
+    }
+    const lp_attn_geom g = geom_of(a, B, T);
     act->att_dropped = false;
     if (ctx->exec == LP_EXEC_MODE_FUSED) {
         if (ctx->training && a->attn_dropout > 0.0f && ctx->rng) {
@@ -174,7 +185,8 @@ void lp_nn_attention_forward(const lp_nn_attention *a, const lp_nn_ctx *ctx, lp_
 
 int64_t lp_nn_attention_scratch_floats(const lp_nn_attention *a, lp_exec_mode exec, int64_t B, int64_t T)
 {
-    int64_t n = 4 * B * T * a->C;
+    const int64_t N = B * T, QD = a->H * a->D, KD = a->Hkv * a->D;
+    int64_t n = 2 * N * QD + 2 * N * KD + (N * a->C > N * QD ? N * a->C - N * QD : 0); // dctx | part, dq, dk, dv
     if (exec == LP_EXEC_MODE_EAGER)
         n += 2 * B * a->H * T * T; // datt and its ping-pong partner (composed path)
     return n;
@@ -185,10 +197,11 @@ void lp_nn_attention_backward(const lp_nn_attention *a, const lp_nn_ctx *ctx, co
                               float *scratch, int64_t B, int64_t T)
 {
     lp_nn__push(a->bwd_name);
-    const int64_t N = B * T, C = a->C;
-    float *dctx = scratch, *dq = dctx + N * C, *dk = dq + N * C, *dv = dk + N * C, *datt = dv + N * C;
+    const int64_t N = B * T, C = a->C, QD = a->H * a->D, KD = a->Hkv * a->D;
+    const int64_t wide = QD > C ? QD : C; // dctx, then the input-gradient partial products (N,C)
+    float *dctx = scratch, *dq = dctx + N * wide, *dk = dq + N * QD, *dv = dk + N * KD, *datt = dv + N * KD;
     lp_nn_linear_backward(&a->o, dctx, dout, act->ctx, N);
-    const lp_attn_geom g = lp_attn_geom_mha(B, T, a->H, a->D, C);
+    const lp_attn_geom g = geom_of(a, B, T);
     if (ctx->exec == LP_EXEC_MODE_FUSED)
         lp_attention_fused_backward(dq, dk, dv, dctx, act->ctx, act->lse, act->q, act->k, act->v, mask, &g,
                                     act->att_dropped ? &act->drop : NULL);
@@ -197,6 +210,10 @@ void lp_nn_attention_backward(const lp_nn_attention *a, const lp_nn_ctx *ctx, co
                                            act->q, act->k, act->v, &g, a->attn_dropout, true);
     else
         lp_attention_eager_backward(dq, dk, dv, datt, dctx, act->att, act->q, act->k, act->v, &g);
+    if (a->rope) { // back through the rotation to the projections' outputs
+        lp_rope_backward(dq, act->rope_cos, act->rope_sin, N, a->H, a->D, QD);
+        lp_rope_backward(dk, act->rope_cos, act->rope_sin, N, a->Hkv, a->D, KD);
+    }
     // dx = dq Wq + dk Wk + dv Wv (dctx is free now: reuse it for the partial products);
     // without dx only the projections' own parameter gradients are left to accumulate
     float *part = dx ? dctx : NULL;

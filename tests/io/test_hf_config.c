@@ -159,6 +159,20 @@ static void test_llama_defaults_and_rope_parameters(void **state)
     assert_int_equal(c.arch, LP_HF_ARCH_MISTRAL_CAUSAL_LM);
     assert_int_equal(c.activation, LP_ACTIVATION_GELU_TANH);
     assert_true(c.rope_theta == 10000.0);
+    assert_int_equal(c.sliding_window, 4096); // MistralConfig's default
+    lp_model_config_free(&c);
+    /* Llama 3 rope scaling; a Mistral window given as null */
+    j = "{\"architectures\": [\"MistralForSequenceClassification\"], \"hidden_size\": 32, \"intermediate_size\": 64,"
+        " \"num_hidden_layers\": 1, \"num_attention_heads\": 4, \"vocab_size\": 50, \"sliding_window\": null,"
+        " \"rope_theta\": 500000.0, \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0,"
+        " \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192}}";
+    assert_int_equal(parse(j, &c), LP_OK);
+    assert_int_equal(c.arch, LP_HF_ARCH_MISTRAL_SEQ_CLS);
+    assert_int_equal(c.sliding_window, 0);
+    assert_string_equal(c.rope_type, "llama3");
+    assert_true(c.rope_factor == 8.0 && c.rope_low_freq_factor == 1.0 && c.rope_high_freq_factor == 4.0);
+    assert_int_equal(c.rope_original_max_pos, 8192);
+    assert_true(c.rope_theta == 500000.0);
     lp_model_config_free(&c);
 }
 
@@ -219,8 +233,16 @@ static void test_broken_configs(void **state)
                 LP_STATUS_FORMAT, "key/value heads");
     expect_fail("{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 8, \"hidden_size\": 8,"
                 " \"intermediate_size\": 8, \"num_hidden_layers\": 1, \"num_attention_heads\": 4,"
-                " \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}}",
-                LP_STATUS_UNSUPPORTED, "llama3");
+                " \"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 8.0}}",
+                LP_STATUS_UNSUPPORTED, "dynamic");
+    expect_fail("{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": 8, \"hidden_size\": 8,"
+                " \"intermediate_size\": 8, \"num_hidden_layers\": 1, \"num_attention_heads\": 4,"
+                " \"rope_scaling\": [8]}",
+                LP_STATUS_FORMAT, "rope_scaling");
+    expect_fail("{\"architectures\": [\"Qwen2ForCausalLM\"], \"vocab_size\": 8, \"hidden_size\": 8,"
+                " \"intermediate_size\": 8, \"num_hidden_layers\": 1, \"num_attention_heads\": 4,"
+                " \"use_sliding_window\": true, \"sliding_window\": 4}",
+                LP_STATUS_UNSUPPORTED, "use_sliding_window");
     /* a missing file */
     lp_model_config c;
     assert_int_equal(lp_hf_config_load("/nonexistent/config.json", &c), LP_STATUS_IO);
