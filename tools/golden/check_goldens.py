@@ -31,6 +31,8 @@ GOLDENS = {
     "qwen2_cls": ["gen_decoder.py", "--arch", "qwen2_cls"],
     "qwen2_lm": ["gen_decoder.py", "--arch", "qwen2_lm"],
     "smollm_lm": ["gen_decoder.py", "--arch", "smollm_lm"],
+    "lora_llama_cls": ["gen_decoder.py", "--arch", "lora_llama_cls"],
+    "lora_qwen2_lm": ["gen_decoder.py", "--arch", "lora_qwen2_lm"],
 }
 
 
