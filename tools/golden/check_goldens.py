@@ -33,6 +33,7 @@ GOLDENS = {
     "smollm_lm": ["gen_decoder.py", "--arch", "smollm_lm"],
     "lora_llama_cls": ["gen_decoder.py", "--arch", "lora_llama_cls"],
     "lora_qwen2_lm": ["gen_decoder.py", "--arch", "lora_qwen2_lm"],
+    "qlora_llama_lm": "gen_qlora_llama_lm.py",
 }
 
 
