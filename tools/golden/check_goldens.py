@@ -24,6 +24,16 @@ GOLDENS = {
     "lora_bert_rslora": "gen_lora_bert_rslora.py",
     "nf4": "gen_nf4.py",
     "qlora_distilbert": "gen_qlora_distilbert.py",
+    # Decoder goldens: one script, the golden picked by --arch.
+    "llama_cls": ["gen_decoder.py", "--arch", "llama_cls"],
+    "llama_lm": ["gen_decoder.py", "--arch", "llama_lm"],
+    "mistral_lm": ["gen_decoder.py", "--arch", "mistral_lm"],
+    "qwen2_cls": ["gen_decoder.py", "--arch", "qwen2_cls"],
+    "qwen2_lm": ["gen_decoder.py", "--arch", "qwen2_lm"],
+    "smollm_lm": ["gen_decoder.py", "--arch", "smollm_lm"],
+    "lora_llama_cls": ["gen_decoder.py", "--arch", "lora_llama_cls"],
+    "lora_qwen2_lm": ["gen_decoder.py", "--arch", "lora_qwen2_lm"],
+    "qlora_llama_lm": "gen_qlora_llama_lm.py",
 }
 
 
@@ -101,7 +111,8 @@ def main():
                 return 2
             committed = os.path.join(args.golden_dir, name)
             dest = committed if args.update else os.path.join(tmp, name)
-            cmd = [sys.executable, os.path.join(HERE, GOLDENS[name]), "--out", dest]
+            gen = GOLDENS[name] if isinstance(GOLDENS[name], list) else [GOLDENS[name]]
+            cmd = [sys.executable, os.path.join(HERE, gen[0])] + gen[1:] + ["--out", dest]
             r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             if r.returncode != 0:
                 print("FAIL %s: generator exited %d\n%s" % (name, r.returncode, r.stdout[-3000:]))
