@@ -1,0 +1,194 @@
+/* Golden tests of the llama family against transformers (tools/golden/gen_decoder.py): tiny
+ * Llama (GQA), Llama with llama3 rope scaling, Mistral with a sliding window shorter than the
+ * rows, Qwen2 (q/k/v biases, MQA) and a tied-embedding SmolLM shape, as classifiers and causal
+ * LMs, on a right-padded and a left-padded batch, in EAGER and FUSED exec modes and FUSED
+ * with gradient checkpointing: logits, loss, hidden states and every parameter's gradient.
+ *
+ * What is compared where. Padding positions compute numbers nobody reads (transformers gives a
+ * query that sees no key uniform attention over the whole row; loupe gives it 0), so hidden
+ * states and causal-LM logits are compared at real tokens only. Under left padding
+ * transformers' causal-LM loss also counts the last pad predicting the first real token (a
+ * query with no visible key); loupe's padding positions predict nothing, so the left batch's
+ * causal-LM check is the logits at real tokens (the loss is a function of them) and its loss
+ * and gradients are not compared. Classifiers score the last real token in both.
+ *
+ * Tolerance. Relative error is per tensor, normwise (golden_util.h). golden.json's
+ * f32_vs_f64 puts torch's own float32 results within ~1e-6 of float64 on these models; our
+ * sums run in another order (BLAS blocking, the fused kernel's online softmax), so 1e-4 is
+ * tens of noise floors and still fails on any real bug (a wrong rotation, head mapping,
+ * window, norm or residual moves tensors by 1e-2 or more). TINY = 1e-2 keeps near-zero
+ * gradients from dividing by nothing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "golden_util.h"
+#include "loupe/base.h"
+#include "loupe/models.h"
+
+#define REL_TOL 1e-4
+#define TINY 1e-2
+
+typedef struct golden {
+    const char *name;
+    bool lm;
+} golden;
+
+static lp_model *load(const char *name, lp_exec_mode exec, bool ckpt)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "tests/golden/%s", name);
+    lp_model_options o;
+    lp_model_options_init(&o);
+    o.exec = exec;
+    o.grad_checkpointing = ckpt;
+    o.training = true;
+    o.quiet = true;
+    lp_model *m = NULL;
+    if (lp_model_load(dir, &o, &m) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    return m;
+}
+
+static const float *need_f32(const lp_st_file *g, const char *name, int64_t want)
+{
+    int64_t n = 0;
+    const float *r = gold_f32(g, name, &n);
+    if (!r)
+        fail_msg("golden has no f32 tensor %s", name);
+    if (n != want)
+        fail_msg("golden %s has %lld elements, expected %lld", name, (long long)n, (long long)want);
+    return r;
+}
+
+static int32_t *need_i32(const lp_st_file *g, const char *name, int64_t *n)
+{
+    int32_t *v = gold_i32(g, name, n);
+    if (!v)
+        fail_msg("golden has no integer tensor %s", name);
+    return v;
+}
+
+/* Compares the rows (width C) of a and ref where mask is 1. */
+static void check_rows(const char *label, const float *a, const float *ref, const int32_t *mask, int64_t rows,
+                       int64_t C, double *worst)
+{
+    int64_t n = 0;
+    for (int64_t r = 0; r < rows; r++)
+        n += mask[r] != 0;
+    float *x = malloc((size_t)(n * C + 1) * sizeof *x), *y = malloc((size_t)(n * C + 1) * sizeof *y);
+    assert_non_null(x);
+    assert_non_null(y);
+    for (int64_t r = 0, k = 0; r < rows; r++)
+        if (mask[r]) {
+            memcpy(x + k * C, a + r * C, (size_t)C * sizeof *x);
+            memcpy(y + k * C, ref + r * C, (size_t)C * sizeof *y);
+            k++;
+        }
+    gold_check(label, x, y, n * C, TINY, REL_TOL, worst);
+    free(x);
+    free(y);
+}
+
+static void run_batch(const golden *gd, const char *b, lp_exec_mode exec, bool ckpt)
+{
+    char path[512], k[256];
+    snprintf(path, sizeof path, "tests/golden/%s/golden.safetensors", gd->name);
+    lp_st_file *g = gold_open(path);
+    int64_t n = 0, nl = 0;
+    snprintf(k, sizeof k, "%s.input_ids", b);
+    int32_t *ids = need_i32(g, k, &n);
+    snprintf(k, sizeof k, "%s.attention_mask", b);
+    int32_t *mask = need_i32(g, k, NULL);
+    snprintf(k, sizeof k, "%s.labels", b);
+    int32_t *labels = need_i32(g, k, &nl);
+    const int32_t B = 3, T = (int32_t)(n / B);
+    assert_int_equal(nl, gd->lm ? n : B);
+    const bool left = !strcmp(b, "left");
+
+    lp_model *m = load(gd->name, exec, ckpt);
+    lp_model_info info;
+    lp_model_info_get(m, &info);
+    const int64_t C = info.hidden_size, V = gd->lm ? info.vocab_size : info.num_labels;
+    const int64_t rows = gd->lm ? (int64_t)B * T : B;
+    float *logits = malloc((size_t)(rows * V) * sizeof *logits);
+    float loss = 0;
+    lp_model_zero_grad(m);
+    if (lp_model_loss_forward(m, ids, mask, NULL, labels, B, T, logits, &loss) != LP_OK ||
+        lp_model_backward(m) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    printf("%s %s, %s%s:\n", gd->name, b, lp_exec_mode_name(exec), ckpt ? " + gradient checkpointing" : "");
+    double worst = 0;
+    snprintf(k, sizeof k, "%s.logits", b);
+    const float *ref = need_f32(g, k, rows * V);
+    if (gd->lm)
+        check_rows(k, logits, ref, mask, rows, V, &worst);
+    else
+        gold_check(k, logits, ref, rows * V, TINY, REL_TOL, &worst);
+    for (int32_t i = 0; i <= info.num_layers; i++) {
+        snprintf(k, sizeof k, "%s.hidden.%d", b, i);
+        check_rows(k, lp_model_hidden(m, i), need_f32(g, k, (int64_t)B * T * C), mask, (int64_t)B * T, C, &worst);
+    }
+    if (!(gd->lm && left)) { // see the top of the file
+        snprintf(k, sizeof k, "%s.loss", b);
+        gold_check(k, &loss, need_f32(g, k, 1), 1, TINY, REL_TOL, &worst);
+        size_t np;
+        const lp_model_param *p = lp_model_params(m, &np);
+        size_t n_gold = 0;
+        snprintf(k, sizeof k, "%s.grad.", b);
+        for (size_t i = 0; i < lp_st_count(g); i++)
+            n_gold += !strncmp(lp_st_at(g, i)->name, k, strlen(k));
+        assert_int_equal(np, n_gold); // every parameter, no more, no fewer
+        for (size_t i = 0; i < np; i++) {
+            snprintf(k, sizeof k, "%s.grad.%s", b, p[i].name);
+            assert_non_null(p[i].grad);
+            gold_check(k, p[i].grad, need_f32(g, k, p[i].numel), p[i].numel, TINY, REL_TOL, &worst);
+        }
+    }
+    printf("SUMMARY %-12s %-5s %-5s%s worst rel %.2e\n", gd->name, b, lp_exec_mode_name(exec), ckpt ? "+ckpt" : "",
+           worst);
+    free(logits);
+    free(ids);
+    free(mask);
+    free(labels);
+    lp_model_free(m);
+    lp_st_close(g);
+}
+
+static void run_golden(const golden *gd)
+{
+    static const char *const batches[] = {"right", "left"};
+    for (int b = 0; b < 2; b++) {
+        run_batch(gd, batches[b], LP_EXEC_MODE_EAGER, false);
+        run_batch(gd, batches[b], LP_EXEC_MODE_FUSED, false);
+        run_batch(gd, batches[b], LP_EXEC_MODE_FUSED, true);
+    }
+}
+
+#define GOLDEN_TEST(id, lm)                                                                                  \
+    static void test_##id(void **state)                                                                      \
+    {                                                                                                        \
+        (void)state;                                                                                         \
+        run_golden(&(golden){#id, lm});                                                                      \
+    }
+GOLDEN_TEST(llama_cls, false)
+GOLDEN_TEST(llama_lm, true)
+GOLDEN_TEST(mistral_lm, true)
+GOLDEN_TEST(qwen2_cls, false)
+GOLDEN_TEST(qwen2_lm, true)
+GOLDEN_TEST(smollm_lm, true)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_llama_cls), cmocka_unit_test(test_llama_lm), cmocka_unit_test(test_mistral_lm),
+        cmocka_unit_test(test_qwen2_cls), cmocka_unit_test(test_qwen2_lm), cmocka_unit_test(test_smollm_lm),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
