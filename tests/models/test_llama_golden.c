@@ -38,18 +38,29 @@
 typedef struct golden {
     const char *name;
     bool lm;
+    bool lora; /* the base loaded with the golden's PEFT-written peft_adapter/ */
+    bool nf4;  /* QLoRA: NF4 bases as bitsandbytes made them */
 } golden;
 
-static lp_model *load(const char *name, lp_exec_mode exec, bool ckpt)
+static lp_model *load(const golden *gd, lp_exec_mode exec, bool ckpt)
 {
-    char dir[512];
-    snprintf(dir, sizeof dir, "tests/golden/%s", name);
+    char dir[512], adapter[600];
+    snprintf(dir, sizeof dir, "tests/golden/%s", gd->name);
+    snprintf(adapter, sizeof adapter, "%s/peft_adapter", dir);
     lp_model_options o;
     lp_model_options_init(&o);
     o.exec = exec;
     o.grad_checkpointing = ckpt;
     o.training = true;
     o.quiet = true;
+    if (gd->lora) {
+        o.lora.enabled = true;
+        o.lora.adapter_dir = adapter;
+        if (gd->nf4) {
+            o.lora.base_dtype = LP_DTYPE_NF4;
+            o.lora.bnb_cpu_dequant = true; // the weights bitsandbytes' CPU kernel computed with
+        }
+    }
     lp_model *m = NULL;
     if (lp_model_load(dir, &o, &m) != LP_OK)
         fail_msg("%s", lp_err_msg());
@@ -112,7 +123,7 @@ static void run_batch(const golden *gd, const char *b, lp_exec_mode exec, bool c
     assert_int_equal(nl, gd->lm ? n : B);
     const bool left = !strcmp(b, "left");
 
-    lp_model *m = load(gd->name, exec, ckpt);
+    lp_model *m = load(gd, exec, ckpt);
     lp_model_info info;
     lp_model_info_get(m, &info);
     const int64_t C = info.hidden_size, V = gd->lm ? info.vocab_size : info.num_labels;
@@ -131,25 +142,32 @@ static void run_batch(const golden *gd, const char *b, lp_exec_mode exec, bool c
         check_rows(k, logits, ref, mask, rows, V, &worst);
     else
         gold_check(k, logits, ref, rows * V, TINY, REL_TOL, &worst);
-    for (int32_t i = 0; i <= info.num_layers; i++) {
+    for (int32_t i = 0; i <= info.num_layers && !gd->lora; i++) { // the adapter goldens hold no hidden states
         snprintf(k, sizeof k, "%s.hidden.%d", b, i);
         check_rows(k, lp_model_hidden(m, i), need_f32(g, k, (int64_t)B * T * C), mask, (int64_t)B * T, C, &worst);
     }
     if (!(gd->lm && left)) { // see the top of the file
         snprintf(k, sizeof k, "%s.loss", b);
         gold_check(k, &loss, need_f32(g, k, 1), 1, TINY, REL_TOL, &worst);
-        size_t np;
+        size_t np, n_trainable = 0;
         const lp_model_param *p = lp_model_params(m, &np);
         size_t n_gold = 0;
         snprintf(k, sizeof k, "%s.grad.", b);
         for (size_t i = 0; i < lp_st_count(g); i++)
             n_gold += !strncmp(lp_st_at(g, i)->name, k, strlen(k));
-        assert_int_equal(np, n_gold); // every parameter, no more, no fewer
         for (size_t i = 0; i < np; i++) {
-            snprintf(k, sizeof k, "%s.grad.%s", b, p[i].name);
+            if (!p[i].trainable) { // a frozen base parameter gets no gradient buffer
+                assert_true(gd->lora);
+                assert_null(p[i].grad);
+                continue;
+            }
+            n_trainable++;
+            // PEFT names the trainable parameters under base_model.model.
+            snprintf(k, sizeof k, "%s.grad.%s%s", b, gd->lora ? "base_model.model." : "", p[i].name);
             assert_non_null(p[i].grad);
             gold_check(k, p[i].grad, need_f32(g, k, p[i].numel), p[i].numel, TINY, REL_TOL, &worst);
         }
+        assert_int_equal(n_trainable, n_gold); // every trainable parameter, no more, no fewer
     }
     printf("SUMMARY %-12s %-5s %-5s%s worst rel %.2e\n", gd->name, b, lp_exec_mode_name(exec), ckpt ? "+ckpt" : "",
            worst);
@@ -171,24 +189,29 @@ static void run_golden(const golden *gd)
     }
 }
 
-#define GOLDEN_TEST(id, lm)                                                                                  \
+#define GOLDEN_TEST(id, lm, lora, nf4)                                                                       \
     static void test_##id(void **state)                                                                      \
     {                                                                                                        \
         (void)state;                                                                                         \
-        run_golden(&(golden){#id, lm});                                                                      \
+        run_golden(&(golden){#id, lm, lora, nf4});                                                           \
     }
-GOLDEN_TEST(llama_cls, false)
-GOLDEN_TEST(llama_lm, true)
-GOLDEN_TEST(mistral_lm, true)
-GOLDEN_TEST(qwen2_cls, false)
-GOLDEN_TEST(qwen2_lm, true)
-GOLDEN_TEST(smollm_lm, true)
+GOLDEN_TEST(llama_cls, false, false, false)
+GOLDEN_TEST(llama_lm, true, false, false)
+GOLDEN_TEST(mistral_lm, true, false, false)
+GOLDEN_TEST(qwen2_cls, false, false, false)
+GOLDEN_TEST(qwen2_lm, true, false, false)
+GOLDEN_TEST(smollm_lm, true, false, false)
+GOLDEN_TEST(lora_llama_cls, false, true, false)
+GOLDEN_TEST(lora_qwen2_lm, true, true, false)
+GOLDEN_TEST(qlora_llama_lm, true, true, true)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama_cls), cmocka_unit_test(test_llama_lm), cmocka_unit_test(test_mistral_lm),
         cmocka_unit_test(test_qwen2_cls), cmocka_unit_test(test_qwen2_lm), cmocka_unit_test(test_smollm_lm),
+        cmocka_unit_test(test_lora_llama_cls), cmocka_unit_test(test_lora_qwen2_lm),
+        cmocka_unit_test(test_qlora_llama_lm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
