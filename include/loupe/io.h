@@ -345,8 +345,8 @@ typedef struct lp_mem_estimate_opts {
     int32_t threads;             /* threads (per-thread LoRA-dropout scratch when fused; 0: 1) */
 } lp_mem_estimate_opts;
 
-/* Predicted peak bytes by category for training with AdamW in fp32, laid out as loupe's
- * engine allocates them (see estimate.c for each term). All categories are live together
+/* Predicted peak bytes by category for training with AdamW in fp32, as loupe's engine
+ * allocates them (lp_model_estimate in models.h computes it from the engine's own plan). All categories are live together
  * at the peak (the engine keeps its blocks between steps), so total is their sum. */
 typedef struct lp_mem_estimate {
     uint64_t total_params, trainable_params, lora_params;
@@ -356,8 +356,7 @@ typedef struct lp_mem_estimate {
     uint64_t total;
 } lp_mem_estimate;
 
-LP_WARN_UNUSED lp_status lp_mem_estimate_compute(const lp_model_config *cfg, const lp_param_map *m,
-                                                 const lp_mem_estimate_opts *o, lp_mem_estimate *out);
+
 
 #ifdef __cplusplus
 }

@@ -506,6 +506,9 @@ extern const float lp_nf4_dynamic_map[256];
  * named by row and column), LP_STATUS_NO_MEMORY. On error *q is zeroed. */
 LP_WARN_UNUSED lp_status lp_qweight_quantize(lp_qweight *q, lp_dtype dtype, const float *w, int64_t rows,
                                              int64_t cols, bool double_quant, const char *name);
+/* Bytes the one block of lp_qweight_quantize(dtype, rows, cols, double_quant) takes (what
+ * the memory estimate counts before anything is quantized); 0 for another dtype. */
+size_t lp_qweight_plan_nbytes(lp_dtype dtype, int64_t rows, int64_t cols, bool double_quant);
 /* Releases q's block and zeroes it; safe on a zeroed struct. */
 void lp_qweight_free(lp_qweight *q);
 /* Bytes of q's block (codes + scales + state), and that per parameter: NF4 ~0.5 + 1/64

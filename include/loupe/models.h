@@ -212,6 +212,13 @@ typedef struct lp_model_info {
     double forward_flops_per_token; /* 2 * matmul weights; attention adds 4*T*C per layer per token */
 } lp_model_info;
 void lp_model_info_get(const lp_model *m, lp_model_info *out);
+/* Predicted peak memory of training the model in dir with options opt (task, exec,
+ * checkpointing, LoRA/QLoRA settings) on (B,T) batches with `threads` threads (0: 1), by
+ * category, from the plan the engine allocates by: the model is opened without allocating
+ * or reading weights. Errors: the loader's, INVALID_ARG for sizes out of range, RANGE for
+ * byte counts that would overflow. */
+LP_WARN_UNUSED lp_status lp_model_estimate(const char *dir, const lp_model_options *opt, int64_t B, int64_t T,
+                                           int32_t threads, lp_mem_estimate *out);
 /* Forward FLOPs of one (B,T) batch (matmuls and attention); the backward is about twice. */
 double lp_model_forward_flops(const lp_model *m, int64_t B, int64_t T);
 /* The parsed config (owned by the model). */

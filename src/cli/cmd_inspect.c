@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "loupe/core.h"
 #include "loupe/io.h"
+#include "loupe/models.h"
 
 static void usage(FILE *out)
 {
@@ -446,9 +447,22 @@ int lp_cmd_inspect(int argc, char **argv)
     lp_mem_estimate_opts o = {.method = method, .batch_size = bs, .seq_len = sl, .lora_rank = rank,
                               .eager = eager, .grad_checkpointing = ckpt, .lora_dropout = lora_dropout,
                               .threads = (int32_t)threads};
-    if (have_method && lp_mem_estimate_compute(&cfg, em, &o, &e) != LP_OK) {
-        rc = lp_cli_fail("inspect");
-        goto out;
+    if (have_method) { // the model loupe train would build, planned by the engine itself
+        lp_model_options mo;
+        lp_model_options_init(&mo);
+        mo.task = em->task;
+        mo.exec = eager ? LP_EXEC_MODE_EAGER : LP_EXEC_MODE_FUSED;
+        mo.grad_checkpointing = ckpt;
+        if (method != LP_TRAIN_METHOD_FULL) {
+            mo.lora.enabled = true;
+            mo.lora.rank = (int32_t)rank;
+            mo.lora.dropout = (float)lora_dropout;
+            mo.lora.base_dtype = method == LP_TRAIN_METHOD_QLORA ? LP_DTYPE_NF4 : LP_DTYPE_F32;
+        }
+        if (lp_model_estimate(dir, &mo, bs, sl, (int32_t)threads, &e) != LP_OK) {
+            rc = lp_cli_fail("inspect");
+            goto out;
+        }
     }
     cJSON *j = build_json(dir, &cfg, w, &m, &c, have_method ? &e : NULL, &o, em->task);
     char *text = j ? cJSON_Print(j) : NULL;

@@ -322,7 +322,7 @@ static lp_model_plan bert_plan(const lp_model *m, int64_t B, int64_t T, bool sha
     const bert_state *bs = st_of(m);
     const int64_t N = B * T, C = m->cfg.hidden_size, L = m->num_labels;
     const lp_nn_encoder_layer *l0 = &bs->layers[0];
-    lp_model_plan s = {0, 0, 0, 0};
+    lp_model_plan s = {0};
     int64_t la = lp_nn_layer_act_floats(l0, m->exec, m->training, B, T);
     int64_t lu = lp_nn_layer_act_bytes_u8(l0, m->exec, m->training, B, T);
     s.act = 2 * up16(N * C) + 2 * up16(N) + (shared ? la + m->L * up16(N * C) : m->L * la) + 4 * up16(B * C) +
@@ -332,6 +332,8 @@ static lp_model_plan bert_plan(const lp_model *m, int64_t B, int64_t T, bool sha
             other = 2 * N * C > 2 * B * C ? 2 * N * C : 2 * B * C;
     s.tmp = backward ? 2 * up16(N * C) + (ls > other ? ls : other) + up16(B * L) : 0;
     s.in = 3 * N + B + 64;
+    s.layer_act = la;
+    s.layer_u8 = lu;
     return s;
 }
 

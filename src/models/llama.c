@@ -347,7 +347,7 @@ static lp_model_plan llama_plan(const lp_model *m, int64_t B, int64_t T, bool sh
 {
     const llama_state *ls = st_of(m);
     const int64_t N = B * T, C = ls->C, rows = rows_of(m, B, T);
-    lp_model_plan s = {0, 0, 0, 0};
+    lp_model_plan s = {0};
     const int64_t la = lp_nn_decoder_layer_act_floats(&ls->layers[0], m->exec, B, T);
     s.act = up16(N * C) + (shared ? la + m->L * up16(N * C) : m->L * la) + 2 * up16(N * ls->D / 2) +
             up16(N * C) + up16(N) + up16(B * C) + up16(rows * m->n_classes) + up16(rows);
@@ -356,6 +356,7 @@ static lp_model_plan llama_plan(const lp_model *m, int64_t B, int64_t T, bool sh
         s.tmp = 2 * up16(N * C) + (sl > sh ? sl : sh) + up16(rows * m->n_classes);
     }
     s.in = 5 * N + 2 * B + 64; // ids, mask, types, labels, pos; last (int64)
+    s.layer_act = la;
     return s;
 }
 

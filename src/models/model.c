@@ -83,7 +83,7 @@ static lp_status ensure(lp_model *m, int64_t B, int64_t T, bool shared, bool bac
 
 /* ---- load / free ------------------------------------------------------------------------ */
 
-lp_status lp_model_load(const char *dir, const lp_model_options *opt, lp_model **out)
+lp_status lp_model__open(const char *dir, const lp_model_options *opt, bool plan_only, lp_model **out)
 {
     *out = NULL;
     lp_model *m = calloc(1, sizeof *m);
@@ -142,7 +142,8 @@ lp_status lp_model_load(const char *dir, const lp_model_options *opt, lp_model *
     if (!w && !m->opt.quiet) // config only: initialize everything from the seed
         fprintf(stderr, "loupe: %s has no weights: every parameter initialized from seed %llu (normal(0, %g))\n",
                 dir, (unsigned long long)m->opt.seed, m->init_range);
-    if ((st = m->fam->build(m, w)) != LP_OK || (st = lp_model__fill_params(m)) != LP_OK)
+    if ((st = m->fam->build(m, w)) != LP_OK ||
+        (st = plan_only ? lp_model__peft_setup(m) : lp_model__fill_params(m)) != LP_OK)
         goto fail;
     m->prof_forward = lp_model__prof_name(m->prof_name, "", "forward", &st);
     m->prof_backward = lp_model__prof_name(m->prof_name, "", "backward", &st);
@@ -163,7 +164,7 @@ lp_status lp_model_load(const char *dir, const lp_model_options *opt, lp_model *
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", dir);
         goto fail;
     }
-    if (m->opt.max_batch > 0 && m->opt.max_seq > 0 &&
+    if (!plan_only && m->opt.max_batch > 0 && m->opt.max_seq > 0 &&
         (st = ensure(m, m->opt.max_batch, m->opt.max_seq, m->ckpt || m->opt.no_grad, !m->opt.no_grad)) != LP_OK)
         goto fail;
     *out = m;
@@ -174,6 +175,11 @@ fail:
     lp_st_set_close(w);
     lp_model_free(m);
     return st;
+}
+
+lp_status lp_model_load(const char *dir, const lp_model_options *opt, lp_model **out)
+{
+    return lp_model__open(dir, opt, false, out);
 }
 
 void lp_model_free(lp_model *m)

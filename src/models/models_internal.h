@@ -42,6 +42,7 @@ typedef struct lp_model_adapter {
  * bytes (ACTIVATION), backward scratch (floats, TEMPORARY) and batch copies (int32, INPUT). */
 typedef struct lp_model_plan {
     int64_t act, u8, tmp, in;
+    int64_t layer_act, layer_u8; /* of these, one layer's activations (as a non-shared layout keeps them) */
 } lp_model_plan;
 
 /* A model family: everything that differs between BERT-style encoders and Llama-style
@@ -159,6 +160,9 @@ struct lp_model {
     bool fwd_training, fwd_ckpt;
 };
 
+/* lp_model_load; plan_only stops after the parameter table and the PEFT setup (no blocks,
+ * nothing quantized, weights never read): what lp_model_estimate sizes. */
+lp_status lp_model__open(const char *dir, const lp_model_options *opt, bool plan_only, lp_model **out);
 /* After the family's build: PEFT setup, the parameter block filled from the sources or
  * initialized, gradients laid out, quantized bases made (params.c). */
 lp_status lp_model__fill_params(lp_model *m);

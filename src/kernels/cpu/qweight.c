@@ -10,6 +10,19 @@ static size_t up64(size_t x)
     return (x + 63) & ~(size_t)63;
 }
 
+size_t lp_qweight_plan_nbytes(lp_dtype dtype, int64_t rows, int64_t cols, bool double_quant)
+{
+    const int64_t n = rows * cols;
+    if (dtype == LP_DTYPE_INT8)
+        return up64((size_t)n) + (size_t)rows * sizeof(float);
+    if (dtype != LP_DTYPE_NF4)
+        return 0;
+    const int64_t blocks = (n + LP_NF4_BLOCK - 1) / LP_NF4_BLOCK;
+    const int64_t nested = double_quant ? (blocks + LP_NF4_NESTED_BLOCK - 1) / LP_NF4_NESTED_BLOCK : 0;
+    return up64((size_t)(n + 1) / 2) + up64((size_t)blocks * (double_quant ? 1 : sizeof(float))) +
+           (size_t)nested * sizeof(float);
+}
+
 lp_status lp_qweight_quantize(lp_qweight *q, lp_dtype dtype, const float *w, int64_t rows, int64_t cols,
                               bool double_quant, const char *name)
 {
@@ -34,7 +47,7 @@ lp_status lp_qweight_quantize(lp_qweight *q, lp_dtype dtype, const float *w, int
         t.n_nested = double_quant ? (t.n_blocks + LP_NF4_NESTED_BLOCK - 1) / LP_NF4_NESTED_BLOCK : 0;
         size_t codes = up64((size_t)(n + 1) / 2);
         size_t scales = up64((size_t)t.n_blocks * (double_quant ? 1 : sizeof(float)));
-        bytes = codes + scales + (size_t)t.n_nested * sizeof(float);
+        bytes = lp_qweight_plan_nbytes(dtype, rows, cols, double_quant);
         uint8_t *m = lp_alloc(bytes, LP_MEM_CATEGORY_QUANTIZED_WEIGHT, name ? name : "nf4 weight");
         if (!m)
             return LP_STATUS_NO_MEMORY;
@@ -56,7 +69,7 @@ lp_status lp_qweight_quantize(lp_qweight *q, lp_dtype dtype, const float *w, int
         lp_free(scratch);
     } else {
         size_t qb = up64((size_t)n);
-        bytes = qb + (size_t)rows * sizeof(float);
+        bytes = lp_qweight_plan_nbytes(dtype, rows, cols, false);
         uint8_t *m = lp_alloc(bytes, LP_MEM_CATEGORY_QUANTIZED_WEIGHT, name ? name : "int8 weight");
         if (!m)
             return LP_STATUS_NO_MEMORY;

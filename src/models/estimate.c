@@ -1,0 +1,139 @@
+/* Predicted peak training memory by category, from the same plan the engine allocates by:
+ * the model is opened plan-only (config, parameter table, PEFT setup; no block allocated,
+ * no weight read) and every term is what lp_model_load, lp_model__layout_grads, the family's
+ * plan(), lp_model__peft_bind, lp_optim_init and the kernels' scratch would take for one
+ * (B,T) training step. `loupe inspect --method` prints it; tests/models/test_mem_plan.c
+ * and tests/train/mem_estimate.sh hold it against what the allocator measures.
+ *
+ * What "peak" means. The allocator counts every buffer's bytes per category; summary.json's
+ * peak_memory_bytes is the highest SUM over categories at one instant. The engine allocates
+ * its blocks once (parameters, gradients, AdamW state, the activation, scratch and batch
+ * blocks, sized for the largest batch) and keeps them for the whole run, so at the peak
+ * everything is live together; the only memory that comes and goes is the kernels' scratch
+ * inside one layer's pass (temporary_transient), and its largest instance adds to the rest.
+ *
+ * The transient scratch, per Linear (out,in) (the kernels allocate it per call):
+ *   eager LoRA backward: dv (N,out) + du (N,r) + dx (N,in) [+ the dropped input (N,in)]
+ *                        [+ the dequantized weight (out,in) for a quantized base]
+ *   eager quantized base: the dequantized weight (out,in)
+ *   fused quantized base: one dequantized slab of W at a time (lp_qmatmul_slab_width)
+ *   fused LoRA backward:  g (N,r) beside the base's slab [with dropout: 256 dropped input
+ *                        rows (256,in) or threads x 32 masked rows (32,in)]
+ *   fused LoRA dropout forward: threads x 64 dropped rows (64,in)
+ * and, not per Linear, the fused attention forward's packed keys and values per thread
+ * (lp_attention_fused_pack_floats). */
+#include <string.h>
+
+#include "models_internal.h"
+
+static uint64_t max2(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* Floats of the largest kernel scratch one call on a Linear allocates. */
+static uint64_t linear_scratch(const lp_model *m, const lp_model_linear *ml, uint64_t N, uint64_t th)
+{
+    const uint64_t out = (uint64_t)ml->lin->out, in = (uint64_t)ml->lin->in;
+    const bool quant = m->lora.enabled && m->lora.base_dtype != LP_DTYPE_F32;
+    const bool adapted = ml->adapted;
+    const uint64_t r = adapted ? (uint64_t)m->lora.rank : 0;
+    const bool drop = adapted && m->lora.dropout > 0;
+    if (m->exec == LP_EXEC_MODE_EAGER) {
+        uint64_t w = quant ? out * in : 0;
+        if (!adapted)
+            return w;
+        return N * out + N * r + N * in + (drop ? N * in : 0) + w;
+    }
+    /* each freed before the next: forward dropped rows, then the slab (out, kc); backward
+     * (beside g) the dropped input for dA, the slab (ob, in), the masked LoRA rows */
+    uint64_t fwd = max2(quant ? out * (uint64_t)lp_qmatmul_slab_width((int64_t)out, (int64_t)in) : 0,
+                        drop ? th * 64 * in : 0);
+    uint64_t bwd = max2(quant ? (uint64_t)lp_qmatmul_slab_width((int64_t)in, (int64_t)out) * in : 0,
+                        drop ? max2(256 * in, th * 32 * in) : 0);
+    return max2(fwd, bwd + (adapted ? N * r : 0));
+}
+
+static uint64_t up16u(uint64_t n)
+{
+    return (n + 15) & ~(uint64_t)15;
+}
+
+lp_status lp_model_estimate(const char *dir, const lp_model_options *opt, int64_t B, int64_t T, int32_t threads,
+                            lp_mem_estimate *out)
+{
+    memset(out, 0, sizeof *out);
+    if (B < 1 || T < 1 || B > (1 << 20) || T > (1 << 24))
+        return lp_err(LP_STATUS_INVALID_ARG, "memory estimate: batch size and sequence length must be positive");
+    if (threads < 0 || threads > 4096)
+        return lp_err(LP_STATUS_INVALID_ARG, "memory estimate: threads must be in [0, 4096]");
+    lp_model_options o = *opt;
+    o.training = true;
+    o.no_grad = false;
+    o.quiet = true;
+    lp_model *m = NULL;
+    lp_status st = lp_model__open(dir, &o, true, &m);
+    if (st != LP_OK)
+        return st;
+    /* the largest terms, in floating point: refuse sizes whose byte counts overflow */
+    const lp_model_config *c = &m->cfg;
+    double big = (double)B * (double)T *
+                 ((double)c->num_heads * (double)T + 8.0 * (double)c->hidden_size + 3.0 * (double)c->intermediate_size +
+                  2.0 * (double)m->n_classes) *
+                 (double)(c->num_layers + 1) * 8.0;
+    if (big > 1e18) {
+        lp_model_free(m);
+        return lp_err(LP_STATUS_RANGE, "memory estimate: batch %lld x seq len %lld is too large to count",
+                      (long long)B, (long long)T);
+    }
+    const uint64_t N = (uint64_t)B * (uint64_t)T, th = threads > 0 ? (uint64_t)threads : 1;
+
+    /* parameters, gradients and AdamW state from the table (lp_model__layout_grads, lp_optim_init) */
+    uint64_t grad_floats = 0;
+    for (size_t i = 0; i < m->n_params; i++) {
+        const lp_model_param *p = &m->params[i];
+        out->total_params += (uint64_t)p->numel;
+        if (!p->trainable)
+            continue;
+        out->trainable_params += (uint64_t)p->numel;
+        grad_floats += up16u((uint64_t)p->numel);
+    }
+    for (size_t i = 0; i < m->n_adapters; i++) {
+        const lp_nn_linear *l = m->adapters[i].ml->lin;
+        out->lora_params += (uint64_t)m->adapters[i].lora.r * (uint64_t)(l->in + l->out);
+    }
+    const bool quant = m->lora.enabled && m->lora.base_dtype != LP_DTYPE_F32;
+    for (size_t i = 0; quant && i < m->n_lins; i++) { // quantized bases left the table
+        const lp_nn_linear *l = m->lins[i].lin;
+        out->total_params += (uint64_t)(l->out * l->in);
+        out->quantized_weights += lp_qweight_plan_nbytes(m->lora.base_dtype, l->out, l->in, true);
+    }
+    out->parameters = 4 * (uint64_t)m->n_floats;
+    out->gradients = 4 * grad_floats;
+    out->optimizer_state = 2 * 4 * out->trainable_params;
+
+    /* activations, scratch and batch blocks: the family's plan, plus the adapters' saved x·Aᵀ
+     * and dropout masks (lp_model__peft_bind) */
+    const bool shared = m->ckpt;
+    lp_model_plan pl = m->fam->plan(m, B, T, shared, true);
+    uint64_t lora_f = 0, lora_u8 = 0;
+    for (size_t i = 0; i < m->n_adapters; i++) {
+        lora_f += up16u(N * (uint64_t)m->adapters[i].lora.r);
+        if (m->adapters[i].lora.dropout > 0.0f)
+            lora_u8 += (N * (uint64_t)m->adapters[i].ml->lin->in + 63) & ~(uint64_t)63;
+    }
+    out->activations = 4 * ((uint64_t)pl.act + lora_f) + (uint64_t)pl.u8 + lora_u8;
+    out->activations_per_layer = 4 * (uint64_t)pl.layer_act + (uint64_t)pl.layer_u8 + (4 * lora_f + lora_u8) / (uint64_t)m->L;
+    uint64_t scratch = 0;
+    for (size_t i = 0; i < m->n_lins; i++)
+        scratch = max2(scratch, linear_scratch(m, &m->lins[i], N, th));
+    if (m->exec == LP_EXEC_MODE_FUSED && c->num_heads > 0) // the fused attention forward's packed keys and values
+        scratch = max2(scratch, th * (uint64_t)lp_attention_fused_pack_floats(T, c->head_dim));
+    out->temporary_transient = 4 * scratch;
+    out->temporary = 4 * (uint64_t)pl.tmp + out->temporary_transient;
+    out->input = 4 * (uint64_t)pl.in;
+    out->total = out->parameters + out->gradients + out->optimizer_state + out->activations +
+                 out->quantized_weights + out->temporary + out->input;
+    lp_model_free(m);
+    return LP_OK;
+}
