@@ -1,6 +1,6 @@
 /* bench_step: one configuration of the training / inference benchmark per process (so the
- * process's peak RSS belongs to it): a DistilBERT- or MiniLM-shaped classifier initialized
- * from a config alone, a training step exactly as `loupe train` does it (zero grad, loss
+ * process's peak RSS belongs to it): a DistilBERT- or MiniLM-shaped classifier, or a
+ * Qwen2.5-0.5B- or SmolLM2-135M-shaped causal LM, initialized from a config alone, a training step exactly as `loupe train` does it (zero grad, loss
  * forward, backward, clip at 1.0, AdamW over the trainable parameters) or an inference
  * forward, timed over --runs after --warmup. Prints one JSON object (see README.md).
  * A figure for bench/train_step/run.py and bench/peft_step/run.py, never a timed assertion. */
@@ -27,6 +27,7 @@ typedef struct args {
     double peak_gflops;
     /* shape overrides (a tiny model for the smoke test); 0 = the shape's */
     int layers, hidden, heads, ffn, vocab;
+    bool ckpt; /* --gradient-checkpointing */
 } args;
 
 static double now_s(void)
@@ -47,7 +48,8 @@ static int usage(const char *msg)
     if (msg)
         fprintf(stderr, "bench_step: %s\n", msg);
     fprintf(msg ? stderr : stdout,
-            "usage: bench_step [--shape distilbert|minilm] [--mode train|infer|peak] [--method full|lora|qlora]\n"
+            "usage: bench_step [--shape distilbert|minilm|qwen2.5-0.5b|smollm2-135m] [--mode train|infer|peak]\n"
+            "                  [--method full|lora|qlora] [--gradient-checkpointing]\n"
             "                  [--exec eager|fused] [--batch B] [--seq T] [--threads N] [--warmup N] [--runs N]\n"
             "                  [--peak-gflops G] [--ops N] [--layers N --hidden N --heads N --ffn N --vocab N]\n");
     return msg ? 2 : 0;
@@ -74,6 +76,10 @@ static int parse_args(int argc, char **argv, args *a)
         const char *f = argv[i];
         if (!strcmp(f, "--help") || !strcmp(f, "-h"))
             return usage(NULL) - 1; /* -1: print and exit 0 */
+        if (!strcmp(f, "--gradient-checkpointing")) {
+            a->ckpt = true;
+            continue;
+        }
         if (i + 1 >= argc)
             return usage("missing value after the last flag, or unknown flag");
         const char *v = argv[++i];
@@ -120,8 +126,9 @@ static int parse_args(int argc, char **argv, args *a)
         if (rc)
             return rc;
     }
-    if (strcmp(a->shape, "distilbert") && strcmp(a->shape, "minilm"))
-        return usage("--shape is distilbert or minilm");
+    if (strcmp(a->shape, "distilbert") && strcmp(a->shape, "minilm") && strcmp(a->shape, "qwen2.5-0.5b") &&
+        strcmp(a->shape, "smollm2-135m"))
+        return usage("--shape is distilbert, minilm, qwen2.5-0.5b or smollm2-135m");
     if (strcmp(a->mode, "train") && strcmp(a->mode, "infer") && strcmp(a->mode, "peak"))
         return usage("--mode is train, infer or peak");
     if (strcmp(a->method, "full") && strcmp(a->method, "lora") && strcmp(a->method, "qlora"))
@@ -142,10 +149,18 @@ static int write_config(const args *a, char *dir, size_t cap)
         fprintf(stderr, "bench_step: cannot create a temporary directory %s: %s\n", dir, strerror(errno));
         return 1;
     }
-    bool distil = !strcmp(a->shape, "distilbert");
-    int L = a->layers ? a->layers : 6, H = a->hidden ? a->hidden : distil ? 768 : 384;
-    int NH = a->heads ? a->heads : 12, F = a->ffn ? a->ffn : distil ? 3072 : 1536;
-    int V = a->vocab ? a->vocab : 30522;
+    bool distil = !strcmp(a->shape, "distilbert"), qwen = !strcmp(a->shape, "qwen2.5-0.5b"),
+         smol = !strcmp(a->shape, "smollm2-135m");
+    int L = a->layers ? a->layers : qwen ? 24 : smol ? 30 : 6;
+    int H = a->hidden ? a->hidden : distil ? 768 : qwen ? 896 : smol ? 576 : 384;
+    int NH = a->heads ? a->heads : qwen ? 14 : smol ? 9 : 12;
+    int F = a->ffn ? a->ffn : distil ? 3072 : qwen ? 4864 : smol ? 1536 : 1536;
+    int V = a->vocab ? a->vocab : qwen ? 151936 : smol ? 49152 : 30522;
+    int KV = qwen ? 2 : smol ? 3 : NH;
+    if (a->heads && KV > NH)
+        KV = NH;
+    if (NH % KV)
+        KV = NH;
     char path[4200];
     snprintf(path, sizeof path, "%s/config.json", dir);
     FILE *f = fopen(path, "w");
@@ -153,7 +168,25 @@ static int write_config(const args *a, char *dir, size_t cap)
         fprintf(stderr, "bench_step: cannot write %s: %s\n", path, strerror(errno));
         return 1;
     }
-    if (distil)
+    if (qwen) /* Qwen2.5-0.5B's config.json, dropout 0 and tied embeddings as the release */
+        fprintf(f,
+                "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"qwen2\",\n"
+                " \"vocab_size\": %d, \"hidden_size\": %d, \"num_hidden_layers\": %d, \"num_attention_heads\": %d,\n"
+                " \"num_key_value_heads\": %d, \"intermediate_size\": %d, \"max_position_embeddings\": 32768,\n"
+                " \"rms_norm_eps\": 1e-6, \"rope_theta\": 1000000.0, \"hidden_act\": \"silu\",\n"
+                " \"tie_word_embeddings\": true, \"initializer_range\": 0.02, \"attention_dropout\": 0.0,\n"
+                " \"use_sliding_window\": false, \"bos_token_id\": 151643, \"eos_token_id\": 151643}\n",
+                V, H, L, NH, KV, F);
+    else if (smol) /* SmolLM2-135M's config.json */
+        fprintf(f,
+                "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\",\n"
+                " \"vocab_size\": %d, \"hidden_size\": %d, \"num_hidden_layers\": %d, \"num_attention_heads\": %d,\n"
+                " \"num_key_value_heads\": %d, \"intermediate_size\": %d, \"max_position_embeddings\": 8192,\n"
+                " \"rms_norm_eps\": 1e-5, \"rope_theta\": 100000.0, \"hidden_act\": \"silu\",\n"
+                " \"tie_word_embeddings\": true, \"initializer_range\": 0.041666666666666664,\n"
+                " \"attention_dropout\": 0.0, \"bos_token_id\": 0, \"eos_token_id\": 0, \"pad_token_id\": 2}\n",
+                V, H, L, NH, KV, F);
+    else if (distil)
         fprintf(f,
                 "{\"architectures\": [\"DistilBertForSequenceClassification\"], \"model_type\": \"distilbert\",\n"
                 " \"vocab_size\": %d, \"dim\": %d, \"n_layers\": %d, \"n_heads\": %d, \"hidden_dim\": %d,\n"
@@ -350,10 +383,12 @@ int main(int argc, char **argv)
     char dir[4096];
     if (write_config(&a, dir, sizeof dir))
         return 1;
+    const bool lm = !strcmp(a.shape, "qwen2.5-0.5b") || !strcmp(a.shape, "smollm2-135m");
     lp_model_options o;
     lp_model_options_init(&o);
-    o.task = LP_MODEL_TASK_SEQ_CLS;
-    o.num_labels = 2;
+    o.task = lm ? LP_MODEL_TASK_CAUSAL_LM : LP_MODEL_TASK_SEQ_CLS;
+    o.num_labels = lm ? 0 : 2;
+    o.grad_checkpointing = a.ckpt;
     o.exec = !strcmp(a.exec, "fused") ? LP_EXEC_MODE_FUSED : LP_EXEC_MODE_EAGER;
     o.training = train;
     o.seed = 42;
@@ -375,9 +410,9 @@ int main(int argc, char **argv)
         return die("model");
 
     int B = a.batch, T = a.seq;
-    int32_t *ids = malloc((size_t)B * T * sizeof *ids), *labels = malloc((size_t)B * sizeof *labels);
-    float *logits = malloc((size_t)B * 2 * sizeof *logits);
-    if (!ids || !labels || !logits) {
+    int32_t *ids = malloc((size_t)B * T * sizeof *ids), *labels = malloc((size_t)B * T * sizeof *labels);
+    float *logits = lm ? NULL : malloc((size_t)B * 2 * sizeof *logits);
+    if (!ids || !labels || (!lm && !logits)) {
         fprintf(stderr, "bench_step: out of memory for the batch\n");
         return 1;
     }
@@ -388,6 +423,8 @@ int main(int argc, char **argv)
         ids[i] = (int32_t)(mix(&s) % (uint64_t)mi.vocab_size);
     for (int i = 0; i < B; i++)
         labels[i] = (int32_t)(mix(&s) % 2);
+    if (lm) /* next-token prediction on the batch itself: labels = ids (shifted inside) */
+        memcpy(labels, ids, (size_t)B * T * sizeof *ids);
 
     lp_train_config tc;
     lp_train_config_init(&tc);

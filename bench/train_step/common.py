@@ -61,7 +61,7 @@ def measure_peak(exe, threads, blas_coretype):
 def loupe_run(exe, a, blas_coretype, **kw):
     cmd = [exe, "--threads", str(a.threads), "--peak-gflops", f"{a.peak_gflops:.3f}"]
     for k, v in kw.items():
-        cmd += ["--" + k.replace("_", "-"), str(v)]
+        cmd += ["--" + k.replace("_", "-")] + ([str(v)] if v != "" else [])  # "": a boolean flag
     label = "loupe " + " ".join(f"{k}={v}" for k, v in kw.items())
     print(f"  {label}", file=sys.stderr, flush=True)
     return run_json(cmd, loupe_env(blas_coretype), label)
@@ -74,7 +74,7 @@ def torch_best(a, **kw):
     for name, env in TORCH_ENVS.items():
         cmd = [sys.executable, TORCH_REF, "--threads", str(a.threads), "--peak-gflops", f"{a.peak_gflops:.3f}"]
         for k, v in kw.items():
-            cmd += ["--" + k.replace("_", "-"), str(v)]
+            cmd += ["--" + k.replace("_", "-")] + ([str(v)] if v != "" else [])  # "": a boolean flag
         label = f"torch[{name}] " + " ".join(f"{k}={v}" for k, v in kw.items())
         print(f"  {label}", file=sys.stderr, flush=True)
         full_env = {"OMP_WAIT_POLICY": None, "OPENBLAS_THREAD_TIMEOUT": None, **env}

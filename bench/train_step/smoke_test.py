@@ -127,6 +127,23 @@ def main():
     check(inf["mem_peak_bytes"]["gradient"] == 0 and inf["mem_peak_bytes"]["optimizer_state"] == 0,
           "infer: gradient or optimizer memory allocated")
 
+    # a decoder (SmolLM2 shape, scaled down): causal LM, tied embeddings, GQA 6/3 heads
+    dec = subprocess.run([exe, "--shape", "smollm2-135m", "--layers", "2", "--hidden", "48", "--heads", "6",
+                          "--ffn", "96", "--vocab", "300", "--batch", "2", "--seq", "16", "--warmup", "0",
+                          "--runs", "1", "--peak-gflops", "50", "--threads", "1", "--method", "lora"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(dec.returncode == 0, f"decoder: exit {dec.returncode} {dec.stderr[-300:]}")
+    if dec.returncode == 0:
+        d = json.loads(dec.stdout)
+        hd, kv = 48 // 6, 3
+        per_layer = 48 * 48 * 2 + 2 * 48 * kv * hd + 3 * 48 * 96 + 2 * 48  # q, o, k, v, MLP, 2 norms
+        want = 300 * 48 + 2 * per_layer + 48  # tied lm_head: no extra matrix
+        adapters = 2 * 8 * ((48 + 48) + (48 + kv * hd))  # r 8 on q_proj (48->48) and v_proj (48->24)
+        check(d["n_params"] == want + adapters, f"decoder: {d['n_params']} params, expected {want + adapters}")
+        check(d["n_trainable"] == adapters, f"decoder: {d['n_trainable']} trainable, expected {adapters}")
+        # logits (B*T, V) and their log-sum-exp are activations; dlogits the backward's scratch
+        check(d["mem_peak_bytes"]["activation"] >= 4 * 2 * 16 * 300, "decoder: logits not in the activations")
+
     for bad in (["--method", "dora"], ["--batch", "0"], ["--frobnicate", "1"], ["--runs"]):
         p = subprocess.run([exe, *bad], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         check(p.returncode == 2 and p.stdout == "" and "bench_step" in p.stderr, f"bad flags {bad}: rc {p.returncode}")

@@ -28,10 +28,24 @@ import time
 
 import torch
 from transformers import (BertConfig, BertForSequenceClassification, DistilBertConfig,
-                          DistilBertForSequenceClassification)
+                          DistilBertForSequenceClassification, LlamaConfig, LlamaForCausalLM, Qwen2Config,
+                          Qwen2ForCausalLM)
+
+DECODERS = ("qwen2.5-0.5b", "smollm2-135m")
 
 
 def make_config(shape):
+    """The shapes bench_step writes (bench_step.c write_config), dropout 0."""
+    if shape == "qwen2.5-0.5b":
+        return Qwen2Config(vocab_size=151936, hidden_size=896, num_hidden_layers=24, num_attention_heads=14,
+                           num_key_value_heads=2, intermediate_size=4864, max_position_embeddings=32768,
+                           rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True,
+                           attention_dropout=0.0, use_sliding_window=False)
+    if shape == "smollm2-135m":
+        return LlamaConfig(vocab_size=49152, hidden_size=576, num_hidden_layers=30, num_attention_heads=9,
+                           num_key_value_heads=3, intermediate_size=1536, max_position_embeddings=8192,
+                           rms_norm_eps=1e-5, rope_theta=100000.0, tie_word_embeddings=True,
+                           initializer_range=0.041666666666666664, pad_token_id=2)
     if shape == "distilbert":
         return DistilBertConfig(vocab_size=30522, dim=768, n_layers=6, n_heads=12, hidden_dim=3072,
                                 num_labels=2, dropout=0.0, attention_dropout=0.0, seq_classif_dropout=0.0)
@@ -41,6 +55,10 @@ def make_config(shape):
 
 
 def model_class(shape):
+    if shape == "qwen2.5-0.5b":
+        return Qwen2ForCausalLM
+    if shape == "smollm2-135m":
+        return LlamaForCausalLM
     return DistilBertForSequenceClassification if shape == "distilbert" else BertForSequenceClassification
 
 
@@ -50,8 +68,22 @@ def dims(cfg):
     return cfg.num_hidden_layers, cfg.hidden_size, cfg.intermediate_size
 
 
+def decoder_forward_flops(cfg, batch, seq):
+    """As loupe's llama family counts them (llama_forward_flops): 2 per multiply-add of every
+    layer Linear, causal attention over the visible half of the scores, and the LM head."""
+    hd = cfg.hidden_size // cfg.num_attention_heads
+    qd, kd = cfg.num_attention_heads * hd, cfg.num_key_value_heads * hd
+    h, ffn = cfg.hidden_size, cfg.intermediate_size
+    per_layer_w = h * qd + 2 * h * kd + qd * h + 3 * h * ffn
+    tokens = batch * seq
+    return (2 * tokens * per_layer_w * cfg.num_hidden_layers
+            + cfg.num_hidden_layers * 2 * batch * seq * seq * qd + 2 * tokens * h * cfg.vocab_size)
+
+
 def forward_flops(cfg, batch, seq):
     """Matmul FLOPs of one forward pass (2 per multiply-add), encoder + head."""
+    if isinstance(cfg, (LlamaConfig, Qwen2Config)):
+        return decoder_forward_flops(cfg, batch, seq)
     layers, h, ffn = dims(cfg)
     tokens = batch * seq
     per_layer = 2 * tokens * (4 * h * h + 2 * h * ffn) + 2 * 2 * batch * seq * seq * h
@@ -80,7 +112,7 @@ def load_qlora_base(shape):
                        check=True)
         q = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
                                bnb_4bit_compute_dtype=torch.float32,
-                               llm_int8_skip_modules=["pre_classifier", "classifier", "pooler.dense"])
+                               llm_int8_skip_modules=["pre_classifier", "classifier", "pooler.dense", "lm_head"])
         return model_class(shape).from_pretrained(tmp, quantization_config=q, device_map="cpu",
                                                   dtype=torch.float32)
     finally:
@@ -112,7 +144,8 @@ def blas_info():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shape", choices=["distilbert", "minilm"], default="distilbert")
+    ap.add_argument("--shape", choices=["distilbert", "minilm", *DECODERS], default="distilbert")
+    ap.add_argument("--gradient-checkpointing", action="store_true")
     ap.add_argument("--mode", choices=["train", "infer"], default="train")
     ap.add_argument("--method", choices=["full", "lora", "qlora"], default="full")
     ap.add_argument("--threads", type=int, default=2)
@@ -132,22 +165,26 @@ def main():
         model_class(args.shape)(cfg).save_pretrained(args.save_random)
         return 0
     model = load_qlora_base(args.shape) if args.method == "qlora" else model_class(args.shape)(cfg)
+    decoder = args.shape in DECODERS
+    if args.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     if args.method != "full":
         from peft import LoraConfig, TaskType, get_peft_model
-        targets = ["q_lin", "v_lin"] if args.shape == "distilbert" else ["query", "value"]
-        model = get_peft_model(model, LoraConfig(task_type=TaskType.SEQ_CLS, r=8, lora_alpha=16,
-                                                 lora_dropout=0.0, target_modules=targets))
+        targets = (["q_proj", "v_proj"] if decoder else ["q_lin", "v_lin"] if args.shape == "distilbert"
+                   else ["query", "value"])
+        model = get_peft_model(model, LoraConfig(task_type=TaskType.CAUSAL_LM if decoder else TaskType.SEQ_CLS,
+                                                 r=8, lora_alpha=16, lora_dropout=0.0, target_modules=targets))
     train = args.mode == "train"
     for m in model.modules():  # dropout off: the bench compares compute, not RNG
         if isinstance(m, torch.nn.Dropout):
             m.p = 0.0
-    ids = torch.randint(0, 30522, (args.batch, args.seq))
+    ids = torch.randint(0, cfg.vocab_size, (args.batch, args.seq))
     mask = torch.ones_like(ids)
     if train:
         model.train()
         params = [p for p in model.parameters() if p.requires_grad]
         opt = torch.optim.AdamW(params, lr=1e-5, weight_decay=0.01)
-        labels = torch.randint(0, 2, (args.batch,))
+        labels = ids.clone() if decoder else torch.randint(0, 2, (args.batch,))
 
         def step():
             opt.zero_grad(set_to_none=True)
@@ -170,6 +207,7 @@ def main():
     qbytes, qparams = quantized_bytes(model) if args.method == "qlora" else (0, 0)
     n_params = qparams + sum(p.numel() for p in model.parameters() if getattr(p, "quant_state", None) is None)
     result = {"tool": "torch", "shape": args.shape, "mode": args.mode, "method": args.method,
+              "gradient_checkpointing": args.gradient_checkpointing,
               "batch": args.batch, "seq": args.seq, "threads": torch.get_num_threads(),
               "torch": torch.__version__, "blas_core": blas_info(), "dropout": 0.0,
               "warmup": args.warmup, "runs": args.runs,
