@@ -277,9 +277,9 @@ static lp_status bert_build(lp_model *m, const lp_st_set *w)
     m->prof_name = di ? "distilbert" : "bert";
     m->default_targets = di ? "q_lin,v_lin" : "query,value"; // PEFT has no distilbert default
     m->n_classes = m->num_labels;
-    bs->head.kind = (src_head || m->pooling == LP_POOLING_CLS)
-                        ? (di ? LP_NN_HEAD_KIND_DISTILBERT : LP_NN_HEAD_KIND_BERT)
-                        : LP_NN_HEAD_KIND_MEAN;
+    // a head in the checkpoint decides, unless loupe saved it with mean pooling (loupe_pooling)
+    const bool mean = m->pooling == LP_POOLING_MEAN && (!src_head || m->pooling_saved);
+    bs->head.kind = mean ? LP_NN_HEAD_KIND_MEAN : di ? LP_NN_HEAD_KIND_DISTILBERT : LP_NN_HEAD_KIND_BERT;
     if (bs->head.kind != LP_NN_HEAD_KIND_MEAN)
         m->pooling = LP_POOLING_CLS;
     m->save_arch = m->has_head ? (di ? LP_HF_ARCH_DISTILBERT_SEQ_CLS : LP_HF_ARCH_BERT_SEQ_CLS)

@@ -75,8 +75,14 @@ lp_status lp_model_estimate(const char *dir, const lp_model_options *opt, int64_
     lp_status st = lp_model__open(dir, &o, true, &m);
     if (st != LP_OK)
         return st;
-    /* the largest terms, in floating point: refuse sizes whose byte counts overflow */
+    /* what a forward would refuse, refused here; the largest terms, in floating point: refuse
+     * sizes whose byte counts overflow */
     const lp_model_config *c = &m->cfg;
+    if (T > c->max_position_embeddings) {
+        lp_model_free(m);
+        return lp_err(LP_STATUS_INVALID_ARG, "%s/config.json: sequence length %lld exceeds max_position_embeddings %lld",
+                      dir, (long long)T, (long long)c->max_position_embeddings);
+    }
     double big = (double)B * (double)T *
                  ((double)c->num_heads * (double)T + 8.0 * (double)c->hidden_size + 3.0 * (double)c->intermediate_size +
                   2.0 * (double)m->n_classes) *

@@ -114,6 +114,7 @@ lp_status lp_model__open(const char *dir, const lp_model_options *opt, bool plan
         if (cJSON_IsNumber(ir) && ir->valuedouble > 0 && ir->valuedouble < 10)
             m->init_range = ir->valuedouble;
         const cJSON *lpool = cJSON_GetObjectItemCaseSensitive(root, "loupe_pooling"); // as lp_model_save_hf wrote it
+        m->pooling_saved = cJSON_IsString(lpool);
         if (cJSON_IsString(lpool) && lp_pooling_parse(lpool->valuestring, &m->pooling) != LP_OK) {
             cJSON_Delete(root);
             st = lp_err(LP_STATUS_FORMAT, "%s: \"loupe_pooling\" is '%s' (expected cls or mean)", path,

@@ -98,6 +98,7 @@ struct lp_model {
     void *fs;                  /* the family's state: modules and activations (owned) */
     lp_model_task task;        /* resolved: BASE, SEQ_CLS or CAUSAL_LM */
     lp_pooling pooling;        /* bare encoders' classification pooling (saved as loupe_pooling) */
+    bool pooling_saved;        /* pooling came from config.json's loupe_pooling (a saved loupe model) */
     const char *prof_name;     /* "bert", "distilbert", "llama", ...: profiler range prefix */
     const char *prof_forward, *prof_backward, *prof_embed; /* "<prof_name>.forward", ... (interned) */
     const char *default_targets; /* PEFT's default target_modules for this family */

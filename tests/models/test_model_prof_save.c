@@ -52,6 +52,29 @@ static lp_model *load(const char *dir, bool ckpt)
     return m;
 }
 
+/* One loss forward and backward on the golden's batch (names under prefix: "" for the bert
+ * goldens, "right." for the decoder ones). */
+static void step_prefixed(lp_model *m, const char *golden, const char *pfx)
+{
+    lp_st_file *g;
+    assert_int_equal(lp_st_open(golden, &g), LP_OK);
+    char k[4][64];
+    const char *names[] = {"input_ids", "attention_mask", "token_type_ids", "labels"};
+    for (int i = 0; i < 4; i++)
+        snprintf(k[i], sizeof k[i], "%s%s", pfx, names[i]);
+    int64_t n = 0, nl = 0;
+    int32_t *ids = gold_i32(g, k[0], &n), *mask = gold_i32(g, k[1], NULL), *types = gold_i32(g, k[2], NULL),
+            *labels = gold_i32(g, k[3], &nl);
+    const int64_t B = *pfx ? 3 : nl; // decoder goldens: 3 rows, labels (B,T) for a causal LM
+    float loss;
+    lp_model_zero_grad(m);
+    if (lp_model_loss_forward(m, ids, mask, types, labels, (int32_t)B, (int32_t)(n / B), NULL, &loss) != LP_OK ||
+        lp_model_backward(m) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    free(ids), free(mask), free(types), free(labels);
+    lp_st_close(g);
+}
+
 static void step(lp_model *m, const char *golden)
 {
     lp_st_file *g;
@@ -157,6 +180,113 @@ static void save_round_trip(void **state)
     lp_model_free(m);
 }
 
+/* A decoder's ranges are its HF module paths under the family's name. */
+static void decoder_ranges(void **state)
+{
+    (void)state;
+    seen s = {.want = {"llama.forward", "llama.backward", "llama.model.embed_tokens.forward",
+                       "llama.model.embed_tokens.backward", "llama.model.layers.1.forward",
+                       "llama.model.layers.1.backward", "llama.model.layers.0.self_attn.forward",
+                       "llama.model.layers.0.self_attn.backward", "llama.model.layers.1.mlp.backward",
+                       "llama.model.layers.0.self_attn.q_proj.backward", "llama.model.layers.0.input_layernorm.forward",
+                       "llama.model.layers.1.mlp.down_proj.forward", "llama.lm_head.forward", "llama.lm_head.backward",
+                       "lp::rope_forward", NULL}};
+    lp_prof_config cfg;
+    lp_prof_config_init(&cfg);
+    cfg.on_trace_ready = on_ready;
+    cfg.user = &s;
+    assert_int_equal(lp_prof_start(&cfg), LP_OK);
+    lp_model *m = load("tests/golden/llama_lm", true);
+    step_prefixed(m, "tests/golden/llama_lm/golden.safetensors", "right.");
+    lp_model_free(m);
+    assert_int_equal(lp_prof_stop(), LP_OK);
+    for (int k = 0; s.want[k]; k++) {
+        printf("decoder: %-52s x%d\n", s.want[k], s.count[k]);
+        if (!strcmp(s.want[k], "llama.model.layers.1.forward"))
+            assert_int_equal(s.count[k], 2); // recomputed inside the backward (checkpointing)
+        else
+            assert_true(s.count[k] >= 1);
+    }
+}
+
+/* Saved decoders (a Qwen2 classifier, a tied SmolLM) load back bit for bit as the same class. */
+static void decoder_save_round_trip(void **state)
+{
+    (void)state;
+    const char *bd = getenv("LP_BUILD_DIR");
+    static const char *const goldens[] = {"qwen2_cls", "smollm_lm"};
+    for (int gi = 0; gi < 2; gi++) {
+        char src[256], out[512], gold[300];
+        snprintf(src, sizeof src, "tests/golden/%s", goldens[gi]);
+        snprintf(gold, sizeof gold, "%s/golden.safetensors", src);
+        snprintf(out, sizeof out, "%s/test_model_save/%s", bd ? bd : "build", goldens[gi]);
+        lp_model *m = load(src, false);
+        step_prefixed(m, gold, "right.");
+        size_t np;
+        const lp_model_param *p = lp_model_params(m, &np);
+        for (size_t i = 0; i < np; i++)
+            for (int64_t j = 0; j < p[i].numel; j++)
+                p[i].data[j] -= 0.01f * p[i].grad[j];
+        assert_int_equal(lp_model_save_hf(m, out), LP_OK);
+        lp_model *r = load(out, false);
+        size_t nr;
+        const lp_model_param *q = lp_model_params(r, &nr);
+        assert_int_equal(nr, np);
+        for (size_t i = 0; i < np; i++) {
+            assert_string_equal(q[i].name, p[i].name);
+            assert_memory_equal(q[i].data, p[i].data, (size_t)p[i].numel * sizeof(float));
+        }
+        lp_model_info a, b;
+        lp_model_info_get(m, &a);
+        lp_model_info_get(r, &b);
+        assert_int_equal(a.arch, b.arch);
+        assert_int_equal(a.task, b.task);
+        lp_model_free(r);
+        lp_model_free(m);
+    }
+}
+
+/* A bare encoder trained with mean pooling is saved with "loupe_pooling": "mean" and reloads
+ * with it: the same logits (before, the reload pooled the first token). */
+static void mean_pooling_round_trip(void **state)
+{
+    (void)state;
+    const char *bd = getenv("LP_BUILD_DIR");
+    char src[256], out[256], cmd[1400];
+    snprintf(src, sizeof src, "%s/test_model_save/bare", bd ? bd : "build");
+    snprintf(out, sizeof out, "%s/test_model_save/bare_saved", bd ? bd : "build");
+    snprintf(cmd, sizeof cmd,
+             "rm -rf '%s' && mkdir -p '%s' && sed -e 's/BertForSequenceClassification/BertModel/' "
+             "models/default/config.json > '%s/config.json' && cp models/default/vocab.txt '%s/'",
+             src, src, src, src);
+    assert_int_equal(system(cmd), 0);
+    lp_model_options o;
+    lp_model_options_init(&o);
+    o.quiet = true;
+    o.task = LP_MODEL_TASK_SEQ_CLS;
+    o.num_labels = 2;
+    o.pooling = LP_POOLING_MEAN;
+    lp_model *m = NULL;
+    if (lp_model_load(src, &o, &m) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    const int32_t ids[2 * 6] = {2, 10, 11, 12, 3, 0, 2, 20, 21, 3, 0, 0}, mask[2 * 6] = {1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0, 0};
+    float a[4], b[4];
+    assert_int_equal(lp_model_forward(m, ids, mask, NULL, 2, 6, a), LP_OK);
+    assert_int_equal(lp_model_save_hf(m, out), LP_OK);
+    lp_model *r = NULL;
+    lp_model_options_init(&o);
+    o.quiet = true;
+    if (lp_model_load(out, &o, &r) != LP_OK) // default options: the saved pooling decides
+        fail_msg("%s", lp_err_msg());
+    lp_model_info info;
+    lp_model_info_get(r, &info);
+    assert_int_equal(info.pooling, LP_POOLING_MEAN);
+    assert_int_equal(lp_model_forward(r, ids, mask, NULL, 2, 6, b), LP_OK);
+    assert_memory_equal(a, b, sizeof a);
+    lp_model_free(r);
+    lp_model_free(m);
+}
+
 /* f16 and bf16 checkpoints load as f32 (each value exactly its half-precision one). */
 static void half_precision_weights(void **state)
 {
@@ -212,6 +342,9 @@ int main(void)
     lp_threads_init();
     const struct CMUnitTest tests[] = {cmocka_unit_test(ranges_and_memory),
                                        cmocka_unit_test(save_round_trip),
-                                       cmocka_unit_test(half_precision_weights)};
+                                       cmocka_unit_test(half_precision_weights),
+                                       cmocka_unit_test(decoder_ranges),
+                                       cmocka_unit_test(decoder_save_round_trip),
+                                       cmocka_unit_test(mean_pooling_round_trip)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
