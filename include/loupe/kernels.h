@@ -337,8 +337,10 @@ void lp_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const f
 /* SiLU-gated MLP activation (Llama's act(gate_proj(x)) * up_proj(x), act = silu):
  * out (N,F) contiguous = silu(gate) * up, silu(g) = g * sigmoid(g), with gate[n*ld + f] and
  * up[n*ld + f] (ld >= F: the two halves of one (N,2F) GEMM output with ld = 2F, or two
- * (N,F) buffers with ld = F). Finite for every finite input (sigmoid never divides inf by
- * inf: silu(-1e30) = -0, silu(1e30) = 1e30). out must not overlap gate or up. */
+ * (N,F) buffers with ld = F). silu and its derivative are finite, never NaN, for every
+ * finite gate (the sigmoid never divides inf by inf: silu(-1e30) = -0, silu(1e30) = 1e30);
+ * only a product past float's range (silu(g) * up > 3.4e38) overflows, to inf as in torch.
+ * out must not overlap gate or up. */
 void lp_swiglu_forward(float *out, const float *gate, const float *up, int64_t N, int64_t F, int64_t ld);
 /* dgate = dout * up * silu'(gate), dup = dout * silu(gate) (both =, stride ld like gate and
  * up); dout (N,F) contiguous. In place is allowed: dgate may be gate and dup may be up (each
