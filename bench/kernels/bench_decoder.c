@@ -21,18 +21,18 @@ static int reps = 10;
 static double triad;
 
 /* best of reps, after one warm-up */
-#define TIME(label, bytes, stmt)                                                                                  \
-    do {                                                                                                          \
-        stmt;                                                                                                     \
-        double best_ = 1e30;                                                                                      \
-        for (int r_ = 0; r_ < reps; r_++) {                                                                       \
-            double t0_ = now_s();                                                                                 \
-            stmt;                                                                                                 \
-            double dt_ = now_s() - t0_;                                                                           \
-            best_ = dt_ < best_ ? dt_ : best_;                                                                    \
-        }                                                                                                         \
-        printf("%-34s %9.3f ms %8.1f GB/s %6.1f%% of triad\n", label, best_ * 1e3, (bytes) / best_ * 1e-9,       \
-               100.0 * (bytes) / best_ * 1e-9 / triad);                                                           \
+#define TIME(label, bytes, stmt)                                                                             \
+    do {                                                                                                     \
+        stmt;                                                                                                \
+        double best_ = 1e30;                                                                                 \
+        for (int r_ = 0; r_ < reps; r_++) {                                                                  \
+            double t0_ = now_s();                                                                            \
+            stmt;                                                                                            \
+            double dt_ = now_s() - t0_;                                                                      \
+            best_ = dt_ < best_ ? dt_ : best_;                                                               \
+        }                                                                                                    \
+        printf("%-34s %9.3f ms %8.1f GB/s %6.1f%% of triad\n", label, best_ * 1e3, (bytes) / best_ * 1e-9,   \
+               100.0 * (bytes) / best_ * 1e-9 / triad);                                                      \
     } while (0)
 
 static float *buf(int64_t n, float lo, float hi)
@@ -74,9 +74,11 @@ int main(int argc, char **argv)
     float *x = buf(N * C, -2, 2), *w = buf(C, 0.5f, 1.5f), *y = buf(N * C, 0, 0), *rstd = buf(N, 0, 0);
     float *dy = buf(N * C, -1, 1), *dx = buf(N * C, 0, 0), *dw = buf(C, 0, 0);
     TIME("rmsnorm fwd 2048x896", 4.0 * (2 * N * C + N), lp_rmsnorm_forward(y, rstd, x, w, N, C, 1e-6f));
-    TIME("rmsnorm bwd 2048x896 (+dweight)", 4.0 * (5 * N * C), lp_rmsnorm_backward(dx, dw, dy, x, w, rstd, N, C));
+    TIME("rmsnorm bwd 2048x896 (+dweight)", 4.0 * (5 * N * C),
+         lp_rmsnorm_backward(dx, dw, dy, x, w, rstd, N, C));
 
-    float *gu = buf(N * 2 * F, -4, 4), *a = buf(N * F, 0, 0), *da = buf(N * F, -1, 1), *dgu = buf(N * 2 * F, 0, 0);
+    float *gu = buf(N * 2 * F, -4, 4), *a = buf(N * F, 0, 0), *da = buf(N * F, -1, 1),
+          *dgu = buf(N * 2 * F, 0, 0);
     TIME("swiglu fwd 2048x4864 (ld 2F)", 4.0 * 3 * N * F, lp_swiglu_forward(a, gu, gu + F, N, F, 2 * F));
     TIME("swiglu bwd 2048x4864 (ld 2F)", 4.0 * 5 * N * F,
          lp_swiglu_backward(dgu, dgu + F, da, gu, gu + F, N, F, 2 * F));

@@ -366,7 +366,8 @@ typedef enum lp_rope_type {
  * default true, so set no_truncate for a config with "truncate": false). */
 typedef struct lp_rope_scaling {
     lp_rope_type type;
-    double factor;              /* linear, llama3, yarn: > 0 */
+    double factor;              /* linear, llama3, yarn: > 0 (yarn without one in config.json:
+                                 * max_position_embeddings / original_max_position_embeddings) */
     double low_freq_factor;     /* llama3 */
     double high_freq_factor;    /* llama3: != low_freq_factor */
     double beta_fast, beta_slow; /* yarn */

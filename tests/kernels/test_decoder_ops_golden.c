@@ -28,19 +28,22 @@ static const lp_st_tensor *need(const char *prefix, const char *name, lp_st_dtyp
     return t;
 }
 
-static const float *f32(const char *prefix, const char *name) { return need(prefix, name, LP_ST_DTYPE_F32)->data; }
+static const float *f32(const char *prefix, const char *name)
+{
+    return need(prefix, name, LP_ST_DTYPE_F32)->data;
+}
 
 /* |got - want| <= atol + rtol * |want| everywhere (no NaN); prints the largest difference and
  * its ratio to the bound. Returns 1 on failure. */
-static int cmp(const char *what, const char *impl, const float *got, const float *want, int64_t n, double atol,
-               double rtol)
+static int cmp(const char *what, const char *impl, const float *got, const float *want, int64_t n,
+               double atol, double rtol)
 {
     double worst = 0.0, maxabs = 0.0;
     int64_t wi = 0;
     for (int64_t i = 0; i < n; i++) {
         if (isnan(got[i]) != isnan(want[i])) {
-            fprintf(stderr, "  %s (%s): NaN at %lld (got %g, want %g)\n", what, impl, (long long)i, (double)got[i],
-                    (double)want[i]);
+            fprintf(stderr, "  %s (%s): NaN at %lld (got %g, want %g)\n", what, impl, (long long)i,
+                    (double)got[i], (double)want[i]);
             return 1;
         }
         double d = fabs((double)got[i] - want[i]), e = d / (atol + rtol * fabs((double)want[i]));
@@ -48,8 +51,8 @@ static int cmp(const char *what, const char *impl, const float *got, const float
         if (e > worst)
             worst = e, wi = i;
     }
-    fprintf(stderr, "  %-28s %s: max |diff| %.3g, worst %.2f of the bound (element %lld: %.9g vs %.9g)\n", what,
-            impl, maxabs, worst, (long long)wi, (double)got[wi], (double)want[wi]);
+    fprintf(stderr, "  %-28s %s: max |diff| %.3g, worst %.2f of the bound (element %lld: %.9g vs %.9g)\n",
+            what, impl, maxabs, worst, (long long)wi, (double)got[wi], (double)want[wi]);
     return worst > 1.0;
 }
 
@@ -103,7 +106,8 @@ static void test_swiglu_golden(void **state)
     const lp_st_tensor *gt = need("swiglu", "gate_up", LP_ST_DTYPE_F32);
     int64_t N = gt->shape[0], F = gt->shape[1] / 2, ld = 2 * F;
     const float *gu = gt->data, *dout = f32("swiglu", "dout");
-    const float *want_out = f32("swiglu", "out"), *want_dg = f32("swiglu", "dgate"), *want_du = f32("swiglu", "dup");
+    const float *want_out = f32("swiglu", "out"), *want_dg = f32("swiglu", "dgate"),
+                *want_du = f32("swiglu", "dup");
     int bad = 0;
     for (int impl = 0; impl < 2; impl++) {
         lp_kernels_select(impl ? LP_KERNELS_IMPL_OPT : LP_KERNELS_IMPL_REF);
@@ -136,14 +140,26 @@ static const rope_case rope_cases[] = {
     {"rope_default_d8", 10000.0, {.type = LP_ROPE_TYPE_DEFAULT}},
     {"rope_qwen2", 1000000.0, {.type = LP_ROPE_TYPE_DEFAULT}},
     {"rope_linear", 10000.0, {.type = LP_ROPE_TYPE_LINEAR, .factor = 2.0}},
-    {"rope_llama3", 500000.0,
-     {.type = LP_ROPE_TYPE_LLAMA3, .factor = 8.0, .low_freq_factor = 1.0, .high_freq_factor = 4.0,
+    {"rope_llama3",
+     500000.0,
+     {.type = LP_ROPE_TYPE_LLAMA3,
+      .factor = 8.0,
+      .low_freq_factor = 1.0,
+      .high_freq_factor = 4.0,
       .original_max_pos = 8192}},
     {"rope_yarn", 10000.0, {.type = LP_ROPE_TYPE_YARN, .factor = 4.0, .original_max_pos = 2048}},
-    {"rope_yarn_mscale", 10000.0,
-     {.type = LP_ROPE_TYPE_YARN, .factor = 8.0, .original_max_pos = 4096, .beta_fast = 16.0, .beta_slow = 2.0,
-      .mscale = 1.0, .mscale_all_dim = 0.5, .no_truncate = true}},
-    {"rope_yarn_attn", 1000000.0,
+    {"rope_yarn_mscale",
+     10000.0,
+     {.type = LP_ROPE_TYPE_YARN,
+      .factor = 8.0,
+      .original_max_pos = 4096,
+      .beta_fast = 16.0,
+      .beta_slow = 2.0,
+      .mscale = 1.0,
+      .mscale_all_dim = 0.5,
+      .no_truncate = true}},
+    {"rope_yarn_attn",
+     1000000.0,
      {.type = LP_ROPE_TYPE_YARN, .factor = 4.0, .original_max_pos = 32768, .attention_factor = 1.5}},
 };
 
@@ -157,7 +173,8 @@ static int check_inv_freq(const rope_case *rc, int64_t D, float *inv, float *af)
     int64_t exact = 0;
     for (int64_t i = 0; i < D / 2; i++)
         exact += inv[i] == want[i];
-    fprintf(stderr, "  %s: %lld of %lld frequencies bit-exact\n", rc->name, (long long)exact, (long long)(D / 2));
+    fprintf(stderr, "  %s: %lld of %lld frequencies bit-exact\n", rc->name, (long long)exact,
+            (long long)(D / 2));
     bad += cmp("inv_freq", "-", inv, want, D / 2, 0, 2.4e-7);
     float want_af = *f32(rc->name, "attn_factor");
     bad += cmp("attn_factor", "-", af, &want_af, 1, 0, 1.2e-7);
@@ -179,7 +196,8 @@ static int check_own_cache(const rope_case *rc, const float *c, const float *s, 
             double r = fmax(fabs((double)c[e] - wc[e]), fabs((double)s[e] - ws[e])) / bound;
             worst = r > worst ? r : worst;
         }
-    fprintf(stderr, "  %-28s cos/sin from loupe's inv_freq: worst %.2f of the angle-ulp bound\n", rc->name, worst);
+    fprintf(stderr, "  %-28s cos/sin from loupe's inv_freq: worst %.2f of the angle-ulp bound\n", rc->name,
+            worst);
     return worst > 1.0;
 }
 
@@ -262,7 +280,10 @@ static void test_rope_inv_freq_errors(void **state)
     s.type = LP_ROPE_TYPE_LINEAR;
     assert_int_equal(lp_rope_inv_freq(inv, 64, 10000.0, &s, &af), LP_STATUS_INVALID_ARG);
     assert_non_null(strstr(lp_err_msg(), "factor"));
-    s = (lp_rope_scaling){.type = LP_ROPE_TYPE_LLAMA3, .factor = 8.0, .low_freq_factor = 1.0, .high_freq_factor = 1.0,
+    s = (lp_rope_scaling){.type = LP_ROPE_TYPE_LLAMA3,
+                          .factor = 8.0,
+                          .low_freq_factor = 1.0,
+                          .high_freq_factor = 1.0,
                           .original_max_pos = 8192};
     assert_int_equal(lp_rope_inv_freq(inv, 64, 10000.0, &s, &af), LP_STATUS_INVALID_ARG);
     assert_non_null(strstr(lp_err_msg(), "high_freq_factor"));
