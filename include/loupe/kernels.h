@@ -402,7 +402,9 @@ void lp_rope_backward(float *dx, const float *cos, const float *sin, int64_t N, 
  * derives the indices from its own mask), not checked here. out must not overlap x. */
 void lp_rows_gather(float *out, const float *x, const int64_t *idx, int64_t n, int64_t C);
 /* dx[idx[i]] += dout[i] (n,C), in order of i (repeated indices add up, as the reference
- * does, for every thread count). */
+ * does, for every thread count). An activation gradient that ACCUMULATES, unlike the rule
+ * above: dx (rows,C) is zeroed by the caller, or is a gradient it already holds (the
+ * residual stream's), into which the pooled rows' gradients add. */
 void lp_rows_scatter_add(float *dx, const float *dout, const int64_t *idx, int64_t n, int64_t C);
 
 /* ==== end of the decoder ops =========================================================== */
