@@ -348,9 +348,10 @@ void lp_swiglu_forward(float *out, const float *gate, const float *up, int64_t N
 void lp_swiglu_backward(float *dgate, float *dup, const float *dout, const float *gate, const float *up,
                         int64_t N, int64_t F, int64_t ld);
 
-/* Rotary position embeddings, transformers' rope_type values. "dynamic" (NTK scaling that
- * recomputes the frequencies from each batch's longest sequence) and "longrope" are refused
- * by lp_rope_inv_freq (LP_STATUS_UNSUPPORTED): the frequencies here are fixed per model. */
+/* Rotary position embeddings, transformers' rope_type values. The frequencies here are
+ * fixed per model: "dynamic" (NTK scaling recomputed from each batch's longest sequence) is
+ * refused by lp_rope_inv_freq (LP_STATUS_UNSUPPORTED); "longrope" has no lp_rope_type at
+ * all (a config reader refuses it). */
 typedef enum lp_rope_type {
     LP_ROPE_TYPE_DEFAULT = 0, /* none / "default" */
     LP_ROPE_TYPE_LINEAR,      /* "linear": inv_freq / factor */
@@ -391,7 +392,8 @@ void lp_rope_cache(float *cos, float *sin, const int32_t *pos, const float *inv_
                    int64_t D);
 /* Rotates x in place, HF rotate-half layout: for each of the N tokens and H heads (head h
  * of token n starts at x + n*ld + h*D) and i < D/2, with c = cos[n*D/2+i], s = sin[...]:
- * x[i] = x[i]*c - x[i+D/2]*s, x[i+D/2] = x[i+D/2]*c + x[i]*s. Applies to q (H heads) and to
+ * x[i] = x[i]*c - x[i+D/2]*s, x[i+D/2] = x[i+D/2]*c + x[i]*s (both from the old values:
+ * transformers' x*cos + rotate_half(x)*sin). Applies to q (H heads) and to
  * k (Hkv heads) inside a packed qkv buffer. Precondition: D even, ld >= H*D. */
 void lp_rope_forward(float *x, const float *cos, const float *sin, int64_t N, int64_t H, int64_t D, int64_t ld);
 /* The transposed rotation (angle -> -angle), in place on the gradient dx (same layout). */
