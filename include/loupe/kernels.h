@@ -390,8 +390,10 @@ void lp_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const f
 /* SiLU-gated MLP activation (Llama's act(gate_proj(x)) * up_proj(x), act = silu):
  * out (N,F) contiguous = silu(gate) * up, silu(g) = g * sigmoid(g), with gate[n*ld + f] and
  * up[n*ld + f] (ld >= F: the two halves of one (N,2F) GEMM output with ld = 2F, or two
- * (N,F) buffers with ld = F). Finite for every finite input (sigmoid never divides inf by
- * inf: silu(-1e30) = -0, silu(1e30) = 1e30). out must not overlap gate or up. */
+ * (N,F) buffers with ld = F). silu and its derivative are finite, never NaN, for every
+ * finite gate (the sigmoid never divides inf by inf: silu(-1e30) = -0, silu(1e30) = 1e30);
+ * only a product past float's range (silu(g) * up > 3.4e38) overflows, to inf as in torch.
+ * out must not overlap gate or up. */
 void lp_swiglu_forward(float *out, const float *gate, const float *up, int64_t N, int64_t F, int64_t ld);
 /* dgate = dout * up * silu'(gate), dup = dout * silu(gate) (both =, stride ld like gate and
  * up); dout (N,F) contiguous. In place is allowed: dgate may be gate and dup may be up (each
@@ -399,9 +401,10 @@ void lp_swiglu_forward(float *out, const float *gate, const float *up, int64_t N
 void lp_swiglu_backward(float *dgate, float *dup, const float *dout, const float *gate, const float *up,
                         int64_t N, int64_t F, int64_t ld);
 
-/* Rotary position embeddings, transformers' rope_type values. "dynamic" (NTK scaling that
- * recomputes the frequencies from each batch's longest sequence) and "longrope" are refused
- * by lp_rope_inv_freq (LP_STATUS_UNSUPPORTED): the frequencies here are fixed per model. */
+/* Rotary position embeddings, transformers' rope_type values. The frequencies here are
+ * fixed per model: "dynamic" (NTK scaling recomputed from each batch's longest sequence) is
+ * refused by lp_rope_inv_freq (LP_STATUS_UNSUPPORTED); "longrope" has no lp_rope_type at
+ * all (a config reader refuses it). */
 typedef enum lp_rope_type {
     LP_ROPE_TYPE_DEFAULT = 0, /* none / "default" */
     LP_ROPE_TYPE_LINEAR,      /* "linear": inv_freq / factor */
@@ -417,7 +420,8 @@ typedef enum lp_rope_type {
  * default true, so set no_truncate for a config with "truncate": false). */
 typedef struct lp_rope_scaling {
     lp_rope_type type;
-    double factor;              /* linear, llama3, yarn: > 0 */
+    double factor;              /* linear, llama3, yarn: > 0 (yarn without one in config.json:
+                                 * max_position_embeddings / original_max_position_embeddings) */
     double low_freq_factor;     /* llama3 */
     double high_freq_factor;    /* llama3: != low_freq_factor */
     double beta_fast, beta_slow; /* yarn */
@@ -441,7 +445,8 @@ void lp_rope_cache(float *cos, float *sin, const int32_t *pos, const float *inv_
                    int64_t D);
 /* Rotates x in place, HF rotate-half layout: for each of the N tokens and H heads (head h
  * of token n starts at x + n*ld + h*D) and i < D/2, with c = cos[n*D/2+i], s = sin[...]:
- * x[i] = x[i]*c - x[i+D/2]*s, x[i+D/2] = x[i+D/2]*c + x[i]*s. Applies to q (H heads) and to
+ * x[i] = x[i]*c - x[i+D/2]*s, x[i+D/2] = x[i+D/2]*c + x[i]*s (both from the old values:
+ * transformers' x*cos + rotate_half(x)*sin). Applies to q (H heads) and to
  * k (Hkv heads) inside a packed qkv buffer. Precondition: D even, ld >= H*D. */
 void lp_rope_forward(float *x, const float *cos, const float *sin, int64_t N, int64_t H, int64_t D, int64_t ld);
 /* The transposed rotation (angle -> -angle), in place on the gradient dx (same layout). */
@@ -452,7 +457,9 @@ void lp_rope_backward(float *dx, const float *cos, const float *sin, int64_t N, 
  * derives the indices from its own mask), not checked here. out must not overlap x. */
 void lp_rows_gather(float *out, const float *x, const int64_t *idx, int64_t n, int64_t C);
 /* dx[idx[i]] += dout[i] (n,C), in order of i (repeated indices add up, as the reference
- * does, for every thread count). */
+ * does, for every thread count). An activation gradient that ACCUMULATES, unlike the rule
+ * above: dx (rows,C) is zeroed by the caller, or is a gradient it already holds (the
+ * residual stream's), into which the pooled rows' gradients add. */
 void lp_rows_scatter_add(float *dx, const float *dout, const int64_t *idx, int64_t n, int64_t C);
 
 /* ==== end of the decoder ops =========================================================== */

@@ -75,8 +75,80 @@ static void test_ops_recorded(void **state)
     assert_int_equal(s.ln_dims[1], C);
 }
 
+/* The decoder ops: each wrapper one range, under its own name, with this call's FLOPs and
+ * its key dims (rows first). */
+static const char *const dec_names[] = {"lp::rmsnorm_forward", "lp::rmsnorm_backward", "lp::swiglu_forward",
+                                        "lp::swiglu_backward", "lp::rope_cache",        "lp::rope_forward",
+                                        "lp::rope_backward",   "lp::rows_gather",       "lp::rows_scatter_add"};
+#define N_DEC (sizeof dec_names / sizeof dec_names[0])
+
+typedef struct dec_seen {
+    int count[N_DEC];
+    double flops[N_DEC];
+    int64_t dim0[N_DEC];
+} dec_seen;
+
+static lp_status on_ready_dec(const lp_prof_events *ev, void *user)
+{
+    dec_seen *s = user;
+    for (size_t i = 0; i < lp_prof_events_count(ev); i++) {
+        const lp_prof_event *e = lp_prof_events_get(ev, i);
+        for (size_t k = 0; k < N_DEC; k++)
+            if (!strcmp(e->name, dec_names[k])) {
+                s->count[k]++;
+                s->flops[k] = e->flops;
+                s->dim0[k] = e->n_inputs == 1 ? e->input_dims[0] : -1;
+            }
+    }
+    return LP_OK;
+}
+
+static void test_decoder_ops_recorded(void **state)
+{
+    (void)state;
+    dec_seen s = {0};
+    lp_prof_config cfg;
+    lp_prof_config_init(&cfg);
+    cfg.record_shapes = cfg.with_flops = 1;
+    cfg.on_trace_ready = on_ready_dec;
+    cfg.user = &s;
+    assert_int_equal(lp_prof_start(&cfg), LP_OK);
+    enum { N = 3, C = 8, F = 4, H = 2, D = 4 };
+    float x[N * C], y[N * C], w[C], r[N], dw[C], gu[N * 2 * F], a[N * F], inv[D / 2], cs[N * D / 2], sn[N * D / 2];
+    int32_t pos[N] = {0, 1, 2};
+    int64_t idx[2] = {2, 0};
+    for (int i = 0; i < N * C; i++)
+        x[i] = 0.1f * (float)i;
+    for (int i = 0; i < C; i++)
+        w[i] = 1.0f, dw[i] = 0.0f;
+    for (int i = 0; i < N * 2 * F; i++)
+        gu[i] = 0.05f * (float)i;
+    lp_rmsnorm_forward(y, r, x, w, N, C, 1e-6f);
+    lp_rmsnorm_backward(y, dw, y, x, w, r, N, C);
+    lp_swiglu_forward(a, gu, gu + F, N, F, 2 * F);
+    lp_swiglu_backward(gu, gu + F, a, gu, gu + F, N, F, 2 * F);
+    assert_int_equal(lp_rope_inv_freq(inv, D, 10000.0, NULL, NULL), LP_OK);
+    lp_rope_cache(cs, sn, pos, inv, 1.0f, N, D);
+    lp_rope_forward(x, cs, sn, N, H, D, C);
+    lp_rope_backward(x, cs, sn, N, H, D, C);
+    lp_rows_gather(y, x, idx, 2, C);
+    lp_rows_scatter_add(x, y, idx, 2, C);
+    assert_int_equal(lp_prof_stop(), LP_OK);
+    static const int64_t dim0[N_DEC] = {N, N, N, N, N, N, N, 2, 2};
+    for (size_t k = 0; k < N_DEC; k++) {
+        if (s.count[k] != 1 || s.dim0[k] != dim0[k])
+            fprintf(stderr, "  %s: %d ranges, first dim %lld\n", dec_names[k], s.count[k], (long long)s.dim0[k]);
+        assert_int_equal(s.count[k], 1);
+        assert_int_equal(s.dim0[k], dim0[k]);
+    }
+    assert_float_equal(s.flops[0], 4.0 * N * C, 0);
+    assert_float_equal(s.flops[2], 6.0 * N * F, 0);
+    assert_float_equal(s.flops[5], 3.0 * N * H * D, 0);
+    assert_float_equal(s.flops[7], 0.0, 0); /* a copy */
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_ops_recorded)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_ops_recorded), cmocka_unit_test(test_decoder_ops_recorded)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

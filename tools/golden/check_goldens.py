@@ -15,6 +15,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 GOLDENS = {
     "cls_distilbert": "gen_cls_distilbert.py",
+    "decoder_ops": "gen_decoder_ops.py",  # the decoder kernels alone (RMSNorm, SwiGLU, RoPE)
     "cls_bert": "gen_cls_bert.py",
     "cls_bert_gelu_new": "gen_cls_bert_gelu_new.py",
     "minilm": "gen_minilm.py",

@@ -1,6 +1,8 @@
 /* The public wrappers of the decoder ops (RMSNorm, SwiGLU, RoPE, row gather/scatter): each
  * records its shapes, FLOPs and bytes moved with the profiler and calls the active table.
  * FLOPs count multiplies and adds (a sigmoid as 4: exp, add, divide, multiply). */
+#include <assert.h>
+
 #include "cpu_kernels.h"
 #include "op_record.h"
 
@@ -14,8 +16,8 @@ void lp_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *
     LP_OP_END();
 }
 
-void lp_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
-                         const float *rstd, int64_t N, int64_t C)
+void lp_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp,
+                         const float *weight, const float *rstd, int64_t N, int64_t C)
 {
     /* dinp: a 3-FLOP reduction and 4 FLOPs per element; dweight: 3 more, and a second read
      * of dout and inp */
@@ -41,24 +43,29 @@ void lp_swiglu_backward(float *dgate, float *dup, const float *dout, const float
     LP_OP_END();
 }
 
-void lp_rope_cache(float *cos, float *sin, const int32_t *pos, const float *inv_freq, float attn_factor, int64_t N,
-                   int64_t D)
+void lp_rope_cache(float *cos, float *sin, const int32_t *pos, const float *inv_freq, float attn_factor,
+                   int64_t N, int64_t D)
 {
     /* an angle, a cos and a sin (counted as one FLOP each) and two scalings per pair */
+    assert(D % 2 == 0 && "rope: odd head size (lp_rope_inv_freq refuses it)");
     LP_OP_BEGIN("lp::rope_cache", 5.0 * N * (D / 2), 4.0 * (N + D / 2 + N * D), 2, N, D);
     K->rope_cache(cos, sin, pos, inv_freq, attn_factor, N, D);
     LP_OP_END();
 }
 
-void lp_rope_forward(float *x, const float *cos, const float *sin, int64_t N, int64_t H, int64_t D, int64_t ld)
+void lp_rope_forward(float *x, const float *cos, const float *sin, int64_t N, int64_t H, int64_t D,
+                     int64_t ld)
 {
+    assert(D % 2 == 0 && "rope: odd head size (lp_rope_inv_freq refuses it)");
     LP_OP_BEGIN("lp::rope_forward", 3.0 * N * H * D, 4.0 * (2 * N * H * D + N * D), 3, N, H, D);
     K->rope_forward(x, cos, sin, N, H, D, ld);
     LP_OP_END();
 }
 
-void lp_rope_backward(float *dx, const float *cos, const float *sin, int64_t N, int64_t H, int64_t D, int64_t ld)
+void lp_rope_backward(float *dx, const float *cos, const float *sin, int64_t N, int64_t H, int64_t D,
+                      int64_t ld)
 {
+    assert(D % 2 == 0 && "rope: odd head size (lp_rope_inv_freq refuses it)");
     LP_OP_BEGIN("lp::rope_backward", 3.0 * N * H * D, 4.0 * (2 * N * H * D + N * D), 3, N, H, D);
     K->rope_backward(dx, cos, sin, N, H, D, ld);
     LP_OP_END();

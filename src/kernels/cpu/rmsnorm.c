@@ -9,8 +9,8 @@
 #include "simd.h"
 
 // out (N,C) =; rstd (N) =; inp (N,C); weight (C)
-void lp_k_rmsnorm_forward_ref(float *out, float *rstd, const float *inp, const float *weight, int64_t N, int64_t C,
-                              float eps)
+void lp_k_rmsnorm_forward_ref(float *out, float *rstd, const float *inp, const float *weight, int64_t N,
+                              int64_t C, float eps)
 {
     for (int64_t i = 0; i < N; i++) {
         const float *x = inp + i * C;
@@ -67,7 +67,8 @@ static inline float row_sumsq(const float *restrict x, int64_t C)
 }
 
 /* o[c] = w[c] * (x[c] * r) */
-static inline void row_scale(float *restrict o, const float *restrict x, const float *restrict w, float r, int64_t C)
+static inline void row_scale(float *restrict o, const float *restrict x, const float *restrict w, float r,
+                             int64_t C)
 {
     int64_t c = 0;
 #if defined(LP_HAVE_AVX512)
@@ -80,14 +81,15 @@ static inline void row_scale(float *restrict o, const float *restrict x, const f
 #elif defined(LP_HAVE_AVX2)
     __m256 rv = _mm256_set1_ps(r);
     for (; c + 8 <= C; c += 8)
-        _mm256_storeu_ps(o + c, _mm256_mul_ps(_mm256_loadu_ps(w + c), _mm256_mul_ps(_mm256_loadu_ps(x + c), rv)));
+        _mm256_storeu_ps(o + c,
+                         _mm256_mul_ps(_mm256_loadu_ps(w + c), _mm256_mul_ps(_mm256_loadu_ps(x + c), rv)));
 #endif
     for (; c < C; c++)
         o[c] = w[c] * (x[c] * r);
 }
 
-void lp_k_rmsnorm_forward_opt(float *out, float *rstd, const float *inp, const float *weight, int64_t N, int64_t C,
-                              float eps)
+void lp_k_rmsnorm_forward_opt(float *out, float *rstd, const float *inp, const float *weight, int64_t N,
+                              int64_t C, float eps)
 {
 #pragma omp parallel for schedule(static) if (N * C >= LP_PAR_MIN)
     for (int64_t i = 0; i < N; i++) {
@@ -98,8 +100,8 @@ void lp_k_rmsnorm_forward_opt(float *out, float *rstd, const float *inp, const f
 }
 
 // dinp (N,C) =; dweight (C) +=; dout, inp (N,C); weight (C); rstd (N). dinp may alias dout.
-void lp_k_rmsnorm_backward_ref(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
-                               const float *rstd, int64_t N, int64_t C)
+void lp_k_rmsnorm_backward_ref(float *dinp, float *dweight, const float *dout, const float *inp,
+                               const float *weight, const float *rstd, int64_t N, int64_t C)
 {
     for (int64_t i = 0; i < N; i++) {
         const float *x = inp + i * C, *d = dout + i * C;
@@ -117,15 +119,16 @@ void lp_k_rmsnorm_backward_ref(float *dinp, float *dweight, const float *dout, c
 }
 
 /* sum of d[c] * w[c] * x[c] over one row */
-static inline float row_dot3(const float *restrict d, const float *restrict w, const float *restrict x, int64_t C)
+static inline float row_dot3(const float *restrict d, const float *restrict w, const float *restrict x,
+                             int64_t C)
 {
     int64_t c = 0;
     float s = 0.0f;
 #if defined(LP_HAVE_AVX512)
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
     for (; c + 32 <= C; c += 32) {
-        a0 = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_loadu_ps(d + c), _mm512_loadu_ps(w + c)), _mm512_loadu_ps(x + c),
-                             a0);
+        a0 = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_loadu_ps(d + c), _mm512_loadu_ps(w + c)),
+                             _mm512_loadu_ps(x + c), a0);
         a1 = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_loadu_ps(d + c + 16), _mm512_loadu_ps(w + c + 16)),
                              _mm512_loadu_ps(x + c + 16), a1);
     }
@@ -138,14 +141,14 @@ static inline float row_dot3(const float *restrict d, const float *restrict w, c
 #elif defined(LP_HAVE_AVX2)
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
     for (; c + 16 <= C; c += 16) {
-        a0 = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(d + c), _mm256_loadu_ps(w + c)), _mm256_loadu_ps(x + c),
-                             a0);
+        a0 = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(d + c), _mm256_loadu_ps(w + c)),
+                             _mm256_loadu_ps(x + c), a0);
         a1 = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(d + c + 8), _mm256_loadu_ps(w + c + 8)),
                              _mm256_loadu_ps(x + c + 8), a1);
     }
     if (c + 8 <= C) {
-        a0 = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(d + c), _mm256_loadu_ps(w + c)), _mm256_loadu_ps(x + c),
-                             a0);
+        a0 = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(d + c), _mm256_loadu_ps(w + c)),
+                             _mm256_loadu_ps(x + c), a0);
         c += 8;
     }
     s = lp_hsum256(_mm256_add_ps(a0, a1));
@@ -156,15 +159,16 @@ static inline float row_dot3(const float *restrict d, const float *restrict w, c
 }
 
 /* di[c] = r * d[c] * w[c] - k * x[c]; di may be d */
-static inline void row_dinp(float *di, const float *d, const float *restrict w, const float *restrict x, float r,
-                            float k, int64_t C)
+static inline void row_dinp(float *di, const float *d, const float *restrict w, const float *restrict x,
+                            float r, float k, int64_t C)
 {
     int64_t c = 0;
 #if defined(LP_HAVE_AVX512)
     __m512 rv = _mm512_set1_ps(r), kv = _mm512_set1_ps(k);
     for (; c < C; c += 16) {
         __mmask16 m = C - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c)) - 1);
-        __m512 g = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, d + c), rv), _mm512_maskz_loadu_ps(m, w + c));
+        __m512 g = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, d + c), rv),
+                                 _mm512_maskz_loadu_ps(m, w + c));
         _mm512_mask_storeu_ps(di + c, m, _mm512_fnmadd_ps(kv, _mm512_maskz_loadu_ps(m, x + c), g));
     }
 #elif defined(LP_HAVE_AVX2)
@@ -178,8 +182,8 @@ static inline void row_dinp(float *di, const float *d, const float *restrict w, 
         di[c] = d[c] * r * w[c] - k * x[c];
 }
 
-void lp_k_rmsnorm_backward_opt(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
-                               const float *rstd, int64_t N, int64_t C)
+void lp_k_rmsnorm_backward_opt(float *dinp, float *dweight, const float *dout, const float *inp,
+                               const float *weight, const float *rstd, int64_t N, int64_t C)
 {
     int par = N * C >= LP_PAR_MIN;
     /* Pass 1, the weight gradient first (dinp may be dout), columns split across threads:

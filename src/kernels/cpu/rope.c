@@ -10,8 +10,8 @@
 #include "simd.h"
 
 // cos, sin (N, D/2) =; pos (N); inv_freq (D/2)
-void lp_k_rope_cache_ref(float *cos_, float *sin_, const int32_t *pos, const float *inv_freq, float attn_factor,
-                         int64_t N, int64_t D)
+void lp_k_rope_cache_ref(float *cos_, float *sin_, const int32_t *pos, const float *inv_freq,
+                         float attn_factor, int64_t N, int64_t D)
 {
     int64_t half = D / 2;
     for (int64_t n = 0; n < N; n++)
@@ -22,8 +22,8 @@ void lp_k_rope_cache_ref(float *cos_, float *sin_, const int32_t *pos, const flo
         }
 }
 
-void lp_k_rope_cache_opt(float *cos_, float *sin_, const int32_t *pos, const float *inv_freq, float attn_factor,
-                         int64_t N, int64_t D)
+void lp_k_rope_cache_opt(float *cos_, float *sin_, const int32_t *pos, const float *inv_freq,
+                         float attn_factor, int64_t N, int64_t D)
 {
     int64_t half = D / 2;
 #pragma omp parallel for schedule(static) if (N * half >= LP_PAR_MIN / 8)
@@ -38,8 +38,8 @@ void lp_k_rope_cache_opt(float *cos_, float *sin_, const int32_t *pos, const flo
 }
 
 /* sgn = +1: forward rotation; -1: the transpose (backward) */
-static void rotate_ref(float *x, const float *cos_, const float *sin_, int64_t N, int64_t H, int64_t D, int64_t ld,
-                       double sgn)
+static void rotate_ref(float *x, const float *cos_, const float *sin_, int64_t N, int64_t H, int64_t D,
+                       int64_t ld, double sgn)
 {
     int64_t half = D / 2;
     for (int64_t n = 0; n < N; n++)
@@ -104,8 +104,8 @@ static inline void rotate_head(float *restrict x1, float *restrict x2, const flo
     }
 }
 
-static void rotate_opt(float *x, const float *cos_, const float *sin_, int64_t N, int64_t H, int64_t D, int64_t ld,
-                       float sgn)
+static void rotate_opt(float *x, const float *cos_, const float *sin_, int64_t N, int64_t H, int64_t D,
+                       int64_t ld, float sgn)
 {
     int64_t half = D / 2;
 #pragma omp parallel for schedule(static) if (N * H * D >= LP_PAR_MIN)

@@ -51,7 +51,10 @@ static double correction_dim(double num_rot, int64_t D, double theta, double max
     return ((double)D * log(max_pos / (num_rot * TWO_PI))) / (2.0 * log(theta));
 }
 
-static double yarn_mscale(double scale, double m) { return scale <= 1.0 ? 1.0 : 0.1 * m * log(scale) + 1.0; }
+static double yarn_mscale(double scale, double m)
+{
+    return scale <= 1.0 ? 1.0 : 0.1 * m * log(scale) + 1.0;
+}
 
 static double yarn_freqs(float *inv_freq, const lp_rope_scaling *s, double theta, float base, int64_t D)
 {
@@ -91,35 +94,43 @@ static lp_status check_scaling(const lp_rope_scaling *s)
         return lp_err(LP_STATUS_INVALID_ARG, "rope_scaling: unknown rope type %d", (int)s->type);
     const char *t = names[s->type];
     if (s->type == LP_ROPE_TYPE_DYNAMIC)
-        return lp_err(LP_STATUS_UNSUPPORTED,
-                      "rope_scaling: rope_type \"dynamic\" is not supported (its frequencies change with each batch's "
-                      "length); use \"linear\" or \"yarn\"");
+        return lp_err(
+            LP_STATUS_UNSUPPORTED,
+            "rope_scaling: rope_type \"dynamic\" is not supported (its frequencies change with each batch's "
+            "length); use \"linear\" or \"yarn\"");
     if (s->type == LP_ROPE_TYPE_DEFAULT)
         return LP_OK;
     if (!(s->factor > 0.0) || !isfinite(s->factor))
-        return lp_err(LP_STATUS_INVALID_ARG, "rope_scaling (%s): factor %g must be finite and > 0", t, s->factor);
+        return lp_err(LP_STATUS_INVALID_ARG, "rope_scaling (%s): factor %g must be finite and > 0", t,
+                      s->factor);
     if (s->type == LP_ROPE_TYPE_LINEAR)
         return LP_OK;
     if (s->original_max_pos <= 0)
-        return lp_err(LP_STATUS_INVALID_ARG, "rope_scaling (%s): original_max_position_embeddings %lld must be > 0", t,
+        return lp_err(LP_STATUS_INVALID_ARG,
+                      "rope_scaling (%s): original_max_position_embeddings %lld must be > 0", t,
                       (long long)s->original_max_pos);
     if (s->type == LP_ROPE_TYPE_LLAMA3) {
         if (!(s->low_freq_factor > 0.0) || !(s->high_freq_factor > 0.0))
-            return lp_err(LP_STATUS_INVALID_ARG, "rope_scaling (llama3): low_freq_factor %g and high_freq_factor %g "
-                          "must be > 0", s->low_freq_factor, s->high_freq_factor);
+            return lp_err(LP_STATUS_INVALID_ARG,
+                          "rope_scaling (llama3): low_freq_factor %g and high_freq_factor %g "
+                          "must be > 0",
+                          s->low_freq_factor, s->high_freq_factor);
         if (s->high_freq_factor == s->low_freq_factor)
-            return lp_err(LP_STATUS_INVALID_ARG, "rope_scaling (llama3): high_freq_factor equals low_freq_factor (%g)",
+            return lp_err(LP_STATUS_INVALID_ARG,
+                          "rope_scaling (llama3): high_freq_factor equals low_freq_factor (%g)",
                           s->low_freq_factor);
         return LP_OK;
     }
     if (s->beta_fast < 0.0 || s->beta_slow < 0.0 || s->mscale < 0.0 || s->mscale_all_dim < 0.0 ||
         s->attention_factor < 0.0)
-        return lp_err(LP_STATUS_INVALID_ARG, "rope_scaling (yarn): beta_fast, beta_slow, mscale, mscale_all_dim "
+        return lp_err(LP_STATUS_INVALID_ARG,
+                      "rope_scaling (yarn): beta_fast, beta_slow, mscale, mscale_all_dim "
                       "and attention_factor must not be negative");
     return LP_OK;
 }
 
-lp_status lp_rope_inv_freq(float *inv_freq, int64_t D, double theta, const lp_rope_scaling *s, float *attn_factor)
+lp_status lp_rope_inv_freq(float *inv_freq, int64_t D, double theta, const lp_rope_scaling *s,
+                           float *attn_factor)
 {
     static const lp_rope_scaling none = {.type = LP_ROPE_TYPE_DEFAULT};
     if (!s)

@@ -10,7 +10,10 @@
 #include "simd.h"
 
 /* The reference evaluates in double so it is the accurate side of every comparison. */
-static inline double sigmoid1(double g) { return 1.0 / (1.0 + exp(-g)); }
+static inline double sigmoid1(double g)
+{
+    return 1.0 / (1.0 + exp(-g));
+}
 
 // out (N,F) =; gate, up (N, ld)
 void lp_k_swiglu_forward_ref(float *out, const float *gate, const float *up, int64_t N, int64_t F, int64_t ld)
@@ -36,7 +39,10 @@ void lp_k_swiglu_backward_ref(float *dgate, float *dup, const float *dout, const
 }
 
 /* float versions for the tails of the vector loops (same formulas as the lanes) */
-static inline float sig1f(float g) { return 1.0f / (1.0f + expf(-g)); }
+static inline float sig1f(float g)
+{
+    return 1.0f / (1.0f + expf(-g));
+}
 
 static void fwd_row(float *restrict o, const float *restrict g, const float *restrict u, int64_t F)
 {
