@@ -273,6 +273,7 @@ def run(arch, out):
     t["rope.inv_freq"] = model.model.rotary_emb.inv_freq
     meta = meta_for(arch, model, r32, r64, init)
     meta["padding_consistency"] = check_unpadded(model, head)
+    check_fully_masked(model, head)
     if a["family"] == "mistral":
         meta["sliding_window_binds"] = check_window_binds(model)
     gc.save_golden(out, t, meta)
@@ -298,6 +299,23 @@ def check_unpadded(model, head):
             "how": "max |logits of the padded batch (real positions) - logits of each row run "
                    "alone, unpadded, without attention_mask or position_ids| in float32: "
                    "padding changes only rounding"}
+
+
+def check_fully_masked(model, head):
+    """dm.MASK_RULE['fully_masked_rows'] holds: every left-pad query's attention weights are
+    exactly 1/T on every key, and no real query puts weight on a pad key."""
+    batch = dm.make_batch("left", head)
+    T = batch["input_ids"].shape[1]
+    with torch.no_grad():
+        att = model(**dm.forward_kwargs(batch), output_attentions=True).attentions
+    pad = batch["attention_mask"] == 0
+    for a in att:
+        for r in range(a.shape[0]):
+            if not pad[r].any():
+                continue
+            w = a[r][:, pad[r]]
+            assert torch.equal(w, torch.full_like(w, 1.0 / T)), "fully masked row not uniform"
+            assert a[r][:, ~pad[r]][:, :, pad[r]].abs().max() == 0, "real query sees a pad"
 
 
 def check_window_binds(model):

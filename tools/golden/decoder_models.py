@@ -185,5 +185,6 @@ MASK_RULE = {
                          "pad) gets finfo.min on every key; score + finfo.min rounds to "
                          "finfo.min exactly, so softmax is uniform 1/T over ALL T keys of the "
                          "row (pads and later real tokens included): its attention output is "
-                         "the mean of the value vectors of the whole row",
+                         "the mean of the value vectors of the whole row (the generator checks "
+                         "this on output_attentions of the left batch)",
 }
