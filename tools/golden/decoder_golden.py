@@ -273,7 +273,7 @@ def run(arch, out):
     t["rope.inv_freq"] = model.model.rotary_emb.inv_freq
     meta = meta_for(arch, model, r32, r64, init)
     meta["padding_consistency"] = check_unpadded(model, head)
-    check_fully_masked(model, head)
+    check_mask_rule(model, head)
     if a["family"] == "mistral":
         meta["sliding_window_binds"] = check_window_binds(model)
     gc.save_golden(out, t, meta)
@@ -301,21 +301,35 @@ def check_unpadded(model, head):
                    "padding changes only rounding"}
 
 
-def check_fully_masked(model, head):
-    """dm.MASK_RULE['fully_masked_rows'] holds: every left-pad query's attention weights are
-    exactly 1/T on every key, and no real query puts weight on a pad key."""
-    batch = dm.make_batch("left", head)
-    T = batch["input_ids"].shape[1]
-    with torch.no_grad():
-        att = model(**dm.forward_kwargs(batch), output_attentions=True).attentions
-    pad = batch["attention_mask"] == 0
-    for a in att:
-        for r in range(a.shape[0]):
-            if not pad[r].any():
-                continue
-            w = a[r][:, pad[r]]
+def visible(mask, window):
+    """[B, T, T] bool: key j visible to query i (dm.MASK_RULE, written out)."""
+    T = mask.shape[1]
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    v = (j <= i) & mask.bool()[:, None, :]
+    if window is not None:
+        v &= j > i - window
+    return v
+
+
+def check_mask_rule(model, head):
+    """The attention weights transformers computes follow dm.MASK_RULE exactly: non-zero on
+    the visible keys only, and 1/T on every key for a query that sees none."""
+    window = getattr(model.config, "sliding_window", None)
+    for b in BATCHES:
+        batch = dm.make_batch(b, head)
+        T = batch["input_ids"].shape[1]
+        vis = visible(batch["attention_mask"], window)
+        with torch.no_grad():
+            att = model(**dm.forward_kwargs(batch), output_attentions=True).attentions
+        for a in att:
+            none = ~vis.any(-1)  # [B, T] queries that see no key
+            some = vis & ~none[..., None]
+            assert bool((a > 0).eq(vis[:, None]).logical_or(~some[:, None]).all()), b
+            w = a.permute(0, 2, 1, 3)[none]
             assert torch.equal(w, torch.full_like(w, 1.0 / T)), "fully masked row not uniform"
-            assert a[r][:, ~pad[r]][:, :, pad[r]].abs().max() == 0, "real query sees a pad"
+            if b == "left":
+                assert none.any(), "the left batch has no fully masked query"
 
 
 def check_window_binds(model):
@@ -400,6 +414,7 @@ def meta_for(arch, model, r32, r64, init):
         "attention implementation 'eager'; torch on one thread, deterministic algorithms",
         "masking (transformers masking_utils, eager): " + dm.MASK_RULE["eager"],
         "fully masked rows: " + dm.MASK_RULE["fully_masked_rows"],
+        dm.MASK_RULE["checked"],
     ]
     if cls:
         notes.append("classification token: " + dm.CLS_POOL_RULE)
