@@ -455,6 +455,10 @@ def meta_for(arch, model, r32, r64, init):
                      "bit-identical logits (the generator checks it)")
         notes.append("right-pad positions attend to the real tokens before them (ordinary "
                      "causal rows): their logits are computed but meaningless")
+    notes.append("no parameter has an analytically zero gradient (unlike BERT's key bias, "
+                 "cls_* goldens): every grad.* is a real signal, compare them all" +
+                 ("; Qwen2's k_proj.bias is rotated by RoPE before the q.k product, so "
+                  "softmax does not cancel it" if a["family"] == "qwen2" else ""))
     notes.append("embed_tokens row pad_token_id (0) gets zero gradient from the lookup "
                  "(nn.Embedding padding_idx)" + ("; the tied lm_head adds its own, non-zero, "
                                                  "gradient to that row" if a["tie"] else ""))

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import re
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -163,14 +164,26 @@ def section(name, meta):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--golden-dir", default=os.path.join(ROOT, "tests", "golden"))
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 if DECODER.md differs from what would be written")
     args = ap.parse_args()
     lines = [INTRO]
     for g in GOLDENS:
         with open(os.path.join(args.golden_dir, g, "golden.json")) as f:
             lines += section(g, json.load(f))
-    with open(os.path.join(args.golden_dir, "DECODER.md"), "w") as f:
-        f.write("\n".join(lines).rstrip() + "\n")
+    text = "\n".join(lines).rstrip() + "\n"
+    path = os.path.join(args.golden_dir, "DECODER.md")
+    if args.check:
+        with open(path) as f:
+            if f.read() != text:
+                print("%s is stale: run python3 tools/golden/decoder_md.py" % path)
+                return 1
+        print("ok   DECODER.md")
+        return 0
+    with open(path, "w") as f:
+        f.write(text)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
