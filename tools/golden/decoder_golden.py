@@ -232,11 +232,18 @@ def model_notes(arch, model):
             "s = (original_max/wavelen - low_freq_factor)/(high_freq_factor - "
             "low_freq_factor). With head_dim 16 and theta 1e4: frequency 0 unchanged, 1 "
             "smoothed, 2..7 divided by 8. attention_factor 1 (cos/sin unscaled)")
+        import transformers
         notes["rope"]["config_keys"] = (
-            "transformers %s writes the RoPE settings as config.json 'rope_parameters' "
+            "transformers " + transformers.__version__ + " writes the RoPE settings as config.json 'rope_parameters' "
             "{rope_type, rope_theta, factor, ...}; Llama-3.x checkpoints on the hub carry the "
             "older 'rope_theta' + 'rope_scaling' {rope_type (or type) 'llama3', ...} keys, which "
             "transformers converts to rope_parameters on load: an engine should read both")
+        inv = model.model.rotary_emb.inv_freq
+        plain = 1.0 / (cfg.rope_parameters["rope_theta"] **
+                       (torch.arange(0, dm.HEAD_DIM, 2, dtype=torch.float) / dm.HEAD_DIM))
+        ratio = inv / plain
+        # The note's claim about which frequencies fall in which regime.
+        assert ratio[0] == 1 and 0.125 < ratio[1] < 1 and torch.allclose(ratio[2:], torch.tensor(0.125))
     if a["family"] == "mistral":
         notes["sliding_window"] = a["sliding_window"]
         notes["mask"] = dm.MASK_RULE["sliding"]
@@ -273,6 +280,9 @@ def run(arch, out):
     t["rope.inv_freq"] = model.model.rotary_emb.inv_freq
     meta = meta_for(arch, model, r32, r64, init)
     meta["padding_consistency"] = check_unpadded(model, head)
+    check_mask_rule(model, head)
+    if head == "lm":
+        check_pad_positions_inert(model)
     if a["family"] == "mistral":
         meta["sliding_window_binds"] = check_window_binds(model)
     gc.save_golden(out, t, meta)
@@ -298,6 +308,49 @@ def check_unpadded(model, head):
             "how": "max |logits of the padded batch (real positions) - logits of each row run "
                    "alone, unpadded, without attention_mask or position_ids| in float32: "
                    "padding changes only rounding"}
+
+
+def visible(mask, window):
+    """[B, T, T] bool: key j visible to query i (dm.MASK_RULE, written out)."""
+    T = mask.shape[1]
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    v = (j <= i) & mask.bool()[:, None, :]
+    if window is not None:
+        v &= j > i - window
+    return v
+
+
+def check_mask_rule(model, head):
+    """The attention weights transformers computes follow dm.MASK_RULE exactly: non-zero on
+    the visible keys only, and 1/T on every key for a query that sees none."""
+    window = getattr(model.config, "sliding_window", None)
+    for b in BATCHES:
+        batch = dm.make_batch(b, head)
+        T = batch["input_ids"].shape[1]
+        vis = visible(batch["attention_mask"], window)
+        with torch.no_grad():
+            att = model(**dm.forward_kwargs(batch), output_attentions=True).attentions
+        for a in att:
+            none = ~vis.any(-1)  # [B, T] queries that see no key
+            some = vis & ~none[..., None]
+            assert bool((a > 0).eq(vis[:, None]).logical_or(~some[:, None]).all()), b
+            w = a.permute(0, 2, 1, 3)[none]
+            assert torch.equal(w, torch.full_like(w, 1.0 / T)), "fully masked row not uniform"
+            if b == "left":
+                assert none.any(), "the left batch has no fully masked query"
+
+
+def check_pad_positions_inert(model):
+    """The note that pad position ids do not matter: generate()'s convention (1 on pads)
+    gives bit-identical logits to (cumsum - 1).clamp(0) (0 on pads)."""
+    batch = dm.make_batch("left", "lm")
+    other = batch["position_ids"].masked_fill(batch["attention_mask"] == 0, 1)
+    with torch.no_grad():
+        a = model(**dm.forward_kwargs(batch)).logits
+        c = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                  position_ids=other).logits
+    assert torch.equal(a, c)
 
 
 def check_window_binds(model):
@@ -382,6 +435,7 @@ def meta_for(arch, model, r32, r64, init):
         "attention implementation 'eager'; torch on one thread, deterministic algorithms",
         "masking (transformers masking_utils, eager): " + dm.MASK_RULE["eager"],
         "fully masked rows: " + dm.MASK_RULE["fully_masked_rows"],
+        dm.MASK_RULE["checked"],
     ]
     if cls:
         notes.append("classification token: " + dm.CLS_POOL_RULE)
@@ -398,9 +452,13 @@ def meta_for(arch, model, r32, r64, init):
         notes.append("pad positions: their position_ids do not matter (a fully masked query "
                      "attends uniformly whatever q is; pad keys are invisible to every other "
                      "query), so (cumsum-1).clamp(0) and generate()'s masked_fill(pad, 1) give "
-                     "the same numbers")
+                     "bit-identical logits (the generator checks it)")
         notes.append("right-pad positions attend to the real tokens before them (ordinary "
                      "causal rows): their logits are computed but meaningless")
+    notes.append("no parameter has an analytically zero gradient (unlike BERT's key bias, "
+                 "cls_* goldens): every grad.* is a real signal, compare them all" +
+                 ("; Qwen2's k_proj.bias is rotated by RoPE before the q.k product, so "
+                  "softmax does not cancel it" if a["family"] == "qwen2" else ""))
     notes.append("embed_tokens row pad_token_id (0) gets zero gradient from the lookup "
                  "(nn.Embedding padding_idx)" + ("; the tied lm_head adds its own, non-zero, "
                                                  "gradient to that row" if a["tie"] else ""))

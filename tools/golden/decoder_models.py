@@ -186,4 +186,7 @@ MASK_RULE = {
                          "finfo.min exactly, so softmax is uniform 1/T over ALL T keys of the "
                          "row (pads and later real tokens included): its attention output is "
                          "the mean of the value vectors of the whole row",
+    "checked": "the generator checks these rules on output_attentions of both batches: "
+               "weights non-zero exactly on the visible keys, 1/T everywhere on a query that "
+               "sees none",
 }
