@@ -250,8 +250,8 @@ void lp_model_lora_info(const lp_model *m, lp_lora_info *out);
 const lp_qweight *lp_model_qweight(const lp_model *m, const char *name);
 
 /* Writes a PEFT adapter directory that PeftModel.from_pretrained loads onto the base model:
- * adapter_config.json (LoraConfig fields, task SEQ_CLS, modules_to_save
- * ["classifier","score"]), adapter_model.safetensors (f32; PEFT's names:
+ * adapter_config.json (LoraConfig fields; task SEQ_CLS with modules_to_save
+ * ["classifier","score"], or CAUSAL_LM with none), adapter_model.safetensors (f32; PEFT's names:
  * base_model.model.<module>.lora_A.weight / .lora_B.weight and the head's
  * base_model.model.classifier.weight, ...) and a short README.md. The directory appears
  * complete or not at all. Errors: INVALID_ARG for a model without adapters, IO naming the

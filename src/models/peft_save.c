@@ -161,7 +161,7 @@ static lp_status write_config(const lp_model *m, const char *path)
         p = e + 1;
     }
     cJSON_AddNullToObject(c, "target_parameters");
-    cJSON_AddStringToObject(c, "task_type", "SEQ_CLS");
+    cJSON_AddStringToObject(c, "task_type", m->task == LP_MODEL_TASK_CAUSAL_LM ? "CAUSAL_LM" : "SEQ_CLS");
     cJSON_AddNullToObject(c, "trainable_token_indices");
     cJSON_AddFalseToObject(c, "use_dora");
     cJSON_AddBoolToObject(c, "use_rslora", m->lora.rslora);

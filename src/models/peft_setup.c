@@ -426,7 +426,7 @@ lp_status lp_model__peft_setup(lp_model *m)
         st = ac.target_regex ? mark_regex(m, ac.target_regex, what)
                              : mark_list(m, ac.targets, ac.n_targets, false, what);
         // PEFT adds classifier/score for SEQ_CLS whatever the file lists
-        for (size_t i = 0; st == LP_OK && i < 2; i++) {
+        for (size_t i = 0; st == LP_OK && m->task == LP_MODEL_TASK_SEQ_CLS && i < 2; i++) {
             bool have = false;
             for (size_t j = 0; j < ac.n_mts; j++)
                 have |= !strcmp(ac.mts[j], default_mts[i]);
@@ -483,7 +483,7 @@ lp_status lp_model__peft_setup(lp_model *m)
                 st = mark_list(m, ents, ne, true, "--targets");
         }
         free_strs(ents, ne);
-        if (st == LP_OK)
+        if (st == LP_OK && m->task == LP_MODEL_TASK_SEQ_CLS) // PeftModelForCausalLM saves no module whole
             st = split_commas("classifier,score", &mts, &n_mts); // freed with the model, even on error
     }
     m->mts = mts;

@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,13 +206,87 @@ GOLDEN_TEST(lora_llama_cls, false, true, false)
 GOLDEN_TEST(lora_qwen2_lm, true, true, false)
 GOLDEN_TEST(qlora_llama_lm, true, true, true)
 
+/* An adapter loupe saves (after one SGD step, so lora_B is loupe's own) is PEFT's format for a
+ * causal LM (task CAUSAL_LM, nothing in modules_to_save) and reloads to the same logits; the
+ * directory and those logits stay in the build tree for tools/check_peft_decoder.py, which
+ * loads them with PEFT. */
+static void test_adapter_round_trip(void **state)
+{
+    (void)state;
+    const golden gd = {"lora_qwen2_lm", true, true, false};
+    lp_model *m = load(&gd, LP_EXEC_MODE_FUSED, false);
+    lp_st_file *g = gold_open("tests/golden/lora_qwen2_lm/golden.safetensors");
+    int64_t n = 0;
+    int32_t *ids = need_i32(g, "right.input_ids", &n), *mask = need_i32(g, "right.attention_mask", NULL),
+            *labels = need_i32(g, "right.labels", NULL);
+    const int32_t B = 3, T = (int32_t)(n / B);
+    float loss;
+    lp_model_zero_grad(m);
+    if (lp_model_loss_forward(m, ids, mask, NULL, labels, B, T, NULL, &loss) != LP_OK || lp_model_backward(m) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    size_t np;
+    const lp_model_param *p = lp_model_params(m, &np);
+    for (size_t i = 0; i < np; i++)
+        if (p[i].grad)
+            for (int64_t j = 0; j < p[i].numel; j++)
+                p[i].data[j] -= 0.05f * p[i].grad[j];
+    lp_model_info info;
+    lp_model_info_get(m, &info);
+    const int64_t V = info.vocab_size;
+    float *a = malloc((size_t)(B * T * V) * sizeof *a), *b = malloc((size_t)(B * T * V) * sizeof *b);
+    assert_non_null(a);
+    assert_non_null(b);
+    lp_model_set_training(m, false);
+    assert_int_equal(lp_model_forward(m, ids, mask, NULL, B, T, a), LP_OK);
+    const char *bd = getenv("LP_BUILD_DIR");
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/test_model_save/lora_qwen2_lm_adapter", bd ? bd : "build");
+    assert_int_equal(lp_model_save_adapter(m, dir), LP_OK);
+    snprintf(path, sizeof path, "%s/adapter_config.json", dir);
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(lp_file_read_all(path, &text, &len), LP_OK);
+    cJSON *cfg = cJSON_ParseWithLength(text, len);
+    assert_non_null(cfg);
+    assert_string_equal(cJSON_GetObjectItem(cfg, "task_type")->valuestring, "CAUSAL_LM");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cfg, "modules_to_save")), 0);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cfg, "target_modules")), 7); // all-linear, resolved
+    cJSON_Delete(cfg);
+    free(text);
+    // reloaded from loupe's own file: the same logits, bit for bit
+    lp_model_options o;
+    lp_model_options_init(&o);
+    o.exec = LP_EXEC_MODE_FUSED;
+    o.quiet = true;
+    o.lora.enabled = true;
+    o.lora.adapter_dir = dir;
+    lp_model *r = NULL;
+    if (lp_model_load("tests/golden/lora_qwen2_lm", &o, &r) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    assert_int_equal(lp_model_forward(r, ids, mask, NULL, B, T, b), LP_OK);
+    assert_memory_equal(a, b, (size_t)(B * T * V) * sizeof *a);
+    // the logits for PEFT's side of the check
+    snprintf(path, sizeof path, "%s/loupe_logits.safetensors", dir);
+    const int64_t shape[3] = {B, T, V};
+    lp_st_write_tensor t = {.name = "logits", .dtype = LP_ST_DTYPE_F32, .ndim = 3, .shape = shape, .data = a};
+    assert_int_equal(lp_st_write(path, &t, 1, NULL, 0), LP_OK);
+    lp_model_free(r);
+    lp_model_free(m);
+    free(a);
+    free(b);
+    free(ids);
+    free(mask);
+    free(labels);
+    lp_st_close(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama_cls), cmocka_unit_test(test_llama_lm), cmocka_unit_test(test_mistral_lm),
         cmocka_unit_test(test_qwen2_cls), cmocka_unit_test(test_qwen2_lm), cmocka_unit_test(test_smollm_lm),
         cmocka_unit_test(test_lora_llama_cls), cmocka_unit_test(test_lora_qwen2_lm),
-        cmocka_unit_test(test_qlora_llama_lm),
+        cmocka_unit_test(test_qlora_llama_lm),  cmocka_unit_test(test_adapter_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
