@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +181,64 @@ static void save_round_trip(void **state)
     lp_model_free(m);
 }
 
+/* A bf16 decoder checkpoint sharded in two files (model.safetensors.index.json) loads as the
+ * f32 golden rounded to bf16, value for value, and gives finite logits. */
+static void decoder_sharded_bf16(void **state)
+{
+    (void)state;
+    const char *bd = getenv("LP_BUILD_DIR");
+    lp_st_set *w;
+    assert_int_equal(lp_st_set_open_dir("tests/golden/qwen2_lm", &w), LP_OK);
+    lp_model *ref = load("tests/golden/qwen2_lm", false);
+    char dir[256], path[400], cmd[1400];
+    snprintf(dir, sizeof dir, "%s/test_model_sharded_bf16", bd ? bd : "build");
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s' && cp tests/golden/qwen2_lm/config.json '%s/'", dir, dir, dir);
+    assert_int_equal(system(cmd), 0);
+    const size_t n = lp_st_set_count(w), half = n / 2;
+    lp_st_write_tensor *t = calloc(n, sizeof *t);
+    uint16_t **bufs = calloc(n, sizeof *bufs);
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    FILE *idx = fopen(path, "w");
+    assert_non_null(idx);
+    fprintf(idx, "{\"metadata\": {\"total_size\": 0}, \"weight_map\": {");
+    for (size_t i = 0; i < n; i++) {
+        const lp_st_tensor *x = lp_st_set_at(w, i);
+        bufs[i] = malloc(x->numel * 2 + 2);
+        lp_f32_to_bf16_n(bufs[i], x->data, (int64_t)x->numel);
+        t[i] = (lp_st_write_tensor){x->name, LP_ST_DTYPE_BF16, x->ndim, x->shape, bufs[i]};
+        fprintf(idx, "%s\"%s\": \"model-0000%d-of-00002.safetensors\"", i ? ", " : "", x->name, i < half ? 1 : 2);
+    }
+    fprintf(idx, "}}\n");
+    fclose(idx);
+    snprintf(path, sizeof path, "%s/model-00001-of-00002.safetensors", dir);
+    assert_int_equal(lp_st_write(path, t, half, NULL, 0), LP_OK);
+    snprintf(path, sizeof path, "%s/model-00002-of-00002.safetensors", dir);
+    assert_int_equal(lp_st_write(path, t + half, n - half, NULL, 0), LP_OK);
+    lp_model *m = load(dir, false);
+    size_t np, nq;
+    const lp_model_param *p = lp_model_params(m, &np), *q = lp_model_params(ref, &nq);
+    assert_int_equal(np, nq);
+    for (size_t i = 0; i < np; i++) {
+        assert_true(p[i].from_checkpoint);
+        for (int64_t j = 0; j < p[i].numel; j++)
+            if (p[i].data[j] != lp_bf16_to_f32(lp_f32_to_bf16(q[i].data[j])))
+                fail_msg("%s[%lld]: %.9g", p[i].name, (long long)j, p[i].data[j]);
+    }
+    const int32_t ids[4] = {5, 17, 99, 3};
+    float logits[4 * 128];
+    assert_int_equal(lp_model_forward(m, ids, NULL, NULL, 1, 4, logits), LP_OK);
+    for (int i = 0; i < 4 * 128; i++)
+        assert_true(isfinite(logits[i]));
+    printf("sharded bf16 decoder: %zu tensors in 2 files loaded as f32\n", np);
+    lp_model_free(m);
+    for (size_t i = 0; i < n; i++)
+        free(bufs[i]);
+    free(bufs);
+    free(t);
+    lp_model_free(ref);
+    lp_st_set_close(w);
+}
+
 /* A decoder's ranges are its HF module paths under the family's name. */
 static void decoder_ranges(void **state)
 {
@@ -344,6 +403,7 @@ int main(void)
                                        cmocka_unit_test(save_round_trip),
                                        cmocka_unit_test(half_precision_weights),
                                        cmocka_unit_test(decoder_ranges),
+                                       cmocka_unit_test(decoder_sharded_bf16),
                                        cmocka_unit_test(decoder_save_round_trip),
                                        cmocka_unit_test(mean_pooling_round_trip)};
     return cmocka_run_group_tests(tests, NULL, NULL);
