@@ -79,9 +79,10 @@ lp_status lp_model_estimate(const char *dir, const lp_model_options *opt, int64_
      * sizes whose byte counts overflow */
     const lp_model_config *c = &m->cfg;
     if (T > c->max_position_embeddings) {
+        st = lp_err(LP_STATUS_INVALID_ARG, "%s/config.json: sequence length %lld exceeds max_position_embeddings %lld",
+                    dir, (long long)T, (long long)c->max_position_embeddings);
         lp_model_free(m);
-        return lp_err(LP_STATUS_INVALID_ARG, "%s/config.json: sequence length %lld exceeds max_position_embeddings %lld",
-                      dir, (long long)T, (long long)c->max_position_embeddings);
+        return st;
     }
     double big = (double)B * (double)T *
                  ((double)c->num_heads * (double)T + 8.0 * (double)c->hidden_size + 3.0 * (double)c->intermediate_size +
