@@ -186,6 +186,9 @@ typedef struct lp_kernel_table {
                           int64_t ld);
     void (*rows_gather)(float *out, const float *x, const int64_t *idx, int64_t n, int64_t C);
     void (*rows_scatter_add)(float *dx, const float *dout, const int64_t *idx, int64_t n, int64_t C);
+    void (*mean_pool_forward)(float *out, const float *x, const int32_t *mask, int64_t B, int64_t T, int64_t C);
+    void (*mean_pool_backward)(float *dx, const float *dout, const int32_t *mask, int64_t B, int64_t T, int64_t C);
+    void (*l2_normalize)(float *x, int64_t N, int64_t C);
     /* ---- quant section ---- */
     void (*qweight_dequantize)(float *out, const lp_qweight *w, int64_t start, int64_t n);
     lp_status (*qmatmul_forward)(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N,
@@ -461,6 +464,15 @@ void lp_rows_gather(float *out, const float *x, const int64_t *idx, int64_t n, i
  * above: dx (rows,C) is zeroed by the caller, or is a gradient it already holds (the
  * residual stream's), into which the pooled rows' gradients add. */
 void lp_rows_scatter_add(float *dx, const float *dout, const int64_t *idx, int64_t n, int64_t C);
+
+/* Masked mean over T: out (B,C) = sum_t mask[b,t] * x[b,t,:] / sum_t mask[b,t] (mask NULL =
+ * all 1; a row with no real token gives 0), summed in double: sentence-transformers'
+ * Pooling(mean). */
+void lp_mean_pool_forward(float *out, const float *x, const int32_t *mask, int64_t B, int64_t T, int64_t C);
+/* dx (B,T,C) = dout[b] * mask[b,t] / count_b. */
+void lp_mean_pool_backward(float *dx, const float *dout, const int32_t *mask, int64_t B, int64_t T, int64_t C);
+/* Rows of x (N,C) scaled to unit L2 norm in place (the norm clamped at 1e-12, as F.normalize). */
+void lp_l2_normalize(float *x, int64_t N, int64_t C);
 
 /* ==== end of the decoder ops =========================================================== */
 

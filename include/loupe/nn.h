@@ -361,15 +361,7 @@ void lp_nn_cls_head_forward(const lp_nn_cls_head *h, const lp_nn_ctx *ctx, lp_nn
 void lp_nn_cls_head_backward(const lp_nn_cls_head *h, const lp_nn_head_act *act, float *dhidden,
                              const float *dlogits, const int32_t *mask, float *scratch, int64_t B, int64_t T);
 
-/* Masked mean over T: out (B,C) = sum_t mask[b,t] * x[b,t,:] / sum_t mask[b,t] (mask NULL = all
- * 1; a row with no real token gives 0). The sentence-transformers Pooling(mean) rule. */
-void lp_nn_mean_pool_forward(float *out, const float *x, const int32_t *mask, int64_t B, int64_t T,
-                             int64_t C);
-/* dx (B,T,C) = dout[b] * mask[b,t] / count_b. */
-void lp_nn_mean_pool_backward(float *dx, const float *dout, const int32_t *mask, int64_t B, int64_t T,
-                              int64_t C);
-/* Rows of x (N,C) scaled to unit L2 norm (norm clamped at 1e-12, as F.normalize). */
-void lp_nn_l2_normalize(float *x, int64_t N, int64_t C);
+/* Pooling and row normalization are kernels: lp_mean_pool_forward/backward, lp_l2_normalize. */
 
 #ifdef __cplusplus
 }

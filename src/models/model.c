@@ -456,9 +456,9 @@ lp_status lp_model_embed(lp_model *m, const int32_t *ids, const int32_t *mask, c
     if (st != LP_OK)
         return st;
     const int64_t C = m->cfg.hidden_size;
-    lp_nn_mean_pool_forward(out, lp_model_hidden(m, (int32_t)m->L), m->mask, B, T, C);
+    lp_mean_pool_forward(out, lp_model_hidden(m, (int32_t)m->L), m->mask, B, T, C);
     if (normalize)
-        lp_nn_l2_normalize(out, B, C);
+        lp_l2_normalize(out, B, C);
     return LP_OK;
 }
 

@@ -220,9 +220,9 @@ void lp_nn_attention_backward(const lp_nn_attention *a, const lp_nn_ctx *ctx, co
     lp_nn_linear_backward(&a->q, dx, dq, x, N);
     lp_nn_linear_backward(&a->k, part, dk, x, N);
     if (dx)
-        lp_nn__add_inplace(dx, part, N * C);
+        lp_add_inplace(dx, part, N * C);
     lp_nn_linear_backward(&a->v, part, dv, x, N);
     if (dx)
-        lp_nn__add_inplace(dx, part, N * C);
+        lp_add_inplace(dx, part, N * C);
     lp_nn__pop(a->bwd_name);
 }

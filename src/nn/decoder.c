@@ -48,7 +48,7 @@ void lp_nn_gated_mlp_backward(const lp_nn_gated_mlp *m, const lp_nn_gated_mlp_ac
     lp_nn_linear_backward(&m->gate, dx, dg, x, N);
     lp_nn_linear_backward(&m->up, dx ? part : NULL, du, x, N);
     if (dx)
-        lp_nn__add_inplace(dx, part, N * C);
+        lp_add_inplace(dx, part, N * C);
     lp_nn__pop(m->bwd_name);
 }
 
@@ -110,10 +110,10 @@ void lp_nn_decoder_layer_forward(const lp_nn_decoder_layer *l, const lp_nn_ctx *
     const int64_t N = B * T, C = l->attn.C;
     lp_nn_rmsnorm_forward(&l->ln1, act->h1, act->rstd1, x, N);
     lp_nn_attention_forward(&l->attn, ctx, &act->attn, act->h1, mask, B, T); // -> res1
-    lp_nn__add_inplace(act->res1, x, N * C);
+    lp_add_inplace(act->res1, x, N * C);
     lp_nn_rmsnorm_forward(&l->ln2, act->h2, act->rstd2, act->res1, N);
     lp_nn_gated_mlp_forward(&l->mlp, &act->mlp, act->h2, N); // -> out
-    lp_nn__add_inplace(act->out, act->res1, N * C);
+    lp_add_inplace(act->out, act->res1, N * C);
     lp_nn__pop(l->fwd_name);
 }
 
@@ -135,13 +135,13 @@ void lp_nn_decoder_layer_backward(const lp_nn_decoder_layer *l, const lp_nn_ctx 
     // out = res1 + mlp(RMSNorm2(res1))
     lp_nn_gated_mlp_backward(&l->mlp, &act->mlp, dh, dout, act->h2, rest, N);
     lp_nn_rmsnorm_backward(&l->ln2, dres1, dh, act->res1, act->rstd2, N);
-    lp_nn__add_inplace(dres1, dout, N * C);
+    lp_add_inplace(dres1, dout, N * C);
     // res1 = x + attention(RMSNorm1(x))
     const bool need_dh = dx || l->ln1.dw; // else only the attention's own parameters need gradients
     lp_nn_attention_backward(&l->attn, ctx, &act->attn, need_dh ? dh : NULL, dres1, act->h1, mask, rest, B, T);
     if (dx) {
         lp_nn_rmsnorm_backward(&l->ln1, dx, dh, x, act->rstd1, N);
-        lp_nn__add_inplace(dx, dres1, N * C);
+        lp_add_inplace(dx, dres1, N * C);
     } else if (l->ln1.dw) { // the norm's weight still trains
         lp_nn_rmsnorm_backward(&l->ln1, dh, dh, x, act->rstd1, N);
     }

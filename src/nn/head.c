@@ -12,7 +12,7 @@ void lp_nn_cls_head_forward(const lp_nn_cls_head *h, const lp_nn_ctx *ctx, lp_nn
     lp_nn__push(h->fwd_name);
     const int64_t C = h->C;
     if (h->kind == LP_NN_HEAD_KIND_MEAN)
-        lp_nn_mean_pool_forward(act->pooled, hidden, mask, B, T, C);
+        lp_mean_pool_forward(act->pooled, hidden, mask, B, T, C);
     else
         for (int64_t b = 0; b < B; b++) // the first token ([CLS]) of each row
             memcpy(act->pooled + b * C, hidden + b * T * C, (size_t)C * sizeof(float));
@@ -45,7 +45,7 @@ void lp_nn_cls_head_backward(const lp_nn_cls_head *h, const lp_nn_head_act *act,
         dpooled = s1;
     }
     if (h->kind == LP_NN_HEAD_KIND_MEAN) {
-        lp_nn_mean_pool_backward(dhidden, dpooled, mask, B, T, C);
+        lp_mean_pool_backward(dhidden, dpooled, mask, B, T, C);
     } else {
         memset(dhidden, 0, (size_t)(B * T * C) * sizeof(float));
         for (int64_t b = 0; b < B; b++)

@@ -111,12 +111,12 @@ void lp_nn_encoder_layer_forward(const lp_nn_encoder_layer *l, const lp_nn_ctx *
     // dropout in place on the attention output: its backward needs only the mask
     act->dropped1 =
         lp_nn_dropout_forward(ctx, act->attn.out, act->keep1, act->attn.out, N * C, l->hidden_dropout);
-    lp_nn__add_inplace(act->res1, x, N * C); // res1 (= attn.out) += x
+    lp_add_inplace(act->res1, x, N * C); // res1 (= attn.out) += x
     lp_nn_layernorm_forward(&l->ln1, act->ln1, act->ln1_mean, act->ln1_rstd, act->res1, N);
     lp_nn_mlp_forward(&l->mlp, &act->mlp, act->ln1, N);
     act->dropped2 =
         lp_nn_dropout_forward(ctx, act->mlp.out, act->keep2, act->mlp.out, N * C, l->hidden_dropout);
-    lp_nn__add_inplace(act->res2, act->ln1, N * C); // res2 (= mlp.out) += ln1
+    lp_add_inplace(act->res2, act->ln1, N * C); // res2 (= mlp.out) += ln1
     lp_nn_layernorm_forward(&l->ln2, act->out, act->ln2_mean, act->ln2_rstd, act->res2, N);
     lp_nn__pop(l->fwd_name);
 }
@@ -145,7 +145,7 @@ void lp_nn_encoder_layer_backward(const lp_nn_encoder_layer *l, const lp_nn_ctx 
     }
     // res2 = ln1 + mlp(ln1): sB = dln1 = mlp backward + residual
     lp_nn_mlp_backward(&l->mlp, &act->mlp, sB, g, act->ln1, U, N);
-    lp_nn__add_inplace(sB, sA, N * C);
+    lp_add_inplace(sB, sA, N * C);
     // ln1 = LN1(res1): sC = dres1
     lp_nn_layernorm_backward(&l->ln1, sC, sB, act->res1, act->ln1_mean, act->ln1_rstd, N);
     g = sC;
@@ -156,6 +156,6 @@ void lp_nn_encoder_layer_backward(const lp_nn_encoder_layer *l, const lp_nn_ctx 
     // res1 = x + attention(x): dx = attention backward + residual
     lp_nn_attention_backward(&l->attn, ctx, &act->attn, dx, g, x, mask, U, B, T);
     if (dx)
-        lp_nn__add_inplace(dx, sC, N * C);
+        lp_add_inplace(dx, sC, N * C);
     lp_nn__pop(l->bwd_name);
 }

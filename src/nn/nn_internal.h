@@ -1,5 +1,5 @@
 /* nn internals: profiler range helpers and the few element-wise ops the kernels layer does
- * not have (residual add, tanh/relu for the heads), kept here until kernels grows them. */
+ * not have (tanh/relu for the heads), kept here until kernels grows them. */
 #ifndef LP_NN_INTERNAL_H
 #define LP_NN_INTERNAL_H
 
@@ -27,8 +27,6 @@ void lp_nn__note_status(const lp_nn_linear *l, lp_status st);
 void lp_nn__lora_forward(const lp_nn_linear *l, float *out, const float *inp, int64_t N);
 void lp_nn__lora_backward(const lp_nn_linear *l, float *dinp, const float *dout, const float *inp, int64_t N);
 
-/* y (n) += x (n) */
-void lp_nn__add_inplace(float *y, const float *x, int64_t n);
 
 /* Eager attention composed from ops (QK^T matmul, mask, softmax, dropout, PV matmul) for the
  * case the eager kernel cannot do: dropout on the probabilities. p = 0 is allowed (tests hold

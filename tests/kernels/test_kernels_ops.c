@@ -682,6 +682,46 @@ static int run_rows(const int64_t *d)
     return f + kt_release("rows");
 }
 
+/* d = {B, T, C}: masked mean pooling (rows of different lengths, one with no real token),
+ * its backward, and row L2 normalization; opt keeps each sum's order: bit for bit */
+static int run_pool(const int64_t *d)
+{
+    int64_t B = d[0], T = d[1], C = d[2];
+    int32_t *mask = kt_alloc((size_t)(B * T) * sizeof *mask);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0; t < T; t++)
+            mask[b * T + t] = b == 1 ? 0 : t < T - b % T; // row 1 all padding: pooled 0
+    float *x = kt_rand_f(B * T * C, -2, 2), *o0 = kt_nan(B * C), *o1 = kt_nan(B * C);
+    R->mean_pool_forward(o0, x, mask, B, T, C);
+    O->mean_pool_forward(o1, x, mask, B, T, C);
+    int f = kt_close("mean pool forward", o1, o0, B * C, 0, 0);
+    /* against a direct sum of row 0 (its first T real tokens) */
+    for (int64_t c = 0; c < C; c++) {
+        double acc = 0;
+        for (int64_t t = 0; t < T; t++)
+            acc += x[t * C + c];
+        float want = (float)(acc / (double)T);
+        f += kt_close("mean pool row 0", &o0[c], &want, 1, 0, 0);
+    }
+    if (B > 1)
+        for (int64_t c = 0; c < C; c++)
+            f += o0[C + c] != 0.0f;
+    float *dout = kt_rand_f(B * C, -1, 1), *d0 = kt_nan(B * T * C), *d1 = kt_nan(B * T * C);
+    R->mean_pool_backward(d0, dout, mask, B, T, C);
+    O->mean_pool_backward(d1, dout, mask, B, T, C);
+    f += kt_close("mean pool backward", d1, d0, B * T * C, 0, 0);
+    float *y0 = kt_copy(x, B * T * C), *y1 = kt_copy(x, B * T * C);
+    R->l2_normalize(y0, B * T, C);
+    O->l2_normalize(y1, B * T, C);
+    f += kt_close("l2 normalize", y1, y0, B * T * C, 0, 0);
+    double ss = 0;
+    for (int64_t c = 0; c < C; c++)
+        ss += (double)y0[c] * y0[c];
+    float one = 1.0f, got = (float)ss;
+    f += kt_close("l2 normalize: unit norm", &got, &one, 1, 1e-6, 1e-6);
+    return f + kt_release("pool");
+}
+
 typedef int (*runner)(const int64_t *d);
 typedef struct op_case {
     const char *op;
@@ -768,6 +808,10 @@ static const op_case cases[] = {
     {"rope", run_rope, {3, 2, 2, 1}},       /* D/2 = 1 */
     {"rope", run_rope, {17, 3, 34, 0}},     /* D/2 = 17: vector + tail */
     {"rope", run_rope, {300, 4, 64, 64}},   /* parallel */
+    {"pool", run_pool, {1, 1, 1}},
+    {"pool", run_pool, {3, 7, 5}},
+    {"pool", run_pool, {4, 128, 384}},        /* parallel: MiniLM's sentence embeddings */
+    {"pool", run_pool, {2, 65, 130}},
     {"rows", run_rows, {1, 1, 1}},
     {"rows", run_rows, {3, 7, 5}},
     {"rows", run_rows, {17, 64, 20}},

@@ -65,6 +65,11 @@ LP_DECLARE_BOTH(void, rope_backward, float *dx, const float *cos, const float *s
                 int64_t D, int64_t ld)
 LP_DECLARE_BOTH(void, rows_gather, float *out, const float *x, const int64_t *idx, int64_t n, int64_t C)
 LP_DECLARE_BOTH(void, rows_scatter_add, float *dx, const float *dout, const int64_t *idx, int64_t n, int64_t C)
+LP_DECLARE_BOTH(void, mean_pool_forward, float *out, const float *x, const int32_t *mask, int64_t B, int64_t T,
+                int64_t C)
+LP_DECLARE_BOTH(void, mean_pool_backward, float *dx, const float *dout, const int32_t *mask, int64_t B, int64_t T,
+                int64_t C)
+LP_DECLARE_BOTH(void, l2_normalize, float *x, int64_t N, int64_t C)
 /* ---- quant section ---- */
 LP_DECLARE_BOTH(void, qweight_dequantize, float *out, const lp_qweight *w, int64_t start, int64_t n)
 LP_DECLARE_BOTH(lp_status, qmatmul_forward, float *out, const float *inp, const lp_qweight *w, const float *bias,

@@ -84,3 +84,24 @@ void lp_rows_scatter_add(float *dx, const float *dout, const int64_t *idx, int64
     K->rows_scatter_add(dx, dout, idx, n, C);
     LP_OP_END();
 }
+
+void lp_mean_pool_forward(float *out, const float *x, const int32_t *mask, int64_t B, int64_t T, int64_t C)
+{
+    LP_OP_BEGIN("lp::mean_pool_forward", 1.0 * B * T * C, 4.0 * (B * T * C + B * C) + 4.0 * B * T, 3, B, T, C);
+    K->mean_pool_forward(out, x, mask, B, T, C);
+    LP_OP_END();
+}
+
+void lp_mean_pool_backward(float *dx, const float *dout, const int32_t *mask, int64_t B, int64_t T, int64_t C)
+{
+    LP_OP_BEGIN("lp::mean_pool_backward", 1.0 * B * T * C, 4.0 * (B * T * C + B * C) + 4.0 * B * T, 3, B, T, C);
+    K->mean_pool_backward(dx, dout, mask, B, T, C);
+    LP_OP_END();
+}
+
+void lp_l2_normalize(float *x, int64_t N, int64_t C)
+{
+    LP_OP_BEGIN("lp::l2_normalize", 3.0 * N * C, 8.0 * N * C, 2, N, C);
+    K->l2_normalize(x, N, C);
+    LP_OP_END();
+}

@@ -25,6 +25,7 @@
         ENTRY(impl, rmsnorm_forward), ENTRY(impl, rmsnorm_backward), ENTRY(impl, swiglu_forward),                   \
         ENTRY(impl, swiglu_backward), ENTRY(impl, rope_cache), ENTRY(impl, rope_forward),                           \
         ENTRY(impl, rope_backward), ENTRY(impl, rows_gather), ENTRY(impl, rows_scatter_add), /* decoder ops */     \
+        ENTRY(impl, mean_pool_forward), ENTRY(impl, mean_pool_backward), ENTRY(impl, l2_normalize), /* pooling */   \
         ENTRY(impl, qweight_dequantize), ENTRY(impl, qmatmul_forward), ENTRY(impl, qmatmul_backward),               \
         ENTRY(impl, add_inplace), ENTRY(impl, lora_forward), ENTRY(impl, lora_backward), /* quant section */        \
     }
