@@ -27,6 +27,7 @@ static const char usage_text[] =
     "\n"
     "  --model DIR              HF model directory (a config-only one is drawn from its seed, as train)\n"
     "  --adapter DIR            apply a PEFT LoRA adapter (as written by --save-adapter)\n"
+    "  --base-dtype f32|int8|nf4  the frozen base under --adapter (nf4: as a QLoRA run trained it)\n"
     "  --data FILE              CSV/TSV/JSONL: text (and label, for a classifier) columns\n"
     "  --task auto|seq-cls|causal-lm   what the model is (auto: its architecture)\n"
     "  --text-column, --text-pair-column, --label-column NAME\n"
@@ -42,6 +43,7 @@ static const char usage_text[] =
 typedef struct eval_args {
     const char *model, *adapter, *data, *text_col, *pair_col, *label_col, *save_preds;
     lp_model_task task;
+    lp_dtype base_dtype;
     bool skip_bad, json;
     long max_len, batch, threads;
 } eval_args;
@@ -130,6 +132,7 @@ static lp_status open_model(eval_run *E)
     if (a->adapter) {
         mo.lora.enabled = true;
         mo.lora.adapter_dir = a->adapter;
+        mo.lora.base_dtype = a->base_dtype;
     }
     if ((st = lp_model_load(a->model, &mo, &E->model)) != LP_OK)
         return st;
@@ -374,7 +377,7 @@ static void print_results(const eval_run *E)
 int lp_cmd_eval(int argc, char **argv)
 {
     enum { O_MODEL = 1000, O_ADAPTER, O_DATA, O_TASK, O_TEXT, O_PAIR, O_LABEL, O_SKIP, O_MAXLEN, O_BATCH, O_THREADS,
-           O_PREDS, O_JSON, O_HELP };
+           O_PREDS, O_JSON, O_BASE_DTYPE, O_HELP };
     static const struct option opts[] = {
         {"model", required_argument, NULL, O_MODEL},       {"adapter", required_argument, NULL, O_ADAPTER},
         {"data", required_argument, NULL, O_DATA},         {"task", required_argument, NULL, O_TASK},
@@ -382,9 +385,9 @@ int lp_cmd_eval(int argc, char **argv)
         {"label-column", required_argument, NULL, O_LABEL}, {"skip-bad-rows", no_argument, NULL, O_SKIP},
         {"max-seq-len", required_argument, NULL, O_MAXLEN}, {"batch-size", required_argument, NULL, O_BATCH},
         {"threads", required_argument, NULL, O_THREADS},   {"save-predictions", required_argument, NULL, O_PREDS},
-        {"json", no_argument, NULL, O_JSON},               {"help", no_argument, NULL, O_HELP},
+        {"json", no_argument, NULL, O_JSON},               {"base-dtype", required_argument, NULL, O_BASE_DTYPE},               {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0}};
-    eval_args a = {.task = LP_MODEL_TASK_AUTO, .max_len = 128, .batch = 16};
+    eval_args a = {.task = LP_MODEL_TASK_AUTO, .base_dtype = LP_DTYPE_F32, .max_len = 128, .batch = 16};
     int o;
     while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (o) {
@@ -413,6 +416,11 @@ int lp_cmd_eval(int argc, char **argv)
             break;
         case O_PREDS: a.save_preds = optarg; break;
         case O_JSON: a.json = true; break;
+        case O_BASE_DTYPE:
+            if (lp_dtype_parse(optarg, &a.base_dtype) != LP_OK ||
+                (a.base_dtype != LP_DTYPE_F32 && a.base_dtype != LP_DTYPE_INT8 && a.base_dtype != LP_DTYPE_NF4))
+                return lp_cli_usage_error("eval", "--base-dtype expects f32, int8 or nf4, got '%s'", optarg);
+            break;
         case 'h':
         case O_HELP: fputs(usage_text, stdout); return LP_EXIT_OK;
         default: return lp_cli_usage_error("eval", "unknown or incomplete option '%s'", argv[optind - 1]);
@@ -422,6 +430,9 @@ int lp_cmd_eval(int argc, char **argv)
         return lp_cli_usage_error("eval", "unexpected argument '%s'", argv[optind]);
     if (!a.model || !a.data)
         return lp_cli_usage_error("eval", "--model and --data are required");
+    if (a.base_dtype != LP_DTYPE_F32 && !a.adapter)
+        return lp_cli_usage_error("eval", "--base-dtype needs --adapter (a quantized base without adapters is not "
+                                          "what any run trained)");
     lp_threads_init();
     if (a.threads > 0)
         lp_threads_set((int)a.threads);
