@@ -130,11 +130,9 @@ lp_status lp_train_data_load(lp_train_data *d, const lp_train_config *c, int32_t
     report_skipped(&d->train);
     if (d->has_eval)
         report_skipped(&d->eval);
-    if (!c->quiet) {
-        report_truncated(&d->etrain, d->train.source);
-        if (d->has_eval)
-            report_truncated(&d->eeval, d->eval.source);
-    }
+    report_truncated(&d->etrain, d->train.source); /* like skipped rows: said even with --quiet */
+    if (d->has_eval)
+        report_truncated(&d->eeval, d->eval.source);
     return LP_OK;
 fail:
     lp_train_data_free(d);

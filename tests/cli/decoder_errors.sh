@@ -36,5 +36,9 @@ expect 1 "$T/nope.tsv" -- "$L" eval --model "$M" --data "$T/nope.tsv"
 printf 'text\tlabel\ngood film\t\nbad film\tnot-a-label\n' > "$T/badlabels.tsv"
 "$L" train --model "$M" --train "$T/badlabels.tsv" --eval "$T/textonly.tsv" "${run[@]}" --run-id lm >/dev/null 2>"$T/err" ||
   { echo "FAIL: a causal LM on text with bad labels:"; cat "$T/err"; fail=1; }
+# --max-seq-len 3 cuts both rows ("<s> good film </s>" and longer): reported as a count
+"$L" train --model "$M" --train "$T/textonly.tsv" --eval none "${run[@]}" --run-id cut --max-seq-len 3 >/dev/null 2>"$T/err"
+grep -q "textonly.tsv: 2 of 2 rows truncated to --max-seq-len 3 tokens (longest" "$T/err" ||
+  { echo "FAIL: truncation not reported:"; cat "$T/err"; fail=1; }
 [ -d "$T/runs/r" ] && { echo "FAIL: a failed run left $T/runs/r behind"; fail=1; }
 exit $fail
