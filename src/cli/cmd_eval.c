@@ -182,10 +182,12 @@ static lp_status open_data(eval_run *E)
         return st;
     lp_length_stats ls;
     if (lp_encoded_length_stats(&E->enc, &ls) == LP_OK && ls.n_truncated)
-        fprintf(stderr, "loupe eval: %s: %lld of %lld rows truncated to --max-seq-len %d tokens (longest %d)\n",
+        fprintf(stderr,
+                "loupe eval: %s: %lld of %lld rows truncated to --max-seq-len %d tokens (longest %d)\n",
                 E->ds.source, (long long)ls.n_truncated, (long long)ls.count, (int)max_len, (int)ls.max);
     /* the largest batch: B rows of the longest row; a causal LM's logits are (B*T, vocab) */
-    size_t B = (size_t)a->batch, T = (size_t)max_len, V = (size_t)E->mi.vocab_size, L = (size_t)E->mi.num_labels;
+    size_t B = (size_t)a->batch, T = (size_t)max_len, V = (size_t)E->mi.vocab_size,
+           L = (size_t)E->mi.num_labels;
     size_t rows = E->lm ? B * T : B, cols = E->lm ? V : L;
     E->logits = malloc(rows * cols * sizeof *E->logits);
     E->lse = malloc(rows * sizeof *E->lse);
@@ -222,7 +224,8 @@ static void write_row_lm(FILE *f, const eval_run *E, int64_t row, int32_t len, d
         fprintf(f, "null}\n"); /* a one-token row predicts nothing */
 }
 
-static void write_row_cls(FILE *f, const eval_run *E, int64_t row, const float *logits, int32_t L, int32_t pred)
+static void write_row_cls(FILE *f, const eval_run *E, int64_t row, const float *logits, int32_t L,
+                          int32_t pred)
 {
     const lp_label_map *m = &E->ds.label_map;
     fprintf(f, "{\"row\": %lld, \"line\": %lld, \"label\": %d, \"pred\": %d, ", (long long)row,
@@ -250,7 +253,8 @@ static lp_status lm_batch(eval_run *E, int64_t first)
         }
         float l = 0;
         if (len > 1) {
-            lp_status st = lp_cross_entropy_forward(&l, E->lse, E->logits + (size_t)r * T * V, E->targets, T, V, -100);
+            lp_status st =
+                lp_cross_entropy_forward(&l, E->lse, E->logits + (size_t)r * T * V, E->targets, T, V, -100);
             if (st != LP_OK)
                 return lp_err_wrap(st, "%s:%lld", E->a->data, (long long)E->ds.lines[first + r]);
             E->loss_sum += (double)l * (len - 1);
@@ -269,7 +273,8 @@ static lp_status cls_batch(eval_run *E, int64_t first)
     float l;
     lp_status st = lp_cross_entropy_forward(&l, E->lse, E->logits, b->labels, b->B, L, -100);
     if (st != LP_OK)
-        return lp_err_wrap(st, "%s: rows %lld..%lld", E->a->data, (long long)first + 1, (long long)first + b->B);
+        return lp_err_wrap(st, "%s: rows %lld..%lld", E->a->data, (long long)first + 1,
+                           (long long)first + b->B);
     E->loss_sum += (double)l * b->B;
     E->count += b->B;
     for (int32_t r = 0; r < b->B; r++) {
@@ -292,8 +297,8 @@ static lp_status run_eval(eval_run *E)
     if ((st = open_model(E)) != LP_OK || (st = open_data(E)) != LP_OK)
         return st;
     if (!E->lm && E->ds.label_map.n > E->mi.num_labels)
-        return lp_err(LP_STATUS_RANGE, "%s: %d labels but the model %s has %d", a->data, (int)E->ds.label_map.n,
-                      a->model, (int)E->mi.num_labels);
+        return lp_err(LP_STATUS_RANGE, "%s: %d labels but the model %s has %d", a->data,
+                      (int)E->ds.label_map.n, a->model, (int)E->mi.num_labels);
     if (a->save_preds) {
         if ((st = lp_atomic_open(&E->pf, a->save_preds)) != LP_OK)
             return st;
@@ -341,8 +346,8 @@ static void print_results(const eval_run *E)
             printf("eval: loss %.4f, perplexity %.3f (%lld rows, %.0f predicted tokens)\n", loss, exp(loss),
                    (long long)E->enc.n, E->count);
         else
-            printf("eval: loss %.4f, accuracy %.4f, macro-F1 %.4f (%lld rows)\n", loss, E->accuracy, E->macro_f1,
-                   (long long)E->enc.n);
+            printf("eval: loss %.4f, accuracy %.4f, macro-F1 %.4f (%lld rows)\n", loss, E->accuracy,
+                   E->macro_f1, (long long)E->enc.n);
         if (a->save_preds)
             printf("predictions: %s\n", a->save_preds);
         return;
@@ -376,32 +381,68 @@ static void print_results(const eval_run *E)
 
 int lp_cmd_eval(int argc, char **argv)
 {
-    enum { O_MODEL = 1000, O_ADAPTER, O_DATA, O_TASK, O_TEXT, O_PAIR, O_LABEL, O_SKIP, O_MAXLEN, O_BATCH, O_THREADS,
-           O_PREDS, O_JSON, O_BASE_DTYPE, O_HELP };
-    static const struct option opts[] = {
-        {"model", required_argument, NULL, O_MODEL},       {"adapter", required_argument, NULL, O_ADAPTER},
-        {"data", required_argument, NULL, O_DATA},         {"task", required_argument, NULL, O_TASK},
-        {"text-column", required_argument, NULL, O_TEXT},  {"text-pair-column", required_argument, NULL, O_PAIR},
-        {"label-column", required_argument, NULL, O_LABEL}, {"skip-bad-rows", no_argument, NULL, O_SKIP},
-        {"max-seq-len", required_argument, NULL, O_MAXLEN}, {"batch-size", required_argument, NULL, O_BATCH},
-        {"threads", required_argument, NULL, O_THREADS},   {"save-predictions", required_argument, NULL, O_PREDS},
-        {"json", no_argument, NULL, O_JSON},               {"base-dtype", required_argument, NULL, O_BASE_DTYPE},               {"help", no_argument, NULL, O_HELP},
-        {NULL, 0, NULL, 0}};
+    enum {
+        O_MODEL = 1000,
+        O_ADAPTER,
+        O_DATA,
+        O_TASK,
+        O_TEXT,
+        O_PAIR,
+        O_LABEL,
+        O_SKIP,
+        O_MAXLEN,
+        O_BATCH,
+        O_THREADS,
+        O_PREDS,
+        O_JSON,
+        O_BASE_DTYPE,
+        O_HELP
+    };
+    static const struct option opts[] = {{"model", required_argument, NULL, O_MODEL},
+                                         {"adapter", required_argument, NULL, O_ADAPTER},
+                                         {"data", required_argument, NULL, O_DATA},
+                                         {"task", required_argument, NULL, O_TASK},
+                                         {"text-column", required_argument, NULL, O_TEXT},
+                                         {"text-pair-column", required_argument, NULL, O_PAIR},
+                                         {"label-column", required_argument, NULL, O_LABEL},
+                                         {"skip-bad-rows", no_argument, NULL, O_SKIP},
+                                         {"max-seq-len", required_argument, NULL, O_MAXLEN},
+                                         {"batch-size", required_argument, NULL, O_BATCH},
+                                         {"threads", required_argument, NULL, O_THREADS},
+                                         {"save-predictions", required_argument, NULL, O_PREDS},
+                                         {"json", no_argument, NULL, O_JSON},
+                                         {"base-dtype", required_argument, NULL, O_BASE_DTYPE},
+                                         {"help", no_argument, NULL, O_HELP},
+                                         {NULL, 0, NULL, 0}};
     eval_args a = {.task = LP_MODEL_TASK_AUTO, .base_dtype = LP_DTYPE_F32, .max_len = 128, .batch = 16};
     int o;
     while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (o) {
-        case O_MODEL: a.model = optarg; break;
-        case O_ADAPTER: a.adapter = optarg; break;
-        case O_DATA: a.data = optarg; break;
+        case O_MODEL:
+            a.model = optarg;
+            break;
+        case O_ADAPTER:
+            a.adapter = optarg;
+            break;
+        case O_DATA:
+            a.data = optarg;
+            break;
         case O_TASK:
             if (lp_train_task_parse(optarg, &a.task) != LP_OK)
                 return lp_cli_usage_error("eval", "%s", lp_err_msg());
             break;
-        case O_TEXT: a.text_col = optarg; break;
-        case O_PAIR: a.pair_col = optarg; break;
-        case O_LABEL: a.label_col = optarg; break;
-        case O_SKIP: a.skip_bad = true; break;
+        case O_TEXT:
+            a.text_col = optarg;
+            break;
+        case O_PAIR:
+            a.pair_col = optarg;
+            break;
+        case O_LABEL:
+            a.label_col = optarg;
+            break;
+        case O_SKIP:
+            a.skip_bad = true;
+            break;
         case O_MAXLEN:
             if (lp_cli_parse_long("eval", "--max-seq-len", optarg, 2, 1L << 20, &a.max_len))
                 return LP_EXIT_USAGE;
@@ -414,16 +455,24 @@ int lp_cmd_eval(int argc, char **argv)
             if (lp_cli_parse_long("eval", "--threads", optarg, 1, 4096, &a.threads))
                 return LP_EXIT_USAGE;
             break;
-        case O_PREDS: a.save_preds = optarg; break;
-        case O_JSON: a.json = true; break;
+        case O_PREDS:
+            a.save_preds = optarg;
+            break;
+        case O_JSON:
+            a.json = true;
+            break;
         case O_BASE_DTYPE:
             if (lp_dtype_parse(optarg, &a.base_dtype) != LP_OK ||
-                (a.base_dtype != LP_DTYPE_F32 && a.base_dtype != LP_DTYPE_INT8 && a.base_dtype != LP_DTYPE_NF4))
+                (a.base_dtype != LP_DTYPE_F32 && a.base_dtype != LP_DTYPE_INT8 &&
+                 a.base_dtype != LP_DTYPE_NF4))
                 return lp_cli_usage_error("eval", "--base-dtype expects f32, int8 or nf4, got '%s'", optarg);
             break;
         case 'h':
-        case O_HELP: fputs(usage_text, stdout); return LP_EXIT_OK;
-        default: return lp_cli_usage_error("eval", "unknown or incomplete option '%s'", argv[optind - 1]);
+        case O_HELP:
+            fputs(usage_text, stdout);
+            return LP_EXIT_OK;
+        default:
+            return lp_cli_usage_error("eval", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc)
@@ -431,8 +480,9 @@ int lp_cmd_eval(int argc, char **argv)
     if (!a.model || !a.data)
         return lp_cli_usage_error("eval", "--model and --data are required");
     if (a.base_dtype != LP_DTYPE_F32 && !a.adapter)
-        return lp_cli_usage_error("eval", "--base-dtype needs --adapter (a quantized base without adapters is not "
-                                          "what any run trained)");
+        return lp_cli_usage_error("eval",
+                                  "--base-dtype needs --adapter (a quantized base without adapters is not "
+                                  "what any run trained)");
     lp_threads_init();
     if (a.threads > 0)
         lp_threads_set((int)a.threads);

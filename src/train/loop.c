@@ -80,6 +80,9 @@ static void mem_now(int64_t *cur, int64_t *peak, int64_t *rss)
         *rss = 0;
 }
 
+/* The batch's token type ids for a model that reads them (BERT), else NULL: decoders take none. */
+static const int32_t *type_ids_of(const run *R) { return R->type_ids ? R->batch.token_type_ids : NULL; }
+
 /* A causal LM's eval: the token-weighted mean loss over every predicted token (each row of
  * len real tokens predicts len-1: the model shifts the labels), so batches of short rows do
  * not weigh more than their tokens. */
@@ -102,7 +105,7 @@ static lp_status evaluate_lm(run *R, double *loss, double *ppl)
         if (predicted < 1) /* one-token rows predict nothing */
             continue;
         float l;
-        st = lp_model_loss_forward(R->model, R->batch.input_ids, R->batch.attention_mask, R->type_ids ? R->batch.token_type_ids : NULL,
+        st = lp_model_loss_forward(R->model, R->batch.input_ids, R->batch.attention_mask, type_ids_of(R),
                                    R->batch.lm_labels, n, R->batch.T, NULL, &l);
         if (st != LP_OK)
             break;
@@ -139,7 +142,7 @@ static lp_status evaluate(run *R, double *loss, double *acc, double *f1)
         float l;
         if ((st = lp_batch_fill(&R->batch, e, rows, n, 0)) != LP_OK)
             break;
-        st = lp_model_loss_forward(R->model, R->batch.input_ids, R->batch.attention_mask, R->type_ids ? R->batch.token_type_ids : NULL,
+        st = lp_model_loss_forward(R->model, R->batch.input_ids, R->batch.attention_mask, type_ids_of(R),
                                    R->batch.labels, n, R->batch.T, R->logits, &l);
         if (st != LP_OK)
             break;
@@ -241,8 +244,8 @@ static lp_status train_step(run *R, lp_data_pos *pos, int64_t step, lp_step_rec 
             return st;
         float l; /* a causal LM's labels are the ids (-100 on padding); a classifier's, one per row */
         const int32_t *labels = R->task == LP_MODEL_TASK_CAUSAL_LM ? R->batch.lm_labels : R->batch.labels;
-        st = lp_model_loss_forward(R->model, R->batch.input_ids, R->batch.attention_mask, R->type_ids ? R->batch.token_type_ids : NULL,
-                                   labels, R->batch.B, R->batch.T, NULL, &l);
+        st = lp_model_loss_forward(R->model, R->batch.input_ids, R->batch.attention_mask, type_ids_of(R), labels,
+                                   R->batch.B, R->batch.T, NULL, &l);
         double t3 = lp_train_now_s();
         if (st == LP_STATUS_NUMERIC)
             l = NAN;

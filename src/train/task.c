@@ -8,10 +8,14 @@
 const char *lp_train_task_name(lp_model_task t)
 {
     switch (t) {
-    case LP_MODEL_TASK_AUTO: return "auto";
-    case LP_MODEL_TASK_BASE: return "base";
-    case LP_MODEL_TASK_SEQ_CLS: return "seq-cls";
-    case LP_MODEL_TASK_CAUSAL_LM: return "causal-lm";
+    case LP_MODEL_TASK_AUTO:
+        return "auto";
+    case LP_MODEL_TASK_BASE:
+        return "base";
+    case LP_MODEL_TASK_SEQ_CLS:
+        return "seq-cls";
+    case LP_MODEL_TASK_CAUSAL_LM:
+        return "causal-lm";
     }
     return "?";
 }
@@ -25,7 +29,8 @@ lp_status lp_train_task_parse(const char *s, lp_model_task *out)
     else if (s && !strcmp(s, "causal-lm"))
         *out = LP_MODEL_TASK_CAUSAL_LM;
     else
-        return lp_err(LP_STATUS_INVALID_ARG, "--task expects auto, seq-cls or causal-lm, got '%s'", s ? s : "");
+        return lp_err(LP_STATUS_INVALID_ARG, "--task expects auto, seq-cls or causal-lm, got '%s'",
+                      s ? s : "");
     return LP_OK;
 }
 
@@ -46,7 +51,8 @@ lp_status lp_train_task_resolve(const char *model_dir, lp_model_task want, lp_mo
         return st;
     const lp_hf_arch a = cfg.arch;
     /* a bare or masked-LM encoder gets a classification head, as before decoders existed */
-    *out = a == LP_HF_ARCH_LLAMA_CAUSAL_LM || a == LP_HF_ARCH_QWEN2_CAUSAL_LM || a == LP_HF_ARCH_MISTRAL_CAUSAL_LM
+    *out = a == LP_HF_ARCH_LLAMA_CAUSAL_LM || a == LP_HF_ARCH_QWEN2_CAUSAL_LM ||
+                   a == LP_HF_ARCH_MISTRAL_CAUSAL_LM
                ? LP_MODEL_TASK_CAUSAL_LM
                : LP_MODEL_TASK_SEQ_CLS;
     lp_model_config_free(&cfg);
