@@ -30,14 +30,17 @@ def sentences(path):
                 yield fields[col]
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else "models/tiny-llama"
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "models", "tiny-llama")
     tok = Tokenizer(models.BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=VOCAB, min_frequency=2, special_tokens=SPECIALS,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tok.train_from_iterator(list(sentences("data/sst2-mini/train.tsv")), trainer=trainer)
+    tok.train_from_iterator(list(sentences(os.path.join(ROOT, "data", "sst2-mini", "train.tsv"))), trainer=trainer)
     bos, eos = tok.token_to_id("<s>"), tok.token_to_id("</s>")
     tok.post_processor = processors.TemplateProcessing(
         single="<s> $A </s>", pair="<s> $A </s> $B:1 </s>:1", special_tokens=[("<s>", bos), ("</s>", eos)])
