@@ -1,6 +1,7 @@
-/* loupe data: datasets for sequence classification. Reads CSV (RFC 4180), TSV (GLUE
- * SST-2 form) and JSONL; maps labels to ids (label_mappings.json); splits, shuffles per
- * epoch, tokenizes once through a caller's encode callback, and builds padded batches.
+/* loupe data: datasets for sequence classification and (text_only) causal-LM training.
+ * Reads CSV (RFC 4180), TSV (GLUE SST-2 form) and JSONL; maps labels to ids
+ * (label_mappings.json); splits, shuffles per epoch, tokenizes once through a caller's
+ * encode callback, and builds padded batches (with per-token LM labels).
  *
  *   lp_dataset_options opt;
  *   lp_dataset_options_init(&opt);          // --text-column/--label-column default to

@@ -1,5 +1,6 @@
-/* loupe train: the fine-tuning engine. Loads a model (models.h), tokenizes a dataset
- * (text.h + data.h), runs AdamW with a warm-up + linear/cosine LR schedule, gradient
+/* loupe train: the fine-tuning engine. Loads a model (models.h) as a classifier or a causal
+ * LM (the architecture decides, or lp_train_config.task), tokenizes a dataset (text.h +
+ * data.h), runs AdamW with a warm-up + linear/cosine LR schedule, gradient
  * accumulation and clipping, evaluates after each epoch, checkpoints and resumes, stops
  * cleanly on SIGINT or a non-finite loss, optionally profiles (prof.h), and writes a run
  * directory: config.json, steps.csv, epoch_results.csv, summary.json, tensorboard/,

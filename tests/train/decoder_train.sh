@@ -75,6 +75,7 @@ for e in errs:
 print(f"causal LM: eval perplexity {before:.1f} untrained -> {ev['perplexity']:.2f} after {len(steps)} steps")
 sys.exit(1 if errs else 0)
 PY
+python3 "$S/tests/train/check_run.py" "$T/runs/lm" --loss-decreases || rc=1
 same_loss "saved causal LM reloads (loupe eval)" "$(loupe_eval_loss --model "$T/lm-model")" "$(eval_loss "$T/runs/lm")"
 
 # ---- 2. classification on the decoder
