@@ -1,6 +1,7 @@
-/* loupe data: datasets for sequence classification. Reads CSV (RFC 4180), TSV (GLUE
- * SST-2 form) and JSONL; maps labels to ids (label_mappings.json); splits, shuffles per
- * epoch, tokenizes once through a caller's encode callback, and builds padded batches.
+/* loupe data: datasets for sequence classification and (text_only) causal-LM training.
+ * Reads CSV (RFC 4180), TSV (GLUE SST-2 form) and JSONL; maps labels to ids
+ * (label_mappings.json); splits, shuffles per epoch, tokenizes once through a caller's
+ * encode callback, and builds padded batches (with per-token LM labels).
  *
  *   lp_dataset_options opt;
  *   lp_dataset_options_init(&opt);          // --text-column/--label-column default to
@@ -87,6 +88,8 @@ typedef struct lp_dataset_options {
     int skip_bad_rows;             /* --skip-bad-rows: drop bad rows, count them, keep reasons */
     int32_t num_labels;            /* --num-labels; 0: from the data (or the label map) */
     const lp_label_map *label_map; /* given label set (borrowed); NULL: built from the data */
+    int text_only;                 /* causal-LM data: only the text (and pair) column is read; no
+                                    * label column is needed, labels stay NULL, label_map empty */
 } lp_dataset_options;
 
 void lp_dataset_options_init(lp_dataset_options *opt);
@@ -100,7 +103,7 @@ typedef struct lp_dataset {
     int64_t n;
     char **text;            /* (n) owned, valid UTF-8, not empty */
     char **text_pair;       /* (n) owned; NULL when there is no pair column */
-    int32_t *labels;        /* (n) ids in [0, label_map.n) */
+    int32_t *labels;        /* (n) ids in [0, label_map.n); NULL for text_only data */
     int64_t *lines;         /* (n) 1-based line of the source where each row starts */
     lp_label_map label_map; /* owned */
     char *source;           /* file (or buffer) name for messages, owned */
@@ -111,7 +114,7 @@ typedef struct lp_dataset {
 } lp_dataset;
 
 /* Reads a dataset file. A bad row (unterminated quote, wrong number of fields, missing
- * key, empty text, bad label, invalid UTF-8, NUL byte) fails with a message naming file,
+ * key, empty text, bad label (not with text_only), invalid UTF-8, NUL byte) fails with a message naming file,
  * line and problem, unless opt->skip_bad_rows. A missing column, an empty file, a header
  * with no rows, or no good rows at all always fail. On failure *ds is left empty.
  * opt may be NULL (defaults). Caller frees with lp_dataset_free. */
@@ -160,7 +163,7 @@ typedef struct lp_encoded_dataset {
     int64_t *offsets;   /* (n+1) */
     int32_t *ids;       /* (offsets[n]) */
     int32_t *type_ids;  /* (offsets[n]) */
-    int32_t *labels;    /* (n) */
+    int32_t *labels;    /* (n); NULL when the dataset has none (text_only) */
     int32_t *full_len;  /* (n) token count before truncation */
 } lp_encoded_dataset;
 
@@ -194,7 +197,9 @@ typedef struct lp_batch {
     int32_t *input_ids;      /* (B,T) row-major */
     int32_t *attention_mask; /* (B,T) */
     int32_t *token_type_ids; /* (B,T) */
-    int32_t *labels;         /* (B) */
+    int32_t *labels;         /* (B); -100 for rows of a dataset without labels */
+    int32_t *lm_labels;      /* (B,T) a causal LM's labels: input_ids with -100 on padding
+                              * (transformers' convention; the model shifts them inside) */
     int64_t *rows;           /* (B) row of the encoded dataset behind each entry */
     int64_t n_tokens;        /* real (unpadded) tokens in the batch: the sum of the mask */
     size_t cap_bt, cap_b;    /* allocated elements (internal) */

@@ -1,5 +1,6 @@
-/* loupe train: the fine-tuning engine. Loads a model (models.h), tokenizes a dataset
- * (text.h + data.h), runs AdamW with a warm-up + linear/cosine LR schedule, gradient
+/* loupe train: the fine-tuning engine. Loads a model (models.h) as a classifier or a causal
+ * LM (the architecture decides, or lp_train_config.task), tokenizes a dataset (text.h +
+ * data.h), runs AdamW with a warm-up + linear/cosine LR schedule, gradient
  * accumulation and clipping, evaluates after each epoch, checkpoints and resumes, stops
  * cleanly on SIGINT or a non-finite loss, optionally profiles (prof.h), and writes a run
  * directory: config.json, steps.csv, epoch_results.csv, summary.json, tensorboard/,
@@ -47,6 +48,17 @@ LP_WARN_UNUSED lp_status lp_lr_schedule_parse(const char *s, lp_lr_schedule *out
  * linear to 0 at total / half-cosine to 0 / constant. */
 double lp_lr_at(lp_lr_schedule s, double lr, int64_t warmup, int64_t total, int64_t step);
 
+/* What a run trains, as --task spells it: "auto" (the architecture decides: a *ForCausalLM
+ * learns next-token prediction on the text column, anything else classifies labels),
+ * "seq-cls" (a classification head, e.g. on a causal-LM checkpoint) or "causal-lm". */
+const char *lp_train_task_name(lp_model_task t);
+/* "auto", "seq-cls", "causal-lm"; INVALID_ARG naming the value otherwise. */
+LP_WARN_UNUSED lp_status lp_train_task_parse(const char *s, lp_model_task *out);
+/* The task a run on model_dir trains: want when it is SEQ_CLS or CAUSAL_LM, else from
+ * model_dir/config.json's architecture (CAUSAL_LM for *ForCausalLM, SEQ_CLS otherwise, bare
+ * encoders included). Errors: the config's (NOT_FOUND, FORMAT, UNSUPPORTED naming the file). */
+LP_WARN_UNUSED lp_status lp_train_task_resolve(const char *model_dir, lp_model_task want, lp_model_task *out);
+
 /* Every setting of a run. Strings are borrowed (must outlive lp_train_run). */
 typedef struct lp_train_config {
     const char *model_dir;      /* --model (default "models/default") */
@@ -56,6 +68,7 @@ typedef struct lp_train_config {
     double eval_split;          /* --eval-split X in (0,1): validation = a seeded X of --train (overrides --eval) */
     bool skip_bad_rows;         /* --skip-bad-rows: drop malformed rows, count and report them */
     lp_train_method method;
+    lp_model_task task;         /* --task: AUTO (the architecture decides), SEQ_CLS or CAUSAL_LM */
     int64_t epochs;             /* default 2 */
     int64_t max_steps;          /* > 0: stop after this many optimizer steps (overrides epochs) */
     int32_t batch_size;         /* micro-batch, default 16 */
@@ -126,15 +139,18 @@ typedef struct lp_train_result {
     char run_dir[1024];
     int64_t steps;              /* optimizer steps done (resumed ones included) */
     double final_loss;          /* last step's loss */
-    double eval_loss, eval_accuracy, eval_macro_f1; /* last evaluation; NaN when none */
+    lp_model_task task;         /* what was trained: SEQ_CLS or CAUSAL_LM */
+    double eval_loss, eval_accuracy, eval_macro_f1; /* last evaluation; NaN when none (accuracy
+                                                     * and F1 always NaN for a causal LM) */
+    double eval_perplexity;     /* causal LM: exp(token-weighted mean eval loss); NaN otherwise */
     bool interrupted;
 } lp_train_result;
 
 /* Runs a training job as configured. On success and on LP_STATUS_INTERRUPTED (SIGINT:
  * a checkpoint and the run files for the steps done are written) r is filled. Errors name
  * the file or setting: NOT_FOUND/IO/FORMAT for inputs, INVALID_ARG for settings,
- * UNSUPPORTED for a file loupe cannot use (pickle weights, a llama-family model, an
- * adapter of another PEFT type), NUMERIC for a non-finite loss (naming the step;
+ * UNSUPPORTED for a file loupe cannot use (pickle weights, an adapter of another PEFT
+ * type), NUMERIC for a non-finite loss (naming the step;
  * the run files for the steps before it are written). A run that fails before its first
  * step leaves no run directory behind. */
 LP_WARN_UNUSED lp_status lp_train_run(const lp_train_config *c, lp_train_result *r);

@@ -16,6 +16,7 @@
 typedef int (*lp_cmd_fn)(int argc, char **argv);
 
 int lp_cmd_train(int argc, char **argv);
+int lp_cmd_eval(int argc, char **argv);
 int lp_cmd_profile(int argc, char **argv);
 int lp_cmd_bench(int argc, char **argv);
 int lp_cmd_report(int argc, char **argv);

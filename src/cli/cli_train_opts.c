@@ -21,7 +21,7 @@ enum {
     O_MAXLEN, O_EXEC, O_THREADS, O_CKPT_EVERY, O_KEEP, O_RESUME, O_SAVE, O_OUTDIR, O_RUNID, O_CONFIG, O_PROGRESS,
     O_NO_PROGRESS, O_LOG_EVERY, O_QUIET, O_PROFILE, O_P_WAIT, O_P_WARMUP, O_P_ACTIVE, O_P_REPEAT, O_MEMLOG,
     O_LORA_DROPOUT, O_RSLORA, O_SKIP_BAD, O_EVAL_SPLIT, O_BASE_DTYPE, O_ADAPTER, O_SAVE_ADAPTER, O_MERGE,
-    O_EXPORT_TRACE, O_EXPORT_MEMTL, O_WITH_STACK, O_RECORD_SHAPES, O_INJECT_NAN, O_PEAK, O_GRAD_CKPT, O_HELP
+    O_EXPORT_TRACE, O_EXPORT_MEMTL, O_WITH_STACK, O_RECORD_SHAPES, O_INJECT_NAN, O_PEAK, O_GRAD_CKPT, O_TASK, O_HELP
 };
 
 static const struct option opts[] = {
@@ -33,6 +33,7 @@ static const struct option opts[] = {
     {"label-column", required_argument, NULL, O_LABEL_COL},
     {"skip-bad-rows", no_argument, NULL, O_SKIP_BAD},
     {"eval-split", required_argument, NULL, O_EVAL_SPLIT},
+    {"task", required_argument, NULL, O_TASK},
     {"method", required_argument, NULL, O_METHOD},
     {"rank", required_argument, NULL, O_RANK},
     {"alpha", required_argument, NULL, O_ALPHA},
@@ -95,7 +96,8 @@ static void usage(const char *cmd, bool profile)
                "optimizer step and data loading are named ranges; a Kineto trace, key averages and a\n"
                "memory timeline land in <output-dir>/<run-id>/profiler/.\n\n");
     else
-        printf("Fine-tune a Hugging Face sequence classifier. With no options: the bundled\n"
+        printf("Fine-tune a Hugging Face model: a sequence classifier (labels), or a causal LM\n"
+               "(next-token prediction on the text column). With no options: the bundled\n"
                "models/default on data/sst2-mini (train.tsv, dev.tsv as eval).\n\n");
     printf("Data and model:\n"
            "  --model DIR            HF model directory (default models/default)\n"
@@ -105,6 +107,8 @@ static void usage(const char *cmd, bool profile)
            "  --skip-bad-rows        drop malformed rows (counted and reported) instead of failing\n"
            "  --eval-split X         evaluate on a seeded fraction X of --train (instead of --eval)\n"
            "  --max-seq-len N        truncation length (default 128)\n"
+           "  --task auto|seq-cls|causal-lm  what to train (auto: the architecture decides; seq-cls\n"
+           "                         puts a classification head on a causal-LM checkpoint)\n"
            "Training:\n"
            "  --method full|lora|qlora   (qlora = lora on an NF4 base)\n"
            "  --rank N (8), --alpha X (16), --lora-dropout P (0), --rslora (scale alpha/sqrt(r))\n"
@@ -245,6 +249,10 @@ static int apply(const char *cmd, lp_train_config *c, int id, const char *flag, 
         DBL(0, c->eval_split);
         if (!(c->eval_split > 0 && c->eval_split < 1))
             return lp_cli_usage_error(cmd, "%s expects a fraction in (0, 1), got '%s'", flag, v);
+        break;
+    case O_TASK:
+        if (lp_train_task_parse(v, &c->task) != LP_OK)
+            return lp_cli_usage_error(cmd, "%s", lp_err_msg());
         break;
     case O_METHOD:
         if (lp_train_method_parse(v, &c->method) != LP_OK)
@@ -511,7 +519,9 @@ int lp_cli_train_main(const char *cmd, int argc, char **argv, bool profile)
         if (st == LP_STATUS_INTERRUPTED)
             fprintf(stderr, "loupe %s: %s\n", cmd, lp_err_msg());
         printf("run: %s\nsteps: %lld, final loss %.4f", r.run_dir, (long long)r.steps, r.final_loss);
-        if (!isnan(r.eval_accuracy))
+        if (!isnan(r.eval_perplexity))
+            printf(", eval loss %.4f, perplexity %.3f", r.eval_loss, r.eval_perplexity);
+        else if (!isnan(r.eval_accuracy))
             printf(", eval loss %.4f, accuracy %.4f, macro-F1 %.4f", r.eval_loss, r.eval_accuracy, r.eval_macro_f1);
         printf("\n");
         if (c.profile && st == LP_OK)

@@ -12,6 +12,7 @@ static const struct {
     const char *summary;
 } commands[] = {
     {"train", lp_cmd_train, "fine-tune a model (full, LoRA, QLoRA)"},
+    {"eval", lp_cmd_eval, "loss, accuracy/F1 or perplexity of a model on a dataset"},
     {"profile", lp_cmd_profile, "a short training run with the profiler on"},
     {"bench", lp_cmd_bench, "inference benchmark: batch-size sweep, latency, throughput, memory"},
     {"report", lp_cmd_report, "re-render report.html and plots from a run directory"},

@@ -14,7 +14,8 @@ typedef struct lp_row_sink {
     char **label_raw;              /* (n) label text of each row, owned */
     size_t cap;
     int resolved;                  /* columns chosen (header read / first JSON object) */
-    const char *text_key, *pair_key, *label_key; /* pair_key NULL: single sentences */
+    const char *text_key, *pair_key, *label_key; /* pair_key NULL: single sentences; label_key
+                                                  * NULL: text-only data */
 } lp_row_sink;
 
 /* Picks the text, pair and label columns among names[0..n) per opt (explicit names or
@@ -23,7 +24,8 @@ typedef struct lp_row_sink {
 lp_status lp_sink_resolve(lp_row_sink *s, const char *const *names, int n);
 
 /* Validates one row (UTF-8, no NUL, non-empty text and label) and appends it. Strings
- * are (pointer, length), copied. Returns LP_OK also when the row was skipped. */
+ * are (pointer, length), copied; label NULL for text-only data. Returns LP_OK also when the
+ * row was skipped. */
 lp_status lp_sink_row(lp_row_sink *s, int64_t line, const char *text, size_t text_len, const char *pair,
                       size_t pair_len, const char *label, size_t label_len);
 

@@ -106,8 +106,8 @@ lp_status lp_sink_resolve(lp_row_sink *s, const char *const *names, int n)
     const char *t = pick(o->text_column, default_text, 3, names, n);
     if (!t)
         return missing_column(s, "text", o->text_column, default_text, 3, names, n);
-    const char *l = pick(o->label_column, default_label, 3, names, n);
-    if (!l)
+    const char *l = o->text_only ? NULL : pick(o->label_column, default_label, 3, names, n);
+    if (!l && !o->text_only)
         return missing_column(s, "label", o->label_column, default_label, 3, names, n);
     const char *p = NULL;
     if (o->text_pair_column) {
@@ -190,7 +190,7 @@ lp_status lp_sink_row(lp_row_sink *s, int64_t line, const char *text, size_t tex
     lp_status st = check_field(s, line, s->text_key, text, text_len);
     if (st == LP_OK && ds->n_skipped == skipped && pair)
         st = check_field(s, line, s->pair_key, pair, pair_len);
-    if (st == LP_OK && ds->n_skipped == skipped)
+    if (st == LP_OK && ds->n_skipped == skipped && label)
         st = check_field(s, line, s->label_key, label, label_len);
     if (st != LP_OK || ds->n_skipped != skipped)
         return st;
@@ -199,17 +199,18 @@ lp_status lp_sink_row(lp_row_sink *s, int64_t line, const char *text, size_t tex
     if (pair && is_blank(pair, pair_len))
         return lp_sink_bad(s, LP_STATUS_FORMAT, line, "empty text in column '%s'", s->pair_key);
     /* labels are compared trimmed: "1 " and " positive" are the labels 1 and positive */
-    while (label_len && isspace((unsigned char)label[0]))
+    while (label && label_len && isspace((unsigned char)label[0]))
         label++, label_len--;
-    while (label_len && isspace((unsigned char)label[label_len - 1]))
+    while (label && label_len && isspace((unsigned char)label[label_len - 1]))
         label_len--;
-    if (!label_len)
+    if (label && !label_len)
         return lp_sink_bad(s, LP_STATUS_FORMAT, line, "empty label in column '%s'", s->label_key);
     if (!sink_reserve(s))
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", s->name);
     int64_t i = ds->n;
-    char *t = dup_n(text, text_len), *p = pair ? dup_n(pair, pair_len) : NULL, *l = dup_n(label, label_len);
-    if (!t || (pair && !p) || !l) {
+    char *t = dup_n(text, text_len), *p = pair ? dup_n(pair, pair_len) : NULL;
+    char *l = label ? dup_n(label, label_len) : NULL;
+    if (!t || (pair && !p) || (label && !l)) {
         free(t), free(p), free(l);
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", s->name);
     }
@@ -381,7 +382,8 @@ static void compact(lp_dataset *ds, const unsigned char *keep)
         ds->text[w] = ds->text[i];
         if (ds->text_pair)
             ds->text_pair[w] = ds->text_pair[i];
-        ds->labels[w] = ds->labels[i];
+        if (ds->labels)
+            ds->labels[w] = ds->labels[i];
         ds->lines[w] = ds->lines[i];
         w++;
     }
@@ -438,7 +440,7 @@ lp_status lp_dataset_load_buffer(const char *name, const char *buf, size_t len, 
         else
             memset(keep, 1, (size_t)ds->n);
     }
-    if (st == LP_OK && ds->n > 0)
+    if (st == LP_OK && ds->n > 0 && !opt->text_only)
         st = resolve_labels(&s, keep);
     for (int64_t i = 0; i < ds->n; i++)
         free(s.label_raw[i]);
@@ -472,7 +474,7 @@ void lp_dataset_label_counts(const lp_dataset *ds, int64_t *counts)
 {
     for (int32_t c = 0; c < ds->label_map.n; c++)
         counts[c] = 0;
-    for (int64_t i = 0; i < ds->n; i++)
+    for (int64_t i = 0; ds->labels && i < ds->n; i++)
         if (ds->labels[i] >= 0 && ds->labels[i] < ds->label_map.n)
             counts[ds->labels[i]]++;
 }
@@ -495,10 +497,11 @@ static lp_status subset(const lp_dataset *ds, const int64_t *idx, int64_t n, lp_
     size_t m = (size_t)(n ? n : 1);
     out->text = calloc(m, sizeof *out->text);
     out->text_pair = ds->text_pair ? calloc(m, sizeof *out->text_pair) : NULL;
-    out->labels = malloc(m * sizeof *out->labels);
+    out->labels = ds->labels ? malloc(m * sizeof *out->labels) : NULL;
     out->lines = malloc(m * sizeof *out->lines);
     out->source = strdup(ds->source ? ds->source : "<dataset>");
-    int ok = out->text && (!ds->text_pair || out->text_pair) && out->labels && out->lines && out->source;
+    int ok = out->text && (!ds->text_pair || out->text_pair) && (!ds->labels || out->labels) && out->lines &&
+             out->source;
     ok = ok && lp_label_map_copy(&out->label_map, &ds->label_map) == LP_OK;
     for (int64_t i = 0; ok && i < n; i++) {
         int64_t r = idx[i];
@@ -506,7 +509,8 @@ static lp_status subset(const lp_dataset *ds, const int64_t *idx, int64_t n, lp_
         ok = out->text[i] != NULL;
         if (ok && ds->text_pair)
             ok = (out->text_pair[i] = strdup(ds->text_pair[r])) != NULL;
-        out->labels[i] = ds->labels[r];
+        if (ds->labels)
+            out->labels[i] = ds->labels[r];
         out->lines[i] = ds->lines[r];
         out->n = i + 1;
     }

@@ -50,11 +50,11 @@ lp_status lp_dataset_encode(const lp_dataset *ds, lp_encode_fn encode, void *ctx
     out->max_len = max_len;
     out->pad_id = pad_id;
     out->offsets = malloc((size_t)(n + 1) * sizeof *out->offsets);
-    out->labels = malloc((size_t)(n ? n : 1) * sizeof *out->labels);
+    out->labels = ds->labels ? malloc((size_t)(n ? n : 1) * sizeof *out->labels) : NULL;
     out->full_len = malloc((size_t)(n ? n : 1) * sizeof *out->full_len);
     size_t cap = 0, used = 0;
     lp_status st = LP_OK;
-    if (!out->offsets || !out->labels || !out->full_len || !reserve_tokens(out, &cap, 0, (size_t)max_len)) {
+    if (!out->offsets || (ds->labels && !out->labels) || !out->full_len || !reserve_tokens(out, &cap, 0, (size_t)max_len)) {
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory tokenizing", src);
         goto fail;
     }
@@ -90,7 +90,8 @@ lp_status lp_dataset_encode(const lp_dataset *ds, lp_encode_fn encode, void *ctx
         }
         used += (size_t)got;
         out->offsets[i + 1] = (int64_t)used;
-        out->labels[i] = ds->labels[i];
+        if (ds->labels)
+            out->labels[i] = ds->labels[i];
     }
     return LP_OK;
 fail:
@@ -152,6 +153,7 @@ void lp_batch_free(lp_batch *b)
     free(b->attention_mask);
     free(b->token_type_ids);
     free(b->labels);
+    free(b->lm_labels);
     free(b->rows);
     memset(b, 0, sizeof *b);
 }
@@ -194,7 +196,10 @@ lp_status lp_batch_fill(lp_batch *b, const lp_encoded_dataset *e, const int64_t 
         int32_t *tt = realloc(b->token_type_ids, bt * sizeof *tt);
         if (tt)
             b->token_type_ids = tt;
-        if (!ids || !mask || !tt)
+        int32_t *lm = realloc(b->lm_labels, bt * sizeof *lm);
+        if (lm)
+            b->lm_labels = lm;
+        if (!ids || !mask || !tt || !lm)
             return lp_err(LP_STATUS_NO_MEMORY, "batch: out of memory for %d x %d", (int)n_rows, (int)T);
         b->cap_bt = bt;
     }
@@ -219,7 +224,9 @@ lp_status lp_batch_fill(lp_batch *b, const lp_encoded_dataset *e, const int64_t 
         int32_t *ids = b->input_ids + (size_t)r * T;
         int32_t *mask = b->attention_mask + (size_t)r * T;
         int32_t *tt = b->token_type_ids + (size_t)r * T;
+        int32_t *lm = b->lm_labels + (size_t)r * T;
         memcpy(ids, e->ids + off, (size_t)len * sizeof *ids);
+        memcpy(lm, e->ids + off, (size_t)len * sizeof *lm);
         memcpy(tt, e->type_ids + off, (size_t)len * sizeof *tt);
         for (int32_t t = 0; t < len; t++)
             mask[t] = 1;
@@ -227,9 +234,10 @@ lp_status lp_batch_fill(lp_batch *b, const lp_encoded_dataset *e, const int64_t 
             ids[t] = e->pad_id;
             mask[t] = 0;
             tt[t] = 0;
+            lm[t] = -100; /* transformers' ignore_index: padding predicts and is predicted by nothing */
         }
         b->n_tokens += len;
-        b->labels[r] = e->labels[src];
+        b->labels[r] = e->labels ? e->labels[src] : -100;
         b->rows[r] = src;
     }
     return LP_OK;

@@ -254,7 +254,7 @@ lp_status lp_read_delimited(lp_row_sink *s, const char *buf, size_t len, char se
         goto done;
     int ti = find_field(&r, s->text_key);
     int pi = s->pair_key ? find_field(&r, s->pair_key) : -1;
-    int li = find_field(&r, s->label_key);
+    int li = s->label_key ? find_field(&r, s->label_key) : -1; /* -1: text-only data */
     int64_t rows_seen = 0;
     for (;;) {
         int64_t start = line;
@@ -276,7 +276,7 @@ lp_status lp_read_delimited(lp_row_sink *s, const char *buf, size_t len, char se
                              sep == '\t' ? "" : (r.n > n_cols ? " (quote fields that contain commas)" : ""));
         } else {
             st = lp_sink_row(s, start, r.buf + r.off[ti], r.flen[ti], pi >= 0 ? r.buf + r.off[pi] : NULL,
-                             pi >= 0 ? r.flen[pi] : 0, r.buf + r.off[li], r.flen[li]);
+                             pi >= 0 ? r.flen[pi] : 0, li >= 0 ? r.buf + r.off[li] : NULL, li >= 0 ? r.flen[li] : 0);
         }
         if (st != LP_OK)
             goto done;
@@ -375,7 +375,7 @@ static lp_status jsonl_row(lp_row_sink *s, int64_t line, const char *txt, size_t
     }
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(obj, s->text_key);
     const cJSON *p = s->pair_key ? cJSON_GetObjectItemCaseSensitive(obj, s->pair_key) : NULL;
-    const cJSON *l = cJSON_GetObjectItemCaseSensitive(obj, s->label_key);
+    const cJSON *l = s->label_key ? cJSON_GetObjectItemCaseSensitive(obj, s->label_key) : NULL;
     const char *why = NULL, *label = NULL;
     char tmp[32];
     if (!t)
@@ -386,13 +386,13 @@ static lp_status jsonl_row(lp_row_sink *s, int64_t line, const char *txt, size_t
         st = lp_sink_bad(s, LP_STATUS_NOT_FOUND, line, "missing key \"%s\"", s->pair_key);
     else if (s->pair_key && !cJSON_IsString(p))
         st = lp_sink_bad(s, LP_STATUS_FORMAT, line, "\"%s\" is not a string", s->pair_key);
-    else if (!l)
+    else if (s->label_key && !l)
         st = lp_sink_bad(s, LP_STATUS_NOT_FOUND, line, "missing key \"%s\"", s->label_key);
-    else if (!json_label_text(l, tmp, sizeof tmp, &label, &why))
+    else if (s->label_key && !json_label_text(l, tmp, sizeof tmp, &label, &why))
         st = lp_sink_bad(s, LP_STATUS_FORMAT, line, "bad label: %s", why);
     else
         st = lp_sink_row(s, line, t->valuestring, strlen(t->valuestring), p ? p->valuestring : NULL,
-                         p ? strlen(p->valuestring) : 0, label, strlen(label));
+                         p ? strlen(p->valuestring) : 0, label, label ? strlen(label) : 0);
 done:
     cJSON_Delete(obj);
     return st;

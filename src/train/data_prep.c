@@ -1,5 +1,5 @@
 /* Training data: the model's tokenizer, the train/eval datasets (labels checked against the
- * model's label count) and their one-time tokenization. */
+ * model's label count; text only for a causal LM) and their one-time tokenization. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +38,47 @@ static void report_skipped(const lp_dataset *ds)
         fprintf(stderr, "  %s\n", ds->skip_reasons[i]);
 }
 
-lp_status lp_train_data_load(lp_train_data *d, const lp_train_config *c, int32_t max_len, int32_t model_labels)
+/* Says how many rows --max-seq-len cut (their tokens past it are not trained on). */
+static void report_truncated(const lp_encoded_dataset *e, const char *source)
+{
+    lp_length_stats ls;
+    if (lp_encoded_length_stats(e, &ls) != LP_OK || !ls.n_truncated)
+        return;
+    fprintf(stderr, "loupe: %s: %lld of %lld rows truncated to --max-seq-len %d tokens (longest %d)\n", source,
+            (long long)ls.n_truncated, (long long)ls.count, (int)e->max_len, (int)ls.max);
+}
+
+/* The id padding positions hold. Its value does not change the math: the attention mask
+ * keeps every query from padded keys, padded positions carry no label (-100) and a
+ * classifier reads the last real token by the mask. Decoder tokenizers often have no pad
+ * token, so: the tokenizer's, else the config's pad_token_id, else EOS, else 0. */
+static int32_t pad_id_of(const lp_tokenizer *tok, int64_t config_pad, int64_t config_eos, const char *model_dir,
+                         bool quiet)
+{
+    int32_t pad = lp_tokenizer_special_id(tok, LP_SPECIAL_PAD);
+    if (pad >= 0)
+        return pad;
+    const char *from = "pad_token_id";
+    if (config_pad >= 0 && config_pad < INT32_MAX) {
+        pad = (int32_t)config_pad;
+    } else if ((pad = lp_tokenizer_special_id(tok, LP_SPECIAL_EOS)) >= 0) {
+        from = "the EOS token";
+    } else if (config_eos >= 0 && config_eos < INT32_MAX) {
+        pad = (int32_t)config_eos;
+        from = "eos_token_id";
+    } else {
+        pad = 0;
+        from = "id 0";
+    }
+    if (!quiet)
+        fprintf(stderr, "note: the tokenizer of %s has no pad token: padding with %s (%d); the attention mask, not "
+                        "the id, keeps padding out of the results\n",
+                model_dir, from, (int)pad);
+    return pad;
+}
+
+lp_status lp_train_data_load(lp_train_data *d, const lp_train_config *c, int32_t max_len, int32_t model_labels,
+                             bool lm, int64_t config_pad, int64_t config_eos)
 {
     memset(d, 0, sizeof *d);
     lp_status st = lp_tokenizer_load(c->model_dir, &d->tok);
@@ -50,16 +90,18 @@ lp_status lp_train_data_load(lp_train_data *d, const lp_train_config *c, int32_t
     o.text_pair_column = c->text_pair_column;
     o.label_column = c->label_column;
     o.skip_bad_rows = c->skip_bad_rows;
-    o.num_labels = model_labels;
+    o.num_labels = lm ? 0 : model_labels;
+    o.text_only = lm;
+    d->lm = lm;
     if ((st = lp_dataset_load(c->train_file, &o, &d->train)) != LP_OK)
         goto fail;
     d->num_labels = d->train.label_map.n;
-    if (d->num_labels > model_labels) {
+    if (!lm && d->num_labels > model_labels) {
         st = lp_err(LP_STATUS_RANGE, "%s: %d labels but the model %s has %d", c->train_file, d->num_labels,
                     c->model_dir, model_labels);
         goto fail;
     }
-    d->num_labels = model_labels;
+    d->num_labels = lm ? 0 : model_labels;
     if (c->eval_split > 0) { /* validation carved out of the training file with the run's seed */
         lp_dataset tr, va;
         if ((st = lp_dataset_split(&d->train, c->eval_split, c->seed, &tr, &va)) != LP_OK) {
@@ -71,15 +113,13 @@ lp_status lp_train_data_load(lp_train_data *d, const lp_train_config *c, int32_t
         d->eval = va;
         d->has_eval = true;
     } else if (c->eval_file && *c->eval_file) {
-        o.label_map = &d->train.label_map;
+        o.label_map = lm ? NULL : &d->train.label_map;
         if ((st = lp_dataset_load(c->eval_file, &o, &d->eval)) != LP_OK)
             goto fail;
         d->has_eval = true;
     }
     d->label_names = d->train.label_map.names;
-    int32_t pad = lp_tokenizer_special_id(d->tok, LP_SPECIAL_PAD);
-    if (pad < 0)
-        pad = 0;
+    int32_t pad = pad_id_of(d->tok, config_pad, config_eos, c->model_dir, c->quiet);
     enc_ctx ec = {.tok = d->tok};
     st = lp_dataset_encode(&d->train, encode_one, &ec, max_len, pad, &d->etrain);
     if (st == LP_OK && d->has_eval)
@@ -90,6 +130,9 @@ lp_status lp_train_data_load(lp_train_data *d, const lp_train_config *c, int32_t
     report_skipped(&d->train);
     if (d->has_eval)
         report_skipped(&d->eval);
+    report_truncated(&d->etrain, d->train.source); /* like skipped rows: said even with --quiet */
+    if (d->has_eval)
+        report_truncated(&d->eeval, d->eval.source);
     return LP_OK;
 fail:
     lp_train_data_free(d);

@@ -21,7 +21,10 @@ typedef struct run {
     lp_history h;
     lp_batch batch;
     int64_t *order;
-    float *logits;
+    float *logits;              /* (batch, num_labels) for a classifier's eval; NULL for a causal LM,
+                                 * whose (B*T, vocab) logits the trainer never copies out */
+    lp_model_task task;         /* SEQ_CLS or CAUSAL_LM */
+    bool type_ids;              /* the model reads token type ids (BERT); decoders take none */
     int64_t n_batches, steps_per_epoch, total, warmup;
     char run_dir[1024], run_id[256];
     lp_tb_writer *tb;
@@ -77,6 +80,50 @@ static void mem_now(int64_t *cur, int64_t *peak, int64_t *rss)
         *rss = 0;
 }
 
+/* The batch's token type ids for a model that reads them (BERT), else NULL: decoders take none. */
+static const int32_t *type_ids_of(const run *R) { return R->type_ids ? R->batch.token_type_ids : NULL; }
+
+/* A causal LM's eval: the token-weighted mean loss over every predicted token (each row of
+ * len real tokens predicts len-1: the model shifts the labels), so batches of short rows do
+ * not weigh more than their tokens. */
+static lp_status evaluate_lm(run *R, double *loss, double *ppl)
+{
+    const lp_encoded_dataset *e = &R->d.eeval;
+    int32_t bs = R->c->batch_size;
+    int64_t *rows = malloc((size_t)bs * sizeof *rows);
+    lp_status st = rows ? LP_OK : lp_err(LP_STATUS_NO_MEMORY, "evaluation: out of memory");
+    double sum = 0.0, count = 0.0;
+    lp_model_set_training(R->model, false);
+    LP_PROF_SCOPE("evaluate");
+    for (int64_t s = 0; st == LP_OK && s < e->n; s += bs) {
+        int32_t n = (int32_t)(e->n - s < bs ? e->n - s : bs);
+        for (int32_t i = 0; i < n; i++)
+            rows[i] = s + i;
+        if ((st = lp_batch_fill(&R->batch, e, rows, n, 0)) != LP_OK)
+            break;
+        int64_t predicted = R->batch.n_tokens - n;
+        if (predicted < 1) /* one-token rows predict nothing */
+            continue;
+        float l;
+        st = lp_model_loss_forward(R->model, R->batch.input_ids, R->batch.attention_mask, type_ids_of(R),
+                                   R->batch.lm_labels, n, R->batch.T, NULL, &l);
+        if (st != LP_OK)
+            break;
+        sum += (double)l * (double)predicted;
+        count += (double)predicted;
+    }
+    lp_model_set_training(R->model, true);
+    free(rows);
+    if (st == LP_OK && count == 0)
+        st = lp_err(LP_STATUS_INVALID_ARG, "evaluation: every row of %s has a single token: nothing to predict",
+                    R->d.eval.source);
+    if (st == LP_OK) {
+        *loss = sum / count;
+        *ppl = exp(*loss);
+    }
+    return st;
+}
+
 /* Loss, accuracy and macro-F1 over the eval set in file order (eval mode: no dropout). */
 static lp_status evaluate(run *R, double *loss, double *acc, double *f1)
 {
@@ -95,7 +142,7 @@ static lp_status evaluate(run *R, double *loss, double *acc, double *f1)
         float l;
         if ((st = lp_batch_fill(&R->batch, e, rows, n, 0)) != LP_OK)
             break;
-        st = lp_model_loss_forward(R->model, R->batch.input_ids, R->batch.attention_mask, R->batch.token_type_ids,
+        st = lp_model_loss_forward(R->model, R->batch.input_ids, R->batch.attention_mask, type_ids_of(R),
                                    R->batch.labels, n, R->batch.T, R->logits, &l);
         if (st != LP_OK)
             break;
@@ -122,7 +169,8 @@ static lp_status evaluate(run *R, double *loss, double *acc, double *f1)
  * evaluation when there is an eval set. */
 static lp_status finish_epoch(run *R, int64_t epoch, bool complete, bool do_eval)
 {
-    lp_epoch_rec er = {.epoch = epoch, .eval_loss = NAN, .eval_accuracy = NAN, .eval_f1 = NAN, .complete = complete};
+    lp_epoch_rec er = {.epoch = epoch, .eval_loss = NAN, .eval_accuracy = NAN, .eval_f1 = NAN,
+                       .eval_perplexity = NAN, .complete = complete};
     double loss = 0, ms = 0, samples = 0, tokens = 0;
     for (size_t i = 0; i < R->h.n_steps; i++) {
         const lp_step_rec *s = &R->h.steps[i];
@@ -143,19 +191,26 @@ static lp_status finish_epoch(run *R, int64_t epoch, bool complete, bool do_eval
     er.samples_per_s = ms > 0 ? samples / er.time_s : 0;
     er.tokens_per_s = ms > 0 ? tokens / er.time_s : 0;
     if (do_eval && R->d.has_eval) {
-        lp_status st = evaluate(R, &er.eval_loss, &er.eval_accuracy, &er.eval_f1);
+        const bool lm = R->task == LP_MODEL_TASK_CAUSAL_LM;
+        lp_status st = lm ? evaluate_lm(R, &er.eval_loss, &er.eval_perplexity)
+                          : evaluate(R, &er.eval_loss, &er.eval_accuracy, &er.eval_f1);
         if (st != LP_OK)
             return lp_err_wrap(st, "evaluation after epoch %lld", (long long)epoch + 1);
-        if (!R->c->quiet)
+        if (!R->c->quiet && lm)
+            fprintf(stderr, "epoch %lld: train loss %.4f, eval loss %.4f, perplexity %.3f\n", (long long)epoch + 1,
+                    er.train_loss, er.eval_loss, er.eval_perplexity);
+        else if (!R->c->quiet)
             fprintf(stderr, "epoch %lld: train loss %.4f, eval loss %.4f, accuracy %.4f, macro-F1 %.4f\n",
                     (long long)epoch + 1, er.train_loss, er.eval_loss, er.eval_accuracy, er.eval_f1);
         double wt = (double)time(NULL);
-        if (R->tb) {
+        if (R->tb) { /* a causal LM has no accuracy: its scalars are absent, not 0 */
             int64_t st_n = (int64_t)R->h.n_steps;
             lp_status s2 = lp_tb_writer_scalar(R->tb, "eval/loss", st_n, (float)er.eval_loss, wt);
-            if (s2 == LP_OK)
+            if (s2 == LP_OK && lm)
+                s2 = lp_tb_writer_scalar(R->tb, "eval/perplexity", st_n, (float)er.eval_perplexity, wt);
+            if (s2 == LP_OK && !lm)
                 s2 = lp_tb_writer_scalar(R->tb, "eval/accuracy", st_n, (float)er.eval_accuracy, wt);
-            if (s2 == LP_OK)
+            if (s2 == LP_OK && !lm)
                 s2 = lp_tb_writer_scalar(R->tb, "eval/macro_f1", st_n, (float)er.eval_f1, wt);
             if (s2 != LP_OK)
                 return s2;
@@ -187,9 +242,10 @@ static lp_status train_step(run *R, lp_data_pos *pos, int64_t step, lp_step_rec 
         double t2 = lp_train_now_s();
         if (st != LP_OK)
             return st;
-        float l;
-        st = lp_model_loss_forward(R->model, R->batch.input_ids, R->batch.attention_mask, R->batch.token_type_ids,
-                                   R->batch.labels, R->batch.B, R->batch.T, NULL, &l);
+        float l; /* a causal LM's labels are the ids (-100 on padding); a classifier's, one per row */
+        const int32_t *labels = R->task == LP_MODEL_TASK_CAUSAL_LM ? R->batch.lm_labels : R->batch.labels;
+        st = lp_model_loss_forward(R->model, R->batch.input_ids, R->batch.attention_mask, type_ids_of(R), labels,
+                                   R->batch.B, R->batch.T, NULL, &l);
         double t3 = lp_train_now_s();
         if (st == LP_STATUS_NUMERIC)
             l = NAN;
@@ -260,9 +316,11 @@ static lp_status setup(run *R, const lp_train_config *c, char *resumed, size_t r
         fprintf(stderr, "note: %s\n", lp_threads_blas_note());
     if (c->threads > 0)
         lp_threads_set(c->threads);
+    if ((st = lp_train_task_resolve(c->model_dir, c->task, &R->task)) != LP_OK)
+        return st;
     lp_model_options mo;
     lp_model_options_init(&mo);
-    mo.task = LP_MODEL_TASK_SEQ_CLS;
+    mo.task = R->task;
     mo.exec = c->exec;
     mo.grad_checkpointing = c->grad_checkpointing;
     mo.training = true;
@@ -286,8 +344,11 @@ static lp_status setup(run *R, const lp_train_config *c, char *resumed, size_t r
     lp_model_rng_set(R->model, &drop);
     lp_model_info mi;
     lp_model_info_get(R->model, &mi);
+    R->type_ids = mi.family == LP_MODEL_FAMILY_BERT;
     int32_t max_len = c->max_seq_len < mi.max_positions ? c->max_seq_len : (int32_t)mi.max_positions;
-    if ((st = lp_train_data_load(&R->d, c, max_len, (int32_t)mi.num_labels)) != LP_OK)
+    const lp_model_config *cfg = lp_model_config_get(R->model);
+    if ((st = lp_train_data_load(&R->d, c, max_len, (int32_t)mi.num_labels, R->task == LP_MODEL_TASK_CAUSAL_LM,
+                                 cfg->pad_token_id, cfg->eos_token_id)) != LP_OK)
         return st;
     R->n_batches = lp_batch_count(R->d.etrain.n, c->batch_size, 0);
     R->steps_per_epoch = (R->n_batches + c->grad_accum - 1) / c->grad_accum;
@@ -297,8 +358,9 @@ static lp_status setup(run *R, const lp_train_config *c, char *resumed, size_t r
     R->warmup = c->warmup_steps >= 0 ? c->warmup_steps : (int64_t)ceil(c->warmup_ratio * (double)R->total);
     lp_batch_init(&R->batch);
     R->order = malloc((size_t)R->d.etrain.n * sizeof *R->order);
-    R->logits = malloc((size_t)c->batch_size * mi.num_labels * sizeof *R->logits);
-    if (!R->order || !R->logits)
+    if (R->task == LP_MODEL_TASK_SEQ_CLS)
+        R->logits = malloc((size_t)c->batch_size * mi.num_labels * sizeof *R->logits);
+    if (!R->order || (R->task == LP_MODEL_TASK_SEQ_CLS && !R->logits))
         return lp_err(LP_STATUS_NO_MEMORY, "training buffers: out of memory");
     if ((st = lp_optim_init(&R->opt, R->model)) != LP_OK)
         return st;
@@ -322,7 +384,7 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
 {
     run R = {.c = c};
     memset(res, 0, sizeof *res);
-    res->eval_loss = res->eval_accuracy = res->eval_macro_f1 = NAN;
+    res->eval_loss = res->eval_accuracy = res->eval_macro_f1 = res->eval_perplexity = NAN;
     char resumed[1024] = "";
     lp_ckpt_state cs = {0};
     bool prof_started = false;
@@ -479,11 +541,13 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
         goto done;
     res->steps = step;
     res->final_loss = R.h.n_steps ? R.h.steps[R.h.n_steps - 1].loss : NAN;
+    res->task = R.task;
     for (size_t i = 0; i < R.h.n_epochs; i++)
-        if (!isnan(R.h.epochs[i].eval_accuracy)) {
+        if (!isnan(R.h.epochs[i].eval_loss)) {
             res->eval_loss = R.h.epochs[i].eval_loss;
             res->eval_accuracy = R.h.epochs[i].eval_accuracy;
             res->eval_macro_f1 = R.h.epochs[i].eval_f1;
+            res->eval_perplexity = R.h.epochs[i].eval_perplexity;
         }
     if (res->interrupted)
         st = lp_err(LP_STATUS_INTERRUPTED, "interrupted at step %lld; checkpoint in %s/checkpoints", (long long)step,

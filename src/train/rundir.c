@@ -19,8 +19,22 @@ char *openblas_get_config(void);
 static const char steps_header[] =
     "step,epoch,loss,lr,grad_norm,step_ms,data_ms,forward_ms,backward_ms,optimizer_ms,samples,tokens,"
     "memory_bytes,memory_peak_bytes,rss_bytes,wall_s\n";
+/* eval_perplexity (causal LMs) came last so older files still read (epochs_header_v1); a
+ * value that does not apply (no eval, or accuracy of a causal LM) is an empty field */
 static const char epochs_header[] = "epoch,steps,train_loss,eval_loss,eval_accuracy,eval_macro_f1,time_s,"
-                                    "samples_per_s,tokens_per_s,peak_memory_bytes,complete\n";
+                                    "samples_per_s,tokens_per_s,peak_memory_bytes,complete,eval_perplexity\n";
+static const char epochs_header_v1[] = "epoch,steps,train_loss,eval_loss,eval_accuracy,eval_macro_f1,time_s,"
+                                       "samples_per_s,tokens_per_s,peak_memory_bytes,complete\n";
+
+/* %.17g, or nothing for NaN (absent, not 0) */
+static const char *opt_num(char *buf, size_t cap, double v)
+{
+    if (isnan(v))
+        buf[0] = 0;
+    else
+        snprintf(buf, cap, "%.17g", v);
+    return buf;
+}
 
 lp_status lp_rundir_write_steps(const char *path, const lp_history *h)
 {
@@ -49,9 +63,12 @@ lp_status lp_rundir_write_epochs(const char *path, const lp_history *h)
     fputs(epochs_header, f.fp);
     for (size_t i = 0; i < h->n_epochs; i++) {
         const lp_epoch_rec *r = &h->epochs[i];
-        fprintf(f.fp, "%lld,%lld,%.17g,%.17g,%.17g,%.17g,%.4f,%.3f,%.3f,%lld,%d\n", (long long)r->epoch + 1,
-                (long long)r->steps, r->train_loss, r->eval_loss, r->eval_accuracy, r->eval_f1, r->time_s,
-                r->samples_per_s, r->tokens_per_s, (long long)r->peak_mem_bytes, r->complete ? 1 : 0);
+        char b[4][40];
+        fprintf(f.fp, "%lld,%lld,%.17g,%s,%s,%s,%.4f,%.3f,%.3f,%lld,%d,%s\n", (long long)r->epoch + 1,
+                (long long)r->steps, r->train_loss, opt_num(b[0], 40, r->eval_loss),
+                opt_num(b[1], 40, r->eval_accuracy), opt_num(b[2], 40, r->eval_f1), r->time_s, r->samples_per_s,
+                r->tokens_per_s, (long long)r->peak_mem_bytes, r->complete ? 1 : 0,
+                opt_num(b[3], 40, r->eval_perplexity));
     }
     return lp_atomic_commit(&f);
 }
@@ -74,7 +91,9 @@ static int split(char *line, char **fields, int max)
 
 typedef lp_status (*row_fn)(lp_history *h, char **f, int n, const char *path, int line);
 
-static lp_status read_csv(const char *path, const char *header, int cols, row_fn fn, lp_history *h)
+/* header_v1 (or NULL): an older header with cols_v1 columns, also accepted */
+static lp_status read_csv(const char *path, const char *header, int cols, const char *header_v1, int cols_v1,
+                          row_fn fn, lp_history *h)
 {
     char *text;
     size_t len;
@@ -82,6 +101,12 @@ static lp_status read_csv(const char *path, const char *header, int cols, row_fn
     if (st != LP_OK)
         return st;
     size_t hl = strlen(header);
+    if (header_v1 && !(len >= hl && !memcmp(text, header, hl)) && len >= strlen(header_v1) &&
+        !memcmp(text, header_v1, strlen(header_v1))) {
+        header = header_v1;
+        hl = strlen(header);
+        cols = cols_v1;
+    }
     if (len < hl || memcmp(text, header, hl)) {
         free(text);
         return lp_err(LP_STATUS_FORMAT, "%s: unexpected header", path);
@@ -125,24 +150,29 @@ static lp_status step_row(lp_history *h, char **f, int n, const char *path, int 
 
 static lp_status epoch_row(lp_history *h, char **f, int n, const char *path, int line)
 {
-    double v[11];
+    double v[12] = {[11] = NAN};
     for (int i = 0; i < n; i++)
-        if (!num(f[i], &v[i]))
+        if (i >= 3 && i <= 5 && !f[i][0]) /* an eval value that does not apply */
+            v[i] = NAN;
+        else if (i == 11 && !f[i][0])
+            v[i] = NAN;
+        else if (!num(f[i], &v[i]))
             return lp_err(LP_STATUS_FORMAT, "%s:%d: field %d is not a number", path, line, i + 1);
     lp_epoch_rec r = {.epoch = (int64_t)v[0] - 1, .steps = (int64_t)v[1], .train_loss = v[2], .eval_loss = v[3],
                       .eval_accuracy = v[4], .eval_f1 = v[5], .time_s = v[6], .samples_per_s = v[7],
-                      .tokens_per_s = v[8], .peak_mem_bytes = (int64_t)v[9], .complete = v[10] != 0};
+                      .tokens_per_s = v[8], .peak_mem_bytes = (int64_t)v[9], .complete = v[10] != 0,
+                      .eval_perplexity = v[11]};
     return lp_history_add_epoch(h, &r);
 }
 
 lp_status lp_rundir_read_steps(const char *path, lp_history *h)
 {
-    return read_csv(path, steps_header, 16, step_row, h);
+    return read_csv(path, steps_header, 16, NULL, 0, step_row, h);
 }
 
 lp_status lp_rundir_read_epochs(const char *path, lp_history *h)
 {
-    return read_csv(path, epochs_header, 11, epoch_row, h);
+    return read_csv(path, epochs_header, 12, epochs_header_v1, 11, epoch_row, h);
 }
 
 static void add_str(cJSON *o, const char *k, const char *v)
@@ -249,6 +279,7 @@ lp_status lp_rundir_write_config(const char *run_dir, const lp_train_config *c, 
     lp_model_info_get(model, &mi);
     add_str(m, "dir", c->model_dir);
     add_str(m, "architecture", lp_hf_arch_name(mi.arch));
+    add_str(m, "task", lp_train_task_name(mi.task));
     cJSON_AddNumberToObject(m, "num_layers", (double)mi.num_layers);
     cJSON_AddNumberToObject(m, "hidden_size", (double)mi.hidden_size);
     cJSON_AddNumberToObject(m, "num_heads", (double)mi.num_heads);

@@ -108,6 +108,7 @@ lp_status lp_rundir_write_summary(const char *path, const lp_summary_in *in)
     cJSON_AddStringToObject(m, "name", name);
     cJSON_AddStringToObject(m, "dir", c->model_dir);
     cJSON_AddStringToObject(m, "architecture", lp_hf_arch_name(mi.arch));
+    cJSON_AddStringToObject(m, "task", lp_train_task_name(mi.task));
     cJSON_AddNumberToObject(m, "params_total", (double)mi.n_params);
     cJSON_AddNumberToObject(m, "params_trainable", (double)mi.n_trainable);
     cJSON_AddNumberToObject(j, "steps", (double)h->n_steps);
@@ -191,10 +192,14 @@ lp_status lp_rundir_write_summary(const char *path, const lp_summary_in *in)
     cJSON *e = cJSON_AddObjectToObject(j, "eval");
     const lp_epoch_rec *last = NULL;
     for (size_t i = 0; i < h->n_epochs; i++)
-        if (!isnan(h->epochs[i].eval_accuracy))
+        if (!isnan(h->epochs[i].eval_loss))
             last = &h->epochs[i];
     cJSON_AddNumberToObject(e, "loss", last ? last->eval_loss : NAN);
-    cJSON_AddNumberToObject(e, "accuracy", last ? last->eval_accuracy : NAN);
-    cJSON_AddNumberToObject(e, "macro_f1", last ? last->eval_f1 : NAN);
+    if (mi.task == LP_MODEL_TASK_CAUSAL_LM) { /* no accuracy or F1: absent keys, not 0 */
+        cJSON_AddNumberToObject(e, "perplexity", last ? last->eval_perplexity : NAN);
+    } else {
+        cJSON_AddNumberToObject(e, "accuracy", last ? last->eval_accuracy : NAN);
+        cJSON_AddNumberToObject(e, "macro_f1", last ? last->eval_f1 : NAN);
+    }
     return lp_json_write_file(path, j);
 }

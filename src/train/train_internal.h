@@ -25,7 +25,9 @@ typedef struct lp_step_rec {
 
 typedef struct lp_epoch_rec {
     int64_t epoch, steps;      /* optimizer steps in this epoch */
-    double train_loss, eval_loss, eval_accuracy, eval_f1; /* NaN when not evaluated */
+    double train_loss, eval_loss, eval_accuracy, eval_f1; /* NaN when not evaluated (accuracy
+                                                           * and F1 always for a causal LM) */
+    double eval_perplexity;    /* causal LM: exp(eval_loss); NaN otherwise */
     double time_s, samples_per_s, tokens_per_s;
     int64_t peak_mem_bytes;
     bool complete;             /* false: cut by max_steps or a stop */
@@ -80,12 +82,16 @@ typedef struct lp_train_data {
     lp_dataset train, eval;
     lp_encoded_dataset etrain, eeval;
     bool has_eval;
+    bool lm;                    /* causal LM: text only, no labels (num_labels 0) */
     int32_t num_labels;
     char **label_names;         /* num_labels, borrowed from train.label_map */
 } lp_train_data;
 
+/* lm: text-only data for a causal LM (labels unused). config_pad is the model config's
+ * pad_token_id, config_eos its eos_token_id (-1 when absent): padding falls back to them when
+ * the tokenizer has no pad token. */
 LP_WARN_UNUSED lp_status lp_train_data_load(lp_train_data *d, const lp_train_config *c, int32_t max_len,
-                                            int32_t model_labels);
+                                            int32_t model_labels, bool lm, int64_t config_pad, int64_t config_eos);
 void lp_train_data_free(lp_train_data *d);
 
 /* Run-directory writers (each file atomic). */

@@ -285,6 +285,8 @@ static void test_batches(void **state)
             assert_int_equal(b.attention_mask[r * b.T + t], in);
             assert_int_equal(b.input_ids[r * b.T + t], in ? src[t] : pad);
             assert_int_equal(b.token_type_ids[r * b.T + t], 0);
+            /* a causal LM's labels: the ids themselves, -100 (ignored) on padding */
+            assert_int_equal(b.lm_labels[r * b.T + t], in ? src[t] : -100);
         }
         assert_int_equal(b.labels[r], (int32_t)(rows[r] % 2));
         assert_int_equal(b.rows[r], rows[r]);

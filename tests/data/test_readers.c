@@ -282,6 +282,47 @@ static void test_jsonl(void **state)
     expect_fail("j.jsonl", "{\"text\":\"x\xFF\",\"label\":1}\n", NULL, LP_STATUS_FORMAT, "invalid UTF-8", NULL);
 }
 
+/* Causal-LM data: only the text column is read, a label column is neither needed nor
+ * parsed (a bad label is no bad row), labels stay NULL; bad text is still a bad row. */
+static void test_text_only(void **state)
+{
+    (void)state;
+    lp_dataset_options o;
+    lp_dataset_options_init(&o);
+    o.text_only = 1;
+    lp_dataset ds;
+    assert_int_equal(load_opt("t.tsv", "text\nhello there\nsecond row\n", &o, &ds), LP_OK);
+    assert_int_equal(ds.n, 2);
+    assert_null(ds.labels);
+    assert_int_equal(ds.label_map.n, 0);
+    assert_string_equal(ds.text[1], "second row");
+    {
+        lp_dataset tr, va;
+        assert_int_equal(lp_dataset_split(&ds, 0.5, 1, &tr, &va), LP_OK);
+        assert_null(tr.labels);
+        assert_int_equal(tr.n + va.n, 2);
+        lp_dataset_free(&tr);
+        lp_dataset_free(&va);
+    }
+    lp_dataset_free(&ds);
+    /* a label column that would be bad for a classifier is ignored */
+    assert_int_equal(load_opt("t.csv", "sentence,label\na b,\nc d,not-a-number\n", &o, &ds), LP_OK);
+    assert_int_equal(ds.n, 2);
+    assert_null(ds.labels);
+    lp_dataset_free(&ds);
+    assert_int_equal(load_opt("t.jsonl", "{\"text\": \"x\"}\n{\"text\": \"y\", \"label\": [1]}\n", &o, &ds), LP_OK);
+    assert_int_equal(ds.n, 2);
+    lp_dataset_free(&ds);
+    /* no text column: the same one-line error as a classifier's */
+    expect_fail("t.tsv", "sentence_x\tlabel\na\t1\n", &o, LP_STATUS_NOT_FOUND, "t.tsv: no text column", NULL);
+    expect_fail("t.jsonl", "{\"text\": \"\"}\n", &o, LP_STATUS_FORMAT, "t.jsonl:1: empty text", NULL);
+    o.skip_bad_rows = 1;
+    assert_int_equal(load_opt("t.jsonl", "{\"text\": \"\"}\n{\"text\": \"ok\"}\n", &o, &ds), LP_OK);
+    assert_int_equal(ds.n, 1);
+    assert_int_equal(ds.n_skipped, 1);
+    lp_dataset_free(&ds);
+}
+
 static void test_labels_given_and_ranges(void **state)
 {
     (void)state;
@@ -491,6 +532,7 @@ int main(void)
         cmocka_unit_test(test_empty_and_header_only),
         cmocka_unit_test(test_tsv),
         cmocka_unit_test(test_jsonl),
+        cmocka_unit_test(test_text_only),
         cmocka_unit_test(test_labels_given_and_ranges),
         cmocka_unit_test(test_skip_bad_rows),
         cmocka_unit_test_setup_teardown(test_label_mappings_json, setup, teardown),

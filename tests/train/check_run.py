@@ -168,7 +168,14 @@ def main():
     check(all(cfg["libraries"].get(k) for k in ("openblas", "cjson", "zlib")), "library versions")
 
     ev = s.get("eval", {})
-    if epochs and cfg["training"]["eval"]:
+    if epochs and cfg["training"]["eval"] and s["model"].get("task") == "causal-lm":
+        # a causal LM: perplexity, and no accuracy or F1 anywhere (absent, not 0)
+        last = epochs[-1]
+        check("accuracy" not in ev and "macro_f1" not in ev, f"causal-LM eval with accuracy/F1: {ev}")
+        check(last["eval_accuracy"] == "" and last["eval_macro_f1"] == "", "epoch_results.csv accuracy/F1 not empty")
+        check(abs(float(last["eval_perplexity"]) - ev["perplexity"]) < 1e-9 * ev["perplexity"], "perplexity equals epoch_results.csv")
+        check(math.isfinite(ev["loss"]) and abs(ev["perplexity"] - math.exp(ev["loss"])) < 1e-9 * ev["perplexity"], f"eval {ev}")
+    elif epochs and cfg["training"]["eval"]:
         last = epochs[-1]
         check(abs(float(last["eval_accuracy"]) - ev["accuracy"]) < 1e-9, "eval accuracy equals epoch_results.csv")
         check(0 <= ev["accuracy"] <= 1 and math.isfinite(ev["loss"]), f"eval {ev}")

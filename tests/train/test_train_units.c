@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -184,6 +185,72 @@ static void test_ckpt_state_parse(void **state)
     }
 }
 
+/* --task names, and the architecture deciding when it is auto. */
+static void test_task(void **state)
+{
+    (void)state;
+    lp_model_task t;
+    assert_int_equal(lp_train_task_parse("seq-cls", &t), LP_OK);
+    assert_int_equal(t, LP_MODEL_TASK_SEQ_CLS);
+    assert_int_equal(lp_train_task_parse("causal-lm", &t), LP_OK);
+    assert_string_equal(lp_train_task_name(t), "causal-lm");
+    assert_int_equal(lp_train_task_parse("lm", &t), LP_STATUS_INVALID_ARG);
+    assert_non_null(strstr(lp_err_msg(), "--task"));
+    assert_non_null(strstr(lp_err_msg(), "'lm'"));
+    const char *src = getenv("LP_SOURCE_DIR") ? getenv("LP_SOURCE_DIR") : ".";
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/models/tiny-llama", src);
+    assert_int_equal(lp_train_task_resolve(dir, LP_MODEL_TASK_AUTO, &t), LP_OK);
+    assert_int_equal(t, LP_MODEL_TASK_CAUSAL_LM); /* LlamaForCausalLM */
+    assert_int_equal(lp_train_task_resolve(dir, LP_MODEL_TASK_SEQ_CLS, &t), LP_OK);
+    assert_int_equal(t, LP_MODEL_TASK_SEQ_CLS);
+    snprintf(dir, sizeof dir, "%s/models/default", src);
+    assert_int_equal(lp_train_task_resolve(dir, LP_MODEL_TASK_AUTO, &t), LP_OK);
+    assert_int_equal(t, LP_MODEL_TASK_SEQ_CLS); /* BertForSequenceClassification */
+    assert_int_not_equal(lp_train_task_resolve("/nonexistent-model", LP_MODEL_TASK_AUTO, &t), LP_OK);
+    assert_non_null(strstr(lp_err_msg(), "/nonexistent-model/config.json"));
+}
+
+/* epoch_results.csv: values that do not apply are empty fields (absent, not 0 or "nan") and
+ * read back as NaN; a file with the older header (no eval_perplexity) still reads. */
+static void test_epochs_csv(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/lp_epochs_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    lp_history h = {0}, back = {0};
+    lp_epoch_rec lm = {.epoch = 0, .steps = 3, .train_loss = 4.5, .eval_loss = 3.25, .eval_accuracy = NAN,
+                       .eval_f1 = NAN, .eval_perplexity = exp(3.25), .complete = true};
+    lp_epoch_rec cls = {.epoch = 1, .steps = 3, .train_loss = 0.5, .eval_loss = NAN, .eval_accuracy = NAN,
+                        .eval_f1 = NAN, .eval_perplexity = NAN, .complete = false};
+    assert_int_equal(lp_history_add_epoch(&h, &lm), LP_OK);
+    assert_int_equal(lp_history_add_epoch(&h, &cls), LP_OK);
+    assert_int_equal(lp_rundir_write_epochs(path, &h), LP_OK);
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(lp_file_read_all(path, &text, &len), LP_OK);
+    assert_non_null(strstr(text, ",complete,eval_perplexity\n"));
+    assert_non_null(strstr(text, "\n1,3,4.5,3.25,,,"));
+    assert_null(strstr(text, "nan"));
+    free(text);
+    assert_int_equal(lp_rundir_read_epochs(path, &back), LP_OK);
+    assert_int_equal(back.n_epochs, 2);
+    assert_true(back.epochs[0].eval_loss == 3.25 && isnan(back.epochs[0].eval_accuracy));
+    assert_true(fabs(back.epochs[0].eval_perplexity - exp(3.25)) < 1e-12 && isnan(back.epochs[1].eval_perplexity));
+    assert_true(isnan(back.epochs[1].eval_loss) && !back.epochs[1].complete);
+    lp_history_free(&back);
+    const char *v1 = "epoch,steps,train_loss,eval_loss,eval_accuracy,eval_macro_f1,time_s,samples_per_s,"
+                     "tokens_per_s,peak_memory_bytes,complete\n1,5,0.7,0.6,0.8,0.79,1.5,10,100,1000,1\n";
+    assert_int_equal(lp_file_write_atomic(path, v1, strlen(v1)), LP_OK);
+    assert_int_equal(lp_rundir_read_epochs(path, &back), LP_OK);
+    assert_true(back.n_epochs == 1 && back.epochs[0].eval_accuracy == 0.8 && isnan(back.epochs[0].eval_perplexity));
+    lp_history_free(&back);
+    lp_history_free(&h);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -193,6 +260,8 @@ int main(void)
         cmocka_unit_test(test_tb_writer_file),
         cmocka_unit_test(test_metrics),
         cmocka_unit_test(test_ckpt_state_parse),
+        cmocka_unit_test(test_task),
+        cmocka_unit_test(test_epochs_csv),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
