@@ -34,7 +34,8 @@ static void usage(FILE *out)
             "                     --method a BERT-family model is a classifier, as loupe train builds)\n"
             "  --method M         full, lora or qlora: add the memory prediction\n"
             "  --batch-size N     batch size for the prediction (default 8)\n"
-            "  --seq-len N        sequence length: the longest padded row of a batch (default 128)\n"
+            "  --seq-len N        sequence length: the longest padded row of a batch (default 128, at most\n"
+            "                     the model's max_position_embeddings, as loupe train truncates)\n"
             "  --rank R           LoRA rank (default 8; targets query/value or q_proj/v_proj)\n"
             "  --exec M           eager or fused, as loupe train --exec (default fused)\n"
             "  --gradient-checkpointing  as loupe train --gradient-checkpointing\n"
@@ -342,6 +343,7 @@ int lp_cmd_inspect(int argc, char **argv)
     const char *dir = NULL, *output = NULL;
     bool json = false, have_method = false, eager = false, ckpt = false;
     long bs = 8, sl = 128, rank = 8, threads = 0;
+    bool sl_given = false;
     double lora_dropout = 0.0;
     const char *prediction_flag = NULL, *adapter_flag = NULL; /* the last such flag given */
     lp_model_task task = LP_MODEL_TASK_AUTO;
@@ -372,6 +374,7 @@ int lp_cmd_inspect(int argc, char **argv)
             break;
         case 's':
             if (lp_cli_parse_long("inspect", "--seq-len", optarg, 1, 1 << 24, &sl)) return LP_EXIT_USAGE;
+            sl_given = true;
             prediction_flag = "--seq-len";
             break;
         case 'r':
@@ -444,6 +447,8 @@ int lp_cmd_inspect(int argc, char **argv)
     lp_mem_estimate e;
     if (have_method && !threads)
         threads = lp_threads_init(); /* loupe train's default */
+    if (!sl_given && sl > cfg.max_position_embeddings) // loupe train's default: --max-seq-len 128, at most the positions
+        sl = (long)cfg.max_position_embeddings;
     lp_mem_estimate_opts o = {.method = method, .batch_size = bs, .seq_len = sl, .lora_rank = rank,
                               .eager = eager, .grad_checkpointing = ckpt, .lora_dropout = lora_dropout,
                               .threads = (int32_t)threads};
