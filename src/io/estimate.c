@@ -89,6 +89,16 @@ static uint64_t up64(uint64_t n)
     return (n + 63) & ~(uint64_t)63;
 }
 
+/* Checked a + b and a * b on the estimate's unsigned sizes (lp_size_*: sticky *ovf). */
+static uint64_t cadd(bool *ovf, uint64_t a, uint64_t b)
+{
+    return (uint64_t)lp_size_add(ovf, (int64_t)a, (int64_t)b);
+}
+static uint64_t cmul(bool *ovf, uint64_t a, uint64_t b)
+{
+    return (uint64_t)lp_size_mul(ovf, (int64_t)a, (int64_t)b);
+}
+
 static uint64_t max2(uint64_t a, uint64_t b)
 {
     return a > b ? a : b;
@@ -216,38 +226,47 @@ lp_status lp_mem_estimate_compute(const lp_model_config *c, const lp_param_map *
     const bool lora = o->method != LP_TRAIN_METHOD_FULL, quant = o->method == LP_TRAIN_METHOD_QLORA;
     const uint64_t r = lora ? (uint64_t)o->lora_rank : 0;
 
+    /* the parameter terms come straight from the config's and the tensor headers' shapes */
+    bool ovf = false;
     uint64_t head = 0, head_padded = 0, param_floats = 0, adapter_floats = 0, quant_numel_max = 0;
     for (size_t i = 0; i < m->n; i++) {
         const lp_param_binding *p = &m->params[i];
-        out->total_params += p->numel;
+        const uint64_t up = cadd(&ovf, p->numel, 15) & ~(uint64_t)15;
+        out->total_params = cadd(&ovf, out->total_params, p->numel);
         /* PEFT's modules_to_save for sequence classification: classifier/score (and
          * DistilBERT's pre_classifier, whose name ends in "classifier") */
         if (p->role >= LP_PARAM_ROLE_PRE_CLS_W && p->role <= LP_PARAM_ROLE_CLS_B) {
-            head += p->numel;
-            head_padded += up16(p->numel);
+            head = cadd(&ovf, head, p->numel);
+            head_padded = cadd(&ovf, head_padded, up);
         }
         bool stack_linear = p->layer >= 0 && p->is_linear_weight;
         if (stack_linear && (p->role == LP_PARAM_ROLE_Q_W || p->role == LP_PARAM_ROLE_V_W) && lora) {
-            uint64_t a = r * (uint64_t)p->shape[1], b = (uint64_t)p->shape[0] * r;
-            out->lora_params += a + b;
-            adapter_floats += up16(a) + up16(b);
+            uint64_t a = cmul(&ovf, r, (uint64_t)p->shape[1]), b = cmul(&ovf, (uint64_t)p->shape[0], r);
+            out->lora_params = cadd(&ovf, out->lora_params, cadd(&ovf, a, b));
+            adapter_floats = cadd(&ovf, adapter_floats, cadd(&ovf, up16(a), up16(b)));
         }
         if (stack_linear && quant) {
-            out->quantized_weights += nf4_bytes(p->numel);
+            out->quantized_weights = cadd(&ovf, out->quantized_weights, nf4_bytes(p->numel));
             quant_numel_max = max2(quant_numel_max, p->numel);
             continue; /* not in the parameter block */
         }
-        param_floats += up16(p->numel);
+        param_floats = cadd(&ovf, param_floats, up);
     }
-    out->parameters = 4 * (param_floats + adapter_floats);
-    out->trainable_params = lora ? out->lora_params + head : out->total_params;
-    out->gradients = 4 * (lora ? adapter_floats + head_padded : param_floats);
-    out->optimizer_state = 2 * 4 * out->trainable_params;
+    out->parameters = cmul(&ovf, 4, cadd(&ovf, param_floats, adapter_floats));
+    out->trainable_params = lora ? cadd(&ovf, out->lora_params, head) : out->total_params;
+    out->gradients = cmul(&ovf, 4, lora ? cadd(&ovf, adapter_floats, head_padded) : param_floats);
+    out->optimizer_state = cmul(&ovf, 8, out->trainable_params);
     if (c->family == LP_MODEL_FAMILY_BERT)
         bert_terms(c, m, o, out);
     else
         llama_terms(c, m, o, quant_numel_max, out);
-    out->total = out->parameters + out->gradients + out->optimizer_state + out->activations +
-                 out->quantized_weights + out->temporary + out->input;
+    const uint64_t parts[] = {out->parameters, out->gradients,  out->optimizer_state, out->activations,
+                              out->quantized_weights, out->temporary, out->input};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        out->total = cadd(&ovf, out->total, parts[i]);
+    if (ovf)
+        return lp_err(LP_STATUS_RANGE,
+                      "memory estimate: the model's sizes overflow 64-bit byte counts (%lld layers, hidden size %lld)",
+                      (long long)c->num_layers, (long long)c->hidden_size);
     return LP_OK;
 }

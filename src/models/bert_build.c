@@ -30,6 +30,12 @@ lp_status lp_model__add_param(lp_model *m, const char *name, int ndim, int64_t d
         m->cap_params = cap;
     }
     size_t i = m->n_params;
+    bool ovf = false; // sizes come from config.json: checked, never wrapped
+    int64_t numel = lp_size_mul(&ovf, d0, ndim == 2 ? d1 : 1);
+    int64_t end = lp_size_add(&ovf, m->n_floats, lp_size_round_up(&ovf, numel, 16));
+    if (ovf || !lp_size_bytes_ok(end, sizeof(float)))
+        return lp_err(LP_STATUS_RANGE, "%s/config.json: parameter '%s' [%lld, %lld] overflows the parameter block",
+                      m->dir, name, (long long)d0, (long long)d1);
     if (!(m->names[i] = strdup(name)))
         return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory for the parameter table");
     m->n_params++;
@@ -39,7 +45,7 @@ lp_status lp_model__add_param(lp_model *m, const char *name, int ndim, int64_t d
     p->ndim = ndim;
     p->shape[0] = d0;
     p->shape[1] = ndim == 2 ? d1 : 0;
-    p->numel = d0 * (ndim == 2 ? d1 : 1);
+    p->numel = numel;
     p->trainable = true;
     p->no_decay = no_decay;
     p->category = LP_MEM_CATEGORY_PARAMETER;
@@ -54,7 +60,7 @@ lp_status lp_model__add_param(lp_model *m, const char *name, int ndim, int64_t d
     s->goff = -1;
     s->offset = m->n_floats;
     // 16-float (64-byte) alignment for every tensor
-    m->n_floats += (p->numel + 15) & ~(int64_t)15;
+    m->n_floats = end;
     return LP_OK;
 }
 

@@ -76,6 +76,9 @@ static sizes need(const lp_model *m, int64_t B, int64_t T, bool shared, bool bac
 
 static lp_status ensure(lp_model *m, int64_t B, int64_t T, bool shared, bool backward)
 {
+    if (!lp_model__batch_sizes_ok(m, B, T))
+        return lp_err(LP_STATUS_RANGE, "%s/config.json: a batch of %lld x %lld overflows the activation sizes",
+                      m->dir, (long long)B, (long long)T);
     sizes s = need(m, B, T, shared, backward);
     if (s.act > m->act_cap_floats) {
         lp_free(m->act_block);
