@@ -50,7 +50,7 @@ static lp_status gz_fill(const char *name, gz_source *src, z_stream *zs)
 static lp_status cap_error(const char *name, uint64_t max_bytes)
 {
     return lp_err(LP_STATUS_RANGE,
-                  "%s: decompresses to more than %llu bytes, the cap on a trace's text (loupe analyze "
+                  "%s: the trace's text (decompressed) is longer than %llu bytes, the cap (loupe analyze "
                   "--max-trace-bytes raises it)",
                   name, (unsigned long long)max_bytes);
 }
