@@ -78,6 +78,8 @@ typedef struct lp_train_config {
     const char *save_model;     /* HF directory for the fine-tuned model, or NULL */
     const char *output_dir;     /* default "reports" */
     const char *run_id;         /* default: a UTC timestamp */
+    bool overwrite;             /* an existing run directory of that id is cleared and reused
+                                   (default: refused, unless resuming) */
     const char *config_file;    /* recorded in config.json only */
     const char *loupe_version;  /* "loupe X (git rev)", recorded in config.json (CLI sets it) */
     int progress;               /* -1 auto (a bar on a terminal), 0 plain lines, 1 bar */

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -326,6 +327,7 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
     char resumed[1024] = "";
     lp_ckpt_state cs = {0};
     bool prof_started = false;
+    lp_runlock lock = {.fd = -1};
     lp_status st = setup(&R, c, resumed, sizeof resumed, &cs);
     if (st != LP_OK)
         goto done;
@@ -335,9 +337,13 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
         snprintf(R.run_id, sizeof R.run_id, "%s", c->run_id);
     else
         make_run_id(R.run_id, sizeof R.run_id);
-    snprintf(R.run_dir, sizeof R.run_dir, "%s/%s", c->output_dir ? c->output_dir : "reports", R.run_id);
+    const char *out_dir = c->output_dir ? c->output_dir : "reports";
+    snprintf(R.run_dir, sizeof R.run_dir, "%s/%s", out_dir, R.run_id);
+    /* a timestamp id is unique per second: a second run within it gets a suffix */
+    for (int k = 2; !(c->run_id && *c->run_id) && access(R.run_dir, F_OK) == 0 && k < 1000; k++)
+        snprintf(R.run_dir, sizeof R.run_dir, "%s/%s-%d", out_dir, R.run_id, k);
     snprintf(res->run_dir, sizeof res->run_dir, "%s", R.run_dir);
-    if ((st = lp_mkdir_p(R.run_dir)) != LP_OK)
+    if ((st = lp_runlock_acquire(R.run_dir, c->overwrite, c->resume && *c->resume, c->quiet, &lock)) != LP_OK)
         goto done;
     if ((st = lp_rundir_write_config(R.run_dir, c, R.model, &R.d, R.total, R.warmup, *resumed ? resumed : NULL)) !=
         LP_OK)
@@ -503,5 +509,6 @@ done:
     lp_history_free(&R.h);
     lp_train_data_free(&R.d);
     lp_model_free(R.model);
+    lp_runlock_release(&lock);
     return st;
 }

@@ -148,4 +148,18 @@ void lp_progress_end(lp_progress *p);
 
 double lp_train_now_s(void);
 
+/* The run directory's owner lock (runlock.c). */
+typedef struct lp_runlock {
+    int fd;          /* -1 when not held */
+    char path[1100]; /* <run_dir>/.lock */
+} lp_runlock;
+/* Creates run_dir (mkdir -p) and locks it for this process. Refuses (INVALID_ARG, naming the
+ * directory) when another live run holds it, or when it already holds a run's files and
+ * neither resume (keep them) nor overwrite (remove them) is set; --overwrite never removes
+ * files that are not a loupe run's. A lock left by a dead process is taken over (noted on
+ * stderr unless quiet). Released by lp_runlock_release, or by the kernel when the process dies. */
+LP_WARN_UNUSED lp_status lp_runlock_acquire(const char *run_dir, bool overwrite, bool resume, bool quiet,
+                                            lp_runlock *lk);
+void lp_runlock_release(lp_runlock *lk);
+
 #endif
