@@ -179,6 +179,12 @@ const char *lp_tb_writer_path(const lp_tb_writer *w);
 void lp_metrics_classification(const int32_t *labels, const int32_t *preds, int64_t n, int32_t L,
                                double *accuracy, double *macro_f1);
 
+/* Checks a checkpoint directory (<run>/checkpoints/step-N) against the crc32 checksums
+ * written with it: LP_OK when every file and tensor matches; LP_STATUS_FORMAT naming the
+ * damaged file and tensor; NOT_FOUND when dir is not a checkpoint. *has_checksums is false
+ * for a checkpoint written before checksums (nothing to check: LP_OK). */
+LP_WARN_UNUSED lp_status lp_checkpoint_verify(const char *dir, bool *has_checksums);
+
 #ifdef __cplusplus
 }
 #endif

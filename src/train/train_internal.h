@@ -162,4 +162,11 @@ LP_WARN_UNUSED lp_status lp_runlock_acquire(const char *run_dir, bool overwrite,
                                             lp_runlock *lk);
 void lp_runlock_release(lp_runlock *lk);
 
+/* checksums.json for the checkpoint files in dir (ckpt_sum.c): crc32 of each file and tensor. */
+LP_WARN_UNUSED lp_status lp_ckpt_sum_write(const char *dir);
+/* Verifies dir's files against its checksums.json: FORMAT naming the damaged file (and the
+ * first damaged tensor, with a count) when one differs. A checkpoint without checksums.json
+ * (written before them) verifies, with *has_sums false. */
+LP_WARN_UNUSED lp_status lp_ckpt_sum_verify(const char *dir, bool *has_sums);
+
 #endif
