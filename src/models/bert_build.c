@@ -404,5 +404,7 @@ lp_status lp_model__build_bert(lp_model *m, const lp_st_set *w)
             break; // zero: lp_alloc zero-fills
         }
     }
+    if ((st = lp_model__check_finite(m)) != LP_OK) // NaN/Inf in the file: named now, not as "loss is NaN"
+        return st;
     return lp_model__peft_finish(m);
 }

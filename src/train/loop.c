@@ -288,7 +288,7 @@ static lp_status setup(run *R, const lp_train_config *c, char *resumed, size_t r
     lp_model_info mi;
     lp_model_info_get(R->model, &mi);
     int32_t max_len = c->max_seq_len < mi.max_positions ? c->max_seq_len : (int32_t)mi.max_positions;
-    if ((st = lp_train_data_load(&R->d, c, max_len, (int32_t)mi.num_labels)) != LP_OK)
+    if ((st = lp_train_data_load(&R->d, c, max_len, (int32_t)mi.num_labels, mi.vocab_size, mi.max_positions)) != LP_OK)
         return st;
     R->n_batches = lp_batch_count(R->d.etrain.n, c->batch_size, 0);
     R->steps_per_epoch = (R->n_batches + c->grad_accum - 1) / c->grad_accum;

@@ -84,8 +84,11 @@ typedef struct lp_train_data {
     char **label_names;         /* num_labels, borrowed from train.label_map */
 } lp_train_data;
 
+/* Loads the tokenizer and data; refuses (naming config.json) a model whose vocab_size is
+ * below the tokenizer's ids or whose positions cannot hold one token beside the specials
+ * (model_vocab, model_positions <= 0: not checked). */
 LP_WARN_UNUSED lp_status lp_train_data_load(lp_train_data *d, const lp_train_config *c, int32_t max_len,
-                                            int32_t model_labels);
+                                            int32_t model_labels, int64_t model_vocab, int64_t model_positions);
 void lp_train_data_free(lp_train_data *d);
 
 /* Run-directory writers (each file atomic). */
