@@ -103,6 +103,7 @@ typedef struct lp_train_config {
     double peak_gflops;         /* machine f32 peak for MFU (--peak-gflops); <= 0: measure */
     /* testing: make the loss at this step (1-based) NaN; 0 off (env LOUPE_INJECT_NAN_STEP) */
     int64_t inject_nan_step;
+    bool detect_anomaly;        /* --detect-anomaly: name the first tensor where a NaN/Inf appears */
 } lp_train_config;
 
 /* The defaults listed above. */

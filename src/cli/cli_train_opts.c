@@ -21,7 +21,7 @@ enum {
     O_MAXLEN, O_EXEC, O_THREADS, O_CKPT_EVERY, O_KEEP, O_RESUME, O_SAVE, O_OUTDIR, O_RUNID, O_CONFIG, O_PROGRESS,
     O_NO_PROGRESS, O_LOG_EVERY, O_QUIET, O_PROFILE, O_P_WAIT, O_P_WARMUP, O_P_ACTIVE, O_P_REPEAT, O_MEMLOG,
     O_LORA_DROPOUT, O_RSLORA, O_SKIP_BAD, O_EVAL_SPLIT, O_BASE_DTYPE, O_ADAPTER, O_SAVE_ADAPTER, O_MERGE,
-    O_EXPORT_TRACE, O_EXPORT_MEMTL, O_WITH_STACK, O_RECORD_SHAPES, O_INJECT_NAN, O_PEAK, O_GRAD_CKPT, O_OVERWRITE, O_HELP
+    O_EXPORT_TRACE, O_EXPORT_MEMTL, O_WITH_STACK, O_RECORD_SHAPES, O_INJECT_NAN, O_PEAK, O_GRAD_CKPT, O_OVERWRITE, O_ANOMALY, O_HELP
 };
 
 static const struct option opts[] = {
@@ -67,6 +67,7 @@ static const struct option opts[] = {
     {"output-dir", required_argument, NULL, O_OUTDIR},
     {"run-id", required_argument, NULL, O_RUNID},
     {"overwrite", no_argument, NULL, O_OVERWRITE},
+    {"detect-anomaly", no_argument, NULL, O_ANOMALY},
     {"config", required_argument, NULL, O_CONFIG},
     {"progress", no_argument, NULL, O_PROGRESS},
     {"no-progress", no_argument, NULL, O_NO_PROGRESS},
@@ -128,6 +129,7 @@ static void usage(const char *cmd, bool profile)
            "  --config FILE          YAML whose keys mirror the long flags (flags win)\n"
            "  --progress | --no-progress, --log-every N (10), --quiet\n"
            "  --peak-gflops X        machine f32 peak for MFU (default: measured, see loupe peak)\n"
+           "  --detect-anomaly       name the first activation or gradient where a NaN/Inf appears\n"
            "Profiling%s:\n"
            "  --profile[=BOOL]       turn profiling on (loupe profile: on)\n"
            "  --profile-wait N (1), --profile-warmup N (1), --profile-active N (3), --profile-repeat N (1)\n"
@@ -313,6 +315,7 @@ static int apply(const char *cmd, lp_train_config *c, int id, const char *flag, 
         c->run_id = v;
         break;
     case O_OVERWRITE: c->overwrite = true; break;
+    case O_ANOMALY: c->detect_anomaly = true; break;
     case O_CONFIG: c->config_file = v; break;
     case O_PROGRESS: c->progress = 1; break;
     case O_NO_PROGRESS: c->progress = 0; break;

@@ -189,13 +189,16 @@ static lp_status train_step(run *R, lp_data_pos *pos, int64_t step, lp_step_rec 
         if (st != LP_OK)
             return st;
         float l;
+        float *lg = c->detect_anomaly ? R->logits : NULL;
         st = lp_model_loss_forward(R->model, R->batch.input_ids, R->batch.attention_mask, R->batch.token_type_ids,
-                                   R->batch.labels, R->batch.B, R->batch.T, NULL, &l);
+                                   R->batch.labels, R->batch.B, R->batch.T, lg, &l);
         double t3 = lp_train_now_s();
         if (st == LP_STATUS_NUMERIC)
             l = NAN;
         else if (st != LP_OK)
             return lp_err_wrap(st, "step %lld", (long long)step);
+        if (c->detect_anomaly && (st = lp_anomaly_forward(R->model, lg, R->batch.B, R->batch.T, step)) != LP_OK)
+            return st;
         if (c->inject_nan_step == step)
             l = NAN;
         if (!isfinite(l))
@@ -203,6 +206,8 @@ static lp_status train_step(run *R, lp_data_pos *pos, int64_t step, lp_step_rec 
                           isnan(l) ? "NaN" : "infinite", (long long)step, (long long)pos->epoch + 1);
         if ((st = lp_model_backward(R->model)) != LP_OK)
             return lp_err_wrap(st, "step %lld backward", (long long)step);
+        if (c->detect_anomaly && (st = lp_anomaly_backward(R->model, step)) != LP_OK)
+            return st;
         double t4 = lp_train_now_s();
         loss += l;
         rec->data_ms += (t2 - t1) * 1e3;

@@ -172,4 +172,10 @@ LP_WARN_UNUSED lp_status lp_ckpt_sum_write(const char *dir);
  * (written before them) verifies, with *has_sums false. */
 LP_WARN_UNUSED lp_status lp_ckpt_sum_verify(const char *dir, bool *has_sums);
 
+/* --detect-anomaly (anomaly.c): NUMERIC naming the first of the pass's tensors (embeddings,
+ * each layer's output, the logits (B,num_labels), may be NULL) that holds a NaN or Inf, or the
+ * first parameter gradient in backward order; LP_OK when all are finite. */
+LP_WARN_UNUSED lp_status lp_anomaly_forward(const lp_model *m, const float *logits, int32_t B, int32_t T, int64_t step);
+LP_WARN_UNUSED lp_status lp_anomaly_backward(const lp_model *m, int64_t step);
+
 #endif

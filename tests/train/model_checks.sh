@@ -69,4 +69,17 @@ PY
   expect 1 "$T/n_$name/model.safetensors: tensor '$tensor' holds 5 non-finite values (NaN or Inf; the first at flat index 0); 1 tensor affected" \
     "$name: NaN/Inf weights named" "$T/n_$name"
 done
+
+# --detect-anomaly on a run that diverges (lr 1e30): it names where the first NaN/Inf appears,
+# at a step no later than the plain run's "not finite" stop
+common=(--train data/sst2-mini/train.tsv --eval none --threads 1 --quiet --batch-size 8 --max-steps 30 --lr 1e30
+        --max-grad-norm 0 --output-dir "$T/out")
+"$L" train "${common[@]}" >/dev/null 2>"$T/plain"; rc1=$?
+"$L" train "${common[@]}" --detect-anomaly >/dev/null 2>"$T/anom"; rc2=$?
+s1=$(grep -oE "at step [0-9]+" "$T/plain" | grep -oE "[0-9]+"); s2=$(grep -oE "step [0-9]+: --detect-anomaly: (forward|backward)" "$T/anom" | grep -oE "^step [0-9]+" | grep -oE "[0-9]+")
+if [ $rc1 != 1 ] || [ $rc2 != 1 ] || [ -z "$s1" ] || [ -z "$s2" ] || [ "$s2" -gt "$s1" ]; then
+  bad "--detect-anomaly: exits $rc1/$rc2, steps '$s1'/'$s2'"; cat "$T/plain" "$T/anom"
+else
+  echo "ok: --detect-anomaly: $(tail -1 "$T/anom" | cut -c1-120) (plain run stopped at step $s1)"
+fi
 exit $fail
