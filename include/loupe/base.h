@@ -68,6 +68,21 @@ LP_WARN_UNUSED lp_status lp_file_read_all(const char *path, char **out, size_t *
  * *cap as they were. */
 LP_WARN_UNUSED void *lp_grow(void *v, size_t *cap, size_t need, size_t size, size_t first);
 
+/* malloc, calloc, realloc and strdup for library code that owns plain heap memory (freed
+ * with free()), counted by the allocation-failure torture mode: lp_alloc_fail_set(n) makes
+ * the nth allocation from now fail (NULL), whether it is one of these or an lp_alloc (core).
+ * Loaders use these so that a test can fail each of their allocations in turn. */
+void *lp_malloc(size_t n);
+void *lp_calloc(size_t n, size_t size);
+void *lp_realloc(void *p, size_t n);
+char *lp_strdup(const char *s);
+/* Sets the allocation to fail (1 = the next one; 0 = none; also read once from the
+ * environment variable LP_ALLOC_FAIL_AT) and returns how many were counted since the last
+ * call. lp_alloc_fail_at (core.h) is the same counter. */
+uint64_t lp_alloc_fail_set(uint64_t nth);
+/* Counts one allocation: its number when it is the one set to fail, else 0. */
+uint64_t lp_alloc_tick(void);
+
 /* Overflow-checked size arithmetic for every size that comes from outside data (configs,
  * tensor headers, tokenizers, datasets, traces, checkpoints) and for the memory plan built
  * from them. The overflow flag is sticky, so a formula is written once and checked once:

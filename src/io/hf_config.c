@@ -211,7 +211,7 @@ static lp_status parse_labels(const ctx *c, lp_model_config *o)
                           (long long)m, LP_MAX_LABELS);
         n = m;
     }
-    o->id2label = calloc((size_t)n, sizeof *o->id2label);
+    o->id2label = lp_calloc((size_t)n, sizeof *o->id2label);
     if (!o->id2label)
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", c->label);
     o->num_labels = n;
@@ -226,14 +226,14 @@ static lp_status parse_labels(const ctx *c, lp_model_config *o)
                 return lp_err(LP_STATUS_FORMAT, "%s: id2label[\"%s\"] is not a string", c->label, e->string);
             if (o->id2label[id])
                 return lp_err(LP_STATUS_FORMAT, "%s: id2label has class %lld twice", c->label, id);
-            if (!(o->id2label[id] = strdup(e->valuestring)))
+            if (!(o->id2label[id] = lp_strdup(e->valuestring)))
                 return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", c->label);
         }
     } else {
         for (int64_t i = 0; i < n; i++) {
             char b[32];
             snprintf(b, sizeof b, "LABEL_%lld", (long long)i);
-            if (!(o->id2label[i] = strdup(b)))
+            if (!(o->id2label[i] = lp_strdup(b)))
                 return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", c->label);
         }
     }
@@ -519,9 +519,11 @@ lp_status lp_hf_config_parse(const char *json, size_t len, const char *label, lp
     memset(out, 0, sizeof *out);
     if (!label)
         label = "config.json";
-    cJSON *root = cJSON_ParseWithLength(json, len);
+    bool oom;
+    cJSON *root = lp_json_parse(json, len, NULL, &oom);
     if (!root)
-        return lp_err(LP_STATUS_FORMAT, "%s: not valid JSON", label);
+        return oom ? lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory parsing JSON", label)
+                   : lp_err(LP_STATUS_FORMAT, "%s: not valid JSON", label);
     ctx c = {label, root};
     lp_status st;
     if (!cJSON_IsObject(root)) {

@@ -15,15 +15,15 @@ lp_status lp_model__add_param(lp_model *m, const char *name, int ndim, int64_t d
 {
     if (m->n_params == m->cap_params) {
         size_t cap = m->cap_params ? 2 * m->cap_params : 64;
-        lp_model_param *p = realloc(m->params, cap * sizeof *p);
+        lp_model_param *p = lp_realloc(m->params, cap * sizeof *p);
         if (!p)
             return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory for the parameter table");
         m->params = p;
-        lp_model_pslot *s = realloc(m->slots, cap * sizeof *s);
+        lp_model_pslot *s = lp_realloc(m->slots, cap * sizeof *s);
         if (!s)
             return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory for the parameter table");
         m->slots = s;
-        char **n = realloc(m->names, cap * sizeof *n);
+        char **n = lp_realloc(m->names, cap * sizeof *n);
         if (!n)
             return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory for the parameter table");
         m->names = n;
@@ -36,7 +36,7 @@ lp_status lp_model__add_param(lp_model *m, const char *name, int ndim, int64_t d
     if (ovf || !lp_size_bytes_ok(end, sizeof(float)))
         return lp_err(LP_STATUS_RANGE, "%s/config.json: parameter '%s' [%lld, %lld] overflows the parameter block",
                       m->dir, name, (long long)d0, (long long)d1);
-    if (!(m->names[i] = strdup(name)))
+    if (!(m->names[i] = lp_strdup(name)))
         return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory for the parameter table");
     m->n_params++;
     lp_model_param *p = &m->params[i];
@@ -343,8 +343,8 @@ lp_status lp_model__build_bert(lp_model *m, const lp_st_set *w)
                       "%s/config.json: activation '%s' is not supported (gelu, gelu_new)", m->dir,
                       c->activation_name);
     m->L = c->num_layers;
-    if (!(m->layers = calloc((size_t)m->L, sizeof *m->layers)) ||
-        !(m->lins = calloc((size_t)m->L * 6, sizeof *m->lins)))
+    if (!(m->layers = lp_calloc((size_t)m->L, sizeof *m->layers)) ||
+        !(m->lins = lp_calloc((size_t)m->L * 6, sizeof *m->lins)))
         return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory");
 
     lp_param_map map, *mp = NULL;

@@ -163,7 +163,7 @@ static void bind(lp_model *m, int64_t B, int64_t T, bool shared)
 lp_status lp_model_load(const char *dir, const lp_model_options *opt, lp_model **out)
 {
     *out = NULL;
-    lp_model *m = calloc(1, sizeof *m);
+    lp_model *m = lp_calloc(1, sizeof *m);
     if (!m)
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", dir);
     if (opt)
@@ -174,7 +174,7 @@ lp_status lp_model_load(const char *dir, const lp_model_options *opt, lp_model *
     lp_status st = LP_OK;
     char path[4096];
     size_t len = 0;
-    if (!(m->dir = strdup(dir))) {
+    if (!(m->dir = lp_strdup(dir))) {
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", dir);
         goto fail;
     }
@@ -190,7 +190,12 @@ lp_status lp_model_load(const char *dir, const lp_model_options *opt, lp_model *
         goto fail;
     }
     m->init_range = 0.02;
-    cJSON *root = cJSON_ParseWithLength(m->config_json, len);
+    bool oom;
+    cJSON *root = lp_json_parse(m->config_json, len, NULL, &oom);
+    if (oom) { // not a silent fallback to 0.02 (config.json parsed once already: no FORMAT here)
+        st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory parsing JSON", path);
+        goto fail;
+    }
     if (root) {
         const cJSON *ir = cJSON_GetObjectItemCaseSensitive(root, "initializer_range");
         if (cJSON_IsNumber(ir) && ir->valuedouble > 0 && ir->valuedouble < 10)
@@ -232,9 +237,9 @@ lp_status lp_model_load(const char *dir, const lp_model_options *opt, lp_model *
     m->ckpt = m->opt.grad_checkpointing;
     m->dloss_scale = 1.0f;
     lp_rng_init(&m->rng, m->opt.seed, LP_RNG_STREAM_DROPOUT);
-    if (!(m->layer_rng = calloc((size_t)m->L, sizeof *m->layer_rng)) ||
-        !(m->lact = calloc((size_t)m->L, sizeof *m->lact)) ||
-        !(m->ckpt_out = calloc((size_t)m->L, sizeof *m->ckpt_out))) {
+    if (!(m->layer_rng = lp_calloc((size_t)m->L, sizeof *m->layer_rng)) ||
+        !(m->lact = lp_calloc((size_t)m->L, sizeof *m->lact)) ||
+        !(m->ckpt_out = lp_calloc((size_t)m->L, sizeof *m->ckpt_out))) {
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", dir);
         goto fail;
     }
@@ -653,11 +658,11 @@ lp_status lp_model_set_label_names(lp_model *m, const char *const *names, int32_
     if (n != m->num_labels)
         return lp_err(LP_STATUS_INVALID_ARG, "model %s has %lld labels, %d names given", m->dir,
                       (long long)m->num_labels, n);
-    char **v = calloc((size_t)n, sizeof *v);
+    char **v = lp_calloc((size_t)n, sizeof *v);
     if (!v)
         return lp_err(LP_STATUS_NO_MEMORY, "out of memory");
     for (int32_t i = 0; i < n; i++)
-        if (!(v[i] = strdup(names[i] ? names[i] : ""))) {
+        if (!(v[i] = lp_strdup(names[i] ? names[i] : ""))) {
             for (int32_t j = 0; j < i; j++)
                 free(v[j]);
             free(v);
