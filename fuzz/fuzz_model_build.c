@@ -23,7 +23,11 @@ static int write_config(const uint8_t *data, size_t size)
             abort();
         snprintf(path, sizeof path, "%s/config.json", dir);
     }
-    return lp_file_write_atomic(path, data, size) == LP_OK;
+    FILE *fp = fopen(path, "wb"); /* plain write: an fsync per input would cap the exec rate */
+    if (!fp)
+        abort();
+    int ok = fwrite(data, 1, size, fp) == size;
+    return fclose(fp) == 0 && ok;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -33,7 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static char path[64];
     if (!path[0])
         snprintf(path, sizeof path, "/tmp/lp_fuzz_trace_%ld.json.gz", (long)getpid());
-    if (lp_file_write_atomic(path, data, size) != LP_OK)
+    FILE *fp = fopen(path, "wb"); /* plain write: an fsync per input would cap the exec rate */
+    if (!fp || fwrite(data, 1, size, fp) != size || fclose(fp) != 0)
         abort();
     sum s = {0, 7};
     uint64_t total = 0;
