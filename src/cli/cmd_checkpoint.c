@@ -53,8 +53,10 @@ int lp_cmd_checkpoint(int argc, char **argv)
     snprintf(p, sizeof p, "%s/checkpoints", dir);
     DIR *d = opendir(p);
     if (!d) {
-        fprintf(stderr, "loupe checkpoint: %s: neither a checkpoint (no trainer_state.json) nor a run directory "
-                        "(no checkpoints/)\n", dir);
+        fprintf(stderr,
+                "loupe checkpoint: %s: neither a checkpoint (no trainer_state.json) nor a run directory "
+                "(no checkpoints/)\n",
+                dir);
         return LP_EXIT_FAIL;
     }
     long long steps[4096];

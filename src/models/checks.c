@@ -47,9 +47,10 @@ lp_status lp_model__check_finite(const lp_model *m)
     if (!bad_tensors)
         return LP_OK;
     const lp_st_tensor *src = m->slots[first].src;
-    return lp_err(LP_STATUS_NUMERIC,
-                  "%s: tensor '%s' holds %lld non-finite values (NaN or Inf; the first at flat index %lld); %zu "
-                  "tensor%s affected",
-                  src->file, src->name, (long long)first_count, (long long)first_at, bad_tensors,
-                  bad_tensors == 1 ? "" : "s");
+    return lp_err(
+        LP_STATUS_NUMERIC,
+        "%s: tensor '%s' holds %lld non-finite values (NaN or Inf; the first at flat index %lld); %zu "
+        "tensor%s affected",
+        src->file, src->name, (long long)first_count, (long long)first_at, bad_tensors,
+        bad_tensors == 1 ? "" : "s");
 }

@@ -57,8 +57,8 @@ static lp_status cap_error(const char *name, uint64_t max_bytes)
 
 /* Inflates every gzip member from src through one LP_TRACE_CHUNK output buffer, handing each
  * filled part to sink. zlib's avail_out is 32 bits: it only ever sees the chunk's size. */
-static lp_status gz_stream(const char *name, gz_source *src, uint64_t max_bytes, lp_trace_sink_fn sink, void *ctx,
-                           uint64_t *total)
+static lp_status gz_stream(const char *name, gz_source *src, uint64_t max_bytes, lp_trace_sink_fn sink,
+                           void *ctx, uint64_t *total)
 {
     *total = 0;
     z_stream zs;
@@ -98,7 +98,8 @@ static lp_status gz_stream(const char *name, gz_source *src, uint64_t max_bytes,
         if (zr == Z_STREAM_END) {
             ended = 1;
         } else if (zr != Z_OK && zr != Z_BUF_ERROR) { /* BUF_ERROR: needs more input */
-            st = lp_err(LP_STATUS_FORMAT, "%s: corrupt gzip data (%s)", name, zs.msg ? zs.msg : "inflate failed");
+            st = lp_err(LP_STATUS_FORMAT, "%s: corrupt gzip data (%s)", name,
+                        zs.msg ? zs.msg : "inflate failed");
             break;
         }
         if (got > max_bytes - n) {
@@ -176,8 +177,8 @@ lp_status lp_trace_gunzip_stream(const char *path, uint64_t max_bytes, lp_trace_
     if (!fp)
         return lp_err(LP_STATUS_IO, "%s: cannot open: %s", path, strerror(errno));
     gz_source src = {.fp = fp, .chunk = malloc(LP_TRACE_CHUNK)};
-    lp_status st = src.chunk ? gz_stream(path, &src, max_bytes ? max_bytes : LP_TRACE_MAX_BYTES_DEFAULT, sink, ctx,
-                                         total)
+    lp_status st = src.chunk ? gz_stream(path, &src, max_bytes ? max_bytes : LP_TRACE_MAX_BYTES_DEFAULT, sink,
+                                         ctx, total)
                              : lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
     free(src.chunk);
     fclose(fp);

@@ -34,19 +34,21 @@ lp_status lp_anomaly_forward(const lp_model *m, const float *logits, int32_t B, 
                 snprintf(what, sizeof what, "the embeddings' output");
             else
                 snprintf(what, sizeof what, "the output of encoder layer %d", i - 1);
-            return lp_err(LP_STATUS_NUMERIC,
-                          "step %lld: --detect-anomaly: forward: %s (%d x %d x %lld) holds %lld NaN/Inf values, "
-                          "the first at flat index %lld; %s",
-                          (long long)step, what, B, T, (long long)mi.hidden_size, (long long)c, (long long)at,
-                          i ? "the layer's input was finite" : "the token ids are the input");
+            return lp_err(
+                LP_STATUS_NUMERIC,
+                "step %lld: --detect-anomaly: forward: %s (%d x %d x %lld) holds %lld NaN/Inf values, "
+                "the first at flat index %lld; %s",
+                (long long)step, what, B, T, (long long)mi.hidden_size, (long long)c, (long long)at,
+                i ? "the layer's input was finite" : "the token ids are the input");
         }
     }
     int64_t c = logits ? count_bad(logits, (int64_t)B * mi.num_labels, &at) : 0;
     if (c)
-        return lp_err(LP_STATUS_NUMERIC,
-                      "step %lld: --detect-anomaly: forward: the classification head's logits (%d x %lld) hold %lld "
-                      "NaN/Inf values; the last layer's output was finite",
-                      (long long)step, B, (long long)mi.num_labels, (long long)c);
+        return lp_err(
+            LP_STATUS_NUMERIC,
+            "step %lld: --detect-anomaly: forward: the classification head's logits (%d x %lld) hold %lld "
+            "NaN/Inf values; the last layer's output was finite",
+            (long long)step, B, (long long)mi.num_labels, (long long)c);
     return LP_OK;
 }
 
@@ -59,10 +61,11 @@ lp_status lp_anomaly_backward(const lp_model *m, int64_t step)
             continue;
         int64_t at, c = count_bad(p[k].grad, p[k].numel, &at);
         if (c)
-            return lp_err(LP_STATUS_NUMERIC,
-                          "step %lld: --detect-anomaly: backward: the gradient of '%s' holds %lld NaN/Inf values "
-                          "(the first at flat index %lld); the gradients computed before it were finite",
-                          (long long)step, p[k].name, (long long)c, (long long)at);
+            return lp_err(
+                LP_STATUS_NUMERIC,
+                "step %lld: --detect-anomaly: backward: the gradient of '%s' holds %lld NaN/Inf values "
+                "(the first at flat index %lld); the gradients computed before it were finite",
+                (long long)step, p[k].name, (long long)c, (long long)at);
     }
     return LP_OK;
 }

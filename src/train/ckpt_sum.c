@@ -16,7 +16,8 @@
 #include "train_internal.h"
 
 #define SUMS "checksums.json"
-static const char *const files[] = {"state.safetensors", "trainer_state.json", "steps.csv", "epoch_results.csv"};
+static const char *const files[] = {"state.safetensors", "trainer_state.json", "steps.csv",
+                                    "epoch_results.csv"};
 #define N_FILES (sizeof files / sizeof files[0])
 
 /* crc32 of n bytes, fed to zlib in pieces its 32-bit length takes. */
@@ -151,8 +152,8 @@ lp_status lp_ckpt_sum_verify(const char *dir, bool *has_sums)
             }
         }
         if (bad)
-            st = lp_err(LP_STATUS_FORMAT, "%s: damaged: tensor '%s'%s fails its crc32 (%zu of %zu tensors)", p,
-                        first, bad > 1 ? " and others" : "", bad, lp_st_count(f));
+            st = lp_err(LP_STATUS_FORMAT, "%s: damaged: tensor '%s'%s fails its crc32 (%zu of %zu tensors)",
+                        p, first, bad > 1 ? " and others" : "", bad, lp_st_count(f));
         lp_st_close(f);
     }
     cJSON_Delete(j);

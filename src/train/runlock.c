@@ -33,8 +33,8 @@ static long read_pid(int fd)
  * 2 something else too (not a run directory: never cleared). */
 static int contents(const char *dir)
 {
-    static const char *const run_files[] = {"config.json", "steps.csv", "epoch_results.csv", "summary.json",
-                                            "tensorboard", "checkpoints", "profiler", NULL};
+    static const char *const run_files[] = {"config.json", "steps.csv",   "epoch_results.csv", "summary.json",
+                                            "tensorboard", "checkpoints", "profiler",          NULL};
     DIR *d = opendir(dir);
     if (!d)
         return 2;
@@ -44,7 +44,8 @@ static int contents(const char *dir)
             continue;
         int known = 0;
         for (const char *const *f = run_files; *f; f++)
-            known |= !strcmp(e->d_name, *f) || (!strncmp(e->d_name, *f, strlen(*f)) && strstr(e->d_name, ".tmp."));
+            known |=
+                !strcmp(e->d_name, *f) || (!strncmp(e->d_name, *f, strlen(*f)) && strstr(e->d_name, ".tmp."));
         what = known && what < 2 ? 1 : 2;
     }
     closedir(d);
@@ -117,10 +118,11 @@ lp_status lp_runlock_acquire(const char *run_dir, bool overwrite, bool resume, b
     int what = contents(run_dir);
     if (what && !resume) {
         if (!overwrite)
-            st = lp_err(LP_STATUS_INVALID_ARG,
-                        "%s already holds a run: --resume %s continues it, --overwrite replaces it, or choose "
-                        "another --run-id",
-                        run_dir, run_dir);
+            st =
+                lp_err(LP_STATUS_INVALID_ARG,
+                       "%s already holds a run: --resume %s continues it, --overwrite replaces it, or choose "
+                       "another --run-id",
+                       run_dir, run_dir);
         else if (what == 2)
             st = lp_err(LP_STATUS_INVALID_ARG,
                         "%s holds files that are not a loupe run's: --overwrite does not remove them; choose "

@@ -67,15 +67,17 @@ static void torture(const tcase *c)
             refused++;
             if (st != LP_STATUS_NO_MEMORY || m != NULL || !lp_err_msg()[0])
                 fail_msg("%s: allocation %llu of %llu: status %s, model %p, message '%s'", c->name,
-                         (unsigned long long)k, (unsigned long long)n, lp_status_str(st), (void *)m, lp_err_msg());
+                         (unsigned long long)k, (unsigned long long)n, lp_status_str(st), (void *)m,
+                         lp_err_msg());
         }
         lp_alloc_stats_get(&s1);
         if (s1.live_total != s0.live_total)
-            fail_msg("%s: allocation %llu failed: %llu tagged bytes left allocated", c->name, (unsigned long long)k,
-                     (unsigned long long)(s1.live_total - s0.live_total));
+            fail_msg("%s: allocation %llu failed: %llu tagged bytes left allocated", c->name,
+                     (unsigned long long)k, (unsigned long long)(s1.live_total - s0.live_total));
     }
     print_message("%s: %llu allocations, each failed in turn: %llu refused cleanly, %llu with a fallback\n",
-                  c->name, (unsigned long long)n, (unsigned long long)refused, (unsigned long long)(n - refused));
+                  c->name, (unsigned long long)n, (unsigned long long)refused,
+                  (unsigned long long)(n - refused));
     assert_true(refused > n / 2);
 }
 
@@ -95,9 +97,10 @@ static void test_hf_checkpoints(void **state)
 static void test_peft(void **state)
 {
     (void)state;
-    torture(&(tcase){"lora_bert + PEFT adapter", "tests/golden/lora_bert", "tests/golden/lora_bert/peft_adapter",
-                     true, LP_DTYPE_F32});
-    torture(&(tcase){"fresh LoRA on cls_distilbert", "tests/golden/cls_distilbert", NULL, true, LP_DTYPE_F32});
+    torture(&(tcase){"lora_bert + PEFT adapter", "tests/golden/lora_bert",
+                     "tests/golden/lora_bert/peft_adapter", true, LP_DTYPE_F32});
+    torture(
+        &(tcase){"fresh LoRA on cls_distilbert", "tests/golden/cls_distilbert", NULL, true, LP_DTYPE_F32});
     torture(&(tcase){"QLoRA (NF4) + PEFT adapter", "tests/golden/qlora_distilbert",
                      "tests/golden/qlora_distilbert/peft_adapter", true, LP_DTYPE_NF4});
 }

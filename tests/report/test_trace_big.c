@@ -114,7 +114,8 @@ static void test_stream_past_4gib(void **state)
     assert_true(c.largest <= 256 * 1024);
     assert_true(c.only_spaces);
     long grew = max_rss_kib() - rss0;
-    print_message("4.5 GiB streamed in %llu chunks; peak RSS grew %ld KiB\n", (unsigned long long)c.chunks, grew);
+    print_message("4.5 GiB streamed in %llu chunks; peak RSS grew %ld KiB\n", (unsigned long long)c.chunks,
+                  grew);
     assert_true(grew < 64 * 1024);
 }
 

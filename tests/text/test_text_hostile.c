@@ -112,7 +112,8 @@ static void test_backtracking_pattern(void **state)
     lp_tokenizer_free(t);
 
     cJSON *j = cJSON_ParseWithLength(text, len);
-    cJSON *split = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "pre_tokenizer"), "pretokenizers"), 0);
+    cJSON *split =
+        cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "pre_tokenizer"), "pretokenizers"), 0);
     cJSON *pat = cJSON_GetObjectItem(split, "pattern");
     cJSON_ReplaceItemInObject(pat, "Regex", cJSON_CreateString("(a+)+$"));
     char *evil = cJSON_PrintUnformatted(j);

@@ -59,7 +59,8 @@ static void test_forward_names_the_layer(void **state)
     float keep = w[5];
     w[5] = NAN;
     assert_int_equal(fwd(m, logits), LP_STATUS_NUMERIC);
-    assert_non_null(strstr(lp_err_msg(), "step 7: --detect-anomaly: forward: the output of encoder layer 2 "));
+    assert_non_null(
+        strstr(lp_err_msg(), "step 7: --detect-anomaly: forward: the output of encoder layer 2 "));
     w[5] = keep;
     float *c = weight(m, "classifier.weight");
     keep = c[0];
@@ -86,10 +87,12 @@ static void test_backward_names_the_gradient(void **state)
     assert_non_null(o);
     q->grad[3] = NAN;
     assert_int_equal(lp_anomaly_backward(m, 3), LP_STATUS_NUMERIC);
-    assert_non_null(strstr(lp_err_msg(), "the gradient of 'bert.encoder.layer.1.attention.self.query.weight' holds 1 "));
+    assert_non_null(
+        strstr(lp_err_msg(), "the gradient of 'bert.encoder.layer.1.attention.self.query.weight' holds 1 "));
     o->grad[0] = -INFINITY, o->grad[9] = NAN;
     assert_int_equal(lp_anomaly_backward(m, 3), LP_STATUS_NUMERIC);
-    assert_non_null(strstr(lp_err_msg(), "the gradient of 'bert.encoder.layer.3.output.dense.weight' holds 2 "));
+    assert_non_null(
+        strstr(lp_err_msg(), "the gradient of 'bert.encoder.layer.3.output.dense.weight' holds 2 "));
     lp_model_free(m);
 }
 
