@@ -13,6 +13,7 @@
 #ifndef LOUPE_BASE_H
 #define LOUPE_BASE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,6 +67,66 @@ LP_WARN_UNUSED lp_status lp_file_read_all(const char *path, char **out, size_t *
  * it is already large enough) with *cap updated, or NULL when out of memory, leaving v and
  * *cap as they were. */
 LP_WARN_UNUSED void *lp_grow(void *v, size_t *cap, size_t need, size_t size, size_t first);
+
+/* malloc, calloc, realloc and strdup for library code that owns plain heap memory (freed
+ * with free()), counted by the allocation-failure torture mode: lp_alloc_fail_set(n) makes
+ * the nth allocation from now fail (NULL), whether it is one of these or an lp_alloc (core).
+ * Loaders use these so that a test can fail each of their allocations in turn. */
+void *lp_malloc(size_t n);
+void *lp_calloc(size_t n, size_t size);
+void *lp_realloc(void *p, size_t n);
+char *lp_strdup(const char *s);
+/* Sets the allocation to fail (1 = the next one; 0 = none; also read once from the
+ * environment variable LP_ALLOC_FAIL_AT) and returns how many were counted since the last
+ * call. lp_alloc_fail_at (core.h) is the same counter. */
+uint64_t lp_alloc_fail_set(uint64_t nth);
+/* Counts one allocation: its number when it is the one set to fail, else 0. */
+uint64_t lp_alloc_tick(void);
+
+/* Overflow-checked size arithmetic for every size that comes from outside data (configs,
+ * tensor headers, tokenizers, datasets, traces, checkpoints) and for the memory plan built
+ * from them. The overflow flag is sticky, so a formula is written once and checked once:
+ *
+ *   bool ovf = false;
+ *   int64_t n = lp_size_add(&ovf, lp_size_mul(&ovf, V, H), lp_size_mul(&ovf, P, H));
+ *   if (ovf) return lp_err(LP_STATUS_RANGE, "%s: \"vocab_size\" x \"hidden_size\" overflows", path);
+ *
+ * Sizes are non-negative int64 (the engine's index type): a negative operand or a result
+ * above INT64_MAX sets *ovf and yields INT64_MAX, so a later comparison against a limit
+ * still refuses. */
+static inline int64_t lp_size_mul(bool *ovf, int64_t a, int64_t b)
+{
+    int64_t r;
+    if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r)) {
+        *ovf = true;
+        return INT64_MAX;
+    }
+    return r;
+}
+
+static inline int64_t lp_size_add(bool *ovf, int64_t a, int64_t b)
+{
+    int64_t r;
+    if (a < 0 || b < 0 || __builtin_add_overflow(a, b, &r)) {
+        *ovf = true;
+        return INT64_MAX;
+    }
+    return r;
+}
+
+/* n rounded up to a multiple of m (a power of two), checked. */
+static inline int64_t lp_size_round_up(bool *ovf, int64_t n, int64_t m)
+{
+    return lp_size_add(ovf, n, m - 1) & ~(m - 1);
+}
+
+/* Whether count elements of elem bytes fit in a size_t allocation (and in int64). */
+static inline bool lp_size_bytes_ok(int64_t count, size_t elem)
+{
+    bool ovf = false;
+    int64_t b = lp_size_mul(&ovf, count, (int64_t)elem);
+    return !ovf && (uint64_t)b <= (uint64_t)SIZE_MAX;
+}
 
 /* Output that appears under its final name only when complete: writes go to
  * "<path>.tmp.<pid>" in the same directory, lp_atomic_commit flushes, fsyncs and renames

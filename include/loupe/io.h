@@ -40,6 +40,11 @@ LP_WARN_UNUSED lp_status lp_json_write_file(const char *path, struct cJSON *j);
 /* Reads and parses path; *out (owned by the caller, cJSON_Delete) on success, NULL on
  * error. Errors: lp_file_read_all's, FORMAT "<path>: not valid JSON". */
 LP_WARN_UNUSED lp_status lp_json_read_file(const char *path, struct cJSON **out);
+/* cJSON_ParseWithLength (cJSON_ParseWithLengthOpts when end is not NULL: *end gets the
+ * parse's stop) with cJSON's allocations counted by the allocation-failure torture mode
+ * (lp_malloc); NULL with *oom true when an allocation failed, *oom false for malformed
+ * text, so the caller reports NO_MEMORY and not "not valid JSON". */
+struct cJSON *lp_json_parse(const char *text, size_t len, const char **end, bool *oom);
 
 /* ---------------------------------------------------------------- safetensors */
 

@@ -39,10 +39,29 @@ typedef struct lp_trace_info {
     size_t n_unsupported; /* "B"/"E" begin-end events, which Kineto never writes */
 } lp_trace_info;
 
+/* The default cap on a trace's decompressed text: far above any real trace (PyTorch's
+ * largest are a few GB), below what a 1000:1 gzip bomb would make a reader allocate. */
+#define LP_TRACE_MAX_BYTES_DEFAULT ((uint64_t)8 << 30)
+
 /* Reads path into a fresh NUL-terminated buffer, gunzipping when the file starts with
  * the gzip magic (whatever its name). Caller frees *out. Errors name the file: missing
- * (LP_STATUS_IO), truncated or corrupt gzip (LP_STATUS_FORMAT), out of memory. */
+ * (LP_STATUS_IO), truncated or corrupt gzip (LP_STATUS_FORMAT), text longer than
+ * max_bytes (LP_STATUS_RANGE, naming the cap; 0 = LP_TRACE_MAX_BYTES_DEFAULT), out of
+ * memory. lp_trace_read_text uses the default cap. */
+LP_WARN_UNUSED lp_status lp_trace_read_text_max(const char *path, uint64_t max_bytes, char **out, size_t *out_len);
 LP_WARN_UNUSED lp_status lp_trace_read_text(const char *path, char **out, size_t *out_len);
+
+/* Receives decompressed text a chunk at a time (data is valid during the call only); a
+ * status other than LP_OK stops the stream and is returned. */
+typedef lp_status (*lp_trace_sink_fn)(void *ctx, const char *data, size_t n);
+
+/* Decompresses the gzip file at path (one or more members) and hands the text to sink in
+ * chunks of at most 256 KiB, keeping none of it: memory stays bounded whatever the size.
+ * *total is the decompressed byte count so far (64-bit). Refuses, naming path and the cap,
+ * as soon as the text passes max_bytes (0 = LP_TRACE_MAX_BYTES_DEFAULT); truncated or
+ * corrupt data as lp_trace_read_text. */
+LP_WARN_UNUSED lp_status lp_trace_gunzip_stream(const char *path, uint64_t max_bytes, lp_trace_sink_fn sink,
+                                                void *ctx, uint64_t *total);
 
 /* Decompresses in-memory gzip data (one or more members) into a fresh NUL-terminated
  * buffer; name is used in error messages. Caller frees *out. */
@@ -61,6 +80,9 @@ LP_WARN_UNUSED lp_status lp_trace_parse(const char *name, const char *text, size
 /* lp_trace_read_text + lp_trace_parse into a new list (*out, free with
  * lp_prof_events_free). On error *out is NULL and the message names path. */
 LP_WARN_UNUSED lp_status lp_trace_load(const char *path, lp_prof_events **out, lp_trace_info *info);
+/* Same with a cap on the decompressed text (0 = LP_TRACE_MAX_BYTES_DEFAULT). */
+LP_WARN_UNUSED lp_status lp_trace_load_max(const char *path, uint64_t max_bytes, lp_prof_events **out,
+                                           lp_trace_info *info);
 
 /* ---- run comparison (loupe compare) ---------------------------------------------------
  *

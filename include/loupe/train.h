@@ -91,6 +91,8 @@ typedef struct lp_train_config {
     const char *save_model;     /* HF directory for the fine-tuned model, or NULL */
     const char *output_dir;     /* default "reports" */
     const char *run_id;         /* default: a UTC timestamp */
+    bool overwrite;             /* an existing run directory of that id is cleared and reused
+                                   (default: refused, unless resuming) */
     const char *config_file;    /* recorded in config.json only */
     const char *loupe_version;  /* "loupe X (git rev)", recorded in config.json (CLI sets it) */
     int progress;               /* -1 auto (a bar on a terminal), 0 plain lines, 1 bar */
@@ -114,6 +116,7 @@ typedef struct lp_train_config {
     double peak_gflops;         /* machine f32 peak for MFU (--peak-gflops); <= 0: measure */
     /* testing: make the loss at this step (1-based) NaN; 0 off (env LOUPE_INJECT_NAN_STEP) */
     int64_t inject_nan_step;
+    bool detect_anomaly;        /* --detect-anomaly: name the first tensor where a NaN/Inf appears */
 } lp_train_config;
 
 /* The defaults listed above. */
@@ -192,6 +195,12 @@ const char *lp_tb_writer_path(const lp_tb_writer *w);
  * of n predictions over L classes. */
 void lp_metrics_classification(const int32_t *labels, const int32_t *preds, int64_t n, int32_t L,
                                double *accuracy, double *macro_f1);
+
+/* Checks a checkpoint directory (<run>/checkpoints/step-N) against the crc32 checksums
+ * written with it: LP_OK when every file and tensor matches; LP_STATUS_FORMAT naming the
+ * damaged file and tensor; NOT_FOUND when dir is not a checkpoint. *has_checksums is false
+ * for a checkpoint written before checksums (nothing to check: LP_OK). */
+LP_WARN_UNUSED lp_status lp_checkpoint_verify(const char *dir, bool *has_checksums);
 
 #ifdef __cplusplus
 }

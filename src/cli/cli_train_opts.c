@@ -21,7 +21,8 @@ enum {
     O_MAXLEN, O_EXEC, O_THREADS, O_CKPT_EVERY, O_KEEP, O_RESUME, O_SAVE, O_OUTDIR, O_RUNID, O_CONFIG, O_PROGRESS,
     O_NO_PROGRESS, O_LOG_EVERY, O_QUIET, O_PROFILE, O_P_WAIT, O_P_WARMUP, O_P_ACTIVE, O_P_REPEAT, O_MEMLOG,
     O_LORA_DROPOUT, O_RSLORA, O_SKIP_BAD, O_EVAL_SPLIT, O_BASE_DTYPE, O_ADAPTER, O_SAVE_ADAPTER, O_MERGE,
-    O_EXPORT_TRACE, O_EXPORT_MEMTL, O_WITH_STACK, O_RECORD_SHAPES, O_INJECT_NAN, O_PEAK, O_GRAD_CKPT, O_TASK, O_HELP
+    O_EXPORT_TRACE, O_EXPORT_MEMTL, O_WITH_STACK, O_RECORD_SHAPES, O_INJECT_NAN, O_PEAK, O_GRAD_CKPT, O_TASK, O_OVERWRITE,
+    O_ANOMALY, O_HELP
 };
 
 static const struct option opts[] = {
@@ -67,6 +68,8 @@ static const struct option opts[] = {
     {"save-model", required_argument, NULL, O_SAVE},
     {"output-dir", required_argument, NULL, O_OUTDIR},
     {"run-id", required_argument, NULL, O_RUNID},
+    {"overwrite", no_argument, NULL, O_OVERWRITE},
+    {"detect-anomaly", no_argument, NULL, O_ANOMALY},
     {"config", required_argument, NULL, O_CONFIG},
     {"progress", no_argument, NULL, O_PROGRESS},
     {"no-progress", no_argument, NULL, O_NO_PROGRESS},
@@ -127,9 +130,11 @@ static void usage(const char *cmd, bool profile)
            "  --save-model DIR       write the fine-tuned model as a HF directory\n"
            "Output:\n"
            "  --output-dir DIR (reports), --run-id ID (a timestamp)\n"
+           "  --overwrite            replace an existing run of that id (default: refused unless --resume)\n"
            "  --config FILE          YAML whose keys mirror the long flags (flags win)\n"
            "  --progress | --no-progress, --log-every N (10), --quiet\n"
            "  --peak-gflops X        machine f32 peak for MFU (default: measured, see loupe peak)\n"
+           "  --detect-anomaly       name the first activation or gradient where a NaN/Inf appears\n"
            "Profiling%s:\n"
            "  --profile[=BOOL]       turn profiling on (loupe profile: on)\n"
            "  --profile-wait N (1), --profile-warmup N (1), --profile-active N (3), --profile-repeat N (1)\n"
@@ -318,6 +323,8 @@ static int apply(const char *cmd, lp_train_config *c, int id, const char *flag, 
             return lp_cli_usage_error(cmd, "%s must be a plain name (no '/'), got '%s'", flag, v);
         c->run_id = v;
         break;
+    case O_OVERWRITE: c->overwrite = true; break;
+    case O_ANOMALY: c->detect_anomaly = true; break;
     case O_CONFIG: c->config_file = v; break;
     case O_PROGRESS: c->progress = 1; break;
     case O_NO_PROGRESS: c->progress = 0; break;
@@ -510,6 +517,10 @@ int lp_cli_train_main(const char *cmd, int argc, char **argv, bool profile)
     const char *lora_flag = c.method == LP_TRAIN_METHOD_FULL ? lora_only_setting(&c) : NULL;
     if (lora_flag) {
         rc = lp_cli_usage_error(cmd, "%s needs --method lora or qlora (full fine-tuning has no adapter)", lora_flag);
+        goto out;
+    }
+    if (c.overwrite && c.resume && *c.resume) {
+        rc = lp_cli_usage_error(cmd, "--overwrite and --resume exclude each other (resume keeps the run's files)");
         goto out;
     }
     lp_train_install_signal_handlers();

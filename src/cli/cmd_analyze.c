@@ -1,6 +1,7 @@
 /* loupe analyze: key averages (torch's key_averages().table() columns) and a per-step
  * time breakdown of any Kineto trace, loupe's or PyTorch's, plain or gzip. */
 #include <dirent.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 
 static const char usage[] =
     "usage: loupe analyze TRACE [--sort COLUMN] [--top N] [--group-by-shape] [--csv FILE] [--all-steps]\n"
+    "                     [--max-trace-bytes N]\n"
     "\n"
     "Key averages and per-step time breakdown of a Kineto trace (*.pt.trace.json or .json.gz),\n"
     "written by loupe's profiler or by PyTorch's (torch.profiler, any version). TRACE may also be\n"
@@ -27,6 +29,8 @@ static const char usage[] =
     "  --group-by-shape   one row per (name, input shapes) (needs record_shapes in the trace)\n"
     "  --csv FILE         also write every row as CSV (times in us, memory in bytes)\n"
     "  --all-steps        list every step in the breakdown (default: first and last 10 of a long trace)\n"
+    "  --max-trace-bytes N  refuse a trace whose (decompressed) text passes N bytes; K, M, G\n"
+    "                     suffixes are powers of 1024 (default 8G)\n"
     "  -h, --help         this help\n"
     "\n"
     "Exit status: 0 ok, 1 the trace could not be read (the message names the file and the\n"
@@ -131,12 +135,34 @@ static void print_steps(const lp_prof_step_row *rows, size_t n, int all)
     }
 }
 
+/* "512", "64K", "3G": a positive byte count, suffixes powers of 1024. 0 when valid. */
+static int parse_bytes(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || errno || s[0] == '-')
+        return -1;
+    int shift = 0;
+    if (*end) {
+        const char *u = strchr("KMGT", *end);
+        if (!u || end[1])
+            return -1;
+        shift = 10 * (int)(u - "KMGT" + 1);
+    }
+    if (v == 0 || v > (UINT64_MAX >> shift))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
 int lp_cmd_analyze(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"sort", required_argument, NULL, 's'},   {"top", required_argument, NULL, 't'},
         {"group-by-shape", no_argument, NULL, 'g'}, {"csv", required_argument, NULL, 'c'},
         {"all-steps", no_argument, NULL, 'a'},    {"help", no_argument, NULL, 'h'},
+        {"max-trace-bytes", required_argument, NULL, 'm'},
         {NULL, 0, NULL, 0},
     };
     lp_prof_keyavg_opts ko;
@@ -144,6 +170,7 @@ int lp_cmd_analyze(int argc, char **argv)
     const char *csv = NULL;
     long top = 100;
     int c, all_steps = 0;
+    uint64_t max_bytes = 0; /* 0: LP_TRACE_MAX_BYTES_DEFAULT */
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 's':
@@ -162,6 +189,11 @@ int lp_cmd_analyze(int argc, char **argv)
             break;
         case 'c':
             csv = optarg;
+            break;
+        case 'm':
+            if (parse_bytes(optarg, &max_bytes) != 0)
+                return lp_cli_usage_error("analyze", "--max-trace-bytes must be a positive byte count "
+                                                     "(K, M, G suffixes allowed), got '%s'", optarg);
             break;
         case 'h':
             fputs(usage, stdout);
@@ -193,7 +225,7 @@ int lp_cmd_analyze(int argc, char **argv)
     char *table = NULL;
     lp_prof_step_row *steps = NULL;
     size_t n_steps = 0;
-    if (lp_trace_load(arg, &ev, &info) != LP_OK)
+    if (lp_trace_load_max(arg, max_bytes, &ev, &info) != LP_OK)
         goto out;
     if (info.n_complete == 0) {
         lp_err(LP_STATUS_FORMAT, "%s: the trace has no complete (\"ph\": \"X\") events to analyze", arg);

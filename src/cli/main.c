@@ -21,6 +21,7 @@ static const struct {
     {"inspect", lp_cmd_inspect, "architecture, parameters and predicted memory of a model"},
     {"peak", lp_cmd_peak, "this machine's FLOP/s and bandwidth ceilings"},
     {"tokenize", lp_cmd_tokenize, "print token ids for lines on stdin"},
+    {"checkpoint", lp_cmd_checkpoint, "verify checkpoints against their checksums"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -21,8 +21,6 @@ _Static_assert(sizeof(alloc_hdr) == LP_ALIGN, "header must keep data 64-byte ali
 
 static _Atomic uint64_t live[LP_MEM_CATEGORY__COUNT], peak[LP_MEM_CATEGORY__COUNT];
 static _Atomic uint64_t live_total, peak_total, n_allocs, n_frees;
-static _Atomic uint64_t fail_at, since_mark;
-static atomic_int fail_env_read;
 
 static const char *const cat_names[LP_MEM_CATEGORY__COUNT] = {
     [LP_MEM_CATEGORY_PARAMETER] = "parameter",
@@ -43,32 +41,19 @@ static void raise_peak(_Atomic uint64_t *pk, uint64_t now)
     }
 }
 
-static void read_fail_env(void)
-{
-    if (atomic_exchange(&fail_env_read, 1))
-        return;
-    const char *s = getenv("LP_ALLOC_FAIL_AT");
-    if (s && *s)
-        atomic_store(&fail_at, strtoull(s, NULL, 10));
-}
-
 uint64_t lp_alloc_fail_at(uint64_t nth)
 {
-    atomic_store(&fail_env_read, 1);
-    atomic_store(&fail_at, nth);
-    return atomic_exchange(&since_mark, 0);
+    return lp_alloc_fail_set(nth); /* one counter for lp_alloc and base's lp_malloc family */
 }
 
 void *lp_alloc(size_t bytes, lp_mem_category cat, const char *name)
 {
-    read_fail_env();
     if ((unsigned)cat >= LP_MEM_CATEGORY__COUNT)
         cat = LP_MEM_CATEGORY_OTHER;
     if (!name)
         name = "(unnamed)";
-    uint64_t count = atomic_fetch_add(&since_mark, 1) + 1;
-    uint64_t f = atomic_load(&fail_at);
-    if (f && count == f) {
+    uint64_t count = lp_alloc_tick();
+    if (count) {
         lp_err(LP_STATUS_NO_MEMORY, "cannot allocate %zu bytes for %s '%s' (debug: allocation %llu set to fail)",
                bytes, cat_names[cat], name, (unsigned long long)count);
         return NULL;

@@ -212,7 +212,7 @@ static lp_status parse_labels(const ctx *c, lp_model_config *o)
                           (long long)m, LP_MAX_LABELS);
         n = m;
     }
-    o->id2label = calloc((size_t)n, sizeof *o->id2label);
+    o->id2label = lp_calloc((size_t)n, sizeof *o->id2label);
     if (!o->id2label)
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", c->label);
     o->num_labels = n;
@@ -227,14 +227,14 @@ static lp_status parse_labels(const ctx *c, lp_model_config *o)
                 return lp_err(LP_STATUS_FORMAT, "%s: id2label[\"%s\"] is not a string", c->label, e->string);
             if (o->id2label[id])
                 return lp_err(LP_STATUS_FORMAT, "%s: id2label has class %lld twice", c->label, id);
-            if (!(o->id2label[id] = strdup(e->valuestring)))
+            if (!(o->id2label[id] = lp_strdup(e->valuestring)))
                 return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", c->label);
         }
     } else {
         for (int64_t i = 0; i < n; i++) {
             char b[32];
             snprintf(b, sizeof b, "LABEL_%lld", (long long)i);
-            if (!(o->id2label[i] = strdup(b)))
+            if (!(o->id2label[i] = lp_strdup(b)))
                 return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", c->label);
         }
     }
@@ -418,6 +418,97 @@ static lp_status parse_llama(const ctx *c, lp_model_config *o)
     return LP_OK;
 }
 
+/* The most parameters a model may have: its weights, gradients and two AdamW moments in
+ * fp32 (16 bytes a parameter) must fit 64-bit signed byte counts, so that every size the
+ * engine and the memory plan derive from the config is representable. */
+#define LP_MAX_PARAMS ((int64_t)1 << 59)
+
+/* Sums the parameter count as the engine lays it out, step by step, and remembers the first
+ * key whose product or sum passed LP_MAX_PARAMS (or wrapped), so the refusal names it. */
+typedef struct size_sum {
+    int64_t total;
+    const char *key; /* first key that passed the limit; NULL while none */
+    int64_t value;   /* that key's value */
+} size_sum;
+
+static int64_t sz_check(size_sum *s, bool ovf, int64_t r, const char *key, int64_t value)
+{
+    if ((ovf || r > LP_MAX_PARAMS) && !s->key) {
+        s->key = key;
+        s->value = value;
+    }
+    return ovf ? INT64_MAX : r;
+}
+
+/* a * b, blaming key (= value) when it passes the limit. */
+static int64_t sz_mul(size_sum *s, int64_t a, int64_t b, const char *key, int64_t value)
+{
+    bool ovf = false;
+    int64_t r = lp_size_mul(&ovf, a, b);
+    return sz_check(s, ovf, r, key, value);
+}
+
+/* total += n, blaming key (= value) when the running total passes the limit. */
+static void sz_add(size_sum *s, int64_t n, const char *key, int64_t value)
+{
+    bool ovf = false;
+    int64_t r = lp_size_add(&ovf, s->total, n);
+    s->total = sz_check(s, ovf, r, key, value);
+}
+
+/* One layer's sum folded into the model's: the layer's first culprit is the model's. */
+static void sz_take_key(size_sum *s, const size_sum *layer)
+{
+    if (layer->key && !s->key) {
+        s->key = layer->key;
+        s->value = layer->value;
+    }
+}
+
+/* Every size key is within its own limit, but their products need not be: a config whose
+ * parameter count wraps 64 bits had the engine allocate a few bytes and write far past them,
+ * and inspect print the wrapped count. Refused here, which inspect, train and every command
+ * that loads a model pass through, so they all refuse with this one message. The count is
+ * the engine's layout, slightly over (a bias or norm more, never less). */
+static lp_status check_param_count(const ctx *c, const lp_model_config *o)
+{
+    const bool di = o->distilbert, bert = o->family == LP_MODEL_FAMILY_BERT;
+    const char *k_h = di ? "dim" : "hidden_size", *k_i = di ? "hidden_dim" : "intermediate_size";
+    const char *k_l = di ? "n_layers" : "num_hidden_layers";
+    const int64_t H = o->hidden_size, I = o->intermediate_size, V = o->vocab_size;
+    size_sum s = {0, NULL, 0}, ls = {0, NULL, 0};
+    sz_add(&s, sz_mul(&s, V, H, "vocab_size", V), "vocab_size", V);
+    if (bert) {
+        const int64_t P = o->max_position_embeddings, TT = o->type_vocab_size;
+        sz_add(&s, sz_mul(&s, P, H, "max_position_embeddings", P), "max_position_embeddings", P);
+        sz_add(&s, sz_mul(&s, TT, H, "type_vocab_size", TT), "type_vocab_size", TT);
+        sz_add(&ls, sz_mul(&ls, sz_mul(&ls, 4, H, k_h, H), H + 2, k_h, H), k_h, H); /* q, k, v, o, norms */
+        sz_add(&ls, sz_mul(&ls, sz_mul(&ls, 2, H, k_h, H), I + 1, k_i, I), k_i, I); /* the FFN */
+        sz_add(&s, sz_mul(&s, H, H + 1, k_h, H), k_h, H);                           /* BERT's pooler */
+    } else {
+        const int64_t A = o->num_heads, KV = o->num_kv_heads;
+        if (!o->tie_word_embeddings)
+            sz_add(&s, sz_mul(&s, V, H, "vocab_size", V), "vocab_size", V); /* lm_head */
+        int64_t qo = sz_mul(&ls, A, o->head_dim, "num_attention_heads", A);
+        int64_t kv = sz_mul(&ls, KV, o->head_dim, "num_key_value_heads", KV);
+        sz_add(&ls, sz_mul(&ls, sz_mul(&ls, 2, qo, "num_attention_heads", A), H + 1, k_h, H),
+               "num_attention_heads", A);
+        sz_add(&ls, sz_mul(&ls, sz_mul(&ls, 2, kv, "num_key_value_heads", KV), H + 1, k_h, H),
+               "num_key_value_heads", KV);
+        sz_add(&ls, sz_mul(&ls, sz_mul(&ls, 3, H, k_h, H), I + 1, k_i, I), k_i, I); /* gate, up, down */
+        sz_add(&ls, sz_mul(&ls, 2, H, k_h, H), k_h, H);                             /* the two norms */
+    }
+    sz_take_key(&s, &ls);
+    sz_add(&s, sz_mul(&s, o->num_layers, ls.total, k_l, o->num_layers), k_l, o->num_layers);
+    sz_add(&s, sz_mul(&s, H + 1, o->num_labels, "num_labels", o->num_labels), "num_labels", o->num_labels);
+    if (s.key)
+        return lp_err(LP_STATUS_RANGE,
+                      "%s: \"%s\" = %lld makes the parameter count overflow (more than 2^59: weights, gradients "
+                      "and AdamW state must fit 64-bit byte counts)",
+                      c->label, s.key, (long long)s.value);
+    return LP_OK;
+}
+
 static lp_status pick_arch(const ctx *c, lp_model_config *o)
 {
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(c->root, "model_type");
@@ -458,9 +549,11 @@ lp_status lp_hf_config_parse(const char *json, size_t len, const char *label, lp
     memset(out, 0, sizeof *out);
     if (!label)
         label = "config.json";
-    cJSON *root = cJSON_ParseWithLength(json, len);
+    bool oom;
+    cJSON *root = lp_json_parse(json, len, NULL, &oom);
     if (!root)
-        return lp_err(LP_STATUS_FORMAT, "%s: not valid JSON", label);
+        return oom ? lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory parsing JSON", label)
+                   : lp_err(LP_STATUS_FORMAT, "%s: not valid JSON", label);
     ctx c = {label, root};
     lp_status st;
     if (!cJSON_IsObject(root)) {
@@ -475,6 +568,8 @@ lp_status lp_hf_config_parse(const char *json, size_t len, const char *label, lp
     st = bert ? parse_bert(&c, out) : parse_llama(&c, out);
     if (st == LP_OK)
         st = parse_labels(&c, out);
+    if (st == LP_OK)
+        st = check_param_count(&c, out);
     const cJSON *td = cJSON_GetObjectItemCaseSensitive(root, "torch_dtype");
     if (!td)
         td = cJSON_GetObjectItemCaseSensitive(root, "dtype");

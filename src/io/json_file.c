@@ -1,11 +1,41 @@
 /* JSON files the way every loupe writer and reader wants them: written pretty-printed and
  * atomically (temporary name, then rename), read whole and parsed, errors naming the file. */
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
 #include "loupe/io.h"
+
+/* cJSON allocates through these once lp_json_parse has run: counted by the torture mode, and
+ * a failed allocation is remembered so that a parse can tell out-of-memory from bad text. */
+static _Thread_local bool tl_oom;
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+
+static void *hook_malloc(size_t n)
+{
+    void *p = lp_malloc(n);
+    if (!p)
+        tl_oom = true;
+    return p;
+}
+
+static void install_hooks(void)
+{
+    cJSON_Hooks h = {hook_malloc, free};
+    cJSON_InitHooks(&h);
+}
+
+struct cJSON *lp_json_parse(const char *text, size_t len, const char **end, bool *oom)
+{
+    pthread_once(&hooks_once, install_hooks);
+    tl_oom = false;
+    cJSON *root = end ? cJSON_ParseWithLengthOpts(text, len, end, 0) : cJSON_ParseWithLength(text, len);
+    *oom = !root && tl_oom;
+    return root;
+}
 
 lp_status lp_json_write_file(const char *path, struct cJSON *j)
 {
@@ -26,7 +56,10 @@ lp_status lp_json_read_file(const char *path, struct cJSON **out)
     lp_status st = lp_file_read_all(path, &text, &len);
     if (st != LP_OK)
         return st;
-    *out = cJSON_ParseWithLength(text, len);
+    bool oom;
+    *out = lp_json_parse(text, len, NULL, &oom);
     free(text);
-    return *out ? LP_OK : lp_err(LP_STATUS_FORMAT, "%s: not valid JSON", path);
+    return *out ? LP_OK
+                : oom ? lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory parsing JSON", path)
+                      : lp_err(LP_STATUS_FORMAT, "%s: not valid JSON", path);
 }

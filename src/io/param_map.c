@@ -49,7 +49,7 @@ static lp_param_binding *add(builder *b, lp_param_role role, lp_param_group g, i
         return NULL;
     if (b->m->n == b->cap) {
         size_t cap = b->cap ? 2 * b->cap : 64;
-        lp_param_binding *p = realloc(b->m->params, cap * sizeof *p);
+        lp_param_binding *p = lp_realloc(b->m->params, cap * sizeof *p);
         if (!p) {
             b->oom = true;
             return NULL;
@@ -291,7 +291,7 @@ lp_status lp_param_map_build(const lp_model_config *cfg, const lp_st_set *w, lp_
     size_t n_missing = 0, mk = 0;
     /* used[] marks which set tensors were bound, to list the unexpected ones */
     size_t nt = lp_st_set_count(w);
-    const lp_st_tensor **bound = calloc(out->n + 1, sizeof *bound);
+    const lp_st_tensor **bound = lp_calloc(out->n + 1, sizeof *bound);
     if (!bound) {
         lp_param_map_free(out);
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", src);
@@ -340,7 +340,7 @@ lp_status lp_param_map_build(const lp_model_config *cfg, const lp_st_set *w, lp_
 
     /* Leftovers: known buffers are ignored, the rest reported as unexpected. */
     qsort(bound, out->n, sizeof *bound, cmp_bound);
-    out->unexpected = calloc(nt + 1, sizeof *out->unexpected);
+    out->unexpected = lp_calloc(nt + 1, sizeof *out->unexpected);
     if (!out->unexpected) {
         free(bound);
         lp_param_map_free(out);
@@ -374,7 +374,7 @@ lp_status lp_param_map_build(const lp_model_config *cfg, const lp_st_set *w, lp_
             out->n_ignored++;
             continue;
         }
-        if (!(out->unexpected[out->n_unexpected] = strdup(t->name))) {
+        if (!(out->unexpected[out->n_unexpected] = lp_strdup(t->name))) {
             free(bound);
             lp_param_map_free(out);
             return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", src);

@@ -228,7 +228,7 @@ static lp_status parse_metadata(lp_st_file *f, const char *label, const cJSON *m
     if (!cJSON_IsObject(m))
         return lp_err(LP_STATUS_FORMAT, "%s: \"__metadata__\" is not an object of strings", label);
     size_t n = (size_t)cJSON_GetArraySize(m);
-    f->meta = calloc(2 * n + 1, sizeof *f->meta);
+    f->meta = lp_calloc(2 * n + 1, sizeof *f->meta);
     if (!f->meta)
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", label);
     for (const cJSON *e = m->child; e; e = e->next) {
@@ -239,8 +239,8 @@ static lp_status parse_metadata(lp_st_file *f, const char *label, const cJSON *m
             if (!strcmp(f->meta[2 * j], e->string))
                 return lp_err(LP_STATUS_FORMAT, "%s: \"__metadata__\" key '%s' appears twice", label,
                               e->string);
-        f->meta[2 * f->n_meta] = strdup(e->string);
-        f->meta[2 * f->n_meta + 1] = strdup(e->valuestring);
+        f->meta[2 * f->n_meta] = lp_strdup(e->string);
+        f->meta[2 * f->n_meta + 1] = lp_strdup(e->valuestring);
         f->n_meta++;
         if (!f->meta[2 * f->n_meta - 2] || !f->meta[2 * f->n_meta - 1])
             return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", label);
@@ -278,9 +278,11 @@ static lp_status parse(lp_st_file *f)
                           (unsigned long long)(8 + i));
 
     const char *endp = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts((const char *)h, (size_t)hn, &endp, 0);
+    bool oom;
+    cJSON *root = lp_json_parse((const char *)h, (size_t)hn, &endp, &oom);
     if (!root)
-        return lp_err(LP_STATUS_FORMAT, "%s: header is not valid JSON", label);
+        return oom ? lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory parsing the header", label)
+                   : lp_err(LP_STATUS_FORMAT, "%s: header is not valid JSON", label);
     lp_status st = LP_OK;
     for (const char *p = endp; p && p < (const char *)h + hn; p++) {
         if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
@@ -298,10 +300,10 @@ static lp_status parse(lp_st_file *f)
         cap++;
         name_bytes += strlen(e->string) + 1;
     }
-    f->tensors = calloc(cap + 1, sizeof *f->tensors);
-    f->by_name = calloc(cap + 1, sizeof *f->by_name);
-    f->names = malloc(name_bytes + 1);
-    uint64_t *ends = calloc(cap + 1, sizeof *ends);
+    f->tensors = lp_calloc(cap + 1, sizeof *f->tensors);
+    f->by_name = lp_calloc(cap + 1, sizeof *f->by_name);
+    f->names = lp_malloc(name_bytes + 1);
+    uint64_t *ends = lp_calloc(cap + 1, sizeof *ends);
     if (!f->tensors || !f->by_name || !f->names || !ends) {
         free(ends);
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory for %zu tensor entries", label, cap);
@@ -398,10 +400,10 @@ out:
 
 static lp_st_file *file_new(const char *label)
 {
-    lp_st_file *f = calloc(1, sizeof *f);
+    lp_st_file *f = lp_calloc(1, sizeof *f);
     if (!f)
         return NULL;
-    f->path = strdup(label ? label : "<buffer>");
+    f->path = lp_strdup(label ? label : "<buffer>");
     if (!f->path) {
         free(f);
         return NULL;

@@ -19,7 +19,7 @@ struct lp_st_set {
 char *lp_io_path_join(const char *dir, const char *name)
 {
     size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
+    char *p = lp_malloc(a + b + 2);
     if (!p)
         return NULL;
     memcpy(p, dir, a);
@@ -52,8 +52,8 @@ static lp_status set_finish(lp_st_set *s, const char *label)
 {
     for (size_t i = 0; i < s->nfiles; i++)
         s->n += lp_st_count(s->files[i]);
-    s->order = calloc(s->n + 1, sizeof *s->order);
-    s->by_name = calloc(s->n + 1, sizeof *s->by_name);
+    s->order = lp_calloc(s->n + 1, sizeof *s->order);
+    s->by_name = lp_calloc(s->n + 1, sizeof *s->by_name);
     if (!s->order || !s->by_name)
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", label);
     size_t k = 0;
@@ -84,9 +84,11 @@ void lp_st_index_free(lp_st_index *ix)
 lp_status lp_st_index_parse(const char *text, size_t len, const char *path, lp_st_index *ix)
 {
     memset(ix, 0, sizeof *ix);
-    cJSON *root = cJSON_ParseWithLength(text, len);
+    bool oom;
+    cJSON *root = lp_json_parse(text, len, NULL, &oom);
     if (!root)
-        return lp_err(LP_STATUS_FORMAT, "%s: not valid JSON", path);
+        return oom ? lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory parsing JSON", path)
+                   : lp_err(LP_STATUS_FORMAT, "%s: not valid JSON", path);
     lp_status st = LP_OK;
     const cJSON *wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
     if (!cJSON_IsObject(wm)) {
@@ -94,9 +96,9 @@ lp_status lp_st_index_parse(const char *text, size_t len, const char *path, lp_s
         goto out;
     }
     size_t cap = (size_t)cJSON_GetArraySize(wm);
-    ix->shards = calloc(cap + 1, sizeof *ix->shards);
-    ix->tensors = calloc(cap + 1, sizeof *ix->tensors);
-    ix->shard_of = calloc(cap + 1, sizeof *ix->shard_of);
+    ix->shards = lp_calloc(cap + 1, sizeof *ix->shards);
+    ix->tensors = lp_calloc(cap + 1, sizeof *ix->tensors);
+    ix->shard_of = lp_calloc(cap + 1, sizeof *ix->shard_of);
     if (!ix->shards || !ix->tensors || !ix->shard_of) {
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
         goto out;
@@ -114,12 +116,12 @@ lp_status lp_st_index_parse(const char *text, size_t len, const char *path, lp_s
         size_t j = 0;
         while (j < ix->n_shards && strcmp(ix->shards[j], fn))
             j++;
-        if (j == ix->n_shards && !(ix->shards[ix->n_shards++] = strdup(fn))) {
+        if (j == ix->n_shards && !(ix->shards[ix->n_shards++] = lp_strdup(fn))) {
             st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
             goto out;
         }
         ix->shard_of[ix->n_tensors] = j;
-        if (!(ix->tensors[ix->n_tensors++] = strdup(e->string))) {
+        if (!(ix->tensors[ix->n_tensors++] = lp_strdup(e->string))) {
             st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
             goto out;
         }
@@ -145,7 +147,7 @@ static lp_status open_index(lp_st_set *s, const char *path)
     free(text);
     if (st != LP_OK)
         return st;
-    char *dir = strdup(path);
+    char *dir = lp_strdup(path);
     if (!dir) {
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
         goto out;
@@ -155,7 +157,7 @@ static lp_status open_index(lp_st_set *s, const char *path)
         slash[1] = '\0';
     else
         strcpy(dir, ".");
-    if (!(s->files = calloc(ix.n_shards + 1, sizeof *s->files))) {
+    if (!(s->files = lp_calloc(ix.n_shards + 1, sizeof *s->files))) {
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
         goto out;
     }
@@ -197,14 +199,14 @@ static bool has_suffix(const char *s, const char *suf)
 lp_status lp_st_set_open(const char *path, lp_st_set **out)
 {
     *out = NULL;
-    lp_st_set *s = calloc(1, sizeof *s);
+    lp_st_set *s = lp_calloc(1, sizeof *s);
     if (!s)
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
     lp_status st;
     if (has_suffix(path, ".json")) {
         st = open_index(s, path);
     } else {
-        s->files = calloc(1, sizeof *s->files);
+        s->files = lp_calloc(1, sizeof *s->files);
         if (!s->files)
             st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
         else if ((st = lp_st_open(path, &s->files[0])) == LP_OK) {

@@ -269,7 +269,7 @@ static lp_status bert_build(lp_model *m, const lp_st_set *w)
                       m->dir);
     const bool di = c->distilbert;
     bool src_head = c->arch == LP_HF_ARCH_BERT_SEQ_CLS || c->arch == LP_HF_ARCH_DISTILBERT_SEQ_CLS;
-    bert_state *bs = calloc(1, sizeof *bs);
+    bert_state *bs = lp_calloc(1, sizeof *bs);
     if (!bs)
         return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory");
     m->fs = bs;
@@ -284,8 +284,8 @@ static lp_status bert_build(lp_model *m, const lp_st_set *w)
         m->pooling = LP_POOLING_CLS;
     m->save_arch = m->has_head ? (di ? LP_HF_ARCH_DISTILBERT_SEQ_CLS : LP_HF_ARCH_BERT_SEQ_CLS)
                                : (di ? LP_HF_ARCH_DISTILBERT_MODEL : LP_HF_ARCH_BERT_MODEL);
-    if (!(bs->layers = calloc((size_t)m->L, sizeof *bs->layers)) ||
-        !(bs->lact = calloc((size_t)m->L, sizeof *bs->lact)))
+    if (!(bs->layers = lp_calloc((size_t)m->L, sizeof *bs->layers)) ||
+        !(bs->lact = lp_calloc((size_t)m->L, sizeof *bs->lact)))
         return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory");
 
     lp_param_map map, *mp = NULL;

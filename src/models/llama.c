@@ -166,7 +166,7 @@ static lp_status rope_setup(lp_model *m, llama_state *ls)
     rs.attention_factor = c->rope_attention_factor;
     rs.original_max_pos = c->rope_original_max_pos;
     rs.no_truncate = c->rope_no_truncate;
-    if (!(ls->inv_freq = malloc((size_t)(ls->D / 2) * sizeof(float))))
+    if (!(ls->inv_freq = lp_malloc((size_t)(ls->D / 2) * sizeof(float))))
         return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory");
     lp_status st = lp_rope_inv_freq(ls->inv_freq, ls->D, c->rope_theta, &rs, &ls->attn_factor);
     if (st != LP_OK)
@@ -280,7 +280,7 @@ static lp_status llama_build(lp_model *m, const lp_st_set *w)
 {
     const lp_model_config *c = &m->cfg;
     TRY(check_limits(m));
-    llama_state *ls = calloc(1, sizeof *ls);
+    llama_state *ls = lp_calloc(1, sizeof *ls);
     if (!ls)
         return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory");
     m->fs = ls;
@@ -301,8 +301,8 @@ static lp_status llama_build(lp_model *m, const lp_st_set *w)
     ls->H = c->num_heads;
     ls->Hkv = c->num_kv_heads;
     m->n_classes = m->task == LP_MODEL_TASK_CAUSAL_LM ? ls->V : m->num_labels;
-    if (!(ls->layers = calloc((size_t)m->L, sizeof *ls->layers)) ||
-        !(ls->lact = calloc((size_t)m->L, sizeof *ls->lact)))
+    if (!(ls->layers = lp_calloc((size_t)m->L, sizeof *ls->layers)) ||
+        !(ls->lact = lp_calloc((size_t)m->L, sizeof *ls->lact)))
         return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory");
     TRY(rope_setup(m, ls));
 

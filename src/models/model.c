@@ -44,6 +44,9 @@ void lp_model_options_init(lp_model_options *o)
 
 static lp_status ensure(lp_model *m, int64_t B, int64_t T, bool shared, bool backward)
 {
+    if (!lp_model__batch_sizes_ok(m, B, T))
+        return lp_err(LP_STATUS_RANGE, "%s/config.json: a batch of %lld x %lld overflows the activation sizes",
+                      m->dir, (long long)B, (long long)T);
     lp_model_plan s = m->fam->plan(m, B, T, shared, backward);
     if (s.act > m->act_cap_floats) {
         lp_free(m->act_block);
@@ -86,7 +89,7 @@ static lp_status ensure(lp_model *m, int64_t B, int64_t T, bool shared, bool bac
 lp_status lp_model__open(const char *dir, const lp_model_options *opt, bool plan_only, lp_model **out)
 {
     *out = NULL;
-    lp_model *m = calloc(1, sizeof *m);
+    lp_model *m = lp_calloc(1, sizeof *m);
     if (!m)
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", dir);
     if (opt)
@@ -97,7 +100,7 @@ lp_status lp_model__open(const char *dir, const lp_model_options *opt, bool plan
     lp_status st = LP_OK;
     char path[4096];
     size_t len = 0;
-    if (!(m->dir = strdup(dir))) {
+    if (!(m->dir = lp_strdup(dir))) {
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", dir);
         goto fail;
     }
@@ -108,7 +111,12 @@ lp_status lp_model__open(const char *dir, const lp_model_options *opt, bool plan
     m->fam = m->cfg.family == LP_MODEL_FAMILY_LLAMA ? &lp_family_llama : &lp_family_bert;
     m->init_range = 0.02;
     m->pooling = m->opt.pooling;
-    cJSON *root = cJSON_ParseWithLength(m->config_json, len);
+    bool oom;
+    cJSON *root = lp_json_parse(m->config_json, len, NULL, &oom);
+    if (oom) { // not a silent fallback to 0.02 (config.json parsed once already: no FORMAT here)
+        st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory parsing JSON", path);
+        goto fail;
+    }
     if (root) {
         const cJSON *ir = cJSON_GetObjectItemCaseSensitive(root, "initializer_range");
         if (cJSON_IsNumber(ir) && ir->valuedouble > 0 && ir->valuedouble < 10)
@@ -159,9 +167,9 @@ lp_status lp_model__open(const char *dir, const lp_model_options *opt, bool plan
     m->ckpt = m->opt.grad_checkpointing;
     m->dloss_scale = 1.0f;
     lp_rng_init(&m->rng, m->opt.seed, LP_RNG_STREAM_DROPOUT);
-    if (!(m->layer_rng = calloc((size_t)m->L, sizeof *m->layer_rng)) ||
-        !(m->layer_out = calloc((size_t)m->L, sizeof *m->layer_out)) ||
-        !(m->ckpt_out = calloc((size_t)m->L, sizeof *m->ckpt_out))) {
+    if (!(m->layer_rng = lp_calloc((size_t)m->L, sizeof *m->layer_rng)) ||
+        !(m->layer_out = lp_calloc((size_t)m->L, sizeof *m->layer_out)) ||
+        !(m->ckpt_out = lp_calloc((size_t)m->L, sizeof *m->ckpt_out))) {
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", dir);
         goto fail;
     }
@@ -576,11 +584,11 @@ lp_status lp_model_set_label_names(lp_model *m, const char *const *names, int32_
     if (n != m->num_labels)
         return lp_err(LP_STATUS_INVALID_ARG, "model %s has %lld labels, %d names given", m->dir,
                       (long long)m->num_labels, n);
-    char **v = calloc((size_t)n, sizeof *v);
+    char **v = lp_calloc((size_t)n, sizeof *v);
     if (!v)
         return lp_err(LP_STATUS_NO_MEMORY, "out of memory");
     for (int32_t i = 0; i < n; i++)
-        if (!(v[i] = strdup(names[i] ? names[i] : ""))) {
+        if (!(v[i] = lp_strdup(names[i] ? names[i] : ""))) {
             for (int32_t j = 0; j < i; j++)
                 free(v[j]);
             free(v);

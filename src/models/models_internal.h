@@ -200,6 +200,11 @@ void lp_model__convert(float *dst, const lp_st_tensor *t);
 /* The f32 weight an encoder Linear is saved with: dequantized when quantized, plus
  * scale * B @ A when adapted. *buf as lp_model__saved_weight. */
 const float *lp_model__linear_weight(const lp_model *m, const lp_model_linear *ml, float **buf);
+/* NaN or Inf in a parameter loaded from a checkpoint: NUMERIC naming the file, the first such
+ * tensor with its count, and how many tensors are affected (checks.c). */
+lp_status lp_model__check_finite(const lp_model *m);
+/* Whether every block a (B,T) batch needs has a representable size (checks.c). */
+bool lp_model__batch_sizes_ok(const lp_model *m, int64_t B, int64_t T);
 /* True for lora_A/lora_B parameters (not part of the saved HF model). */
 bool lp_model__is_adapter_param(const lp_model *m, size_t i);
 

@@ -13,22 +13,28 @@ lp_status lp_model__add_param(lp_model *m, const char *name, int ndim, int64_t d
 {
     if (m->n_params == m->cap_params) {
         size_t cap = m->cap_params ? 2 * m->cap_params : 64;
-        lp_model_param *p = realloc(m->params, cap * sizeof *p);
+        lp_model_param *p = lp_realloc(m->params, cap * sizeof *p);
         if (!p)
             return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory for the parameter table");
         m->params = p;
-        lp_model_pslot *s = realloc(m->slots, cap * sizeof *s);
+        lp_model_pslot *s = lp_realloc(m->slots, cap * sizeof *s);
         if (!s)
             return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory for the parameter table");
         m->slots = s;
-        char **n = realloc(m->names, cap * sizeof *n);
+        char **n = lp_realloc(m->names, cap * sizeof *n);
         if (!n)
             return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory for the parameter table");
         m->names = n;
         m->cap_params = cap;
     }
     size_t i = m->n_params;
-    if (!(m->names[i] = strdup(name)))
+    bool ovf = false; // sizes come from config.json: checked, never wrapped
+    int64_t numel = lp_size_mul(&ovf, d0, ndim == 2 ? d1 : 1);
+    int64_t end = lp_size_add(&ovf, m->n_floats, lp_size_round_up(&ovf, numel, 16));
+    if (ovf || !lp_size_bytes_ok(end, sizeof(float)))
+        return lp_err(LP_STATUS_RANGE, "%s/config.json: parameter '%s' [%lld, %lld] overflows the parameter block",
+                      m->dir, name, (long long)d0, (long long)d1);
+    if (!(m->names[i] = lp_strdup(name)))
         return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory for the parameter table");
     m->n_params++;
     lp_model_param *p = &m->params[i];
@@ -37,7 +43,7 @@ lp_status lp_model__add_param(lp_model *m, const char *name, int ndim, int64_t d
     p->ndim = ndim;
     p->shape[0] = d0;
     p->shape[1] = ndim == 2 ? d1 : 0;
-    p->numel = d0 * (ndim == 2 ? d1 : 1);
+    p->numel = numel;
     p->trainable = true;
     p->no_decay = no_decay;
     p->category = LP_MEM_CATEGORY_PARAMETER;
@@ -51,8 +57,7 @@ lp_status lp_model__add_param(lp_model *m, const char *name, int ndim, int64_t d
     s->pad_row = -1;
     s->goff = -1;
     s->offset = m->n_floats;
-    // 16-float (64-byte) alignment for every tensor
-    m->n_floats += (p->numel + 15) & ~(int64_t)15;
+    m->n_floats = end; // 16-float (64-byte) alignment for every tensor
     return LP_OK;
 }
 
@@ -148,5 +153,7 @@ lp_status lp_model__fill_params(lp_model *m)
             break; // zero: lp_alloc zero-fills
         }
     }
+    if ((st = lp_model__check_finite(m)) != LP_OK) // NaN/Inf in the file: named now, not as "loss is NaN"
+        return st;
     return lp_model__peft_finish(m);
 }

@@ -22,7 +22,7 @@ lp_status lp_model__note_linear(lp_model *m, lp_nn_linear *lin, const char *modu
 {
     if (m->n_lins == m->cap_lins) { // before any adapter points into the array
         size_t cap = m->cap_lins ? 2 * m->cap_lins : 64;
-        lp_model_linear *g = realloc(m->lins, cap * sizeof *g);
+        lp_model_linear *g = lp_realloc(m->lins, cap * sizeof *g);
         if (!g)
             return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory");
         m->lins = g;
@@ -30,7 +30,7 @@ lp_status lp_model__note_linear(lp_model *m, lp_nn_linear *lin, const char *modu
     }
     lp_model_linear *ml = &m->lins[m->n_lins];
     memset(ml, 0, sizeof *ml);
-    if (!(ml->module = strdup(module)))
+    if (!(ml->module = lp_strdup(module)))
         return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory");
     ml->lin = lin;
     ml->role = role;
@@ -72,13 +72,13 @@ static lp_status str_list(const cJSON *a, const char *path, const char *key, cha
     if (!cJSON_IsArray(a))
         return lp_err(LP_STATUS_FORMAT, "%s: \"%s\" is not a list of strings", path, key);
     int cnt = cJSON_GetArraySize(a);
-    if (!(*out = calloc((size_t)cnt + 1, sizeof **out)))
+    if (!(*out = lp_calloc((size_t)cnt + 1, sizeof **out)))
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
     for (int i = 0; i < cnt; i++) {
         const cJSON *e = cJSON_GetArrayItem(a, i);
         if (!cJSON_IsString(e))
             return lp_err(LP_STATUS_FORMAT, "%s: \"%s\"[%d] is not a string", path, key, i);
-        if (!((*out)[(*n)++] = strdup(e->valuestring)))
+        if (!((*out)[(*n)++] = lp_strdup(e->valuestring)))
             return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
     }
     return LP_OK;
@@ -88,9 +88,11 @@ lp_status lp_model__adapter_cfg_parse(const char *text, size_t len, const char *
 {
     memset(c, 0, sizeof *c);
     lp_status st = LP_OK;
-    cJSON *root = cJSON_ParseWithLength(text, len);
+    bool oom;
+    cJSON *root = lp_json_parse(text, len, NULL, &oom);
     if (!root)
-        return lp_err(LP_STATUS_FORMAT, "%s: not valid JSON", path);
+        return oom ? lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory parsing JSON", path)
+                   : lp_err(LP_STATUS_FORMAT, "%s: not valid JSON", path);
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return lp_err(LP_STATUS_FORMAT, "%s: not a JSON object", path);
@@ -149,7 +151,7 @@ lp_status lp_model__adapter_cfg_parse(const char *text, size_t len, const char *
     }
     v = GET("target_modules");
     if (cJSON_IsString(v)) {
-        if (!(c->target_regex = strdup(v->valuestring))) {
+        if (!(c->target_regex = lp_strdup(v->valuestring))) {
             st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
             goto out;
         }
@@ -222,7 +224,7 @@ static lp_status mark_list(lp_model *m, char *const *entries, size_t n, bool str
 
 static lp_status mark_regex(lp_model *m, const char *re, const char *what)
 {
-    char *anchored = malloc(strlen(re) + 8);
+    char *anchored = lp_malloc(strlen(re) + 8);
     if (!anchored)
         return lp_err(LP_STATUS_NO_MEMORY, "out of memory");
     sprintf(anchored, "^(%s)$", re); // Python's re.fullmatch
@@ -247,7 +249,7 @@ static lp_status split_commas(const char *s, char ***out, size_t *n)
     size_t cap = 1;
     for (const char *p = s; *p; p++)
         cap += *p == ',';
-    if (!(*out = calloc(cap, sizeof **out)))
+    if (!(*out = lp_calloc(cap, sizeof **out)))
         return lp_err(LP_STATUS_NO_MEMORY, "out of memory");
     const char *p = s;
     while (*p) {
@@ -287,7 +289,7 @@ static lp_status saved_targets(lp_model *m)
     size_t cap = 16;
     for (size_t i = 0; i < m->n_lins; i++)
         cap += strlen(m->lins[i].module) + 3;
-    char *out = calloc(cap, 1);
+    char *out = lp_calloc(cap, 1);
     if (!out)
         return lp_err(LP_STATUS_NO_MEMORY, "out of memory");
     size_t k = 0;
@@ -368,7 +370,7 @@ static const lp_st_tensor *adapter_tensor(const lp_model *m, const char *name, i
  * remaining parameters are recomputed (no block exists yet). */
 static lp_status drop_quantized_params(lp_model *m)
 {
-    bool *drop = calloc(m->n_params + 1, sizeof *drop);
+    bool *drop = lp_calloc(m->n_params + 1, sizeof *drop);
     if (!drop)
         return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory");
     for (size_t i = 0; i < m->n_lins; i++) {
@@ -431,8 +433,8 @@ lp_status lp_model__peft_setup(lp_model *m)
             for (size_t j = 0; j < ac.n_mts; j++)
                 have |= !strcmp(ac.mts[j], default_mts[i]);
             if (!have) {
-                char **nm = realloc(ac.mts, (ac.n_mts + 1) * sizeof *nm);
-                if (!nm || !(nm[ac.n_mts] = strdup(default_mts[i]))) {
+                char **nm = lp_realloc(ac.mts, (ac.n_mts + 1) * sizeof *nm);
+                if (!nm || !(nm[ac.n_mts] = lp_strdup(default_mts[i]))) {
                     if (nm)
                         ac.mts = nm;
                     st = lp_err(LP_STATUS_NO_MEMORY, "out of memory");
@@ -524,7 +526,7 @@ lp_status lp_model__peft_setup(lp_model *m)
     }
 
     /* adapters: appended after every base parameter, so base initialization is unchanged */
-    if (!(m->adapters = calloc(n_ad, sizeof *m->adapters)))
+    if (!(m->adapters = lp_calloc(n_ad, sizeof *m->adapters)))
         return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory");
     const double scale = o->rslora ? o->alpha / sqrt((double)o->rank) : o->alpha / (double)o->rank;
     for (size_t i = 0; i < m->n_lins; i++) {
@@ -587,8 +589,8 @@ lp_status lp_model__peft_finish(lp_model *m)
         lp_model_linear *ml = &m->lins[i];
         const int64_t out = ml->lin->out, in = ml->lin->in;
         // the f32 weight exists only for the moment it is quantized
-        float *w = malloc((size_t)(out * in) * sizeof *w);
-        if (!w || !(ml->q = calloc(1, sizeof *ml->q))) {
+        float *w = lp_malloc((size_t)(out * in) * sizeof *w);
+        if (!w || !(ml->q = lp_calloc(1, sizeof *ml->q))) {
             free(w);
             return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory quantizing %s", m->dir, ml->module);
         }

@@ -415,10 +415,15 @@ lp_status lp_trace_parse(const char *name, const char *text, size_t len, lp_prof
 
 lp_status lp_trace_load(const char *path, lp_prof_events **out, lp_trace_info *info)
 {
+    return lp_trace_load_max(path, 0, out, info);
+}
+
+lp_status lp_trace_load_max(const char *path, uint64_t max_bytes, lp_prof_events **out, lp_trace_info *info)
+{
     *out = NULL;
     char *text = NULL;
     size_t len = 0;
-    lp_status st = lp_trace_read_text(path, &text, &len);
+    lp_status st = lp_trace_read_text_max(path, max_bytes, &text, &len);
     if (st != LP_OK)
         return st;
     lp_prof_events *ev = NULL;

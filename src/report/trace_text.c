@@ -1,34 +1,17 @@
-/* Reads a trace file into memory as text: plain JSON as is, gzip (any number of
- * concatenated members, as `cat a.gz b.gz` makes) stream-decompressed with zlib so a
- * multi-GB trace never needs its compressed and decompressed forms in memory twice
- * over more than one read chunk. */
+/* Reads a trace file as text: plain JSON as is, gzip (any number of concatenated members, as
+ * `cat a.gz b.gz` makes) stream-decompressed with zlib through one fixed output chunk, so the
+ * decompressor's progress is 64-bit and never depends on how much has been kept. A cap on the
+ * decompressed size refuses a stream (a hostile one inflates 1000:1) before it exhausts memory;
+ * lp_trace_gunzip_stream hands each chunk to a sink and keeps nothing. */
 #include "loupe/report.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #define LP_TRACE_CHUNK (1u << 18)
-
-/* Grows *buf (capacity *cap) to hold at least need+1 bytes (the +1 for a final NUL). */
-static lp_status grow(const char *path, char **buf, size_t *cap, size_t need)
-{
-    if (need + 1 <= *cap)
-        return LP_OK;
-    size_t c = *cap ? *cap : LP_TRACE_CHUNK;
-    while (c < need + 1) {
-        if (c > SIZE_MAX / 2)
-            return lp_err(LP_STATUS_NO_MEMORY, "%s: decompressed trace too large for memory", path);
-        c *= 2;
-    }
-    char *b = realloc(*buf, c);
-    if (!b)
-        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory decompressing (%zu bytes)", path, c);
-    *buf = b;
-    *cap = c;
-    return LP_OK;
-}
 
 /* Where compressed bytes come from: a file read chunk by chunk, or a memory buffer. */
 typedef struct gz_source {
@@ -64,15 +47,28 @@ static lp_status gz_fill(const char *name, gz_source *src, z_stream *zs)
     return LP_OK;
 }
 
-/* Inflates every gzip member from src into a fresh NUL-terminated buffer. */
-static lp_status gz_inflate_all(const char *name, gz_source *src, char **out, size_t *out_len)
+static lp_status cap_error(const char *name, uint64_t max_bytes)
 {
+    return lp_err(LP_STATUS_RANGE,
+                  "%s: the trace's text (decompressed) is longer than %llu bytes, the cap (loupe analyze "
+                  "--max-trace-bytes raises it)",
+                  name, (unsigned long long)max_bytes);
+}
+
+/* Inflates every gzip member from src through one LP_TRACE_CHUNK output buffer, handing each
+ * filled part to sink. zlib's avail_out is 32 bits: it only ever sees the chunk's size. */
+static lp_status gz_stream(const char *name, gz_source *src, uint64_t max_bytes, lp_trace_sink_fn sink,
+                           void *ctx, uint64_t *total)
+{
+    *total = 0;
     z_stream zs;
     memset(&zs, 0, sizeof zs);
-    if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
+    unsigned char *out = malloc(LP_TRACE_CHUNK);
+    if (!out || inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
+        free(out);
         return lp_err(LP_STATUS_NO_MEMORY, "%s: cannot initialise zlib", name);
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
+    }
+    uint64_t n = 0;
     lp_status st = LP_OK;
     int ended = 0; /* the current member is complete */
     for (;;) {
@@ -81,9 +77,9 @@ static lp_status gz_inflate_all(const char *name, gz_source *src, char **out, si
         if (zs.avail_in == 0) {
             if (!ended)
                 st = lp_err(LP_STATUS_FORMAT,
-                            "%s: truncated gzip data (ends after %zu decompressed bytes; was the trace "
+                            "%s: truncated gzip data (ends after %llu decompressed bytes; was the trace "
                             "still being written?)",
-                            name, n);
+                            name, (unsigned long long)n);
             break;
         }
         if (ended) {
@@ -95,29 +91,73 @@ static lp_status gz_inflate_all(const char *name, gz_source *src, char **out, si
             inflateReset(&zs);
             ended = 0;
         }
-        if ((st = grow(name, &buf, &cap, n + LP_TRACE_CHUNK)) != LP_OK)
-            break;
-        zs.next_out = (Bytef *)buf + n;
-        zs.avail_out = (uInt)(cap - 1 - n);
+        zs.next_out = out;
+        zs.avail_out = LP_TRACE_CHUNK;
         int zr = inflate(&zs, Z_NO_FLUSH);
-        n = (size_t)((char *)zs.next_out - buf);
+        size_t got = LP_TRACE_CHUNK - zs.avail_out;
         if (zr == Z_STREAM_END) {
             ended = 1;
         } else if (zr != Z_OK && zr != Z_BUF_ERROR) { /* BUF_ERROR: needs more input */
-            st = lp_err(LP_STATUS_FORMAT, "%s: corrupt gzip data (%s)", name, zs.msg ? zs.msg : "inflate failed");
+            st = lp_err(LP_STATUS_FORMAT, "%s: corrupt gzip data (%s)", name,
+                        zs.msg ? zs.msg : "inflate failed");
             break;
         }
+        if (got > max_bytes - n) {
+            st = cap_error(name, max_bytes);
+            break;
+        }
+        n += got;
+        if (got && (st = sink(ctx, (const char *)out, got)) != LP_OK)
+            break;
     }
     inflateEnd(&zs);
+    free(out);
+    *total = n;
+    return st;
+}
+
+/* A sink that appends to a growing NUL-terminated buffer. */
+typedef struct text_buf {
+    const char *name;
+    char *buf;
+    size_t len, cap;
+} text_buf;
+
+static lp_status append(void *vctx, const char *data, size_t n)
+{
+    text_buf *t = vctx;
+    if (n + 1 > t->cap - t->len || !t->buf) {
+        size_t c = t->cap ? t->cap : LP_TRACE_CHUNK;
+        while (c - t->len < n + 1) {
+            if (c > SIZE_MAX / 2)
+                return lp_err(LP_STATUS_NO_MEMORY, "%s: decompressed trace too large for memory", t->name);
+            c *= 2;
+        }
+        char *b = realloc(t->buf, c);
+        if (!b)
+            return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory decompressing (%zu bytes)", t->name, c);
+        t->buf = b;
+        t->cap = c;
+    }
+    memcpy(t->buf + t->len, data, n);
+    t->len += n;
+    t->buf[t->len] = '\0';
+    return LP_OK;
+}
+
+static lp_status to_text(const char *name, gz_source *src, uint64_t max_bytes, char **out, size_t *out_len)
+{
+    text_buf t = {name, NULL, 0, 0};
+    uint64_t total;
+    lp_status st = gz_stream(name, src, max_bytes, append, &t, &total);
     if (st == LP_OK)
-        st = grow(name, &buf, &cap, n);
+        st = append(&t, "", 0); /* an empty stream still gets its NUL */
     if (st != LP_OK) {
-        free(buf);
+        free(t.buf);
         return st;
     }
-    buf[n] = '\0';
-    *out = buf;
-    *out_len = n;
+    *out = t.buf;
+    *out_len = t.len;
     return LP_OK;
 }
 
@@ -126,13 +166,31 @@ lp_status lp_trace_gunzip(const char *name, const void *data, size_t len, char *
     *out = NULL;
     *out_len = 0;
     gz_source src = {.mem = data, .mem_left = len, .eof = len == 0};
-    return gz_inflate_all(name, &src, out, out_len);
+    return to_text(name, &src, LP_TRACE_MAX_BYTES_DEFAULT, out, out_len);
 }
 
-lp_status lp_trace_read_text(const char *path, char **out, size_t *out_len)
+lp_status lp_trace_gunzip_stream(const char *path, uint64_t max_bytes, lp_trace_sink_fn sink, void *ctx,
+                                 uint64_t *total)
+{
+    *total = 0;
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return lp_err(LP_STATUS_IO, "%s: cannot open: %s", path, strerror(errno));
+    gz_source src = {.fp = fp, .chunk = malloc(LP_TRACE_CHUNK)};
+    lp_status st = src.chunk ? gz_stream(path, &src, max_bytes ? max_bytes : LP_TRACE_MAX_BYTES_DEFAULT, sink,
+                                         ctx, total)
+                             : lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
+    free(src.chunk);
+    fclose(fp);
+    return st;
+}
+
+lp_status lp_trace_read_text_max(const char *path, uint64_t max_bytes, char **out, size_t *out_len)
 {
     *out = NULL;
     *out_len = 0;
+    if (!max_bytes)
+        max_bytes = LP_TRACE_MAX_BYTES_DEFAULT;
     FILE *fp = fopen(path, "rb");
     if (!fp)
         return lp_err(LP_STATUS_IO, "%s: cannot open: %s", path, strerror(errno));
@@ -141,12 +199,21 @@ lp_status lp_trace_read_text(const char *path, char **out, size_t *out_len)
     if (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
         rewind(fp);
         gz_source src = {.fp = fp, .chunk = malloc(LP_TRACE_CHUNK)};
-        lp_status st = src.chunk ? gz_inflate_all(path, &src, out, out_len)
+        lp_status st = src.chunk ? to_text(path, &src, max_bytes, out, out_len)
                                  : lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
         free(src.chunk);
         fclose(fp);
         return st;
     }
+    struct stat sb;
+    int big = fstat(fileno(fp), &sb) == 0 && (uint64_t)sb.st_size > max_bytes;
     fclose(fp);
+    if (big)
+        return cap_error(path, max_bytes);
     return lp_file_read_all(path, out, out_len);
+}
+
+lp_status lp_trace_read_text(const char *path, char **out, size_t *out_len)
+{
+    return lp_trace_read_text_max(path, 0, out, out_len);
 }

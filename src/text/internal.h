@@ -111,6 +111,7 @@ typedef struct lp_pretok {
     int individual_digits;           /* Digits */
     int behavior, invert;            /* Split */
     pcre2_code *re;                  /* Split (Regex or escaped String), ByteLevel, Whitespace */
+    char *re_desc;                   /* "<file>: <stage> pattern /.../" for match errors (owned) */
     struct lp_pretok **kids;
     int nkids;
 } lp_pretok;

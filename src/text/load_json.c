@@ -39,6 +39,15 @@ static long get_uint(const cJSON *v)
 
 static lp_status bad(ctx *c, const char *what) { return lp_err(LP_STATUS_FORMAT, "%s: %s", c->name, what); }
 
+/* Names a compiled pattern for match-time errors: the file, the stage and the pattern. */
+static lp_status describe_re(ctx *c, lp_pretok *pt, const char *stage, const char *pat)
+{
+    int n = snprintf(NULL, 0, "%s: %s pre-tokenizer pattern /%.120s/", c->name, stage, pat);
+    if (n < 0 || !(pt->re_desc = malloc((size_t)n + 1))) return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", c->name);
+    snprintf(pt->re_desc, (size_t)n + 1, "%s: %s pre-tokenizer pattern /%.120s/", c->name, stage, pat);
+    return LP_OK;
+}
+
 /* ---- normalizer ---- */
 
 static lp_status parse_norm(ctx *c, const cJSON *o, lp_norm **out, int depth)
@@ -107,6 +116,7 @@ static lp_status parse_pre(ctx *c, const cJSON *o, lp_pretok **out, int depth)
             return bad(c, "ByteLevel: flags must be true or false");
         if (pt->use_regex && !(pt->re = lp_regex_compile(GPT2_RE, sizeof GPT2_RE - 1, 0, c->name)))
             return LP_STATUS_FORMAT;
+        if (pt->use_regex && describe_re(c, pt, "ByteLevel", GPT2_RE)) return LP_STATUS_NO_MEMORY;
     } else if (!strcmp(ty, "Split")) {
         pt->type = LP_PRE_SPLIT;
         const cJSON *pat = cJSON_GetObjectItemCaseSensitive(o, "pattern");
@@ -117,6 +127,7 @@ static lp_status parse_pre(ctx *c, const cJSON *o, lp_pretok **out, int depth)
         if (!*p->valuestring) return bad(c, "Split: empty pattern");
         if (!(pt->re = lp_regex_compile(p->valuestring, strlen(p->valuestring), p == lit, c->name)))
             return LP_STATUS_FORMAT;
+        if (describe_re(c, pt, "Split", p->valuestring)) return LP_STATUS_NO_MEMORY;
         const cJSON *beh = cJSON_GetObjectItemCaseSensitive(o, "behavior");
         const char *b = cJSON_IsString(beh) ? beh->valuestring : "";
         static const char *names[] = {"Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous"};
@@ -135,6 +146,7 @@ static lp_status parse_pre(ctx *c, const cJSON *o, lp_pretok **out, int depth)
         pt->type = LP_PRE_WHITESPACE;
         static const char ws_re[] = "\\w+|[^\\w\\s]+";
         if (!(pt->re = lp_regex_compile(ws_re, sizeof ws_re - 1, 0, c->name))) return LP_STATUS_FORMAT;
+        if (describe_re(c, pt, "Whitespace", ws_re)) return LP_STATUS_NO_MEMORY;
     } else if (!strcmp(ty, "Sequence")) {
         pt->type = LP_PRE_SEQ;
         const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, "pretokenizers");
@@ -509,10 +521,31 @@ static lp_status parse_trunc_pad(ctx *c, const cJSON *root)
     return LP_OK;
 }
 
+/* JSON allows no raw control characters inside strings (RFC 8259; serde, which HF's
+ * tokenizers use, refuses them), and a raw NUL anywhere would cut a token short behind
+ * cJSON's back: a vocabulary entry "a\0b" became "a". Refused naming the line. */
+static lp_status check_raw_bytes(const char *json, size_t len, const char *name)
+{
+    int in_str = 0;
+    size_t line = 1;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)json[i];
+        if (ch == 0 || (in_str && ch < 0x20))
+            return lp_err(LP_STATUS_FORMAT, "%s: line %zu: raw control byte 0x%02x %s (write it as \\u%04x)", name,
+                          line, ch, in_str ? "inside a string" : "in the JSON", ch);
+        if (ch == '\n') line++;
+        if (in_str && ch == '\\') i++; /* an escape: the next byte is its letter */
+        else if (ch == '"') in_str = !in_str;
+    }
+    return LP_OK;
+}
+
 lp_status lp_tokenizer_from_json(const char *json, size_t len, const char *name, lp_tokenizer **out)
 {
     *out = NULL;
     if (len == 0) return lp_err(LP_STATUS_FORMAT, "%s: empty file", name);
+    lp_status raw = check_raw_bytes(json, len, name);
+    if (raw) return raw;
     cJSON *root = cJSON_ParseWithLength(json, len);
     if (!root) {
         const char *e = cJSON_GetErrorPtr();

@@ -14,6 +14,7 @@ void lp_pretok_free(lp_pretok *pt)
     for (int i = 0; i < pt->nkids; i++) lp_pretok_free(pt->kids[i]);
     free(pt->kids);
     if (pt->re) pcre2_code_free(pt->re);
+    free(pt->re_desc);
     free(pt);
 }
 
@@ -100,13 +101,18 @@ static int ents_push(ents *e, uint32_t off, uint32_t len, int match)
 }
 
 /* Regex matches over s[0..n) as HF's find_matches: matches and the gaps between them. */
-static int regex_entries(pcre2_code *re, lp_scratch *sc, const char *s, size_t n, ents *e)
+static int regex_entries(const lp_pretok *pt, lp_scratch *sc, const char *s, size_t n, ents *e)
 {
     size_t prev = 0, start = 0;
     while (start <= n) {
-        int rc = pcre2_match(re, (PCRE2_SPTR)s, n, start, PCRE2_NO_UTF_CHECK, sc->md, sc->mctx);
+        int rc = pcre2_match(pt->re, (PCRE2_SPTR)s, n, start, PCRE2_NO_UTF_CHECK, sc->md, sc->mctx);
         if (rc == PCRE2_ERROR_NOMATCH) break;
-        if (rc < 0) return lp_err(LP_STATUS_UNSUPPORTED, "pre-tokenizer regex failed (PCRE2 error %d)", rc), -1;
+        if (rc < 0) { /* a match limit (catastrophic backtracking) or another runtime failure */
+            PCRE2_UCHAR msg[160];
+            pcre2_get_error_message(rc, msg, sizeof msg);
+            return lp_err(LP_STATUS_UNSUPPORTED, "%s failed on this text: %s (PCRE2 error %d)",
+                          pt->re_desc ? pt->re_desc : "pre-tokenizer regex", (const char *)msg, rc), -1;
+        }
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(sc->md);
         size_t ms = ov[0], me = ov[1];
         if (me == ms) {
@@ -231,10 +237,10 @@ static int stage(const lp_pretok *pt, lp_scratch *sc, lp_buf *arena, lp_span in,
         if (char_entries(lp_is_numeric, arena->p + in.off, in.len, e)) return -1;
         return emit(e, pt->individual_digits ? LP_BEH_ISOLATED : LP_BEH_CONTIGUOUS, 0, in.off, out);
     case LP_PRE_WHITESPACE:
-        if (regex_entries(pt->re, sc, arena->p + in.off, in.len, e)) return -1;
+        if (regex_entries(pt, sc, arena->p + in.off, in.len, e)) return -1;
         return emit(e, LP_BEH_REMOVED, 1, in.off, out);
     case LP_PRE_SPLIT:
-        if (regex_entries(pt->re, sc, arena->p + in.off, in.len, e)) return -1;
+        if (regex_entries(pt, sc, arena->p + in.off, in.len, e)) return -1;
         return emit(e, pt->behavior, pt->invert, in.off, out);
     case LP_PRE_BYTELEVEL:
         if (pt->add_prefix_space && arena->p[in.off] != ' ') {
@@ -247,7 +253,7 @@ static int stage(const lp_pretok *pt, lp_scratch *sc, lp_buf *arena, lp_span in,
             in = (lp_span){off, in.len + 1};
         }
         if (!pt->use_regex) return lp_spans_push(out, in.off, in.len);
-        if (regex_entries(pt->re, sc, arena->p + in.off, in.len, e)) return -1;
+        if (regex_entries(pt, sc, arena->p + in.off, in.len, e)) return -1;
         return emit(e, LP_BEH_ISOLATED, 0, in.off, out);
     default: return lp_spans_push(out, in.off, in.len);
     }

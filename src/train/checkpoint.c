@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,8 +165,10 @@ lp_status lp_ckpt_save(const char *run_dir, const lp_train_config *c, const lp_m
         st = lp_rundir_write_steps(p3, h);
     if (st == LP_OK)
         st = lp_rundir_write_epochs(p4, h);
-    if (st == LP_OK) /* last: its presence marks a complete checkpoint */
+    if (st == LP_OK) /* its presence marks a complete checkpoint */
         st = write_trainer_state(p2, c, o, s);
+    if (st == LP_OK) /* of what is on disk, before the rename makes it a checkpoint */
+        st = lp_ckpt_sum_write(tmp);
     free(p1), free(p2), free(p3), free(p4);
     if (st == LP_OK) {
         rm_tree(fin); /* a resumed run may rewrite a step it restarted from */
@@ -186,9 +189,11 @@ static int is_file(const char *p)
     return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-/* path is a checkpoint (has trainer_state.json) or a run dir (its newest checkpoint). */
-static lp_status resolve(const char *path, char *out, size_t cap)
+/* path is a checkpoint (has trainer_state.json) or a run dir (its newest checkpoint below
+ * step `below`; *is_run says which). */
+static lp_status resolve(const char *path, long long below, char *out, size_t cap, bool *is_run)
 {
+    *is_run = false;
     char p[4096];
     snprintf(p, sizeof p, "%s/trainer_state.json", path);
     if (is_file(p)) {
@@ -201,12 +206,13 @@ static lp_status resolve(const char *path, char *out, size_t cap)
     if (!d)
         return lp_err(LP_STATUS_NOT_FOUND, "--resume %s: not a checkpoint (no trainer_state.json) and no checkpoints/ in it",
                       path);
+    *is_run = true;
     long long best = -1;
     struct dirent *e;
     while ((e = readdir(d))) {
         long long v;
         char tail;
-        if (sscanf(e->d_name, "step-%lld%c", &v, &tail) == 1 && v > best) {
+        if (sscanf(e->d_name, "step-%lld%c", &v, &tail) == 1 && v > best && v < below) {
             if (snprintf(p, sizeof p, "%s/%s/trainer_state.json", ckdir, e->d_name) < (int)sizeof p && is_file(p))
                 best = v;
         }
@@ -303,9 +309,28 @@ static lp_status copy_tensor(const lp_st_file *f, const char *name, float *dst, 
 lp_status lp_ckpt_load(const char *path, const lp_train_config *c, lp_model *model, lp_optim *o, lp_ckpt_state *s,
                        lp_history *h, char *resolved, size_t cap)
 {
-    lp_status st = resolve(path, resolved, cap);
+    bool is_run, sums;
+    lp_status st = resolve(path, LLONG_MAX, resolved, cap, &is_run);
     if (st != LP_OK)
         return st;
+    if ((st = lp_ckpt_sum_verify(resolved, &sums)) != LP_OK) {
+        /* a run directory falls back to its newest checkpoint that verifies */
+        char first[1024];
+        snprintf(first, sizeof first, "%s", lp_err_msg());
+        while (is_run && st != LP_OK) {
+            long long step = -1;
+            const char *s_at = strrchr(resolved, '/');
+            if (!s_at || sscanf(s_at + 1, "step-%lld", &step) != 1 ||
+                resolve(path, step, resolved, cap, &is_run) != LP_OK)
+                break;
+            st = lp_ckpt_sum_verify(resolved, &sums);
+        }
+        if (st != LP_OK)
+            return lp_err(LP_STATUS_FORMAT, "--resume %s: %s; %s", path, first,
+                          is_run ? "no older checkpoint verifies" : "the checkpoint cannot be resumed");
+        /* even with --quiet: the run continues from an older step than asked for */
+        fprintf(stderr, "loupe: %s\nloupe: resuming from the previous good checkpoint %s\n", first, resolved);
+    }
     char p[4096];
     snprintf(p, sizeof p, "%s/trainer_state.json", resolved);
     if ((st = read_trainer_state(p, c, o, s)) != LP_OK)
@@ -338,4 +363,13 @@ lp_status lp_ckpt_load(const char *path, const lp_train_config *c, lp_model *mod
         return lp_err(LP_STATUS_FORMAT, "%s: %zu rows for a checkpoint at step %lld", p, h->n_steps, (long long)s->step);
     snprintf(p, sizeof p, "%s/epoch_results.csv", resolved);
     return lp_rundir_read_epochs(p, h);
+}
+
+lp_status lp_checkpoint_verify(const char *dir, bool *has_checksums)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/trainer_state.json", dir);
+    if (!is_file(p))
+        return lp_err(LP_STATUS_NOT_FOUND, "%s: not a checkpoint (no trainer_state.json)", dir);
+    return lp_ckpt_sum_verify(dir, has_checksums);
 }

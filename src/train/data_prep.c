@@ -77,13 +77,57 @@ static int32_t pad_id_of(const lp_tokenizer *tok, int64_t config_pad, int64_t co
     return pad;
 }
 
+/* The tokenizer file lp_tokenizer_load picked in a model directory (for messages). */
+static void tokenizer_file(const char *dir, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s/tokenizer.json", dir);
+    FILE *fp = fopen(buf, "rb");
+    if (fp)
+        fclose(fp);
+    else
+        snprintf(buf, cap, "%s/vocab.txt", dir);
+}
+
+/* What would fail at step 1 far from its cause, checked once the tokenizer is known: ids
+ * past the embedding table (an "embedding" error at step 1), and a position table too short
+ * for even one token between the special ones (blamed on the data file, exit 2). Both name
+ * config.json, whose key is wrong for this tokenizer. */
+static lp_status check_model_fits(const lp_train_data *d, const lp_train_config *c, int64_t model_vocab,
+                                  int64_t model_positions)
+{
+    char tf[4200];
+    tokenizer_file(c->model_dir, tf, sizeof tf);
+    int32_t tv = lp_tokenizer_vocab_size(d->tok);
+    if (model_vocab > 0 && tv > model_vocab)
+        return lp_err(LP_STATUS_FORMAT,
+                      "%s/config.json: vocab_size %lld is smaller than the tokenizer's vocabulary (%d ids in %s): "
+                      "ids %lld and up have no embedding row",
+                      c->model_dir, (long long)model_vocab, tv, tf, (long long)model_vocab);
+    lp_encoding enc = {0};
+    bool pair = c->text_pair_column && *c->text_pair_column;
+    lp_status st = lp_tokenizer_encode(d->tok, "", pair ? "" : NULL, NULL, &enc);
+    int64_t specials = st == LP_OK ? (int64_t)enc.len : 0;
+    lp_encoding_free(&enc);
+    if (st != LP_OK)
+        return lp_err_wrap(st, "%s", tf);
+    if (model_positions > 0 && model_positions < specials + 1)
+        return lp_err(LP_STATUS_FORMAT,
+                      "%s/config.json: max_position_embeddings %lld cannot hold one token besides the %lld special "
+                      "tokens %s adds",
+                      c->model_dir, (long long)model_positions, (long long)specials, tf);
+    return LP_OK;
+}
+
 lp_status lp_train_data_load(lp_train_data *d, const lp_train_config *c, int32_t max_len, int32_t model_labels,
-                             bool lm, int64_t config_pad, int64_t config_eos)
+                             bool lm, int64_t config_pad, int64_t config_eos, int64_t model_vocab,
+                             int64_t model_positions)
 {
     memset(d, 0, sizeof *d);
     lp_status st = lp_tokenizer_load(c->model_dir, &d->tok);
     if (st != LP_OK)
         return lp_err_wrap(st, "tokenizer of %s", c->model_dir);
+    if ((st = check_model_fits(d, c, model_vocab, model_positions)) != LP_OK)
+        goto fail;
     lp_dataset_options o;
     lp_dataset_options_init(&o);
     o.text_column = c->text_column;

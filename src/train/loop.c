@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -244,13 +245,16 @@ static lp_status train_step(run *R, lp_data_pos *pos, int64_t step, lp_step_rec 
             return st;
         float l; /* a causal LM's labels are the ids (-100 on padding); a classifier's, one per row */
         const int32_t *labels = R->task == LP_MODEL_TASK_CAUSAL_LM ? R->batch.lm_labels : R->batch.labels;
+        float *lg = c->detect_anomaly ? R->logits : NULL;
         st = lp_model_loss_forward(R->model, R->batch.input_ids, R->batch.attention_mask, type_ids_of(R), labels,
-                                   R->batch.B, R->batch.T, NULL, &l);
+                                   R->batch.B, R->batch.T, lg, &l);
         double t3 = lp_train_now_s();
         if (st == LP_STATUS_NUMERIC)
             l = NAN;
         else if (st != LP_OK)
             return lp_err_wrap(st, "step %lld", (long long)step);
+        if (c->detect_anomaly && (st = lp_anomaly_forward(R->model, lg, R->batch.B, R->batch.T, step)) != LP_OK)
+            return st;
         if (c->inject_nan_step == step)
             l = NAN;
         if (!isfinite(l))
@@ -258,6 +262,8 @@ static lp_status train_step(run *R, lp_data_pos *pos, int64_t step, lp_step_rec 
                           isnan(l) ? "NaN" : "infinite", (long long)step, (long long)pos->epoch + 1);
         if ((st = lp_model_backward(R->model)) != LP_OK)
             return lp_err_wrap(st, "step %lld backward", (long long)step);
+        if (c->detect_anomaly && (st = lp_anomaly_backward(R->model, step)) != LP_OK)
+            return st;
         double t4 = lp_train_now_s();
         loss += l;
         rec->data_ms += (t2 - t1) * 1e3;
@@ -348,7 +354,7 @@ static lp_status setup(run *R, const lp_train_config *c, char *resumed, size_t r
     int32_t max_len = c->max_seq_len < mi.max_positions ? c->max_seq_len : (int32_t)mi.max_positions;
     const lp_model_config *cfg = lp_model_config_get(R->model);
     if ((st = lp_train_data_load(&R->d, c, max_len, (int32_t)mi.num_labels, R->task == LP_MODEL_TASK_CAUSAL_LM,
-                                 cfg->pad_token_id, cfg->eos_token_id)) != LP_OK)
+                                 cfg->pad_token_id, cfg->eos_token_id, mi.vocab_size, mi.max_positions)) != LP_OK)
         return st;
     R->n_batches = lp_batch_count(R->d.etrain.n, c->batch_size, 0);
     R->steps_per_epoch = (R->n_batches + c->grad_accum - 1) / c->grad_accum;
@@ -388,6 +394,7 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
     char resumed[1024] = "";
     lp_ckpt_state cs = {0};
     bool prof_started = false;
+    lp_runlock lock = {.fd = -1};
     lp_status st = setup(&R, c, resumed, sizeof resumed, &cs);
     if (st != LP_OK)
         goto done;
@@ -397,9 +404,13 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
         snprintf(R.run_id, sizeof R.run_id, "%s", c->run_id);
     else
         make_run_id(R.run_id, sizeof R.run_id);
-    snprintf(R.run_dir, sizeof R.run_dir, "%s/%s", c->output_dir ? c->output_dir : "reports", R.run_id);
+    const char *out_dir = c->output_dir ? c->output_dir : "reports";
+    snprintf(R.run_dir, sizeof R.run_dir, "%s/%s", out_dir, R.run_id);
+    /* a timestamp id is unique per second: a second run within it gets a suffix */
+    for (int k = 2; !(c->run_id && *c->run_id) && access(R.run_dir, F_OK) == 0 && k < 1000; k++)
+        snprintf(R.run_dir, sizeof R.run_dir, "%s/%s-%d", out_dir, R.run_id, k);
     snprintf(res->run_dir, sizeof res->run_dir, "%s", R.run_dir);
-    if ((st = lp_mkdir_p(R.run_dir)) != LP_OK)
+    if ((st = lp_runlock_acquire(R.run_dir, c->overwrite, c->resume && *c->resume, c->quiet, &lock)) != LP_OK)
         goto done;
     if ((st = lp_rundir_write_config(R.run_dir, c, R.model, &R.d, R.total, R.warmup, *resumed ? resumed : NULL)) !=
         LP_OK)
@@ -567,5 +578,6 @@ done:
     lp_history_free(&R.h);
     lp_train_data_free(&R.d);
     lp_model_free(R.model);
+    lp_runlock_release(&lock);
     return st;
 }

@@ -87,11 +87,14 @@ typedef struct lp_train_data {
     char **label_names;         /* num_labels, borrowed from train.label_map */
 } lp_train_data;
 
-/* lm: text-only data for a causal LM (labels unused). config_pad is the model config's
- * pad_token_id, config_eos its eos_token_id (-1 when absent): padding falls back to them when
- * the tokenizer has no pad token. */
+/* Loads the tokenizer and data. lm: text-only data for a causal LM (labels unused).
+ * config_pad is the model config's pad_token_id, config_eos its eos_token_id (-1 when
+ * absent): padding falls back to them when the tokenizer has no pad token. Refuses (naming
+ * config.json) a model whose vocab_size is below the tokenizer's ids or whose positions
+ * cannot hold one token beside the specials (model_vocab, model_positions <= 0: not checked). */
 LP_WARN_UNUSED lp_status lp_train_data_load(lp_train_data *d, const lp_train_config *c, int32_t max_len,
-                                            int32_t model_labels, bool lm, int64_t config_pad, int64_t config_eos);
+                                            int32_t model_labels, bool lm, int64_t config_pad, int64_t config_eos,
+                                            int64_t model_vocab, int64_t model_positions);
 void lp_train_data_free(lp_train_data *d);
 
 /* Run-directory writers (each file atomic). */
@@ -153,5 +156,32 @@ void lp_progress_step(lp_progress *p, const lp_step_rec *r);
 void lp_progress_end(lp_progress *p);
 
 double lp_train_now_s(void);
+
+/* The run directory's owner lock (runlock.c). */
+typedef struct lp_runlock {
+    int fd;          /* -1 when not held */
+    char path[1100]; /* <run_dir>/.lock */
+} lp_runlock;
+/* Creates run_dir (mkdir -p) and locks it for this process. Refuses (INVALID_ARG, naming the
+ * directory) when another live run holds it, or when it already holds a run's files and
+ * neither resume (keep them) nor overwrite (remove them) is set; --overwrite never removes
+ * files that are not a loupe run's. A lock left by a dead process is taken over (noted on
+ * stderr unless quiet). Released by lp_runlock_release, or by the kernel when the process dies. */
+LP_WARN_UNUSED lp_status lp_runlock_acquire(const char *run_dir, bool overwrite, bool resume, bool quiet,
+                                            lp_runlock *lk);
+void lp_runlock_release(lp_runlock *lk);
+
+/* checksums.json for the checkpoint files in dir (ckpt_sum.c): crc32 of each file and tensor. */
+LP_WARN_UNUSED lp_status lp_ckpt_sum_write(const char *dir);
+/* Verifies dir's files against its checksums.json: FORMAT naming the damaged file (and the
+ * first damaged tensor, with a count) when one differs. A checkpoint without checksums.json
+ * (written before them) verifies, with *has_sums false. */
+LP_WARN_UNUSED lp_status lp_ckpt_sum_verify(const char *dir, bool *has_sums);
+
+/* --detect-anomaly (anomaly.c): NUMERIC naming the first of the pass's tensors (embeddings,
+ * each layer's output, the logits (B,num_labels), may be NULL) that holds a NaN or Inf, or the
+ * first parameter gradient in backward order; LP_OK when all are finite. */
+LP_WARN_UNUSED lp_status lp_anomaly_forward(const lp_model *m, const float *logits, int32_t B, int32_t T, int64_t step);
+LP_WARN_UNUSED lp_status lp_anomaly_backward(const lp_model *m, int64_t step);
 
 #endif

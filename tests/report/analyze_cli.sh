@@ -102,6 +102,12 @@ expect 1 "$T/zero.json: not valid JSON" -- "$L" analyze "$T/zero.json"
 expect 1 "$T/missing.json: cannot open" -- "$L" analyze "$T/missing.json"
 printf 'not gzip at all' | cat <(printf '\037\213') - > "$T/garbage.gz"
 expect 1 "$T/garbage.gz: (corrupt|truncated) gzip" -- "$L" analyze "$T/garbage.gz"
+# the cap on the decompressed text (the fixture inflates to ~0.5 MB), gzip and plain alike
+expect 1 "$FIX/worker0.pt.trace.json.gz: the trace.s text .decompressed. is longer than 65536 bytes" -- \
+  "$L" analyze --max-trace-bytes 64K --csv "$T/bad.csv" $FIX/worker0.pt.trace.json.gz
+expect 1 "$T/plain.pt.trace.json: the trace.s text .decompressed. is longer than 1024 bytes, the cap" -- \
+  "$L" analyze --max-trace-bytes 1K "$T/plain.pt.trace.json"
+expect 0 'Self CPU' -- "$L" analyze --max-trace-bytes 1G $FIX/worker0.pt.trace.json.gz
 [ -e "$T/bad.csv" ] && bad "a CSV was left behind after a failed analyze"
 ls "$T" | grep -q '\.tmp\.' && bad "a temporary file was left behind"
 
@@ -110,6 +116,8 @@ expect 2 'missing TRACE' -- "$L" analyze
 expect 2 "unknown column 'bogus'" -- "$L" analyze --sort bogus $FIX/worker0.pt.trace.json.gz
 expect 2 '--top expects an integer' -- "$L" analyze --top x $FIX/worker0.pt.trace.json.gz
 expect 2 'expected one TRACE' -- "$L" analyze a.json b.json
+expect 2 '--max-trace-bytes must be a positive byte count' -- "$L" analyze --max-trace-bytes 0 a.json
+expect 2 '--max-trace-bytes must be a positive byte count' -- "$L" analyze --max-trace-bytes 3X a.json
 expect 2 'unrecognized option|unknown option' -- "$L" analyze --frob $FIX/worker0.pt.trace.json.gz
 mkdir -p "$T/nodir"
 expect 2 'no \*\.pt\.trace\.json' -- "$L" analyze "$T/nodir"
