@@ -29,7 +29,7 @@ static lp_status load(const tcase *c, lp_model **m)
 {
     lp_model_options o;
     lp_model_options_init(&o);
-    o.task = LP_MODEL_TASK_SEQ_CLS;
+    o.task = strstr(c->dir, "_lm") ? LP_MODEL_TASK_AUTO : LP_MODEL_TASK_SEQ_CLS; // causal LMs stay LMs
     o.training = true;
     o.quiet = true;
     if (c->lora) {
@@ -103,6 +103,11 @@ static void test_peft(void **state)
         &(tcase){"fresh LoRA on cls_distilbert", "tests/golden/cls_distilbert", NULL, true, LP_DTYPE_F32});
     torture(&(tcase){"QLoRA (NF4) + PEFT adapter", "tests/golden/qlora_distilbert",
                      "tests/golden/qlora_distilbert/peft_adapter", true, LP_DTYPE_NF4});
+    /* the llama family: GQA, llama3 rope, tied embeddings, an all-linear adapter over NF4 */
+    torture(&(tcase){"llama_lm", "tests/golden/llama_lm", NULL, false, LP_DTYPE_F32});
+    torture(&(tcase){"smollm_lm (tied)", "tests/golden/smollm_lm", NULL, false, LP_DTYPE_F32});
+    torture(&(tcase){"qlora_llama_lm + PEFT adapter", "tests/golden/qlora_llama_lm",
+                     "tests/golden/qlora_llama_lm/peft_adapter", true, LP_DTYPE_NF4});
 }
 
 int main(void)
