@@ -185,6 +185,47 @@ int32_t lp_chart_nice_ticks(double lo, double hi, int32_t max_ticks, double *tic
  * 10^4); writes at most cap bytes. */
 void lp_chart_format_tick(double v, double step, char *buf, size_t cap);
 
+/* ---- bench plots and bench comparison (loupe bench, loupe bench --compare) -------------
+ *
+ *   lp_bench_curve *c; int n = 2;
+ *   if (lp_bench_curves_load((const char *[]){"runs/f32", "runs/nf4"}, n, &c) == LP_OK) {
+ *       lp_bench_plots_write(c, n, "runs/compare/plots");    // the same plots, one series per run
+ *       free(c);
+ *   }
+ */
+
+#define LP_BENCH_CURVE_MAX 32
+
+/* One bench run's per-batch-size numbers from its baseline_metrics.json (NaN when absent). */
+typedef struct lp_bench_curve {
+    char dir[1024], label[160]; /* label: the run directory's name and dtype */
+    char cpu[128], simd[32], dtype[16];
+    int complete;               /* the file's "complete" */
+    int32_t n;
+    double batch_size[LP_BENCH_CURVE_MAX];
+    double lat_sample[LP_BENCH_CURVE_MAX], lat_sample_std[LP_BENCH_CURVE_MAX];
+    double lat_batch[LP_BENCH_CURVE_MAX], lat_batch_std[LP_BENCH_CURVE_MAX];
+    double thr[LP_BENCH_CURVE_MAX], thr_std[LP_BENCH_CURVE_MAX];
+    double tokens_per_s[LP_BENCH_CURVE_MAX];
+    double alloc_mb[LP_BENCH_CURVE_MAX], alloc_std[LP_BENCH_CURVE_MAX]; /* allocator peak per run */
+    double rss_mb[LP_BENCH_CURVE_MAX], rss_std[LP_BENCH_CURVE_MAX];     /* resident set per run */
+    double eff[LP_BENCH_CURVE_MAX], eff_std[LP_BENCH_CURVE_MAX];        /* samples/s per GB of RSS */
+    double accuracy, macro_f1, model_mb;
+} lp_bench_curve;
+
+/* Reads dir/baseline_metrics.json of each of n run directories into *out (n entries,
+ * caller frees with free()). Errors: IO naming a directory without the file, FORMAT naming
+ * a file that is not a loupe bench's; *out NULL then. */
+LP_WARN_UNUSED lp_status lp_bench_curves_load(const char *const *dirs, int n, lp_bench_curve **out);
+/* Writes dir/batch_size_comparison.{png,svg} (six panels: latency per sample, throughput,
+ * memory, process memory, latency per batch, memory efficiency; mean +- std error bars,
+ * one series per run) and dir/metrics_heatmap.{png,svg} (rows: batch sizes of each run;
+ * columns: the metrics, coloured per column). dir is created. Each file is atomic. */
+LP_WARN_UNUSED lp_status lp_bench_plots_write(const lp_bench_curve *c, int n, const char *dir);
+/* The runs side by side per batch size: samples/s and ms/sample of each, and each run's
+ * throughput ratio to the first's. */
+void lp_bench_compare_write_text(FILE *f, const lp_bench_curve *c, int n);
+
 #ifdef __cplusplus
 }
 #endif
