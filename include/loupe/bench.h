@@ -55,6 +55,7 @@ typedef struct lp_bench_config {
     const char *data_file;      /* --data (default LP_BENCH_DEFAULT_DATA) */
     const char *label_map_file; /* --label-map; NULL: built from the data (written back) */
     const char *text_column, *label_column; /* NULL: auto (text / labels, label_id, label) */
+    bool skip_bad_rows;         /* --skip-bad-rows: drop malformed rows (counted) instead of failing */
     int32_t batch_sizes[LP_BENCH_MAX_BATCH_SIZES]; /* --batch-sizes (1,4,8,16,32,64) */
     int32_t n_batch_sizes;
     int64_t sample_sizes[LP_BENCH_MAX_SAMPLE_SIZES]; /* --samples (100,500,1000): the sweep's */

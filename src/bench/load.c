@@ -1,7 +1,8 @@
-/* What a bench runs on: the data (rows and labels through the data layer's readers and
- * label maps, or random ids for --synthetic), the model (its head sized to the label map
- * unless the checkpoint trained one of another size, which is an error), the tokenized
- * rows, and the seeded orders the sweep and the full pass walk. */
+/* What a bench runs on: the model; the data (rows and labels through the data layer's
+ * readers and label maps: --label-map, else a trained head's config.json, else built from
+ * the data; or random ids for --synthetic); a fresh head sized to the label map when the
+ * checkpoint has none (a trained head of another size is an error); the tokenized rows;
+ * and the seeded orders the sweep and the full pass walk. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,21 +30,30 @@ static lp_status encode_one(void *vctx, const char *text, const char *pair, int3
     return LP_OK;
 }
 
-static lp_status load_data(lp_bench_state *s)
+/* Reads the rows with labels as ids of map_file's label map (--label-map, or the trained
+ * head's config.json), or of a map built from the data when map_file is NULL. */
+static lp_status load_data(lp_bench_state *s, const char *map_file)
 {
     const lp_bench_config *c = s->c;
     lp_label_map given = {0};
     lp_status st;
-    if (c->label_map_file && (st = lp_label_map_load(&given, c->label_map_file)) != LP_OK)
-        return lp_err_wrap(st, "--label-map");
+    if (map_file && (st = lp_label_map_load(&given, map_file)) != LP_OK) {
+        if (c->label_map_file)
+            return lp_err_wrap(st, "--label-map");
+        map_file = NULL; // a config.json without id2label: the labels' own order, checked below
+    }
     lp_dataset_options o;
     lp_dataset_options_init(&o);
     o.text_column = c->text_column;
     o.label_column = c->label_column;
-    o.label_map = c->label_map_file ? &given : NULL;
+    o.skip_bad_rows = c->skip_bad_rows;
+    o.label_map = map_file ? &given : NULL;
     st = lp_dataset_load(c->data_file, &o, &s->ds);
     lp_label_map_free(&given);
-    s->label_map_from_data = !c->label_map_file;
+    s->label_map_from_data = !map_file;
+    if (st == LP_OK && s->ds.n_skipped && c->progress)
+        fprintf(stderr, "loupe bench: %s: skipped %lld bad row%s (first: %s)\n", s->ds.source,
+                (long long)s->ds.n_skipped, s->ds.n_skipped == 1 ? "" : "s", s->ds.skip_reasons[0]);
     return st;
 }
 
@@ -96,15 +106,23 @@ static lp_status load_model(lp_bench_state *s)
         return st;
     lp_model_info info;
     lp_model_info_get(s->model, &info);
+    int trained = head_from_checkpoint(s->model);
+    /* the label ids a trained head predicts are its config's id2label: read the data with
+     * that map (a label map built from the data could number the classes differently) */
+    char cfg_path[1100];
+    snprintf(cfg_path, sizeof cfg_path, "%s/config.json", c->model_dir);
+    const char *map_file = c->label_map_file ? c->label_map_file : trained ? cfg_path : NULL;
+    if (!c->synthetic && (st = load_data(s, map_file)) != LP_OK)
+        return st;
     int32_t want = c->synthetic ? (int32_t)info.num_labels : s->ds.label_map.n;
     if (info.num_labels != want) {
         const char *src = c->label_map_file ? c->label_map_file : c->data_file;
-        if (head_from_checkpoint(s->model))
+        if (trained)
             return lp_err(LP_STATUS_RANGE,
-                          "%s/config.json: the model's trained head has %lld labels but %s has %d; give the "
-                          "label map the model was trained with (--label-map)",
-                          c->model_dir, (long long)info.num_labels, src, want);
-        if (!c->synthetic)
+                          "%s: the model's trained head has %lld labels but %s has %d; give the label map the "
+                          "model was trained with (--label-map)",
+                          cfg_path, (long long)info.num_labels, src, want);
+        if (!c->synthetic && c->progress)
             fprintf(stderr, "loupe bench: %s has no trained head; a %d-label head is initialized from seed %llu "
                             "(accuracy is then chance)\n",
                     c->model_dir, want, (unsigned long long)c->seed);
@@ -156,8 +174,6 @@ lp_status lp_bench__load(lp_bench_state *s)
     const lp_bench_config *c = s->c;
     lp_bench_result *r = s->r;
     lp_status st;
-    if (!c->synthetic && (st = load_data(s)) != LP_OK)
-        return st;
     if ((st = load_model(s)) != LP_OK)
         return st;
     lp_model_info info;
@@ -195,6 +211,18 @@ lp_status lp_bench__load(lp_bench_state *s)
         lp_encoding_free(&ec.enc);
         if (st != LP_OK)
             return st;
+        /* long rows are truncated, as the model would see them; say where the longest is */
+        int64_t n_trunc = 0, longest = -1;
+        for (int64_t i = 0; i < s->enc.n; i++)
+            if (s->enc.full_len[i] > maxlen) {
+                n_trunc++;
+                if (longest < 0 || s->enc.full_len[i] > s->enc.full_len[longest])
+                    longest = i;
+            }
+        if (n_trunc && c->progress)
+            fprintf(stderr, "loupe bench: %s:%lld: %lld row%s truncated to %d tokens (the longest, this one, has %d)\n",
+                    c->data_file, (long long)s->ds.lines[longest], (long long)n_trunc, n_trunc == 1 ? "" : "s",
+                    maxlen, s->enc.full_len[longest]);
     }
     int64_t n = s->enc.n;
     r->n_rows = n;

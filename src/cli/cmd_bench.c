@@ -19,7 +19,7 @@
 enum {
     O_MODEL = 1000, O_ADAPTER, O_DATA, O_LABEL_MAP, O_TEXT_COL, O_LABEL_COL, O_BATCH_SIZES, O_WARMUP, O_RUNS,
     O_MAXLEN, O_SAMPLES, O_DTYPE, O_THREADS, O_CONFIG, O_SEED, O_SORT, O_SYNTH, O_SEQ_LEN, O_SKIP_PROF, O_SKIP_PLOTS,
-    O_SKIP_FULL, O_SAVE_PRED, O_OUTDIR, O_RUNID, O_COMPARE, O_EXEC, O_QUIET, O_PROFILE_RUNS, O_HELP
+    O_SKIP_FULL, O_SAVE_PRED, O_SKIP_BAD, O_OUTDIR, O_RUNID, O_COMPARE, O_EXEC, O_QUIET, O_PROFILE_RUNS, O_HELP
 };
 
 static const struct option opts[] = {
@@ -45,6 +45,7 @@ static const struct option opts[] = {
     {"skip-plots", optional_argument, NULL, O_SKIP_PLOTS},
     {"skip-full-pass", optional_argument, NULL, O_SKIP_FULL},
     {"save-predictions", optional_argument, NULL, O_SAVE_PRED},
+    {"skip-bad-rows", optional_argument, NULL, O_SKIP_BAD},
     {"output-dir", required_argument, NULL, O_OUTDIR},
     {"run-id", required_argument, NULL, O_RUNID},
     {"compare", no_argument, NULL, O_COMPARE},
@@ -69,7 +70,7 @@ static void usage(void)
            "  --adapter DIR          a PEFT LoRA adapter on the model\n"
            "  --data FILE            CSV/TSV/JSONL with text and labels/label_id (default the bundled set)\n"
            "  --label-map FILE       label_mappings.json (or a config.json); default: built from the data\n"
-           "  --text-column NAME, --label-column NAME\n"
+           "  --text-column NAME, --label-column NAME, --skip-bad-rows (drop malformed rows, counted)\n"
            "  --max-length N         truncation (512; capped at the model's positions)\n"
            "  --dtype f32|int8|nf4   weight storage (bf16 and q8_0 are refused until the model layer has them)\n"
            "  --synthetic[=BOOL], --seq-len N   random ids of N tokens: speed alone, no accuracy\n"
@@ -172,6 +173,7 @@ static int apply(opts_ctx *o, int id, const char *flag, const char *v)
     case O_SKIP_PLOTS: BOOL(o->skip_plots); break;
     case O_SKIP_FULL: BOOL(c->skip_full); break;
     case O_SAVE_PRED: BOOL(c->save_predictions); break;
+    case O_SKIP_BAD: BOOL(c->skip_bad_rows); break;
     case O_QUIET: BOOL(o->quiet); break;
     case O_OUTDIR: o->output_dir = v; break;
     case O_RUNID:
@@ -221,16 +223,20 @@ static int yaml_pair(void *vctx, const char *key, const char *value, size_t line
 
 typedef struct fill_ctx {
     const opts_ctx *o;
+    const char *run_id;
     lp_bench_result *r;
     lp_status bench_st, plot_st;
 } fill_ctx;
 
-static lp_status plots_for(const char *run_dir, char *plot_err, size_t cap)
+/* The plots of the run being written in run_dir (a temporary name), labelled with the
+ * run's final name. */
+static lp_status plots_for(const char *run_dir, const char *run_id, char *plot_err, size_t cap)
 {
     const char *dirs[1] = {run_dir};
     lp_bench_curve *cv;
     lp_status st = lp_bench_curves_load(dirs, 1, &cv);
     if (st == LP_OK) {
+        snprintf(cv->label, sizeof cv->label, "%.100s (%s)", run_id, cv->dtype);
         char plots[1200];
         snprintf(plots, sizeof plots, "%s/plots", run_dir);
         st = lp_bench_plots_write(cv, 1, plots);
@@ -250,7 +256,7 @@ static lp_status fill(void *vctx, const char *dir)
     if (f->bench_st != LP_OK && f->bench_st != LP_STATUS_INTERRUPTED)
         return f->bench_st; // the temporary directory goes, with anything in it
     if (!f->o->skip_plots)
-        f->plot_st = plots_for(dir, plot_err, sizeof plot_err); // a plot failure keeps the measurements
+        f->plot_st = plots_for(dir, f->run_id, plot_err, sizeof plot_err); // a plot failure keeps the measurements
     return LP_OK;
 }
 
@@ -304,7 +310,7 @@ static int bench_main(opts_ctx *o)
     if (lp_bench_config_validate(&o->c) != LP_OK)
         return lp_cli_usage_error("bench", "%s", lp_err_msg());
     lp_bench_install_signal_handlers();
-    fill_ctx f = {.o = o};
+    fill_ctx f = {.o = o, .run_id = id};
     lp_status st = lp_dir_write_atomic(run_dir, fill, &f);
     if (st != LP_OK) {
         lp_bench_result_free(f.r);

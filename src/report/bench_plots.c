@@ -96,7 +96,7 @@ static lp_status heatmap(const lp_bench_curve *c, int n, const char *dir)
                           .col_labels = cols, .normalise_columns = 1};
     lp_chart_panel p = {.title = "Metrics by batch size (colour normalised per column: dark low, yellow high)",
                         .kind = LP_CHART_HEATMAP, .heatmap = &h};
-    int32_t height = 200 + rows * 34;
+    int32_t height = 300 + rows * 48; // cells tall enough for their text
     lp_figure f = {.title = "Metrics heatmap", .rows = 1, .cols = 1, .width = 1400,
                    .height = height > 16000 ? 16000 : height, .panels = &p, .n_panels = 1};
     st = write_both(&f, dir, "metrics_heatmap");
