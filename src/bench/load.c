@@ -182,12 +182,14 @@ lp_status lp_bench__load(lp_bench_state *s)
     snprintf(r->model_type, sizeof r->model_type, "%s", mc->model_type);
     snprintf(r->arch, sizeof r->arch, "%s", lp_hf_arch_name(info.arch));
     snprintf(r->dtype, sizeof r->dtype, "%s", lp_bench_dtype_name(c->dtype));
-    r->n_params = info.n_params;
     r->num_labels = (int32_t)info.num_labels;
     lp_lora_info li;
     lp_model_lora_info(s->model, &li);
-    r->n_params += li.quantized_params;
-    r->model_bytes = (int64_t)info.n_params * 4 + (int64_t)li.quantized_bytes;
+    /* n_params counts the quantized weights too; they are stored as codes + scales. The
+     * rank-1 zero adapter that carries a quantized base is not the model's (but its bytes are
+     * in memory, so they stay in the size). */
+    r->n_params = info.n_params - (c->adapter_dir ? 0 : li.adapter_params);
+    r->model_bytes = (int64_t)(info.n_params - li.quantized_params) * 4 + (int64_t)li.quantized_bytes;
     r->model_mb = r->model_bytes / 1048576.0;
     int32_t maxlen = c->max_length;
     if (info.max_positions > 0 && maxlen > info.max_positions)
