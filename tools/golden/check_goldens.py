@@ -24,6 +24,7 @@ GOLDENS = {
     "lora_bert_rslora": "gen_lora_bert_rslora.py",
     "nf4": "gen_nf4.py",
     "qlora_distilbert": "gen_qlora_distilbert.py",
+    "bench_cls": "gen_bench_cls.py",
 }
 
 
