@@ -181,6 +181,10 @@ LP_WARN_UNUSED lp_status lp_figure_text_boxes(const lp_figure *f, lp_chart_box *
  * ticks: writes them to ticks (cap >= max_ticks) and returns the count (>= 2 when
  * lo < hi and max_ticks >= 2). *step gets the spacing. lo == hi is widened first. */
 int32_t lp_chart_nice_ticks(double lo, double hi, int32_t max_ticks, double *ticks, double *step);
+/* Frees the font caches cairo (and through it fontconfig) keeps between charts. Call once
+ * before the process exits, after the last chart and with no chart being drawn, so leak
+ * checkers see no leak; a chart drawn later rebuilds them. */
+void lp_chart_release_caches(void);
 /* Formats a tick value with as many decimals as step needs ("0.25", "1.5k", "2M" beyond
  * 10^4); writes at most cap bytes. */
 void lp_chart_format_tick(double v, double step, char *buf, size_t cap);

@@ -2,6 +2,7 @@
  * or a recording surface (text boxes for tests); files are written through lp_atomic_file
  * so a chart appears complete or not at all. */
 #include <cairo-svg.h>
+#include <fontconfig/fontconfig.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,4 +95,10 @@ lp_status lp_figure_text_boxes(const lp_figure *f, lp_chart_box **out, size_t *n
     *out = c.boxes;
     *n = c.n_boxes;
     return LP_OK;
+}
+
+void lp_chart_release_caches(void)
+{
+    cairo_debug_reset_static_data(); // drops cairo's font faces, which hold fontconfig patterns
+    FcFini();
 }
