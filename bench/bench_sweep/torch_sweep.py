@@ -3,7 +3,9 @@
 on the same model directory: model.eval(), torch.no_grad(), per batch size `warmup` untimed
 and `runs` timed forwards over random ids of seq_len tokens (all real, no padding), the
 wall time of each forward. Prints one JSON object: per batch size the samples/s of each
-run, their mean and std (n-1). The caller reads the peak RSS of this process from wait4.
+run, their mean and std (n-1), and the sweep's peak RSS (VmHWM reset after the model loaded,
+as loupe bench resets it before each batch size). The caller reads the process's peak RSS,
+load included, from wait4.
 
 usage: python3 torch_sweep.py --model DIR --batch-sizes 1,4,8 --seq-len 32 --warmup 1 --runs 3 --threads 2
 """
@@ -29,6 +31,8 @@ def main():
     torch.set_num_threads(a.threads)
     model = AutoModelForSequenceClassification.from_pretrained(a.model, torch_dtype=torch.float32)
     model.eval()
+    with open("/proc/self/clear_refs", "w") as f:  # VmHWM := VmRSS: the sweep's own peak from here
+        f.write("5")
     vocab = model.config.vocab_size
     g = torch.Generator().manual_seed(a.seed)
     out = {"threads": a.threads, "seq_len": a.seq_len, "torch": torch.__version__, "points": []}
@@ -46,6 +50,9 @@ def main():
             sps = [bs / t for t in times]
             out["points"].append({"batch_size": bs, "samples_per_s": sps, "mean": statistics.mean(sps),
                                   "std": statistics.stdev(sps) if len(sps) > 1 else 0.0})
+    with open("/proc/self/status") as f:
+        hwm = [line for line in f if line.startswith("VmHWM:")][0]
+    out["sweep_peak_rss_mb"] = int(hwm.split()[1]) / 1024.0
     print(json.dumps(out))
 
 

@@ -42,40 +42,45 @@ extern "C" {
 
 /* Weight storage the sweep runs with. INT8 (per output channel) and NF4 (QLoRA's
  * format) quantize the encoder's Linear weights at load. */
-typedef enum lp_bench_dtype { LP_BENCH_DTYPE_F32 = 0, LP_BENCH_DTYPE_BF16, LP_BENCH_DTYPE_Q8_0,
-                              LP_BENCH_DTYPE_INT8, LP_BENCH_DTYPE_NF4 } lp_bench_dtype;
+typedef enum lp_bench_dtype {
+    LP_BENCH_DTYPE_F32 = 0,
+    LP_BENCH_DTYPE_BF16,
+    LP_BENCH_DTYPE_Q8_0,
+    LP_BENCH_DTYPE_INT8,
+    LP_BENCH_DTYPE_NF4
+} lp_bench_dtype;
 const char *lp_bench_dtype_name(lp_bench_dtype d);
 /* "f32", "bf16", "q8_0", "int8", "nf4"; INVALID_ARG naming the value otherwise. */
 LP_WARN_UNUSED lp_status lp_bench_dtype_parse(const char *s, lp_bench_dtype *out);
 
 /* Every setting of a bench. Strings are borrowed (must outlive lp_bench_run). */
 typedef struct lp_bench_config {
-    const char *model_dir;      /* --model (default "models/default") */
-    const char *adapter_dir;    /* --adapter: a PEFT LoRA adapter on the model; NULL none */
-    const char *data_file;      /* --data (default LP_BENCH_DEFAULT_DATA) */
-    const char *label_map_file; /* --label-map; NULL: built from the data (written back) */
+    const char *model_dir;                  /* --model (default "models/default") */
+    const char *adapter_dir;                /* --adapter: a PEFT LoRA adapter on the model; NULL none */
+    const char *data_file;                  /* --data (default LP_BENCH_DEFAULT_DATA) */
+    const char *label_map_file;             /* --label-map; NULL: built from the data (written back) */
     const char *text_column, *label_column; /* NULL: auto (text / labels, label_id, label) */
-    bool skip_bad_rows;         /* --skip-bad-rows: drop malformed rows (counted) instead of failing */
+    bool skip_bad_rows; /* --skip-bad-rows: drop malformed rows (counted) instead of failing */
     int32_t batch_sizes[LP_BENCH_MAX_BATCH_SIZES]; /* --batch-sizes (1,4,8,16,32,64) */
     int32_t n_batch_sizes;
     int64_t sample_sizes[LP_BENCH_MAX_SAMPLE_SIZES]; /* --samples (100,500,1000): the sweep's */
     int32_t n_sample_sizes;                          /* pool is the largest; each is reported */
-    int32_t warmup;             /* --warmup runs per batch size, untimed (3) */
-    int32_t runs;               /* --runs timed runs per batch size (10) */
-    int32_t max_length;         /* --max-length truncation (512; capped at the model's positions) */
-    lp_bench_dtype dtype;       /* --dtype (f32) */
-    int32_t threads;            /* --threads (0: all cores / LP_THREADS) */
-    uint64_t seed;              /* --seed (42): the sample drawn and the synthetic ids */
-    bool sort_by_length;        /* --sort-by-length: batches of similar length (default off) */
-    bool synthetic;             /* --synthetic: random ids of seq_len tokens, speed only */
-    int32_t seq_len;            /* --seq-len for --synthetic (128) */
-    bool skip_profiling;        /* --skip-profiling */
-    bool skip_full;             /* --skip-full-pass: no accuracy pass (speed only) */
-    bool save_predictions;      /* --save-predictions: predictions.csv of the full pass */
-    int32_t profile_runs;       /* profiled batches (3) */
-    lp_exec_mode exec;          /* --exec (fused) */
-    bool progress;              /* a line per batch size on stderr (true) */
-    const char *loupe_version;  /* written into baseline_metrics.json; NULL "unknown" */
+    int32_t warmup;                                  /* --warmup runs per batch size, untimed (3) */
+    int32_t runs;                                    /* --runs timed runs per batch size (10) */
+    int32_t max_length;        /* --max-length truncation (512; capped at the model's positions) */
+    lp_bench_dtype dtype;      /* --dtype (f32) */
+    int32_t threads;           /* --threads (0: all cores / LP_THREADS) */
+    uint64_t seed;             /* --seed (42): the sample drawn and the synthetic ids */
+    bool sort_by_length;       /* --sort-by-length: batches of similar length (default off) */
+    bool synthetic;            /* --synthetic: random ids of seq_len tokens, speed only */
+    int32_t seq_len;           /* --seq-len for --synthetic (128) */
+    bool skip_profiling;       /* --skip-profiling */
+    bool skip_full;            /* --skip-full-pass: no accuracy pass (speed only) */
+    bool save_predictions;     /* --save-predictions: predictions.csv of the full pass */
+    int32_t profile_runs;      /* profiled batches (3) */
+    lp_exec_mode exec;         /* --exec (fused) */
+    bool progress;             /* a line per batch size on stderr (true) */
+    const char *loupe_version; /* written into baseline_metrics.json; NULL "unknown" */
 } lp_bench_config;
 
 void lp_bench_config_init(lp_bench_config *c);
@@ -104,10 +109,10 @@ typedef struct lp_bench_point {
     int64_t *tokens;         /* (runs) real tokens in each batch */
     int64_t *rss_bytes;      /* (runs) resident set after each run */
     int64_t *accounted_peak; /* (runs) allocator peak (all categories) during each run */
-    lp_bench_stats batch_latency_ms, sample_latency_ms, samples_per_s, tokens_per_s, rss_mb,
-        accounted_mb, samples_per_s_per_gb;
-    double batches_per_s;    /* 1000 / mean batch ms */
-    int64_t peak_rss_bytes;  /* VmHWM over this batch size (reset before it when Linux allows) */
+    lp_bench_stats batch_latency_ms, sample_latency_ms, samples_per_s, tokens_per_s, rss_mb, accounted_mb,
+        samples_per_s_per_gb;
+    double batches_per_s;   /* 1000 / mean batch ms */
+    int64_t peak_rss_bytes; /* VmHWM over this batch size (reset before it when Linux allows) */
     int64_t mem_peak[LP_MEM_CATEGORY__COUNT]; /* allocator peak per category over the runs */
 } lp_bench_point;
 
@@ -132,10 +137,10 @@ typedef struct lp_bench_full {
 typedef struct lp_bench_op {
     char name[96];
     int64_t calls;
-    double self_ms, share;     /* share of the profiled self time */
-    double gflops, gbs;        /* achieved, over the op's own time; NaN when unrecorded */
-    double intensity;          /* FLOP per byte moved */
-    const char *bound;         /* "compute", "memory" or "unknown" */
+    double self_ms, share; /* share of the profiled self time */
+    double gflops, gbs;    /* achieved, over the op's own time; NaN when unrecorded */
+    double intensity;      /* FLOP per byte moved */
+    const char *bound;     /* "compute", "memory" or "unknown" */
 } lp_bench_op;
 
 typedef struct lp_bench_profile {
@@ -149,11 +154,11 @@ typedef struct lp_bench_profile {
 
 typedef struct lp_bench_result {
     char run_dir[1024];
-    bool interrupted;          /* Ctrl-C: the numbers so far were written, marked incomplete */
+    bool interrupted; /* Ctrl-C: the numbers so far were written, marked incomplete */
     /* model */
     char model_type[32], arch[64], dtype[8];
     uint64_t n_params;
-    double model_mb;           /* weights as stored (quantized bytes included) */
+    double model_mb; /* weights as stored (quantized bytes included) */
     int64_t model_bytes;
     int32_t num_labels, max_length;
     /* data */
@@ -163,7 +168,7 @@ typedef struct lp_bench_result {
     /* results */
     int32_t n_points;
     lp_bench_point points[LP_BENCH_MAX_BATCH_SIZES];
-    int32_t best;              /* index of the highest mean samples/s, -1 when none */
+    int32_t best; /* index of the highest mean samples/s, -1 when none */
     lp_bench_full full;
     lp_bench_profile prof;
     /* machine */

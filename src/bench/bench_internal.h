@@ -15,14 +15,14 @@ typedef struct lp_bench_state {
     lp_bench_result *r;
     lp_model *model;
     lp_tokenizer *tok;
-    lp_dataset ds;                /* the rows (empty with --synthetic) */
-    lp_encoded_dataset enc;       /* tokenized rows, or synthetic ids */
-    int64_t *order;               /* (enc.n) the seeded order of every row (length-sorted on request) */
-    int64_t *pool;                /* (pool_n) the sweep's rows: the first pool_n of a seeded order */
+    lp_dataset ds;          /* the rows (empty with --synthetic) */
+    lp_encoded_dataset enc; /* tokenized rows, or synthetic ids */
+    int64_t *order;         /* (enc.n) the seeded order of every row (length-sorted on request) */
+    int64_t *pool;          /* (pool_n) the sweep's rows: the first pool_n of a seeded order */
     int64_t pool_n;
-    float *logits;                /* (max batch, num_labels) */
+    float *logits; /* (max batch, num_labels) */
     lp_batch batch;
-    bool label_map_from_data;     /* written back as label_mappings.json */
+    bool label_map_from_data; /* written back as label_mappings.json */
 } lp_bench_state;
 
 /* load.c: model, tokenizer, data (or synthetic ids), the seeded orders. */

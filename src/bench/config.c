@@ -52,13 +52,15 @@ void lp_bench_config_init(lp_bench_config *c)
 lp_status lp_bench_config_validate(const lp_bench_config *c)
 {
     if (c->n_batch_sizes < 1 || c->n_batch_sizes > LP_BENCH_MAX_BATCH_SIZES)
-        return lp_err(LP_STATUS_INVALID_ARG, "--batch-sizes: give 1 to %d batch sizes", LP_BENCH_MAX_BATCH_SIZES);
+        return lp_err(LP_STATUS_INVALID_ARG, "--batch-sizes: give 1 to %d batch sizes",
+                      LP_BENCH_MAX_BATCH_SIZES);
     for (int32_t i = 0; i < c->n_batch_sizes; i++)
         if (c->batch_sizes[i] < 1 || c->batch_sizes[i] > LP_BENCH_MAX_BATCH)
             return lp_err(LP_STATUS_INVALID_ARG, "--batch-sizes: %d is outside 1..%d", c->batch_sizes[i],
                           LP_BENCH_MAX_BATCH);
     if (c->n_sample_sizes < 1 || c->n_sample_sizes > LP_BENCH_MAX_SAMPLE_SIZES)
-        return lp_err(LP_STATUS_INVALID_ARG, "--samples: give 1 to %d sample sizes", LP_BENCH_MAX_SAMPLE_SIZES);
+        return lp_err(LP_STATUS_INVALID_ARG, "--samples: give 1 to %d sample sizes",
+                      LP_BENCH_MAX_SAMPLE_SIZES);
     for (int32_t i = 0; i < c->n_sample_sizes; i++)
         if (c->sample_sizes[i] < 1)
             return lp_err(LP_STATUS_INVALID_ARG, "--samples: %lld is not a positive count",
@@ -74,8 +76,8 @@ lp_status lp_bench_config_validate(const lp_bench_config *c)
     return LP_OK;
 }
 
-lp_status lp_bench_parse_list(const char *what, const char *s, int64_t lo, int64_t hi, int64_t *out, int32_t cap,
-                              int32_t *n)
+lp_status lp_bench_parse_list(const char *what, const char *s, int64_t lo, int64_t hi, int64_t *out,
+                              int32_t cap, int32_t *n)
 {
     *n = 0;
     const char *p = s;
@@ -86,7 +88,8 @@ lp_status lp_bench_parse_list(const char *what, const char *s, int64_t lo, int64
         errno = 0;
         long long v = strtoll(p, &end, 10);
         if (end == p || errno || (*end && *end != ','))
-            return lp_err(LP_STATUS_INVALID_ARG, "%s: '%s' is not a comma-separated list of integers", what, s);
+            return lp_err(LP_STATUS_INVALID_ARG, "%s: '%s' is not a comma-separated list of integers", what,
+                          s);
         if (v < lo || v > hi)
             return lp_err(LP_STATUS_INVALID_ARG, "%s: %lld is outside %lld..%lld", what, v, (long long)lo,
                           (long long)hi);

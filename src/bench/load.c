@@ -82,7 +82,8 @@ static lp_status load_model(lp_bench_state *s)
     o.seed = c->seed;
     o.quiet = true;
     switch (c->dtype) {
-    case LP_BENCH_DTYPE_F32: break;
+    case LP_BENCH_DTYPE_F32:
+        break;
     case LP_BENCH_DTYPE_INT8:
     case LP_BENCH_DTYPE_NF4:
         /* the model layer stores quantized weights as the frozen base of a LoRA linear; a
@@ -93,9 +94,10 @@ static lp_status load_model(lp_bench_state *s)
         o.lora.base_dtype = c->dtype == LP_BENCH_DTYPE_NF4 ? LP_DTYPE_NF4 : LP_DTYPE_INT8;
         break;
     default:
-        return lp_err(LP_STATUS_UNSUPPORTED,
-                      "--dtype %s: the model layer has no %s inference path yet (f32, int8 and nf4 run today)",
-                      lp_bench_dtype_name(c->dtype), lp_bench_dtype_name(c->dtype));
+        return lp_err(
+            LP_STATUS_UNSUPPORTED,
+            "--dtype %s: the model layer has no %s inference path yet (f32, int8 and nf4 run today)",
+            lp_bench_dtype_name(c->dtype), lp_bench_dtype_name(c->dtype));
     }
     if (c->adapter_dir) {
         o.lora.enabled = true;
@@ -118,13 +120,15 @@ static lp_status load_model(lp_bench_state *s)
     if (info.num_labels != want) {
         const char *src = c->label_map_file ? c->label_map_file : c->data_file;
         if (trained)
-            return lp_err(LP_STATUS_RANGE,
-                          "%s: the model's trained head has %lld labels but %s has %d; give the label map the "
-                          "model was trained with (--label-map)",
-                          cfg_path, (long long)info.num_labels, src, want);
+            return lp_err(
+                LP_STATUS_RANGE,
+                "%s: the model's trained head has %lld labels but %s has %d; give the label map the "
+                "model was trained with (--label-map)",
+                cfg_path, (long long)info.num_labels, src, want);
         if (!c->synthetic && c->progress)
-            fprintf(stderr, "loupe bench: %s has no trained head; a %d-label head is initialized from seed %llu "
-                            "(accuracy is then chance)\n",
+            fprintf(stderr,
+                    "loupe bench: %s has no trained head; a %d-label head is initialized from seed %llu "
+                    "(accuracy is then chance)\n",
                     c->model_dir, want, (unsigned long long)c->seed);
         lp_model_free(s->model);
         s->model = NULL;
@@ -165,7 +169,8 @@ static const lp_encoded_dataset *len_src;
 static int by_len(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    int64_t lx = len_src->offsets[x + 1] - len_src->offsets[x], ly = len_src->offsets[y + 1] - len_src->offsets[y];
+    int64_t lx = len_src->offsets[x + 1] - len_src->offsets[x],
+            ly = len_src->offsets[y + 1] - len_src->offsets[y];
     return lx != ly ? (lx < ly ? -1 : 1) : (x < y ? -1 : x > y); // ties keep the seeded order's rows stable
 }
 
@@ -222,9 +227,11 @@ lp_status lp_bench__load(lp_bench_state *s)
                     longest = i;
             }
         if (n_trunc && c->progress)
-            fprintf(stderr, "loupe bench: %s:%lld: %lld row%s truncated to %d tokens (the longest, this one, has %d)\n",
-                    c->data_file, (long long)s->ds.lines[longest], (long long)n_trunc, n_trunc == 1 ? "" : "s",
-                    maxlen, s->enc.full_len[longest]);
+            fprintf(
+                stderr,
+                "loupe bench: %s:%lld: %lld row%s truncated to %d tokens (the longest, this one, has %d)\n",
+                c->data_file, (long long)s->ds.lines[longest], (long long)n_trunc, n_trunc == 1 ? "" : "s",
+                maxlen, s->enc.full_len[longest]);
     }
     int64_t n = s->enc.n;
     r->n_rows = n;

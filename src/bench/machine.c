@@ -24,9 +24,9 @@ void lp_bench_machine(char *cpu, size_t cpu_cap, char *simd, size_t simd_cap)
         fclose(f);
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    const char *s = __builtin_cpu_supports("avx512f")  ? "avx512"
-                    : __builtin_cpu_supports("avx2") ? "avx2"
-                                                     : "sse2";
+    const char *s = __builtin_cpu_supports("avx512f") ? "avx512"
+                    : __builtin_cpu_supports("avx2")  ? "avx2"
+                                                      : "sse2";
     if (__builtin_cpu_supports("avx512bf16"))
         s = "avx512+bf16";
     snprintf(simd, simd_cap, "%s", s);

@@ -112,8 +112,8 @@ lp_status lp_bench__profile(lp_bench_state *s)
         cursor += bp->batch_size;
         if (st == LP_OK) {
             lp_prof_range_push("bench_forward");
-            st = lp_model_forward(s->model, s->batch.input_ids, s->batch.attention_mask, s->batch.token_type_ids,
-                                  s->batch.B, s->batch.T, s->logits);
+            st = lp_model_forward(s->model, s->batch.input_ids, s->batch.attention_mask,
+                                  s->batch.token_type_ids, s->batch.B, s->batch.T, s->logits);
             lp_prof_range_pop();
         }
         if (st == LP_OK)
@@ -126,7 +126,7 @@ lp_status lp_bench__profile(lp_bench_state *s)
         return lp_err_wrap(st, "profiled pass");
     bp->done = true;
     if (c->progress && bp->n_top > 0)
-        fprintf(stderr, "bench: profiled %d batches of %d: top op %s (%.0f%% of self time, %s-bound)\n", bp->batches,
-                bp->batch_size, bp->top[0].name, bp->top[0].share * 100, bp->top[0].bound);
+        fprintf(stderr, "bench: profiled %d batches of %d: top op %s (%.0f%% of self time, %s-bound)\n",
+                bp->batches, bp->batch_size, bp->top[0].name, bp->top[0].share * 100, bp->top[0].bound);
     return LP_OK;
 }

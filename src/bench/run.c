@@ -78,5 +78,6 @@ lp_status lp_bench_run(const lp_bench_config *c, const char *dir, lp_bench_resul
         return st;
     }
     *out = r;
-    return r->interrupted ? lp_err(LP_STATUS_INTERRUPTED, "interrupted: wrote what was measured to %s", dir) : LP_OK;
+    return r->interrupted ? lp_err(LP_STATUS_INTERRUPTED, "interrupted: wrote what was measured to %s", dir)
+                          : LP_OK;
 }

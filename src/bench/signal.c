@@ -28,6 +28,12 @@ void lp_bench_install_signal_handlers(void)
     sigaction(SIGTERM, &sa, NULL);
 }
 
-bool lp_bench_stop_requested(void) { return stop_flag != 0; }
+bool lp_bench_stop_requested(void)
+{
+    return stop_flag != 0;
+}
 
-void lp_bench_request_stop(void) { stop_flag = 1; }
+void lp_bench_request_stop(void)
+{
+    stop_flag = 1;
+}

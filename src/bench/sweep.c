@@ -25,7 +25,8 @@ lp_status lp_bench__fill(lp_bench_state *s, const int64_t *rows, int64_t n_rows,
 static lp_status forward(lp_bench_state *s)
 {
     const lp_batch *b = &s->batch;
-    return lp_model_forward(s->model, b->input_ids, b->attention_mask, b->token_type_ids, b->B, b->T, s->logits);
+    return lp_model_forward(s->model, b->input_ids, b->attention_mask, b->token_type_ids, b->B, b->T,
+                            s->logits);
 }
 
 /* Linux resets VmHWM (the peak RSS) when "5" is written to clear_refs; elsewhere the peak
@@ -45,11 +46,11 @@ static void point_stats(lp_bench_point *p)
     double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
     if (!v)
         return;
-#define STATS(dst, expr)                                                                                               \
-    do {                                                                                                               \
-        for (int32_t i = 0; i < n; i++)                                                                                \
-            v[i] = (expr);                                                                                             \
-        lp_bench_stats_of(v, n, &p->dst);                                                                              \
+#define STATS(dst, expr)                                                                                     \
+    do {                                                                                                     \
+        for (int32_t i = 0; i < n; i++)                                                                      \
+            v[i] = (expr);                                                                                   \
+        lp_bench_stats_of(v, n, &p->dst);                                                                    \
     } while (0)
     STATS(batch_latency_ms, p->batch_ms[i]);
     STATS(sample_latency_ms, p->batch_ms[i] / p->batch_size);
@@ -132,10 +133,11 @@ lp_status lp_bench__sweep(lp_bench_state *s)
         }
         if (c->progress)
             fprintf(stderr,
-                    "bench: batch %4d: %8.2f ms/batch (+- %.2f), %8.3f ms/sample, %9.1f samples/s, peak RSS %.0f MB"
+                    "bench: batch %4d: %8.2f ms/batch (+- %.2f), %8.3f ms/sample, %9.1f samples/s, peak RSS "
+                    "%.0f MB"
                     "%s\n",
-                    p->batch_size, p->batch_latency_ms.mean, p->batch_latency_ms.std, p->sample_latency_ms.mean,
-                    p->samples_per_s.mean, p->peak_rss_bytes / 1048576.0,
+                    p->batch_size, p->batch_latency_ms.mean, p->batch_latency_ms.std,
+                    p->sample_latency_ms.mean, p->samples_per_s.mean, p->peak_rss_bytes / 1048576.0,
                     p->runs_done < c->runs ? " (interrupted)" : "");
         if (r->best < 0 || p->samples_per_s.mean > r->points[r->best].samples_per_s.mean)
             r->best = r->n_points - 1;

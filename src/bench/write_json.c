@@ -114,7 +114,8 @@ static cJSON *full_json(const lp_bench_state *s)
     for (int32_t y = 0; y < f->num_labels; y++) {
         cJSON *row = cJSON_CreateArray();
         for (int32_t p = 0; p < f->num_labels; p++)
-            cJSON_AddItemToArray(row, cJSON_CreateNumber((double)f->confusion[(int64_t)y * f->num_labels + p]));
+            cJSON_AddItemToArray(row,
+                                 cJSON_CreateNumber((double)f->confusion[(int64_t)y * f->num_labels + p]));
         cJSON_AddItemToArray(cm, row);
     }
     cJSON *ss = cJSON_AddArrayToObject(o, "sample_sizes");

@@ -94,8 +94,8 @@ void lp_bench__best_reason(const lp_bench_result *r, char *buf, size_t cap)
     }
     const lp_bench_point *b = &r->points[r->best];
     double ratio = b->samples_per_s.mean / r->points[0].samples_per_s.mean;
-    snprintf(buf, cap, "highest mean throughput, %.1f samples/s (%.2fx batch size %d's)", b->samples_per_s.mean,
-             ratio, r->points[0].batch_size);
+    snprintf(buf, cap, "highest mean throughput, %.1f samples/s (%.2fx batch size %d's)",
+             b->samples_per_s.mean, ratio, r->points[0].batch_size);
 }
 
 static void recommendations(FILE *fp, const lp_bench_state *s)
@@ -103,12 +103,13 @@ static void recommendations(FILE *fp, const lp_bench_state *s)
     const lp_bench_result *r = s->r;
     int n = 0;
     if (r->best == r->n_points - 1 && r->n_points > 1)
-        fprintf(fp, "%d. Throughput still rises at the largest batch size tried (%d): try larger batches.\n", ++n,
-                r->points[r->best].batch_size);
+        fprintf(fp, "%d. Throughput still rises at the largest batch size tried (%d): try larger batches.\n",
+                ++n, r->points[r->best].batch_size);
     int32_t nb = near_best(r);
     if (nb != r->best)
         fprintf(fp,
-                "%d. Batch size %d reaches %.0f%% of the best throughput at %.2f ms per batch instead of %.2f: the "
+                "%d. Batch size %d reaches %.0f%% of the best throughput at %.2f ms per batch instead of "
+                "%.2f: the "
                 "pick for latency-bound serving.\n",
                 ++n, r->points[nb].batch_size,
                 100 * r->points[nb].samples_per_s.mean / r->points[r->best].samples_per_s.mean,
@@ -121,10 +122,11 @@ static void recommendations(FILE *fp, const lp_bench_state *s)
                     "(--dtype int8 or nf4) or fusion move fewer bytes.\n",
                     ++n, op->name, op->intensity, r->prof.ridge);
         else if (!strcmp(op->bound, "compute"))
-            fprintf(fp,
-                    "%d. The top op %s is compute-bound (%.1f GFLOP/s of %.0f peak): fewer FLOPs help (shorter "
-                    "--max-length, a distilled model) more than lower-precision storage.\n",
-                    ++n, op->name, op->gflops, r->prof.peak_gflops);
+            fprintf(
+                fp,
+                "%d. The top op %s is compute-bound (%.1f GFLOP/s of %.0f peak): fewer FLOPs help (shorter "
+                "--max-length, a distilled model) more than lower-precision storage.\n",
+                ++n, op->name, op->gflops, r->prof.peak_gflops);
     }
     if (r->best >= 0 && !s->c->sort_by_length && !s->c->synthetic) {
         const lp_bench_point *b = &r->points[r->best];
@@ -134,16 +136,21 @@ static void recommendations(FILE *fp, const lp_bench_state *s)
             tok += (double)b->tokens[i];
         }
         if (tok > 0 && T / tok > 1.3)
-            fprintf(fp, "%d. %.0f%% of the tokens computed at batch %d are padding: --sort-by-length batches rows "
-                        "of similar length.\n",
-                    ++n, 100 * (1 - tok / T), b->batch_size);
+            fprintf(
+                fp,
+                "%d. %.0f%% of the tokens computed at batch %d are padding: --sort-by-length batches rows "
+                "of similar length.\n",
+                ++n, 100 * (1 - tok / T), b->batch_size);
     }
     if (!n)
         fprintf(fp, "No change stands out: the sweep is flat past batch %d.\n",
                 r->best >= 0 ? r->points[r->best].batch_size : 0);
 }
 
-static void rule(FILE *fp) { fprintf(fp, "======================================================================\n"); }
+static void rule(FILE *fp)
+{
+    fprintf(fp, "======================================================================\n");
+}
 
 lp_status lp_bench__write_summary(const lp_bench_state *s)
 {
@@ -169,8 +176,9 @@ lp_status lp_bench__write_summary(const lp_bench_state *s)
             c->synthetic ? "synthetic ids" : c->data_file, (long long)r->n_rows, (long long)r->pool_rows,
             r->mean_len, r->max_len_seen);
     fprintf(fp, "BATCH SIZE ANALYSIS (%d warm-up + %d timed runs each)\n", c->warmup, c->runs);
-    fprintf(fp, "%6s %20s %28s %20s %12s %10s %10s %12s\n", "batch", "ms/sample mean+-std", "ms/batch p50/p90/p99",
-            "samples/s mean+-std", "tokens/s", "peakRSS MB", "alloc MB", "samples/s/GB");
+    fprintf(fp, "%6s %20s %28s %20s %12s %10s %10s %12s\n", "batch", "ms/sample mean+-std",
+            "ms/batch p50/p90/p99", "samples/s mean+-std", "tokens/s", "peakRSS MB", "alloc MB",
+            "samples/s/GB");
     for (int32_t i = 0; i < r->n_points; i++) {
         const lp_bench_point *p = &r->points[i];
         char a[32], b[40], t[32];
@@ -197,9 +205,10 @@ lp_status lp_bench__write_summary(const lp_bench_state *s)
         fprintf(fp, "Allocator peak: %.1f MB at batch %d -> %.1f MB at batch %d", lo->accounted_mb.mean,
                 lo->batch_size, hi->accounted_mb.mean, hi->batch_size);
         if (hi->batch_size > lo->batch_size)
-            fprintf(fp, " (%.3f MB per extra sample)", (hi->accounted_mb.mean - lo->accounted_mb.mean) /
-                                                           (hi->batch_size - lo->batch_size));
-        fprintf(fp, "\nPeak RSS: %.1f MB -> %.1f MB; weights %.1f MB; activations peak %.1f MB at batch %d\n\n",
+            fprintf(fp, " (%.3f MB per extra sample)",
+                    (hi->accounted_mb.mean - lo->accounted_mb.mean) / (hi->batch_size - lo->batch_size));
+        fprintf(fp,
+                "\nPeak RSS: %.1f MB -> %.1f MB; weights %.1f MB; activations peak %.1f MB at batch %d\n\n",
                 lo->peak_rss_bytes / 1048576.0, hi->peak_rss_bytes / 1048576.0, r->model_mb,
                 hi->mem_peak[LP_MEM_CATEGORY_ACTIVATION] / 1048576.0, hi->batch_size);
     }
@@ -217,21 +226,26 @@ lp_status lp_bench__write_summary(const lp_bench_state *s)
             fprintf(fp, "%-28.28s %9.4f %9.4f %9.4f %8lld\n", s->ds.label_map.names[k], fl->precision[k],
                     fl->recall[k], fl->f1[k], (long long)fl->support[k]);
     } else
-        fprintf(fp, "%s\n", c->synthetic      ? "Not measured (--synthetic: random ids have no labels)."
-                            : c->skip_full    ? "Not measured (--skip-full-pass)."
-                                              : "Not measured (interrupted).");
+        fprintf(fp, "%s\n",
+                c->synthetic   ? "Not measured (--synthetic: random ids have no labels)."
+                : c->skip_full ? "Not measured (--skip-full-pass)."
+                               : "Not measured (interrupted).");
     fprintf(fp, "\nBOTTLENECKS\n");
     if (r->prof.done) {
         const lp_bench_profile *p = &r->prof;
-        fprintf(fp, "Profiled %d batches of %d (trace, key averages and stacks in profiler/). Ceilings: %.0f GFLOP/s "
-                    "(f32 FMA), %.1f GB/s (STREAM triad), ridge %.1f FLOP/byte.\n",
-                p->batches, p->batch_size, p->peak_gflops, p->peak_gbs, p->ridge);
+        fprintf(
+            fp,
+            "Profiled %d batches of %d (trace, key averages and stacks in profiler/). Ceilings: %.0f GFLOP/s "
+            "(f32 FMA), %.1f GB/s (STREAM triad), ridge %.1f FLOP/byte.\n",
+            p->batches, p->batch_size, p->peak_gflops, p->peak_gbs, p->ridge);
         for (int32_t i = 0; i < p->n_top; i++) {
             const lp_bench_op *op = &p->top[i];
-            fprintf(fp, "%d. %s: %.1f%% of self time (%.2f ms, %lld calls), %.1f GFLOP/s, %.1f GB/s, %.2f FLOP/byte: "
-                        "%s-bound\n",
-                    i + 1, op->name, op->share * 100, op->self_ms, (long long)op->calls, op->gflops, op->gbs,
-                    op->intensity, op->bound);
+            fprintf(
+                fp,
+                "%d. %s: %.1f%% of self time (%.2f ms, %lld calls), %.1f GFLOP/s, %.1f GB/s, %.2f FLOP/byte: "
+                "%s-bound\n",
+                i + 1, op->name, op->share * 100, op->self_ms, (long long)op->calls, op->gflops, op->gbs,
+                op->intensity, op->bound);
         }
     } else
         fprintf(fp, "Not profiled (%s).\n", c->skip_profiling ? "--skip-profiling" : "interrupted");

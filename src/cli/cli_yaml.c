@@ -43,13 +43,19 @@ int lp_cli_yaml_each(const char *cmd, const char *path, lp_cli_yaml_fn fn, void 
             break;
         }
         switch (ev.type) {
-        case YAML_STREAM_END_EVENT: done = 1; break;
+        case YAML_STREAM_END_EVENT:
+            done = 1;
+            break;
         case YAML_MAPPING_START_EVENT:
             if (++depth > 1)
                 rc = refuse(cmd, path, &ev, "nested mappings are not supported (keys mirror the flags)");
             break;
-        case YAML_MAPPING_END_EVENT: depth--; break;
-        case YAML_ALIAS_EVENT: rc = refuse(cmd, path, &ev, "aliases (*name) are not supported; write the value"); break;
+        case YAML_MAPPING_END_EVENT:
+            depth--;
+            break;
+        case YAML_ALIAS_EVENT:
+            rc = refuse(cmd, path, &ev, "aliases (*name) are not supported; write the value");
+            break;
         case YAML_SEQUENCE_START_EVENT:
             rc = refuse(cmd, path, &ev, "lists are not supported; write lists as one string (1,4,8)");
             break;
@@ -69,7 +75,8 @@ int lp_cli_yaml_each(const char *cmd, const char *path, lp_cli_yaml_fn fn, void 
             }
             break;
         }
-        default: break;
+        default:
+            break;
         }
         yaml_event_delete(&ev);
     }

@@ -17,9 +17,36 @@
 #include "loupe/report.h"
 
 enum {
-    O_MODEL = 1000, O_ADAPTER, O_DATA, O_LABEL_MAP, O_TEXT_COL, O_LABEL_COL, O_BATCH_SIZES, O_WARMUP, O_RUNS,
-    O_MAXLEN, O_SAMPLES, O_DTYPE, O_THREADS, O_CONFIG, O_SEED, O_SORT, O_SYNTH, O_SEQ_LEN, O_SKIP_PROF, O_SKIP_PLOTS,
-    O_SKIP_FULL, O_SAVE_PRED, O_SKIP_BAD, O_OUTDIR, O_RUNID, O_COMPARE, O_EXEC, O_QUIET, O_PROFILE_RUNS, O_HELP
+    O_MODEL = 1000,
+    O_ADAPTER,
+    O_DATA,
+    O_LABEL_MAP,
+    O_TEXT_COL,
+    O_LABEL_COL,
+    O_BATCH_SIZES,
+    O_WARMUP,
+    O_RUNS,
+    O_MAXLEN,
+    O_SAMPLES,
+    O_DTYPE,
+    O_THREADS,
+    O_CONFIG,
+    O_SEED,
+    O_SORT,
+    O_SYNTH,
+    O_SEQ_LEN,
+    O_SKIP_PROF,
+    O_SKIP_PLOTS,
+    O_SKIP_FULL,
+    O_SAVE_PRED,
+    O_SKIP_BAD,
+    O_OUTDIR,
+    O_RUNID,
+    O_COMPARE,
+    O_EXEC,
+    O_QUIET,
+    O_PROFILE_RUNS,
+    O_HELP
 };
 
 static const struct option opts[] = {
@@ -58,37 +85,38 @@ static const struct option opts[] = {
 
 static void usage(void)
 {
-    printf("usage: loupe bench [options]\n"
-           "       loupe bench --compare RUN_DIR RUN_DIR... [--output-dir DIR] [--run-id ID]\n\n"
-           "Inference benchmark of a sequence classifier: a batch-size sweep (latency, throughput,\n"
-           "memory, efficiency), a full-dataset pass at the best batch size (accuracy, macro-F1,\n"
-           "per-class precision/recall, confusion matrix), a profiled pass (trace, key averages,\n"
-           "stacks, the top ops against loupe peak's ceilings) and plots. With no options: the\n"
-           "bundled models/default on " LP_BENCH_DEFAULT_DATA ".\n\n"
-           "Model and data:\n"
-           "  --model DIR            HF model directory (default models/default)\n"
-           "  --adapter DIR          a PEFT LoRA adapter on the model\n"
-           "  --data FILE            CSV/TSV/JSONL with text and labels/label_id (default the bundled set)\n"
-           "  --label-map FILE       label_mappings.json (or a config.json); default: built from the data\n"
-           "  --text-column NAME, --label-column NAME, --skip-bad-rows (drop malformed rows, counted)\n"
-           "  --max-length N         truncation (512; capped at the model's positions)\n"
-           "  --dtype f32|int8|nf4   weight storage (bf16 and q8_0 are refused until the model layer has them)\n"
-           "  --synthetic[=BOOL], --seq-len N   random ids of N tokens: speed alone, no accuracy\n"
-           "Sweep:\n"
-           "  --batch-sizes LIST     (1,4,8,16,32,64), each in 1..%d\n"
-           "  --warmup N (3), --runs N (10)   untimed and timed runs per batch size\n"
-           "  --samples LIST         (100,500,1000) the sweep draws the largest from the data with --seed;\n"
-           "                         accuracy and time are reported for the first N rows of each\n"
-           "  --seed N (42), --sort-by-length[=BOOL] (off: dynamic padding per batch)\n"
-           "  --threads N, --exec eager|fused (fused)\n"
-           "  --skip-full-pass, --skip-profiling, --skip-plots, --profile-runs N (3)\n"
-           "  --save-predictions     predictions.csv of the full pass\n"
-           "Output:\n"
-           "  --output-dir DIR (reports), --run-id ID (bench-<time>)\n"
-           "  --config FILE          YAML whose keys mirror the long flags (flags win)\n"
-           "  --quiet                no progress lines\n"
-           "\nExit status: 0 done, 1 failed, 2 usage error, 130 interrupted (what was measured is written).\n",
-           LP_BENCH_MAX_BATCH);
+    printf(
+        "usage: loupe bench [options]\n"
+        "       loupe bench --compare RUN_DIR RUN_DIR... [--output-dir DIR] [--run-id ID]\n\n"
+        "Inference benchmark of a sequence classifier: a batch-size sweep (latency, throughput,\n"
+        "memory, efficiency), a full-dataset pass at the best batch size (accuracy, macro-F1,\n"
+        "per-class precision/recall, confusion matrix), a profiled pass (trace, key averages,\n"
+        "stacks, the top ops against loupe peak's ceilings) and plots. With no options: the\n"
+        "bundled models/default on " LP_BENCH_DEFAULT_DATA ".\n\n"
+        "Model and data:\n"
+        "  --model DIR            HF model directory (default models/default)\n"
+        "  --adapter DIR          a PEFT LoRA adapter on the model\n"
+        "  --data FILE            CSV/TSV/JSONL with text and labels/label_id (default the bundled set)\n"
+        "  --label-map FILE       label_mappings.json (or a config.json); default: built from the data\n"
+        "  --text-column NAME, --label-column NAME, --skip-bad-rows (drop malformed rows, counted)\n"
+        "  --max-length N         truncation (512; capped at the model's positions)\n"
+        "  --dtype f32|int8|nf4   weight storage (bf16 and q8_0 are refused until the model layer has them)\n"
+        "  --synthetic[=BOOL], --seq-len N   random ids of N tokens: speed alone, no accuracy\n"
+        "Sweep:\n"
+        "  --batch-sizes LIST     (1,4,8,16,32,64), each in 1..%d\n"
+        "  --warmup N (3), --runs N (10)   untimed and timed runs per batch size\n"
+        "  --samples LIST         (100,500,1000) the sweep draws the largest from the data with --seed;\n"
+        "                         accuracy and time are reported for the first N rows of each\n"
+        "  --seed N (42), --sort-by-length[=BOOL] (off: dynamic padding per batch)\n"
+        "  --threads N, --exec eager|fused (fused)\n"
+        "  --skip-full-pass, --skip-profiling, --skip-plots, --profile-runs N (3)\n"
+        "  --save-predictions     predictions.csv of the full pass\n"
+        "Output:\n"
+        "  --output-dir DIR (reports), --run-id ID (bench-<time>)\n"
+        "  --config FILE          YAML whose keys mirror the long flags (flags win)\n"
+        "  --quiet                no progress lines\n"
+        "\nExit status: 0 done, 1 failed, 2 usage error, 130 interrupted (what was measured is written).\n",
+        LP_BENCH_MAX_BATCH);
 }
 
 typedef struct opts_ctx {
@@ -117,25 +145,37 @@ static int apply(opts_ctx *o, int id, const char *flag, const char *v)
     bool b;
     int64_t list[LP_BENCH_MAX_BATCH_SIZES];
     int32_t nl;
-#define LONG(lo, hi, dst)                                                                                              \
-    do {                                                                                                               \
-        if (lp_cli_parse_long("bench", flag, v, lo, hi, &n) != 0)                                                      \
-            return LP_EXIT_USAGE;                                                                                      \
-        dst = n;                                                                                                       \
+#define LONG(lo, hi, dst)                                                                                    \
+    do {                                                                                                     \
+        if (lp_cli_parse_long("bench", flag, v, lo, hi, &n) != 0)                                            \
+            return LP_EXIT_USAGE;                                                                            \
+        dst = n;                                                                                             \
     } while (0)
-#define BOOL(dst)                                                                                                      \
-    do {                                                                                                               \
-        if (parse_bool(flag, v, &b) != 0)                                                                              \
-            return LP_EXIT_USAGE;                                                                                      \
-        dst = b;                                                                                                       \
+#define BOOL(dst)                                                                                            \
+    do {                                                                                                     \
+        if (parse_bool(flag, v, &b) != 0)                                                                    \
+            return LP_EXIT_USAGE;                                                                            \
+        dst = b;                                                                                             \
     } while (0)
     switch (id) {
-    case O_MODEL: c->model_dir = v; break;
-    case O_ADAPTER: c->adapter_dir = v; break;
-    case O_DATA: c->data_file = v; break;
-    case O_LABEL_MAP: c->label_map_file = v; break;
-    case O_TEXT_COL: c->text_column = v; break;
-    case O_LABEL_COL: c->label_column = v; break;
+    case O_MODEL:
+        c->model_dir = v;
+        break;
+    case O_ADAPTER:
+        c->adapter_dir = v;
+        break;
+    case O_DATA:
+        c->data_file = v;
+        break;
+    case O_LABEL_MAP:
+        c->label_map_file = v;
+        break;
+    case O_TEXT_COL:
+        c->text_column = v;
+        break;
+    case O_LABEL_COL:
+        c->label_column = v;
+        break;
     case O_BATCH_SIZES:
         if (lp_bench_parse_list(flag, v, 1, LP_BENCH_MAX_BATCH, list, LP_BENCH_MAX_BATCH_SIZES, &nl) != LP_OK)
             return lp_cli_usage_error("bench", "%s", lp_err_msg());
@@ -148,12 +188,24 @@ static int apply(opts_ctx *o, int id, const char *flag, const char *v)
                                 &c->n_sample_sizes) != LP_OK)
             return lp_cli_usage_error("bench", "%s", lp_err_msg());
         break;
-    case O_WARMUP: LONG(0, 100000, c->warmup); break;
-    case O_RUNS: LONG(1, 1000000, c->runs); break;
-    case O_PROFILE_RUNS: LONG(1, 1000, c->profile_runs); break;
-    case O_MAXLEN: LONG(2, 1 << 20, c->max_length); break;
-    case O_SEQ_LEN: LONG(1, 1 << 20, c->seq_len); break;
-    case O_THREADS: LONG(1, 4096, c->threads); break;
+    case O_WARMUP:
+        LONG(0, 100000, c->warmup);
+        break;
+    case O_RUNS:
+        LONG(1, 1000000, c->runs);
+        break;
+    case O_PROFILE_RUNS:
+        LONG(1, 1000, c->profile_runs);
+        break;
+    case O_MAXLEN:
+        LONG(2, 1 << 20, c->max_length);
+        break;
+    case O_SEQ_LEN:
+        LONG(1, 1 << 20, c->seq_len);
+        break;
+    case O_THREADS:
+        LONG(1, 4096, c->threads);
+        break;
     case O_DTYPE:
         if (lp_bench_dtype_parse(v, &c->dtype) != LP_OK)
             return lp_cli_usage_error("bench", "%s", lp_err_msg());
@@ -167,15 +219,33 @@ static int apply(opts_ctx *o, int id, const char *flag, const char *v)
         c->seed = s;
         break;
     }
-    case O_SORT: BOOL(c->sort_by_length); break;
-    case O_SYNTH: BOOL(c->synthetic); break;
-    case O_SKIP_PROF: BOOL(c->skip_profiling); break;
-    case O_SKIP_PLOTS: BOOL(o->skip_plots); break;
-    case O_SKIP_FULL: BOOL(c->skip_full); break;
-    case O_SAVE_PRED: BOOL(c->save_predictions); break;
-    case O_SKIP_BAD: BOOL(c->skip_bad_rows); break;
-    case O_QUIET: BOOL(o->quiet); break;
-    case O_OUTDIR: o->output_dir = v; break;
+    case O_SORT:
+        BOOL(c->sort_by_length);
+        break;
+    case O_SYNTH:
+        BOOL(c->synthetic);
+        break;
+    case O_SKIP_PROF:
+        BOOL(c->skip_profiling);
+        break;
+    case O_SKIP_PLOTS:
+        BOOL(o->skip_plots);
+        break;
+    case O_SKIP_FULL:
+        BOOL(c->skip_full);
+        break;
+    case O_SAVE_PRED:
+        BOOL(c->save_predictions);
+        break;
+    case O_SKIP_BAD:
+        BOOL(c->skip_bad_rows);
+        break;
+    case O_QUIET:
+        BOOL(o->quiet);
+        break;
+    case O_OUTDIR:
+        o->output_dir = v;
+        break;
     case O_RUNID:
         if (!*v || strchr(v, '/') || !strcmp(v, ".") || !strcmp(v, ".."))
             return lp_cli_usage_error("bench", "%s must be a plain name (no '/'), got '%s'", flag, v);
@@ -185,9 +255,13 @@ static int apply(opts_ctx *o, int id, const char *flag, const char *v)
         if (lp_exec_mode_parse(v, &c->exec) != LP_OK)
             return lp_cli_usage_error("bench", "%s", lp_err_msg());
         break;
-    case O_COMPARE: o->compare = true; break;
-    case O_CONFIG: break; /* read before the flags */
-    default: return lp_cli_usage_error("bench", "unknown option %s", flag);
+    case O_COMPARE:
+        o->compare = true;
+        break;
+    case O_CONFIG:
+        break; /* read before the flags */
+    default:
+        return lp_cli_usage_error("bench", "unknown option %s", flag);
     }
     return 0;
 #undef LONG
@@ -202,8 +276,8 @@ static int yaml_pair(void *vctx, const char *key, const char *value, size_t line
         if (!strcmp(p->name, key))
             opt = p;
     if (!opt || opt->val == O_CONFIG || opt->val == O_HELP || opt->val == O_COMPARE) {
-        fprintf(stderr, "loupe bench: %s:%zu: unknown key '%s' (keys are the long flags)\n", o->config_path, line,
-                key);
+        fprintf(stderr, "loupe bench: %s:%zu: unknown key '%s' (keys are the long flags)\n", o->config_path,
+                line, key);
         return LP_EXIT_USAGE;
     }
     if (o->n_pool >= (int)(sizeof o->pool / sizeof o->pool[0]) || !(o->pool[o->n_pool] = strdup(value))) {
@@ -256,7 +330,8 @@ static lp_status fill(void *vctx, const char *dir)
     if (f->bench_st != LP_OK && f->bench_st != LP_STATUS_INTERRUPTED)
         return f->bench_st; // the temporary directory goes, with anything in it
     if (!f->o->skip_plots)
-        f->plot_st = plots_for(dir, f->run_id, plot_err, sizeof plot_err); // a plot failure keeps the measurements
+        f->plot_st =
+            plots_for(dir, f->run_id, plot_err, sizeof plot_err); // a plot failure keeps the measurements
     return LP_OK;
 }
 
@@ -314,7 +389,8 @@ static int bench_main(opts_ctx *o)
     lp_status st = lp_dir_write_atomic(run_dir, fill, &f);
     if (st != LP_OK) {
         lp_bench_result_free(f.r);
-        return st == LP_STATUS_INVALID_ARG ? lp_cli_usage_error("bench", "%s", lp_err_msg()) : lp_cli_fail("bench");
+        return st == LP_STATUS_INVALID_ARG ? lp_cli_usage_error("bench", "%s", lp_err_msg())
+                                           : lp_cli_fail("bench");
     }
     const lp_bench_result *r = f.r;
     if (r && r->best >= 0) {
@@ -333,7 +409,8 @@ static int bench_main(opts_ctx *o)
         rc = LP_EXIT_FAIL;
     }
     if (f.bench_st == LP_STATUS_INTERRUPTED) {
-        fprintf(stderr, "loupe bench: interrupted; %s holds what was measured (marked incomplete)\n", run_dir);
+        fprintf(stderr, "loupe bench: interrupted; %s holds what was measured (marked incomplete)\n",
+                run_dir);
         rc = 130;
     }
     lp_bench_result_free(f.r);

@@ -28,12 +28,9 @@ static lp_status comparison(const lp_bench_curve *c, int n, const char *dir)
         const char *title, *ylabel;
         int zero;
     } spec[N_PANELS] = {
-        {"Latency per sample", "ms per sample", 1},
-        {"Throughput", "samples / s", 1},
-        {"Memory (allocator peak)", "MB", 1},
-        {"Process memory (RSS)", "MB", 1},
-        {"Latency per batch", "ms per batch", 1},
-        {"Memory efficiency", "samples / s per GB RSS", 1},
+        {"Latency per sample", "ms per sample", 1}, {"Throughput", "samples / s", 1},
+        {"Memory (allocator peak)", "MB", 1},       {"Process memory (RSS)", "MB", 1},
+        {"Latency per batch", "ms per batch", 1},   {"Memory efficiency", "samples / s per GB RSS", 1},
     };
     lp_chart_series s[N_PANELS][MAX_RUNS];
     lp_chart_panel p[N_PANELS];
@@ -41,25 +38,36 @@ static lp_status comparison(const lp_bench_curve *c, int n, const char *dir)
         for (int i = 0; i < n; i++) {
             const lp_bench_curve *r = &c[i];
             const double *y[N_PANELS] = {r->lat_sample, r->thr, r->alloc_mb, r->rss_mb, r->lat_batch, r->eff};
-            const double *e[N_PANELS] = {r->lat_sample_std, r->thr_std, r->alloc_std,
+            const double *e[N_PANELS] = {r->lat_sample_std, r->thr_std,       r->alloc_std,
                                          r->rss_std,        r->lat_batch_std, r->eff_std};
-            s[k][i] = (lp_chart_series){.name = r->label, .x = r->batch_size, .y = y[k], .err = e[k], .n = r->n};
+            s[k][i] =
+                (lp_chart_series){.name = r->label, .x = r->batch_size, .y = y[k], .err = e[k], .n = r->n};
         }
-        p[k] = (lp_chart_panel){.title = spec[k].title, .xlabel = "batch size", .ylabel = spec[k].ylabel,
+        p[k] = (lp_chart_panel){.title = spec[k].title,
+                                .xlabel = "batch size",
+                                .ylabel = spec[k].ylabel,
                                 .kind = k == 2 || k == 3 ? LP_CHART_BAR : LP_CHART_LINE,
-                                .x_scale = LP_CHART_X_LOG2, .y_from_zero = spec[k].zero, .series = s[k],
+                                .x_scale = LP_CHART_X_LOG2,
+                                .y_from_zero = spec[k].zero,
+                                .series = s[k],
                                 .n_series = n};
     }
     char title[256];
-    snprintf(title, sizeof title, "Batch-size comparison%s%s", n == 1 ? ": " : " of ", n == 1 ? c[0].label : "runs");
-    lp_figure f = {.title = title, .rows = 2, .cols = 3, .width = 1800, .height = 1100, .panels = p,
+    snprintf(title, sizeof title, "Batch-size comparison%s%s", n == 1 ? ": " : " of ",
+             n == 1 ? c[0].label : "runs");
+    lp_figure f = {.title = title,
+                   .rows = 2,
+                   .cols = 3,
+                   .width = 1800,
+                   .height = 1100,
+                   .panels = p,
                    .n_panels = N_PANELS};
     return write_both(&f, dir, "batch_size_comparison");
 }
 
 static lp_status heatmap(const lp_bench_curve *c, int n, const char *dir)
 {
-    static const char *cols[N_COLS] = {"latency/sample ms", "latency/batch ms", "samples/s", "tokens/s",
+    static const char *cols[N_COLS] = {"latency/sample ms", "latency/batch ms", "samples/s",   "tokens/s",
                                        "allocator MB",      "RSS MB",           "samples/s/GB"};
     int32_t rows = 0;
     for (int i = 0; i < n; i++)
@@ -92,13 +100,25 @@ static lp_status heatmap(const lp_bench_curve *c, int n, const char *dir)
                 snprintf(l, 96, "%.60s: %.0f", u->label, u->batch_size[k]);
             rp[r] = l;
         }
-    lp_chart_heatmap h = {.rows = rows, .cols = N_COLS, .values = v, .text = tp, .row_labels = rp,
-                          .col_labels = cols, .normalise_columns = 1};
-    lp_chart_panel p = {.title = "Metrics by batch size (colour normalised per column: dark low, yellow high)",
-                        .kind = LP_CHART_HEATMAP, .heatmap = &h};
+    lp_chart_heatmap h = {.rows = rows,
+                          .cols = N_COLS,
+                          .values = v,
+                          .text = tp,
+                          .row_labels = rp,
+                          .col_labels = cols,
+                          .normalise_columns = 1};
+    lp_chart_panel p = {.title =
+                            "Metrics by batch size (colour normalised per column: dark low, yellow high)",
+                        .kind = LP_CHART_HEATMAP,
+                        .heatmap = &h};
     int32_t height = 300 + rows * 48; // cells tall enough for their text
-    lp_figure f = {.title = "Metrics heatmap", .rows = 1, .cols = 1, .width = 1400,
-                   .height = height > 16000 ? 16000 : height, .panels = &p, .n_panels = 1};
+    lp_figure f = {.title = "Metrics heatmap",
+                   .rows = 1,
+                   .cols = 1,
+                   .width = 1400,
+                   .height = height > 16000 ? 16000 : height,
+                   .panels = &p,
+                   .n_panels = 1};
     st = write_both(&f, dir, "metrics_heatmap");
 out:
     free(v);

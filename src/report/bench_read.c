@@ -8,7 +8,10 @@
 
 #include "loupe/report.h"
 
-static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+static const cJSON *get(const cJSON *o, const char *k)
+{
+    return cJSON_GetObjectItemCaseSensitive(o, k);
+}
 
 static double num(const cJSON *o, const char *k)
 {
@@ -41,10 +44,12 @@ static lp_status load_one(const char *dir, lp_bench_curve *c)
     const cJSON *schema = j ? get(j, "schema") : NULL;
     if (!cJSON_IsArray(pts) || !cJSON_IsString(schema) || strncmp(schema->valuestring, "loupe.bench/", 12)) {
         cJSON_Delete(j);
-        return lp_err(LP_STATUS_FORMAT, "%s: not a loupe bench result (no \"schema\" or \"batch_metrics\")", path);
+        return lp_err(LP_STATUS_FORMAT, "%s: not a loupe bench result (no \"schema\" or \"batch_metrics\")",
+                      path);
     }
     snprintf(c->dir, sizeof c->dir, "%s", dir);
-    const cJSON *ms = get(j, "model_summary"), *mach = get(j, "machine"), *full = get(j, "full_dataset_metrics");
+    const cJSON *ms = get(j, "model_summary"), *mach = get(j, "machine"),
+                *full = get(j, "full_dataset_metrics");
     str(c->dtype, sizeof c->dtype, ms, "dtype");
     str(c->cpu, sizeof c->cpu, mach, "cpu");
     str(c->simd, sizeof c->simd, mach, "simd");
@@ -117,9 +122,10 @@ void lp_bench_compare_write_text(FILE *f, const lp_bench_curve *c, int n)
     for (int i = 0; i < n; i++) {
         char acc[64] = "accuracy n/a";
         if (isfinite(c[i].accuracy))
-            snprintf(acc, sizeof acc, "accuracy %.4f (%+.4f vs run 1)", c[i].accuracy, c[i].accuracy - c[0].accuracy);
-        fprintf(f, "run %d: %s  %s, %s, %s, model %.1f MB, %s%s\n", i + 1, c[i].dir, c[i].dtype, c[i].cpu, c[i].simd,
-                c[i].model_mb, acc, c[i].complete ? "" : " (INCOMPLETE)");
+            snprintf(acc, sizeof acc, "accuracy %.4f (%+.4f vs run 1)", c[i].accuracy,
+                     c[i].accuracy - c[0].accuracy);
+        fprintf(f, "run %d: %s  %s, %s, %s, model %.1f MB, %s%s\n", i + 1, c[i].dir, c[i].dtype, c[i].cpu,
+                c[i].simd, c[i].model_mb, acc, c[i].complete ? "" : " (INCOMPLETE)");
     }
     fprintf(f, "\n%6s", "batch");
     for (int i = 0; i < n; i++)

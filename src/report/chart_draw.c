@@ -22,14 +22,15 @@ lp_status lp_chart__validate(const lp_figure *f)
         return lp_err(LP_STATUS_INVALID_ARG, "figure size must be 64..16384 on each side");
     if (f->rows < 1 || f->cols < 1 || f->n_panels < 0 || f->n_panels > f->rows * f->cols ||
         (f->n_panels && !f->panels))
-        return lp_err(LP_STATUS_INVALID_ARG, "figure: %d panels do not fit a %d x %d grid", f->n_panels, f->rows,
-                      f->cols);
+        return lp_err(LP_STATUS_INVALID_ARG, "figure: %d panels do not fit a %d x %d grid", f->n_panels,
+                      f->rows, f->cols);
     for (int32_t i = 0; i < f->n_panels; i++) {
         const lp_chart_panel *p = &f->panels[i];
         if (p->kind == LP_CHART_HEATMAP) {
             const lp_chart_heatmap *h = p->heatmap;
             if (!h || h->rows < 1 || h->cols < 1 || !h->values)
-                return lp_err(LP_STATUS_INVALID_ARG, "figure panel %d: a heatmap needs rows, cols and values", i);
+                return lp_err(LP_STATUS_INVALID_ARG, "figure panel %d: a heatmap needs rows, cols and values",
+                              i);
             continue;
         }
         if (p->n_series < 0 || (p->n_series && !p->series))
@@ -52,7 +53,10 @@ static int point_ok(const lp_chart_panel *p, const lp_chart_series *s, int32_t i
     return p->x_scale != LP_CHART_X_LOG2 || s->x[i] > 0;
 }
 
-static double xpos(const lp_chart_panel *p, double x) { return p->x_scale == LP_CHART_X_LOG2 ? log2(x) : x; }
+static double xpos(const lp_chart_panel *p, double x)
+{
+    return p->x_scale == LP_CHART_X_LOG2 ? log2(x) : x;
+}
 
 /* x and y ranges over the drawable points (error bars included); 0 when there are none. */
 static int data_range(const lp_chart_panel *p, double *xlo, double *xhi, double *ylo, double *yhi)
@@ -91,7 +95,8 @@ typedef struct xticks {
 static int xticks_fit(lp_chart_ctx *c, const xticks *t, double size, double px_per_unit)
 {
     for (int32_t i = 1; i < t->n; i++) {
-        double need = (lp_chart__text_w(c, t->label[i - 1], size, 0) + lp_chart__text_w(c, t->label[i], size, 0)) / 2;
+        double need =
+            (lp_chart__text_w(c, t->label[i - 1], size, 0) + lp_chart__text_w(c, t->label[i], size, 0)) / 2;
         if ((t->pos[i] - t->pos[i - 1]) * px_per_unit < need + 6)
             return 0;
     }
@@ -199,8 +204,14 @@ typedef struct frame {
     double xlo, xhi, ylo, yhi; /* axis ranges */
 } frame;
 
-static double fx(const frame *F, double x) { return F->l + (x - F->xlo) / (F->xhi - F->xlo) * (F->r - F->l); }
-static double fy(const frame *F, double y) { return F->b - (y - F->ylo) / (F->yhi - F->ylo) * (F->b - F->t); }
+static double fx(const frame *F, double x)
+{
+    return F->l + (x - F->xlo) / (F->xhi - F->xlo) * (F->r - F->l);
+}
+static double fy(const frame *F, double y)
+{
+    return F->b - (y - F->ylo) / (F->yhi - F->ylo) * (F->b - F->t);
+}
 
 static void error_bar(cairo_t *cr, double x, double y0, double y1, double cap)
 {

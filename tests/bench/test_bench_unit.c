@@ -40,7 +40,8 @@ static void lists(void **state)
     assert_true(n == 3 && v[0] == 1 && v[2] == 8);
     static const char *bad[] = {"", "1,,4", "1,x", "4,", "0", "1,4097", "-2", "1;4", "1,2,3,4,5,6,7,8,9"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        assert_int_equal(lp_bench_parse_list("--batch-sizes", bad[i], 1, 4096, v, 8, &n), LP_STATUS_INVALID_ARG);
+        assert_int_equal(lp_bench_parse_list("--batch-sizes", bad[i], 1, 4096, v, 8, &n),
+                         LP_STATUS_INVALID_ARG);
         assert_non_null(strstr(lp_err_msg(), "--batch-sizes")); // the message names the flag
     }
 }

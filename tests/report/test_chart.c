@@ -29,8 +29,8 @@ static void nice_ticks(void **state)
     assert_true(step == 2 && t[0] == 0 && t[5] == 10);
     /* properties over a table of awkward ranges: the ticks enclose the range, are at most
      * max_ticks, and sit on multiples of a 1/2/2.5/5 x 10^k step */
-    static const double cases[][3] = {{0.013, 0.087, 5}, {-3.2, 7.9, 8}, {1, 1, 5},       {1e6, 3.7e6, 4},
-                                      {0.5, 0.5000001, 6}, {-1e-3, 0, 3}, {12, 1000, 12}, {0, 1, 2}};
+    static const double cases[][3] = {{0.013, 0.087, 5},   {-3.2, 7.9, 8}, {1, 1, 5},      {1e6, 3.7e6, 4},
+                                      {0.5, 0.5000001, 6}, {-1e-3, 0, 3},  {12, 1000, 12}, {0, 1, 2}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double lo = cases[i][0], hi = cases[i][1];
         int32_t m = (int32_t)cases[i][2];
@@ -60,8 +60,8 @@ static void nice_ticks(void **state)
  * error bars, bars, two series with a legend, long titles; and a heatmap. */
 enum { NB = 11 };
 static double bx[NB], by[NB], be[NB], by2[NB];
-static const char *hm_rows[NB], *hm_cols[] = {"latency/sample (ms)", "throughput (samples/s)", "peak RSS (MB)",
-                                               "memory efficiency (samples/s/GB)"};
+static const char *hm_rows[NB], *hm_cols[] = {"latency/sample (ms)", "throughput (samples/s)",
+                                              "peak RSS (MB)", "memory efficiency (samples/s/GB)"};
 static double hm_vals[NB * 4];
 
 static void fill_data(void)
@@ -79,24 +79,43 @@ static void fill_data(void)
     }
 }
 
-static void make_figure(lp_figure *f, lp_chart_panel *p, lp_chart_series *s, lp_chart_heatmap *h, int w, int hgt)
+static void make_figure(lp_figure *f, lp_chart_panel *p, lp_chart_series *s, lp_chart_heatmap *h, int w,
+                        int hgt)
 {
     fill_data();
-    s[0] = (lp_chart_series){.name = "f32 run with a rather long legend entry", .x = bx, .y = by, .err = be, .n = NB};
+    s[0] = (lp_chart_series){
+        .name = "f32 run with a rather long legend entry", .x = bx, .y = by, .err = be, .n = NB};
     s[1] = (lp_chart_series){.name = "q8_0", .x = bx, .y = by2, .err = be, .n = NB};
     static const char *titles[] = {"Latency per sample (mean +- std) over every batch size in the sweep",
-                                   "Throughput", "Memory", "Process memory", "Latency per batch",
+                                   "Throughput",
+                                   "Memory",
+                                   "Process memory",
+                                   "Latency per batch",
                                    "Memory efficiency"};
     for (int i = 0; i < 6; i++)
-        p[i] = (lp_chart_panel){.title = titles[i], .xlabel = "batch size", .ylabel = "milliseconds per sample",
+        p[i] = (lp_chart_panel){.title = titles[i],
+                                .xlabel = "batch size",
+                                .ylabel = "milliseconds per sample",
                                 .kind = i == 2 || i == 3 ? LP_CHART_BAR : LP_CHART_LINE,
-                                .x_scale = LP_CHART_X_LOG2, .y_from_zero = i > 0, .series = s,
+                                .x_scale = LP_CHART_X_LOG2,
+                                .y_from_zero = i > 0,
+                                .series = s,
                                 .n_series = i == 1 ? 2 : 1};
-    *h = (lp_chart_heatmap){.rows = NB, .cols = 4, .values = hm_vals, .row_labels = hm_rows,
-                            .col_labels = hm_cols, .normalise_columns = 1};
-    p[6] = (lp_chart_panel){.title = "Metrics (normalised per column)", .kind = LP_CHART_HEATMAP, .heatmap = h};
-    *f = (lp_figure){.title = "Batch-size comparison", .rows = 3, .cols = 3, .width = w, .height = hgt,
-                     .panels = p, .n_panels = 7};
+    *h = (lp_chart_heatmap){.rows = NB,
+                            .cols = 4,
+                            .values = hm_vals,
+                            .row_labels = hm_rows,
+                            .col_labels = hm_cols,
+                            .normalise_columns = 1};
+    p[6] =
+        (lp_chart_panel){.title = "Metrics (normalised per column)", .kind = LP_CHART_HEATMAP, .heatmap = h};
+    *f = (lp_figure){.title = "Batch-size comparison",
+                     .rows = 3,
+                     .cols = 3,
+                     .width = w,
+                     .height = hgt,
+                     .panels = p,
+                     .n_panels = 7};
 }
 
 static int overlap(const lp_chart_box *a, const lp_chart_box *b)
@@ -120,9 +139,11 @@ static void no_overlap_at(int w, int hgt)
         assert_true(b[i].x0 >= -0.5 && b[i].y0 >= -0.5 && b[i].x1 <= w + 0.5 && b[i].y1 <= hgt + 0.5);
         for (size_t j = i + 1; j < n; j++)
             if (overlap(&b[i], &b[j])) {
-                fprintf(stderr, "%dx%d: text %zu (panel %d: %.1f,%.1f-%.1f,%.1f) overlaps %zu (panel %d: %.1f,%.1f-%.1f,%.1f)\n",
-                        w, hgt, i, b[i].panel, b[i].x0, b[i].y0, b[i].x1, b[i].y1, j, b[j].panel, b[j].x0, b[j].y0,
-                        b[j].x1, b[j].y1);
+                fprintf(stderr,
+                        "%dx%d: text %zu (panel %d: %.1f,%.1f-%.1f,%.1f) overlaps %zu (panel %d: "
+                        "%.1f,%.1f-%.1f,%.1f)\n",
+                        w, hgt, i, b[i].panel, b[i].x0, b[i].y0, b[i].x1, b[i].y1, j, b[j].panel, b[j].x0,
+                        b[j].y0, b[j].x1, b[j].y1);
                 fail();
             }
         /* no text inside a plot area (the lines and bars are drawn there) */
@@ -136,8 +157,8 @@ static void text_never_overlaps(void **state)
 {
     (void)state;
     no_overlap_at(1800, 1200);
-    no_overlap_at(900, 600);   // crowded: ticks thinned, titles shortened
-    no_overlap_at(640, 1400);  // tall and narrow
+    no_overlap_at(900, 600);  // crowded: ticks thinned, titles shortened
+    no_overlap_at(640, 1400); // tall and narrow
 }
 
 static void png_and_svg(void **state)
