@@ -3,7 +3,8 @@
 
 For a DistilBERT-shaped classifier (6 layers, hidden 768, 12 heads, FFN 3072, vocabulary
 30522, 2 labels, random weights written once as a Hugging Face directory), both sides run
-the same batch-size sweep on random ids of --seq-len tokens with the same thread count:
+the same batch-size sweep on random ids of --seq-len tokens with the same thread count
+(default 1: see README.md on shared machines):
 `loupe bench --synthetic` (f32, then int8 and nf4 weights) and torch_sweep.py (model.eval,
 torch.no_grad). Each tool is its own process; its peak RSS is that process's ru_maxrss
 (os.wait4), model load included on both sides. Then the accuracy change of the
@@ -29,8 +30,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def make_model(path):
-    if os.path.exists(os.path.join(path, "model.safetensors")):
-        return
+    """In a child process: a parent grown by torch would lend its size to every later child's
+    ru_maxrss (the high-water mark survives exec)."""
+    if not os.path.exists(os.path.join(path, "model.safetensors")):
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--write-model", path], check=True)
+
+
+def write_model(path):
     import torch
     from transformers import DistilBertConfig, DistilBertForSequenceClassification
     torch.manual_seed(1234)
@@ -84,7 +90,10 @@ def main():
     ap.add_argument("--model-dir", default=os.path.join(tempfile.gettempdir(), "loupe-bench-sweep-distilbert"))
     ap.add_argument("--dtypes", default="f32,int8,nf4")
     ap.add_argument("--out")
+    ap.add_argument("--write-model", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.write_model:
+        return write_model(a.write_model)
     make_model(a.model_dir)
     work = tempfile.mkdtemp(prefix="lp_bench_sweep_")
     env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")  # PyTorch's best setting on a small machine
