@@ -147,7 +147,7 @@ typedef struct lp_chart_panel {
     lp_chart_x_scale x_scale;
     const char *const *x_categories; /* LP_CHART_X_CATEGORY: (n_categories) labels */
     int32_t n_categories;
-    int y_from_zero;                 /* include 0 in the y range (throughput, memory) */
+    int y_from_zero;                 /* y from 0 (throughput, memory): error bars below 0 are cut */
     const lp_chart_series *series;
     int32_t n_series;
     const lp_chart_heatmap *heatmap; /* LP_CHART_HEATMAP only */

@@ -323,8 +323,13 @@ static void draw_panel(lp_chart_ctx *c, const lp_chart_panel *p, double x0, doub
         xlo = ylo = 0;
         xhi = yhi = 1;
     }
-    if (p->y_from_zero) {
-        ylo = fmin(ylo, 0);
+    if (p->y_from_zero) {       // a quantity that cannot go negative: the axis starts at 0 and
+        double ymin = INFINITY; // error bars reaching below it are cut there
+        for (int32_t k = 0; k < p->n_series; k++)
+            for (int32_t i = 0; i < p->series[k].n; i++)
+                if (point_ok(p, &p->series[k], i))
+                    ymin = fmin(ymin, p->series[k].y[i]);
+        ylo = ymin >= 0 ? 0 : fmin(ylo, 0);
         yhi = fmax(yhi, 0);
     }
     /* vertical layout: x label, x tick labels (a gap of half a label below the plot, where

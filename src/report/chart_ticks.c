@@ -53,6 +53,10 @@ void lp_chart_format_tick(double v, double step, char *buf, size_t cap)
         double div;
         const char *suffix;
     } units[] = {{1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
+    if (fabs(v) <= fabs(step) * 1e-9) { // zero reads "0" whatever the scale ("0k" would not)
+        snprintf(buf, cap, "0");
+        return;
+    }
     double a = fabs(v) > fabs(step) ? fabs(v) : fabs(step);
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
         if (a >= 10 * units[i].div) { // 10000 -> "10k", 2500 stays "2500"

@@ -54,6 +54,8 @@ static void nice_ticks(void **state)
     assert_string_equal(b, "1.5");
     lp_chart_format_tick(3e7, 1e7, b, sizeof b);
     assert_string_equal(b, "30M");
+    lp_chart_format_tick(0, 250000, b, sizeof b); // not "0k"
+    assert_string_equal(b, "0");
 }
 
 /* A figure like bench's: six panels over eleven batch sizes (crowded log2 axes), lines with
