@@ -56,6 +56,13 @@ expect 1 "tests/golden/cls_bert/config.json" "$MAP" -- --model tests/golden/cls_
 expect 1 "--label-map" "$T/missing.json" -- --model $MODEL --label-map "$T/missing.json"
 expect 2 "--dtype" "fp8" -- --model $MODEL --dtype fp8
 expect 1 "--dtype bf16" -- --model $MODEL --dtype bf16
+# the YAML config: an unknown key, a bad value, a list, each named with file and line
+printf 'batch_sizes: "1,2"\nnot_a_flag: 3\n' >"$T/unknown.yaml"
+printf 'warmup: 1\nruns: -4\n' >"$T/value.yaml"
+printf 'batch_sizes:\n  - 1\n  - 2\n' >"$T/list.yaml"
+expect 2 "$T/unknown.yaml:2" "not-a-flag" -- --model $MODEL --config "$T/unknown.yaml"
+expect 2 "runs ($T/value.yaml:2)" "-4" -- --model $MODEL --config "$T/value.yaml"
+expect 1 "$T/list.yaml:2" "lists" -- --model $MODEL --config "$T/list.yaml"
 
 # a 10 MB row: truncated to the model's 128 positions, the one line names file and row
 rm -rf "$T/out"
