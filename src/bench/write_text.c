@@ -93,9 +93,18 @@ void lp_bench__best_reason(const lp_bench_result *r, char *buf, size_t cap)
         return;
     }
     const lp_bench_point *b = &r->points[r->best];
-    double ratio = b->samples_per_s.mean / r->points[0].samples_per_s.mean;
-    snprintf(buf, cap, "highest mean throughput, %.1f samples/s (%.2fx batch size %d's)",
-             b->samples_per_s.mean, ratio, r->points[0].batch_size);
+    if (r->best > 0) {
+        snprintf(buf, cap, "highest mean throughput, %.1f samples/s (%.2fx batch size %d's)",
+                 b->samples_per_s.mean, b->samples_per_s.mean / r->points[0].samples_per_s.mean,
+                 r->points[0].batch_size);
+        return;
+    }
+    /* the first size listed won: say what the next one reached */
+    if (r->n_points > 1)
+        snprintf(buf, cap, "highest mean throughput, %.1f samples/s; batch size %d reached %.1f",
+                 b->samples_per_s.mean, r->points[1].batch_size, r->points[1].samples_per_s.mean);
+    else
+        snprintf(buf, cap, "the only batch size measured, %.1f samples/s", b->samples_per_s.mean);
 }
 
 static void recommendations(FILE *fp, const lp_bench_state *s)
@@ -117,10 +126,11 @@ static void recommendations(FILE *fp, const lp_bench_state *s)
     if (r->prof.done && r->prof.n_top > 0) {
         const lp_bench_op *op = &r->prof.top[0];
         if (!strcmp(op->bound, "memory"))
-            fprintf(fp,
-                    "%d. The top op %s is memory-bound (%.1f FLOP/byte < ridge %.1f): smaller weights "
-                    "(--dtype int8 or nf4) or fusion move fewer bytes.\n",
-                    ++n, op->name, op->intensity, r->prof.ridge);
+            fprintf(
+                fp,
+                "%d. The top op %s is memory-bound (%.1f FLOP/byte < ridge %.1f): moving fewer bytes helps "
+                "(fusion; --dtype int8 or nf4 when it is a weight matmul).\n",
+                ++n, op->name, op->intensity, r->prof.ridge);
         else if (!strcmp(op->bound, "compute"))
             fprintf(
                 fp,
@@ -171,7 +181,7 @@ lp_status lp_bench__write_summary(const lp_bench_state *s)
     fprintf(fp, "Total parameters: %llu (%.2fM)\n", (unsigned long long)r->n_params, r->n_params / 1e6);
     fprintf(fp, "Model size: %.2f MB (%s)\nLabels: %d, max length %d tokens\n", r->model_mb, r->dtype,
             r->num_labels, r->max_length);
-    fprintf(fp, "Machine: %s, %s, %d threads\n", r->cpu, r->simd, r->threads);
+    fprintf(fp, "Machine: %s, %s, %d thread%s\n", r->cpu, r->simd, r->threads, r->threads == 1 ? "" : "s");
     fprintf(fp, "Data: %s, %lld rows (sweep pool %lld), %.1f tokens per row on average, longest %d\n\n",
             c->synthetic ? "synthetic ids" : c->data_file, (long long)r->n_rows, (long long)r->pool_rows,
             r->mean_len, r->max_len_seen);
