@@ -1,6 +1,6 @@
-/* loupe report: reading traces back (and, later, JSON/CSV writers, charts and HTML
- * reports). The trace reader accepts Kineto / torch.profiler Chrome-trace JSON, plain or
- * gzip, from loupe's own exporter or from PyTorch's profiler.
+/* loupe report: reading traces back, run comparison, and charts (cairo: PNG and SVG from
+ * one drawing routine; later HTML reports). The trace reader accepts Kineto /
+ * torch.profiler Chrome-trace JSON, plain or gzip, from loupe's own exporter or PyTorch's.
  *
  *   lp_prof_events *ev; lp_trace_info info;
  *   if (lp_trace_load("run/worker0.pt.trace.json.gz", &ev, &info) != LP_OK)
@@ -116,6 +116,141 @@ void lp_compare_write_text(FILE *f, const lp_run_summary *r, int n);
 /* The same as JSON ({"runs": [{..., "vs_first": {ratios}}]}); caller frees with free();
  * NULL when out of memory. */
 char *lp_compare_json(const lp_run_summary *r, int n);
+
+/* ---- charts (drawn once through cairo, written as PNG and SVG) -------------------------
+ *
+ *   double x[] = {1, 4, 16}, y[] = {3.1, 1.2, 0.8}, e[] = {0.2, 0.1, 0.05};
+ *   lp_chart_series s = {.name = "f32", .x = x, .y = y, .err = e, .n = 3};
+ *   lp_chart_panel p = {.title = "Latency per sample", .xlabel = "batch size", .ylabel = "ms",
+ *                       .kind = LP_CHART_LINE, .x_scale = LP_CHART_X_LOG2, .series = &s, .n_series = 1};
+ *   lp_figure f = {.title = "Batch-size sweep", .rows = 1, .cols = 1, .width = 800, .height = 600,
+ *                  .panels = &p, .n_panels = 1};
+ *   if (lp_figure_write_png(&f, "plots/latency.png") != LP_OK) ...;   // atomic, names the file
+ *   if (lp_figure_write_svg(&f, "plots/latency.svg") != LP_OK) ...;   // the same drawing
+ *
+ * Every label is measured before it is placed: tick labels are thinned until they fit,
+ * titles and legends shrink or wrap, so no two pieces of text overlap (lp_figure_text_boxes
+ * returns what was placed, for tests). Non-finite values are skipped, never drawn. */
+
+typedef enum lp_chart_kind {
+    LP_CHART_LINE = 0, /* markers joined by lines, one per series */
+    LP_CHART_BAR,      /* grouped bars: series side by side at each x */
+    LP_CHART_HEATMAP,  /* a matrix of coloured cells (lp_chart_panel.heatmap) */
+} lp_chart_kind;
+
+typedef enum lp_chart_x_scale {
+    LP_CHART_X_LINEAR = 0,
+    LP_CHART_X_LOG2,     /* x > 0 on a log2 axis, ticks at powers of two (batch sizes) */
+    LP_CHART_X_CATEGORY, /* x are 0..k-1 indices into x_categories, equally spaced */
+} lp_chart_x_scale;
+
+/* One line or bar group. Arrays borrowed for the call; err (n) may be NULL (no error bars:
+ * each bar spans y - err .. y + err). */
+typedef struct lp_chart_series {
+    const char *name; /* legend entry; NULL: not in the legend */
+    const double *x, *y, *err;
+    int32_t n;
+} lp_chart_series;
+
+/* A heatmap: values (rows, cols) row-major coloured from min to max of each column when
+ * normalise_columns (else over the whole matrix); text (rows*cols) NULL or per-cell labels
+ * ("12.3"), drawn when they fit the cell. NaN cells are grey. */
+typedef struct lp_chart_heatmap {
+    int32_t rows, cols;
+    const double *values;
+    const char *const *text;
+    const char *const *row_labels, *const *col_labels; /* (rows), (cols) */
+    int normalise_columns;
+} lp_chart_heatmap;
+
+typedef struct lp_chart_panel {
+    const char *title, *xlabel, *ylabel;
+    lp_chart_kind kind;
+    lp_chart_x_scale x_scale;
+    const char *const *x_categories; /* LP_CHART_X_CATEGORY: (n_categories) labels */
+    int32_t n_categories;
+    int y_from_zero;                 /* y from 0 (throughput, memory): error bars below 0 are cut */
+    const lp_chart_series *series;
+    int32_t n_series;
+    const lp_chart_heatmap *heatmap; /* LP_CHART_HEATMAP only */
+} lp_chart_panel;
+
+/* Panels laid out row by row on a rows x cols grid under an optional title. */
+typedef struct lp_figure {
+    const char *title;
+    int32_t rows, cols;
+    int32_t width, height; /* pixels in the PNG, points in the SVG; 64..16384 */
+    const lp_chart_panel *panels;
+    int32_t n_panels;      /* <= rows * cols */
+} lp_figure;
+
+/* Where a drawn piece of text landed (device units, y down). */
+typedef struct lp_chart_box {
+    double x0, y0, x1, y1;
+    int32_t panel; /* -1 for the figure title */
+} lp_chart_box;
+
+/* Writes f as a PNG / an SVG atomically: the file appears complete or not at all.
+ * Errors: INVALID_ARG (sizes, a panel without data it needs), NO_MEMORY, IO naming path. */
+LP_WARN_UNUSED lp_status lp_figure_write_png(const lp_figure *f, const char *path);
+LP_WARN_UNUSED lp_status lp_figure_write_svg(const lp_figure *f, const char *path);
+/* Draws f without output and returns the boxes of every text it placed (*out malloc'd,
+ * caller frees), and the plot area of each panel in areas (n_panels, may be NULL). */
+LP_WARN_UNUSED lp_status lp_figure_text_boxes(const lp_figure *f, lp_chart_box **out, size_t *n,
+                                              lp_chart_box *areas);
+
+/* "Nice" axis ticks (1, 2, 2.5, 5 x 10^k steps) covering [lo, hi] with at most max_ticks
+ * ticks: writes them to ticks (cap >= max_ticks) and returns the count (>= 2 when
+ * lo < hi and max_ticks >= 2). *step gets the spacing. lo == hi is widened first. */
+int32_t lp_chart_nice_ticks(double lo, double hi, int32_t max_ticks, double *ticks, double *step);
+/* Frees the font caches cairo (and through it fontconfig) keeps between charts. Call once
+ * before the process exits, after the last chart and with no chart being drawn, so leak
+ * checkers see no leak; a chart drawn later rebuilds them. */
+void lp_chart_release_caches(void);
+/* Formats a tick value with as many decimals as step needs ("0.25", "1.5k", "2M" beyond
+ * 10^4); writes at most cap bytes. */
+void lp_chart_format_tick(double v, double step, char *buf, size_t cap);
+
+/* ---- bench plots and bench comparison (loupe bench, loupe bench --compare) -------------
+ *
+ *   lp_bench_curve *c; int n = 2;
+ *   if (lp_bench_curves_load((const char *[]){"runs/f32", "runs/nf4"}, n, &c) == LP_OK) {
+ *       lp_bench_plots_write(c, n, "runs/compare/plots");    // the same plots, one series per run
+ *       free(c);
+ *   }
+ */
+
+#define LP_BENCH_CURVE_MAX 32
+
+/* One bench run's per-batch-size numbers from its baseline_metrics.json (NaN when absent). */
+typedef struct lp_bench_curve {
+    char dir[1024], label[160]; /* label: the run directory's name and dtype */
+    char cpu[128], simd[32], dtype[16];
+    int complete;               /* the file's "complete" */
+    int32_t n;
+    double batch_size[LP_BENCH_CURVE_MAX];
+    double lat_sample[LP_BENCH_CURVE_MAX], lat_sample_std[LP_BENCH_CURVE_MAX];
+    double lat_batch[LP_BENCH_CURVE_MAX], lat_batch_std[LP_BENCH_CURVE_MAX];
+    double thr[LP_BENCH_CURVE_MAX], thr_std[LP_BENCH_CURVE_MAX];
+    double tokens_per_s[LP_BENCH_CURVE_MAX];
+    double alloc_mb[LP_BENCH_CURVE_MAX], alloc_std[LP_BENCH_CURVE_MAX]; /* allocator peak per run */
+    double rss_mb[LP_BENCH_CURVE_MAX], rss_std[LP_BENCH_CURVE_MAX];     /* resident set per run */
+    double eff[LP_BENCH_CURVE_MAX], eff_std[LP_BENCH_CURVE_MAX];        /* samples/s per GB of RSS */
+    double accuracy, macro_f1, model_mb;
+} lp_bench_curve;
+
+/* Reads dir/baseline_metrics.json of each of n run directories into *out (n entries,
+ * caller frees with free()). Errors: IO naming a directory without the file, FORMAT naming
+ * a file that is not a loupe bench's; *out NULL then. */
+LP_WARN_UNUSED lp_status lp_bench_curves_load(const char *const *dirs, int n, lp_bench_curve **out);
+/* Writes dir/batch_size_comparison.{png,svg} (six panels: latency per sample, throughput,
+ * memory, process memory, latency per batch, memory efficiency; mean +- std error bars,
+ * one series per run) and dir/metrics_heatmap.{png,svg} (rows: batch sizes of each run;
+ * columns: the metrics, coloured per column). dir is created. Each file is atomic. */
+LP_WARN_UNUSED lp_status lp_bench_plots_write(const lp_bench_curve *c, int n, const char *dir);
+/* The runs side by side per batch size: samples/s and ms/sample of each, and each run's
+ * throughput ratio to the first's. */
+void lp_bench_compare_write_text(FILE *f, const lp_bench_curve *c, int n);
 
 #ifdef __cplusplus
 }

@@ -35,6 +35,7 @@ GOLDENS = {
     "lora_llama_cls": ["gen_decoder.py", "--arch", "lora_llama_cls"],
     "lora_qwen2_lm": ["gen_decoder.py", "--arch", "lora_qwen2_lm"],
     "qlora_llama_lm": "gen_qlora_llama_lm.py",
+    "bench_cls": "gen_bench_cls.py",
 }
 
 
