@@ -11,11 +11,12 @@ torch.no_grad). Each tool is its own process; its peak RSS is that process's ru_
 lower-precision paths against f32 on the bundled set (tests/golden/bench_cls, the tiny
 classifier trained on data/bench-intents, whose f32 predictions equal transformers').
 
-The Qwen2.5-0.5B-shaped classifier (Qwen2ForSequenceClassification, 23 labels) waits for the
-decoder models (not loadable yet): its rows print as pending.
+`--shape qwen2.5-0.5b` does the same for a Qwen2.5-0.5B-shaped classifier
+(Qwen2ForSequenceClassification: 24 layers, hidden 896, 14 heads, 2 key/value heads, FFN 4864,
+vocabulary 151936, tied embeddings, 23 labels; the score reads the last token).
 
-usage: python3 bench/bench_sweep/run.py [--batch-sizes 1,4,8,16] [--seq-len 32] [--runs 3]
-           [--threads 2] [--out results.json]
+usage: python3 bench/bench_sweep/run.py [--shape distilbert|qwen2.5-0.5b] [--batch-sizes 1,4,8,16]
+           [--seq-len 32] [--runs 3] [--threads 2] [--out results.json]
 """
 import argparse
 import json
@@ -29,17 +30,29 @@ LOUPE = os.environ.get("LOUPE", os.path.join(ROOT, "build", "loupe"))
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def make_model(path):
+SHAPES = {"distilbert": "DistilBERT-shaped", "qwen2.5-0.5b": "Qwen2.5-0.5B-shaped (23 labels)"}
+
+
+def make_model(path, shape):
     """In a child process: a parent grown by torch would lend its size to every later child's
     ru_maxrss (the high-water mark survives exec)."""
-    if not os.path.exists(os.path.join(path, "model.safetensors")):
-        subprocess.run([sys.executable, os.path.abspath(__file__), "--write-model", path], check=True)
+    if not os.path.exists(os.path.join(path, "config.json")):
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--write-model", path, "--shape", shape],
+                       check=True)
 
 
-def write_model(path):
+def write_model(path, shape):
     import torch
-    from transformers import DistilBertConfig, DistilBertForSequenceClassification
     torch.manual_seed(1234)
+    if shape == "qwen2.5-0.5b":
+        from transformers import Qwen2Config, Qwen2ForSequenceClassification
+        cfg = Qwen2Config(vocab_size=151936, hidden_size=896, num_hidden_layers=24, num_attention_heads=14,
+                          num_key_value_heads=2, intermediate_size=4864, max_position_embeddings=32768,
+                          rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True, num_labels=23,
+                          pad_token_id=151643, attention_dropout=0.0, use_sliding_window=False)
+        Qwen2ForSequenceClassification(cfg).save_pretrained(path, safe_serialization=True)
+        return
+    from transformers import DistilBertConfig, DistilBertForSequenceClassification
     cfg = DistilBertConfig(vocab_size=30522, dim=768, n_layers=6, n_heads=12, hidden_dim=3072, num_labels=2,
                            dropout=0.0, attention_dropout=0.0, seq_classif_dropout=0.0)
     DistilBertForSequenceClassification(cfg).save_pretrained(path, safe_serialization=True)
@@ -87,15 +100,17 @@ def main():
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--model-dir", default=os.path.join(tempfile.gettempdir(), "loupe-bench-sweep-distilbert"))
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="distilbert")
+    ap.add_argument("--model-dir", help="where the random model is written once (default: a temp dir per shape)")
     ap.add_argument("--dtypes", default="f32,int8,nf4")
     ap.add_argument("--repeat", type=int, default=2, help="alternating sweeps per tool; the best is kept")
     ap.add_argument("--out")
     ap.add_argument("--write-model", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.write_model:
-        return write_model(a.write_model)
-    make_model(a.model_dir)
+        return write_model(a.write_model, a.shape)
+    a.model_dir = a.model_dir or os.path.join(tempfile.gettempdir(), f"loupe-bench-sweep-{a.shape}")
+    make_model(a.model_dir, a.shape)
     work = tempfile.mkdtemp(prefix="lp_bench_sweep_")
     env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")  # PyTorch's best setting on a small machine
 
@@ -116,14 +131,14 @@ def main():
             pts, lrss, machine = loupe_sweep(a.model_dir, a, dt, work)
             prev = loupe_runs.get(dt, ({}, (0, 0)))
             loupe_runs[dt] = (better(prev[0], pts), (max(prev[1][0], lrss[0]), max(prev[1][1], lrss[1])))
-    res = {"model": "distilbert-shaped", "seq_len": a.seq_len, "threads": a.threads, "runs": a.runs,
+    res = {"model": a.shape, "seq_len": a.seq_len, "threads": a.threads, "runs": a.runs,
            "repeat": a.repeat,
            "torch": {"points": torch_pts, "peak_rss_mb": trss, "sweep_peak_rss_mb": tsweep}, "loupe": {}}
     for dt, (pts, rss) in loupe_runs.items():
         res["loupe"][dt] = {"points": pts, "peak_rss_mb": rss[0], "sweep_peak_rss_mb": rss[1],
                             "accuracy_bench_cls": accuracy(dt, work, a)}
     res["machine"] = machine
-    print(f"\nDistilBERT-shaped, seq {a.seq_len}, {a.threads} threads, {a.runs} runs, best of {a.repeat}; "
+    print(f"\n{SHAPES[a.shape]}, seq {a.seq_len}, {a.threads} threads, {a.runs} runs, best of {a.repeat}; "
           f"{machine['cpu']}, "
           f"{machine['simd']}, OpenBLAS {machine['blas_core']}\n")
     f32 = res["loupe"]["f32"]
@@ -147,8 +162,6 @@ def main():
     print("accuracy on data/bench-intents (tests/golden/bench_cls): " +
           ", ".join(f"{d} {v['accuracy_bench_cls']:.4f} ({v['accuracy_bench_cls'] - f32['accuracy_bench_cls']:+.4f})"
                     for d, v in res["loupe"].items()))
-    print("Qwen2.5-0.5B-shaped classifier (Qwen2ForSequenceClassification, 23 labels): pending "
-          "(decoder models are not loadable yet)")
     if a.out:
         with open(a.out, "w") as f:
             json.dump(res, f, indent=1)

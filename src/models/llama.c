@@ -402,8 +402,10 @@ static lp_status llama_embed_forward(lp_model *m, const lp_nn_ctx *ctx, int64_t 
 {
     (void)ctx;
     llama_state *ls = st_of(m);
-    if (m->has_types)
-        return lp_err(LP_STATUS_INVALID_ARG, "model forward: %s takes no token type ids", m->dir);
+    for (int64_t i = 0; m->has_types && i < B * T; i++) // all-zero type ids (a single sentence) change nothing
+        if (m->types[i] != 0)
+            return lp_err(LP_STATUS_INVALID_ARG, "model forward: %s takes no token type ids (sentence pairs)",
+                          m->dir);
     // positions count real tokens only: left padding starts each row at 0, as transformers'
     // generate (and any forward given position_ids = cumsum(mask) - 1) does; right padding
     // gives 0..T-1 on the real tokens, as a forward without position_ids does
