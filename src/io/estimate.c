@@ -64,7 +64,8 @@
  *                        input rows (256,in) or threads × 32 masked rows (32,in)]
  *   fused LoRA dropout forward: threads × 64 dropped rows (64,in), before the base's slab
  *   and, not per Linear, the fused attention forward: threads × (⌈T/64⌉·64 + T)·hd floats
- *   (each thread's head keys, transposed in 64-wide tiles, and values, packed once)
+ *   (each thread's head keys, transposed in 64-wide tiles, and values, packed once), plus,
+ *   for hd > 256 only, each thread's hd-sized tiles (lp_attention_fused_pack_floats)
  *
  * Llama / Qwen2 / Mistral (pre-RMSNorm; the engine does not train these yet, so this is the
  * PyTorch-style contract an engine keeping exactly what backward needs must meet):
