@@ -509,7 +509,10 @@ ALWAYS_INLINE void fwd_head(tiles *w, int64_t ldt, float *pack, bool repack, flo
         int64_t j_lo, j_hi;
         key_tiles(g, i0, nq, &j_lo, &j_hi);
         for (int64_t j0 = j_lo; j0 < j_hi; j0 += BK) {
+            /* the diagonal tile: keys past the block's last query are hidden from all of it,
+             * so its softmax and P@V stop there (half the tile when BQ = BK/2) */
             int64_t nk = T - j0 < BK ? T - j0 : BK;
+            nk = j_hi - j0 < nk ? j_hi - j0 : nk;
             const float(*Kt)[BK] = w->Kt;
             const float *V = w->Xp;
             int64_t ldv = ldt;
@@ -644,6 +647,9 @@ ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float 
             float *dqb = dq + b * T * ldq + h * D;
             for (int64_t i0 = i_lo; i0 < i_hi; i0 += BQ) {
                 int64_t nq = T - i0 < BQ ? T - i0 : BQ;
+                /* causal: the keys past the block's last query get nothing from it (dk, dv
+                 * stay as they are, dq takes no term), so the block's products stop there */
+                const int64_t nkb = g->causal && i0 + nq - j0 < nk ? i0 + nq - j0 : nk;
                 float Di[BQ], L[BQ];
                 for (int64_t r = 0; r < nq; r++) {
                     const float *dor = dout + (b * T + i0 + r) * C + h * D, *orow = out + (b * T + i0 + r) * C + h * D;
@@ -657,7 +663,7 @@ ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float 
                 }
                 tile_qkt4(w->S, w->Qs, ldt, w->Kt, nq, D);  /* raw scores */
                 tile_qkt4(w->P2, w->dO, ldt, w->Vt, nq, D); /* dp = dout . v */
-                const bool full = tile_full(g, i0, nq, j0, nk);
+                const bool full = tile_full(g, i0, nq, j0, nkb);
                 for (int64_t r = 0; r < nq; r++) {
                     float *s = w->S[r], *dp = w->P2[r];
                     if (L[r] == -INFINITY) { /* the query sees no key: p = 0, ds = 0 */
@@ -666,33 +672,33 @@ ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float 
                         continue;
                     }
                     if (!full)
-                        hide_row(s, g, i0 + r, j0, nk);
+                        hide_row(s, g, i0 + r, j0, nkb);
                     /* hidden keys: -inf before the exp, so p = 0. Zeroing p after the exp is
                      * not the same: a padded key's raw score is not bounded by lse (which
                      * counts visible keys only), and exp(s * scale - lse) = inf times 0 is NaN */
                     const float *bias = w->bias;
 #pragma omp simd
-                    for (int64_t c = 0; c < nk; c++)
+                    for (int64_t c = 0; c < nkb; c++)
                         s[c] += bias[c];
-                    (void)exp_sum(s, nk, scale, L[r]); /* p = exp(s * scale - lse) */
+                    (void)exp_sum(s, nkb, scale, L[r]); /* p = exp(s * scale - lse) */
                     float di = Di[r];
                     if (drop) { /* dV takes the dropped p, ds = p (z dp - D) */
-                        drop_factors(w->z, drop, (bh * T + i0 + r) * T + j0, nk);
+                        drop_factors(w->z, drop, (bh * T + i0 + r) * T + j0, nkb);
                         const float *z = w->z;
 #pragma omp simd
-                        for (int64_t c = 0; c < nk; c++) {
+                        for (int64_t c = 0; c < nkb; c++) {
                             dp[c] = s[c] * (z[c] * dp[c] - di) * scale;
                             s[c] *= z[c];
                         }
                         continue;
                     }
 #pragma omp simd
-                    for (int64_t c = 0; c < nk; c++)
+                    for (int64_t c = 0; c < nkb; c++)
                         dp[c] = s[c] * (dp[c] - di) * scale; /* ds */
                 }
                 /* dv_j += sum_r p_rj dout_r; dk_j += sum_r ds_rj q_r; dq_r += sum_j ds_rj k_j */
                 int64_t c = 0;
-                for (; c + 4 <= nk; c += 4) {
+                for (; c + 4 <= nkb; c += 4) {
                     float *dv4[4], *dk4[4];
                     const float *p4[4], *ds4[4];
                     for (int i = 0; i < 4; i++) {
@@ -702,7 +708,7 @@ ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float 
                     acc_rows4(dv4, p4, BK, w->dO, ldt, nq, D);
                     acc_rows4(dk4, ds4, BK, w->Qs, ldt, nq, D);
                 }
-                for (; c < nk; c++) {
+                for (; c < nkb; c++) {
                     acc_rows(dvb + (j0 + c) * ldkv, &w->S[0][c], BK, w->dO, ldt, nq, D);
                     acc_rows(dkb + (j0 + c) * ldkv, &w->P2[0][c], BK, w->Qs, ldt, nq, D);
                 }
@@ -712,10 +718,10 @@ ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float 
                     const float *ds4[4];
                     for (int i = 0; i < 4; i++)
                         dq4[i] = dqb + (i0 + r + i) * ldq, ds4[i] = w->P2[r + i];
-                    acc_rows4(dq4, ds4, 1, w->Xp, ldt, nk, D);
+                    acc_rows4(dq4, ds4, 1, w->Xp, ldt, nkb, D);
                 }
                 for (; r < nq; r++)
-                    acc_rows(dqb + (i0 + r) * ldq, w->P2[r], 1, w->Xp, ldt, nk, D);
+                    acc_rows(dqb + (i0 + r) * ldq, w->P2[r], 1, w->Xp, ldt, nkb, D);
             }
         }
     }
