@@ -612,25 +612,27 @@ void lp_k_attention_fused_forward_opt(float *out, float *lse, const float *q, co
     lp_free(pack);
 }
 
-/* One (batch, kv head) of the backward: dk and dv of a kv head get contributions from every
- * query block of each of its query heads, so it is the unit of work (no atomics). Key
+/* Query heads [hh0, hh1) of one (batch, kv head) bg of the backward: dk and dv of a kv head
+ * get contributions from every query block of each of its query heads, so with all of them
+ * (hh0 = 0, hh1 = H/Hkv) this is the unit of work (no atomics); with one, dk and dv go to
+ * that head's own slice of a scratch (dkv_ld, dkv_off) and are summed afterwards. Key
  * blocks are the outer loop so each key/value tile is packed once; dq accumulates in place
  * across them. */
-ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float *dv, const float *dout,
-                             const float *out, const float *lse, const float *q, const float *k, const float *v,
-                             const int32_t *mask, const lp_attn_geom *g, int64_t bg, int64_t D,
-                             const lp_attn_dropout *drop)
+ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float *dv, int64_t dkv_ld, int64_t dkv_off,
+                             const float *dout, const float *out, const float *lse, const float *q, const float *k,
+                             const float *v, const int32_t *mask, const lp_attn_geom *g, int64_t bg, int64_t hh0,
+                             int64_t hh1, int64_t D, const lp_attn_dropout *drop)
 {
     const int64_t T = g->T, H = g->H, Hkv = g->Hkv, grp = H / Hkv, C = H * D, ldq = g->ldq, ldkv = g->ldkv;
     const int64_t b = bg / Hkv, kv = bg % Hkv, kvo = b * T * ldkv + kv * D;
     const float scale = lp_attn_scale(g);
     const float *kb = k + kvo, *vb = v + kvo;
-    float *dkb = dk + kvo, *dvb = dv + kvo;
+    float *dkb = dk + b * T * dkv_ld + dkv_off, *dvb = dv + b * T * dkv_ld + dkv_off;
     const int32_t *mb = mask ? mask + b * T : NULL;
     for (int64_t t = 0; t < T; t++) {
-        memset(dkb + t * ldkv, 0, (size_t)D * sizeof(float));
-        memset(dvb + t * ldkv, 0, (size_t)D * sizeof(float));
-        for (int64_t hh = 0; hh < grp; hh++)
+        memset(dkb + t * dkv_ld, 0, (size_t)D * sizeof(float));
+        memset(dvb + t * dkv_ld, 0, (size_t)D * sizeof(float));
+        for (int64_t hh = hh0; hh < hh1; hh++)
             memset(dq + (b * T + t) * ldq + (kv * grp + hh) * D, 0, (size_t)D * sizeof(float));
     }
     for (int64_t j0 = 0; j0 < T; j0 += BK) {
@@ -641,7 +643,7 @@ ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float 
         tile_mask(w->bias, mb, j0, nk);
         int64_t i_lo, i_hi;
         query_rows(g, j0, nk, &i_lo, &i_hi);
-        for (int64_t hh = 0; hh < grp; hh++) {
+        for (int64_t hh = hh0; hh < hh1; hh++) {
             const int64_t h = kv * grp + hh, bh = b * H + h;
             const float *qb = q + b * T * ldq + h * D;
             float *dqb = dq + b * T * ldq + h * D;
@@ -702,15 +704,15 @@ ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float 
                     float *dv4[4], *dk4[4];
                     const float *p4[4], *ds4[4];
                     for (int i = 0; i < 4; i++) {
-                        dv4[i] = dvb + (j0 + c + i) * ldkv, dk4[i] = dkb + (j0 + c + i) * ldkv;
+                        dv4[i] = dvb + (j0 + c + i) * dkv_ld, dk4[i] = dkb + (j0 + c + i) * dkv_ld;
                         p4[i] = &w->S[0][c + i], ds4[i] = &w->P2[0][c + i];
                     }
                     acc_rows4(dv4, p4, BK, w->dO, ldt, nq, D);
                     acc_rows4(dk4, ds4, BK, w->Qs, ldt, nq, D);
                 }
                 for (; c < nkb; c++) {
-                    acc_rows(dvb + (j0 + c) * ldkv, &w->S[0][c], BK, w->dO, ldt, nq, D);
-                    acc_rows(dkb + (j0 + c) * ldkv, &w->P2[0][c], BK, w->Qs, ldt, nq, D);
+                    acc_rows(dvb + (j0 + c) * dkv_ld, &w->S[0][c], BK, w->dO, ldt, nq, D);
+                    acc_rows(dkb + (j0 + c) * dkv_ld, &w->P2[0][c], BK, w->Qs, ldt, nq, D);
                 }
                 int64_t r = 0;
                 for (; r + 4 <= nq; r += 4) {
@@ -731,23 +733,55 @@ void lp_k_attention_fused_backward_opt(float *dq, float *dk, float *dv, const fl
                                        const float *lse, const float *q, const float *k, const float *v,
                                        const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop)
 {
-    const int64_t D = g->D;
+    const int64_t D = g->D, H = g->H, Hkv = g->Hkv, grp = H / Hkv, C = H * D;
+    const int nthreads = omp_get_max_threads();
     const int64_t per = D > TMAX ? lp_attention_fused_tile_floats(D) : 0;
     float *heap = NULL;
     if (per) {
-        heap = lp_alloc((size_t)omp_get_max_threads() * (size_t)per * sizeof(float), LP_MEM_CATEGORY_TEMPORARY,
-                        "attention tiles");
+        heap = lp_alloc((size_t)nthreads * (size_t)per * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "attention tiles");
         if (!heap) { /* no memory for the D-sized tiles: the reference needs none */
             lp_k_attention_fused_backward_ref(dq, dk, dv, dout, out, lse, q, k, v, mask, g, drop);
             return;
         }
     }
+    /* GQA with fewer (batch, kv head) units than twice the threads: one task per query head
+     * instead, each head's dk, dv in a (B,T,H,D) scratch, summed over the groups after
+     * (without the memory, the group tasks still give the same result) */
+    float *part = NULL;
+    if (grp > 1 && g->B * Hkv < 2 * (int64_t)nthreads)
+        part = lp_alloc((size_t)lp_attention_fused_backward_scratch_floats(g) * sizeof(float),
+                        LP_MEM_CATEGORY_TEMPORARY, "attention dk/dv per query head");
 #pragma omp parallel
     {
         tiles w = tiles_bind(heap ? heap + (size_t)omp_get_thread_num() * (size_t)per : NULL, D);
+        if (part) {
+            float *pk = part, *pv = part + g->B * g->T * C;
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t bg = 0; bg < g->B * g->Hkv; bg++)
-            LP_ATTN_SPECIALIZE(bwd_group(&w, ldt, dq, dk, dv, dout, out, lse, q, k, v, mask, g, bg, Dk, drop))
+            for (int64_t bh = 0; bh < g->B * H; bh++) {
+                const int64_t bg = bh / grp, hh = bh % grp, off = (bh % H) * D;
+                LP_ATTN_SPECIALIZE(bwd_group(&w, ldt, dq, pk, pv, C, off, dout, out, lse, q, k, v, mask, g, bg, hh,
+                                             hh + 1, Dk, drop))
+            }
+            /* dk, dv (B,T,Hkv,D) = the sums over each group's heads */
+#pragma omp for schedule(static)
+            for (int64_t bt = 0; bt < g->B * g->T; bt++)
+                for (int64_t kv = 0; kv < Hkv; kv++) {
+                    float *dkr = dk + bt * g->ldkv + kv * D, *dvr = dv + bt * g->ldkv + kv * D;
+                    const float *sk = pk + bt * C + kv * grp * D, *sv = pv + bt * C + kv * grp * D;
+                    for (int64_t d = 0; d < D; d++) {
+                        float ak = 0.0f, av = 0.0f;
+                        for (int64_t hh = 0; hh < grp; hh++)
+                            ak += sk[hh * D + d], av += sv[hh * D + d];
+                        dkr[d] = ak, dvr[d] = av;
+                    }
+                }
+        } else {
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t bg = 0; bg < g->B * Hkv; bg++)
+                LP_ATTN_SPECIALIZE(bwd_group(&w, ldt, dq, dk, dv, g->ldkv, (bg % Hkv) * D, dout, out, lse, q, k, v,
+                                             mask, g, bg, 0, grp, Dk, drop))
+        }
     }
+    lp_free(part);
     lp_free(heap);
 }
