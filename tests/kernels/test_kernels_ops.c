@@ -675,6 +675,55 @@ static void test_dispatch_env(void **state)
     assert_string_equal(lp_kernels_active()->name, "opt");
 }
 
+/* Without their scratch (the debug allocator fails it) the fused kernels still give the
+ * same result: the forward packs key tiles per query block (D <= 256) or runs the reference
+ * (D > 256: no memory for D-sized tiles), the GQA backward runs one task per kv head
+ * instead of per query head, or the reference. Tolerances as in the op table. */
+static void test_attention_without_scratch(void **state)
+{
+    (void)state;
+    const lp_kernel_table *Ot = lp_kernels_table(LP_KERNELS_IMPL_OPT);
+    static const attn_case cs[] = {{2, 70, 4, 2, 64, 0, MASK_LEFT, true, 0, 0.0f},
+                                   {1, 40, 2, 1, 320, 0, MASK_RIGHT, true, 9, 0.0f}};
+    int f = 0;
+    for (int ci = 0; ci < 2; ci++) {
+        const attn_case *c = &cs[ci];
+        const int64_t B = c->B, T = c->T, H = c->H, D = c->D, C = H * D, Ckv = c->Hkv * D;
+        const lp_attn_geom g = {.B = B, .T = T, .H = H, .Hkv = c->Hkv, .D = D, .ldq = C, .ldkv = Ckv, .causal = c->causal,
+                                .window = c->window};
+        float *q = kt_rand_f(B * T * C, -2, 2), *k = kt_rand_f(B * T * Ckv, -2, 2), *v = kt_rand_f(B * T * Ckv, -2, 2);
+        float *dout = kt_rand_f(B * T * C, -1, 1);
+        int32_t *mask = kt_alloc((size_t)(B * T) * 4);
+        for (int64_t bt = 0; bt < B * T; bt++)
+            mask[bt] = c->maskmode == MASK_LEFT ? bt % T >= 3 : bt % T < T - 3;
+        float *o0 = kt_nan(B * T * C), *o1 = kt_nan(B * T * C), *l0 = kt_nan(B * H * T), *l1 = kt_nan(B * H * T);
+        Ot->attention_fused_forward(o0, l0, q, k, v, mask, &g, NULL);
+        lp_alloc_fail_at(1);
+        Ot->attention_fused_forward(o1, l1, q, k, v, mask, &g, NULL);
+        lp_alloc_fail_at(0);
+        f += strstr(lp_err_msg(), "attention keys/values") == NULL; /* the scratch really failed */
+        f += kt_close("attention fused out without scratch", o1, o0, B * T * C, 1e-5, 1e-4);
+        f += lse_close("attention fused lse without scratch", l1, l0, B * H * T);
+        float *gq[3] = {kt_nan(B * T * C), kt_nan(B * T * C), kt_nan(B * T * C)};
+        float *gk[3] = {kt_nan(B * T * Ckv), kt_nan(B * T * Ckv), kt_nan(B * T * Ckv)};
+        float *gv[3] = {kt_nan(B * T * Ckv), kt_nan(B * T * Ckv), kt_nan(B * T * Ckv)};
+        for (uint64_t fail = 0; fail < 3; fail++) { /* none; the first; the second allocation */
+            lp_alloc_fail_at(fail);
+            Ot->attention_fused_backward(gq[fail], gk[fail], gv[fail], dout, o0, l0, q, k, v, mask, &g, NULL);
+            uint64_t n = lp_alloc_fail_at(0);
+            if (fail > n) /* this path allocates fewer: the result is the first's again */
+                continue;
+            char what[64];
+            snprintf(what, sizeof what, "attention fused dq, allocation %llu failed", (unsigned long long)fail);
+            f += kt_close(what, gq[fail], gq[0], B * T * C, 1e-5, 1e-3);
+            f += kt_close(what, gk[fail], gk[0], B * T * Ckv, 1e-5, 1e-3);
+            f += kt_close(what, gv[fail], gv[0], B * T * Ckv, 1e-5, 1e-3);
+        }
+        f += kt_release("attention without scratch");
+    }
+    assert_int_equal(f, 0);
+}
+
 /* Bad geometries are refused with a message naming the caller and the field. */
 static void test_attention_geom_check(void **state)
 {
@@ -704,6 +753,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dispatch_env),
         cmocka_unit_test(test_attention_geom_check),
+        cmocka_unit_test(test_attention_without_scratch),
         cmocka_unit_test(test_op_table),
         cmocka_unit_test(test_op_table_one_thread),
     };
