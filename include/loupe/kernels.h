@@ -296,9 +296,10 @@ static inline int64_t lp_attention_fused_tile_floats(int64_t D)
     return 3 * 32 * Dp + 2 * D * LP_ATTN_KEY_TILE + LP_ATTN_KEY_TILE * Dp;
 }
 /* The scratch the fused forward takes per thread (the memory estimate counts threads x
- * this many floats, the largest of either direction): one kv head's keys, transposed in
- * key tiles, and its values, packed once per head, plus the heap tiles above
- * LP_ATTN_TILE_MAX_D (the backward takes only those). */
+ * this many floats): one kv head's keys, transposed in key tiles, and its values, packed
+ * once per head, plus the heap tiles above LP_ATTN_TILE_MAX_D. The backward takes only
+ * those tiles for MHA (so this is the larger of the two for BERT), and for GQA maybe also
+ * lp_attention_fused_backward_scratch_floats (see there). */
 static inline int64_t lp_attention_fused_pack_floats(int64_t T, int64_t D)
 {
     int64_t n = ((T + LP_ATTN_KEY_TILE - 1) / LP_ATTN_KEY_TILE) * LP_ATTN_KEY_TILE * D + T * D;
