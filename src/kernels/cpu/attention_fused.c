@@ -7,7 +7,8 @@
  * owner, no atomics), or one query head with its dk, dv summed afterwards when there are
  * too few kv heads to keep the threads busy. Key tiles that no query of a block can see
  * (above the causal diagonal, outside the sliding window) are skipped, not masked: causal
- * attention does about half the work of full attention. *
+ * attention does about half the work of full attention.
+ *
  * Dropout on the probabilities (lp_attn_dropout) never stores a mask either: each tile
  * row draws its keep factors (0 or 1/(1-p)) from the Philox counters lp_dropout_forward
  * would use for those elements, in the forward and again in the backward. The forward
