@@ -107,6 +107,7 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--write-model", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    os.chdir(ROOT)  # loupe bench's defaults (the bundled data) are relative to the checkout
     if a.write_model:
         return write_model(a.write_model, a.shape)
     a.model_dir = a.model_dir or os.path.join(tempfile.gettempdir(), f"loupe-bench-sweep-{a.shape}")

@@ -314,9 +314,10 @@ static inline int64_t lp_attention_fused_tile_floats(int64_t D)
     return 3 * 32 * Dp + 2 * D * LP_ATTN_KEY_TILE + LP_ATTN_KEY_TILE * Dp;
 }
 /* The scratch the fused forward takes per thread (the memory estimate counts threads x
- * this many floats, the largest of either direction): one kv head's keys, transposed in
- * key tiles, and its values, packed once per head, plus the heap tiles above
- * LP_ATTN_TILE_MAX_D (the backward takes only those). */
+ * this many floats): one kv head's keys, transposed in key tiles, and its values, packed
+ * once per head, plus the heap tiles above LP_ATTN_TILE_MAX_D. The backward takes only
+ * those tiles for MHA (so this is the larger of the two for BERT), and for GQA maybe also
+ * lp_attention_fused_backward_scratch_floats (see there). */
 static inline int64_t lp_attention_fused_pack_floats(int64_t T, int64_t D)
 {
     int64_t n = ((T + LP_ATTN_KEY_TILE - 1) / LP_ATTN_KEY_TILE) * LP_ATTN_KEY_TILE * D + T * D;
@@ -324,10 +325,18 @@ static inline int64_t lp_attention_fused_pack_floats(int64_t T, int64_t D)
 }
 /* dq, dk, dv = (dk, dv summed over each kv head's query heads); recomputes each score tile
  * (and dropout mask) from q, k, lse and drop, which must be the forward's. out is the
- * forward's out. */
+ * forward's out. With GQA (H > Hkv) and fewer than 2 x threads (batch, kv head) pairs, it
+ * takes lp_attention_fused_backward_scratch_floats temporary floats to run one task per
+ * query head (without them it runs one per kv head: same result, less parallel). */
 void lp_attention_fused_backward(float *dq, float *dk, float *dv, const float *dout, const float *out,
                                  const float *lse, const float *q, const float *k, const float *v,
                                  const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop);
+/* Floats the fused backward's per-query-head GQA path takes: dk and dv per query head,
+ * 2 x (B,T,H,D); 0 for MHA. */
+static inline int64_t lp_attention_fused_backward_scratch_floats(const lp_attn_geom *g)
+{
+    return g->H > g->Hkv ? 2 * g->B * g->T * g->H * g->D : 0;
+}
 /* LP_OK when g describes attention the kernels can run: B, T, H, Hkv, D >= 1, H a multiple
  * of Hkv, ldq >= H*D, ldkv >= Hkv*D, window >= 0, scale finite and >= 0. Otherwise
  * LP_STATUS_INVALID_ARG with a message naming `what` (a model file, a layer) and the field.

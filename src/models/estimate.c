@@ -21,7 +21,8 @@
  *                        rows (256,in) or threads x 32 masked rows (32,in)]
  *   fused LoRA dropout forward: threads x 64 dropped rows (64,in)
  * and, not per Linear, the fused attention forward's packed keys and values per thread
- * (lp_attention_fused_pack_floats). */
+ * (lp_attention_fused_pack_floats), or its backward's D-sized tiles and GQA dk/dv per query
+ * head (lp_attention_fused_backward_scratch_floats), whichever is larger. */
 #include <string.h>
 
 #include "models_internal.h"
@@ -134,8 +135,17 @@ lp_status lp_model_estimate(const char *dir, const lp_model_options *opt, int64_
     uint64_t scratch = 0;
     for (size_t i = 0; i < m->n_lins; i++)
         scratch = max2(scratch, linear_scratch(m, &m->lins[i], N, th));
-    if (m->exec == LP_EXEC_MODE_FUSED && c->num_heads > 0) // the fused attention forward's packed keys and values
+    if (m->exec == LP_EXEC_MODE_FUSED && c->num_heads > 0) {
+        // the fused attention forward's packed keys and values; the backward's D-sized tiles
+        // (above LP_ATTN_TILE_MAX_D) and, for GQA with fewer (batch, kv head) pairs than twice
+        // the threads, dk/dv per query head
         scratch = max2(scratch, th * (uint64_t)lp_attention_fused_pack_floats(T, c->head_dim));
+        const lp_attn_geom g = {.B = B, .T = T, .H = c->num_heads, .Hkv = c->num_kv_heads, .D = c->head_dim};
+        uint64_t bwd = c->head_dim > LP_ATTN_TILE_MAX_D ? th * (uint64_t)lp_attention_fused_tile_floats(c->head_dim) : 0;
+        if (g.H > g.Hkv && (uint64_t)(g.B * g.Hkv) < 2 * th)
+            bwd += (uint64_t)lp_attention_fused_backward_scratch_floats(&g);
+        scratch = max2(scratch, bwd);
+    }
     out->temporary_transient = 4 * scratch;
     out->temporary = 4 * (uint64_t)pl.tmp + out->temporary_transient;
     out->input = 4 * (uint64_t)pl.in;

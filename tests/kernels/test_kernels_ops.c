@@ -208,6 +208,7 @@ typedef struct attn_case {
     int maskmode;
     bool causal;
     int64_t window;
+    float scale; /* 0 = 1/sqrt(D) */
 } attn_case;
 
 /* The definition, spelled out again independently of the kernels and of lp_attn_key_range. */
@@ -223,7 +224,7 @@ static void naive_attention(double *out, double *dq, double *dk, double *dv, con
                             const float *dout)
 {
     const int64_t T = c->T, H = c->H, D = c->D, C = H * D, Ckv = c->Hkv * D;
-    const double scale = 1.0 / sqrt((double)D);
+    const double scale = c->scale != 0.0f ? (double)c->scale : 1.0 / sqrt((double)D);
     double *p = malloc((size_t)T * sizeof(double)), *dp = malloc((size_t)T * sizeof(double));
     memset(dk, 0, (size_t)(c->B * T * Ckv) * sizeof(double));
     memset(dv, 0, (size_t)(c->B * T * Ckv) * sizeof(double));
@@ -333,7 +334,7 @@ static int run_attn_case(const attn_case *ac)
     const int packed = ac->packed;
     const int64_t ldq = packed ? C + 2 * Ckv + 3 : C, ldkv = packed ? ldq : Ckv;
     const lp_attn_geom g = {.B = B, .T = T, .H = H, .Hkv = Hkv, .D = D, .ldq = ldq, .ldkv = ldkv,
-                            .causal = ac->causal, .window = ac->window};
+                            .causal = ac->causal, .window = ac->window, .scale = ac->scale};
     const int64_t nq = B * T * ldq, nkv = B * T * ldkv, nx = packed ? nq : nq + 2 * nkv;
     float *qkv = kt_rand_f(nx, -2, 2);
     float *q = qkv, *k = packed ? qkv + C : qkv + nq, *v = packed ? qkv + C + Ckv : qkv + nq + nkv;
@@ -825,22 +826,23 @@ static const op_case cases[] = {
  * (with queries that see no key), odd T (1, 7, 65, 130, 200), head sizes 1 to 320 (above
  * LP_ATTN_TILE_MAX_D the fused kernels take heap tiles), packed qkv with a stride > C. */
 static const attn_case attn_cases[] = {
-    /* B  T   H  Hkv D   packed mask                 causal window */
-    {1, 1, 1, 1, 8, 0, MASK_NONE, true, 0},
-    {2, 7, 4, 2, 8, 1, MASK_RIGHT, true, 0},
-    {2, 7, 4, 1, 8, 0, MASK_LEFT, true, 0},
-    {2, 7, 4, 2, 8, 1, MASK_LEFT, false, 0},
-    {1, 17, 2, 1, 1, 0, MASK_RIGHT, true, 5},
-    {2, 65, 4, 2, 64, 1, MASK_LEFT, true, 16},
-    {2, 65, 4, 1, 80, 0, MASK_RIGHT, true, 20},
-    {1, 130, 4, 2, 96, 1, MASK_NONE, true, 0},
-    {2, 130, 4, 2, 128, 1, MASK_LEFT_LAST_ONLY, true, 0},
-    {2, 65, 4, 2, 64, 1, MASK_FAR_KEYS, true, 0},
-    {1, 130, 2, 1, 64, 0, MASK_NONE, false, 40},
-    {1, 200, 2, 1, 64, 1, MASK_LEFT, true, 70},
-    {1, 65, 2, 1, 320, 1, MASK_RIGHT, true, 0},
-    {1, 33, 2, 2, 320, 0, MASK_NONE, false, 0},
-    {2, 130, 4, 4, 64, 1, MASK_RIGHT, false, 0},
+    /* B, T, H, Hkv, D, packed, mask, causal, window[, scale] */
+    {1, 1, 1, 1, 8, 0, MASK_NONE, true, 0, 0.0f},
+    {2, 7, 4, 2, 8, 1, MASK_RIGHT, true, 0, 0.0f},
+    {2, 7, 4, 1, 8, 0, MASK_LEFT, true, 0, 0.0f},
+    {2, 7, 4, 2, 8, 1, MASK_LEFT, false, 0, 0.0f},
+    {1, 17, 2, 1, 1, 0, MASK_RIGHT, true, 5, 0.0f},
+    {2, 65, 4, 2, 64, 1, MASK_LEFT, true, 16, 0.0f},
+    {2, 65, 4, 1, 80, 0, MASK_RIGHT, true, 20, 0.0f},
+    {1, 130, 4, 2, 96, 1, MASK_NONE, true, 0, 0.0f},
+    {2, 130, 4, 2, 128, 1, MASK_LEFT_LAST_ONLY, true, 0, 0.0f},
+    {2, 65, 4, 2, 64, 1, MASK_FAR_KEYS, true, 0, 0.0f},
+    {1, 130, 2, 1, 64, 0, MASK_NONE, false, 40, 0.0f},
+    {1, 200, 2, 1, 64, 1, MASK_LEFT, true, 70, 0.0f},
+    {1, 65, 2, 1, 320, 1, MASK_RIGHT, true, 0, 0.0f},
+    {1, 33, 2, 2, 320, 0, MASK_NONE, false, 0, 0.0f},
+    {2, 130, 4, 4, 64, 1, MASK_RIGHT, false, 0, 0.0f},
+    {2, 40, 4, 2, 32, 1, MASK_LEFT, true, 0, 0.3f}, /* an explicit scale (Gemma-style query_pre_attn_scalar) */
 };
 
 static void test_op_table(void **state)
@@ -887,11 +889,85 @@ static void test_dispatch_env(void **state)
     assert_string_equal(lp_kernels_active()->name, "opt");
 }
 
+/* Without their scratch (the debug allocator fails it) the fused kernels still give the
+ * same result: the forward packs key tiles per query block (D <= 256) or runs the reference
+ * (D > 256: no memory for D-sized tiles), the GQA backward runs one task per kv head
+ * instead of per query head, or the reference. Tolerances as in the op table. */
+static void test_attention_without_scratch(void **state)
+{
+    (void)state;
+    const lp_kernel_table *Ot = lp_kernels_table(LP_KERNELS_IMPL_OPT);
+    static const attn_case cs[] = {{2, 70, 4, 2, 64, 0, MASK_LEFT, true, 0, 0.0f},
+                                   {1, 40, 2, 1, 320, 0, MASK_RIGHT, true, 9, 0.0f}};
+    int f = 0;
+    for (int ci = 0; ci < 2; ci++) {
+        const attn_case *c = &cs[ci];
+        const int64_t B = c->B, T = c->T, H = c->H, D = c->D, C = H * D, Ckv = c->Hkv * D;
+        const lp_attn_geom g = {.B = B, .T = T, .H = H, .Hkv = c->Hkv, .D = D, .ldq = C, .ldkv = Ckv, .causal = c->causal,
+                                .window = c->window};
+        float *q = kt_rand_f(B * T * C, -2, 2), *k = kt_rand_f(B * T * Ckv, -2, 2), *v = kt_rand_f(B * T * Ckv, -2, 2);
+        float *dout = kt_rand_f(B * T * C, -1, 1);
+        int32_t *mask = kt_alloc((size_t)(B * T) * 4);
+        for (int64_t bt = 0; bt < B * T; bt++)
+            mask[bt] = c->maskmode == MASK_LEFT ? bt % T >= 3 : bt % T < T - 3;
+        float *o0 = kt_nan(B * T * C), *o1 = kt_nan(B * T * C), *l0 = kt_nan(B * H * T), *l1 = kt_nan(B * H * T);
+        Ot->attention_fused_forward(o0, l0, q, k, v, mask, &g, NULL);
+        lp_alloc_fail_at(1);
+        Ot->attention_fused_forward(o1, l1, q, k, v, mask, &g, NULL);
+        lp_alloc_fail_at(0);
+        f += strstr(lp_err_msg(), "attention keys/values") == NULL; /* the scratch really failed */
+        f += kt_close("attention fused out without scratch", o1, o0, B * T * C, 1e-5, 1e-4);
+        f += lse_close("attention fused lse without scratch", l1, l0, B * H * T);
+        float *gq[3] = {kt_nan(B * T * C), kt_nan(B * T * C), kt_nan(B * T * C)};
+        float *gk[3] = {kt_nan(B * T * Ckv), kt_nan(B * T * Ckv), kt_nan(B * T * Ckv)};
+        float *gv[3] = {kt_nan(B * T * Ckv), kt_nan(B * T * Ckv), kt_nan(B * T * Ckv)};
+        for (uint64_t fail = 0; fail < 3; fail++) { /* none; the first; the second allocation */
+            lp_alloc_fail_at(fail);
+            Ot->attention_fused_backward(gq[fail], gk[fail], gv[fail], dout, o0, l0, q, k, v, mask, &g, NULL);
+            uint64_t n = lp_alloc_fail_at(0);
+            if (fail > n) /* this path allocates fewer: the result is the first's again */
+                continue;
+            char what[64];
+            snprintf(what, sizeof what, "attention fused dq, allocation %llu failed", (unsigned long long)fail);
+            f += kt_close(what, gq[fail], gq[0], B * T * C, 1e-5, 1e-3);
+            f += kt_close(what, gk[fail], gk[0], B * T * Ckv, 1e-5, 1e-3);
+            f += kt_close(what, gv[fail], gv[0], B * T * Ckv, 1e-5, 1e-3);
+        }
+        f += kt_release("attention without scratch");
+    }
+    assert_int_equal(f, 0);
+}
+
+/* Bad geometries are refused with a message naming the caller and the field. */
+static void test_attention_geom_check(void **state)
+{
+    (void)state;
+    lp_attn_geom g = {.B = 2, .T = 9, .H = 14, .Hkv = 2, .D = 64, .ldq = 14 * 64, .ldkv = 2 * 64, .causal = true,
+                      .window = 4};
+    assert_int_equal(lp_attention_geom_check(&g, "model.json"), LP_OK);
+    g.Hkv = 3;
+    assert_int_equal(lp_attention_geom_check(&g, "model.json"), LP_STATUS_INVALID_ARG);
+    assert_non_null(strstr(lp_err_msg(), "model.json"));
+    assert_non_null(strstr(lp_err_msg(), "3 key/value heads"));
+    g.Hkv = 2, g.ldkv = 64;
+    assert_int_equal(lp_attention_geom_check(&g, "x"), LP_STATUS_INVALID_ARG);
+    assert_non_null(strstr(lp_err_msg(), "ldkv=64"));
+    g.ldkv = 128, g.D = 0;
+    assert_int_equal(lp_attention_geom_check(&g, "x"), LP_STATUS_INVALID_ARG);
+    g.D = 64, g.window = -1;
+    assert_int_equal(lp_attention_geom_check(&g, "x"), LP_STATUS_INVALID_ARG);
+    g.window = 0, g.scale = NAN;
+    assert_int_equal(lp_attention_geom_check(&g, "x"), LP_STATUS_INVALID_ARG);
+    assert_int_equal(lp_attention_geom_check(NULL, "x"), LP_STATUS_INVALID_ARG);
+}
+
 int main(void)
 {
     lp_threads_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dispatch_env),
+        cmocka_unit_test(test_attention_geom_check),
+        cmocka_unit_test(test_attention_without_scratch),
         cmocka_unit_test(test_op_table),
         cmocka_unit_test(test_op_table_one_thread),
     };

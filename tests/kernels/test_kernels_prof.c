@@ -103,6 +103,29 @@ static lp_status on_ready_dec(const lp_prof_events *ev, void *user)
     return LP_OK;
 }
 
+/* Attention's op records count only the (query, key) pairs the geometry leaves visible
+ * (the fused kernels skip the rest): T*T per head without a mask, T*(T+1)/2 causal, and
+ * sum_i min(i+1, window) with a sliding window; dims are {B, H, Hkv, T, D}. */
+typedef struct attn_seen {
+    int n;
+    double flops[3];
+    int64_t dims[5];
+} attn_seen;
+
+static lp_status on_attn_ready(const lp_prof_events *ev, void *user)
+{
+    attn_seen *s = user;
+    for (size_t i = 0; i < lp_prof_events_count(ev); i++) {
+        const lp_prof_event *e = lp_prof_events_get(ev, i);
+        if (strcmp(e->name, "lp::attention_fused_forward") || s->n >= 3)
+            continue;
+        s->flops[s->n++] = e->flops;
+        if (e->n_inputs == 1 && e->input_ranks[0] == 5)
+            memcpy(s->dims, e->input_dims, sizeof s->dims);
+    }
+    return LP_OK;
+}
+
 static void test_decoder_ops_recorded(void **state)
 {
     (void)state;
@@ -147,8 +170,40 @@ static void test_decoder_ops_recorded(void **state)
     assert_float_equal(s.flops[7], 0.0, 0); /* a copy */
 }
 
+static void test_attention_flops_visible(void **state)
+{
+    (void)state;
+    attn_seen s = {0};
+    lp_prof_config cfg;
+    lp_prof_config_init(&cfg);
+    cfg.record_shapes = cfg.with_flops = 1;
+    cfg.on_trace_ready = on_attn_ready;
+    cfg.user = &s;
+    enum { B = 2, T = 10, H = 4, Hkv = 2, D = 8 };
+    static float q[B * T * H * D], k[B * T * Hkv * D], v[B * T * Hkv * D], out[B * T * H * D], lse[B * H * T];
+    for (int i = 0; i < B * T * Hkv * D; i++)
+        k[i] = v[i] = 0.01f * (float)(i % 17);
+    lp_attn_geom g = {.B = B, .T = T, .H = H, .Hkv = Hkv, .D = D, .ldq = H * D, .ldkv = Hkv * D};
+    assert_int_equal(lp_prof_start(&cfg), LP_OK);
+    lp_attention_fused_forward(out, lse, q, k, v, NULL, &g, NULL);
+    g.causal = true;
+    lp_attention_fused_forward(out, lse, q, k, v, NULL, &g, NULL);
+    g.window = 3;
+    lp_attention_fused_forward(out, lse, q, k, v, NULL, &g, NULL);
+    assert_int_equal(lp_prof_stop(), LP_OK);
+    assert_int_equal(s.n, 3);
+    const double per_pair = 4.0 * B * H * D;
+    assert_float_equal(s.flops[0], per_pair * T * T, 0);
+    assert_float_equal(s.flops[1], per_pair * T * (T + 1) / 2, 0);
+    assert_float_equal(s.flops[2], per_pair * (1 + 2 + 3 * (T - 2)), 0);
+    const int64_t want[5] = {B, H, Hkv, T, D};
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(s.dims[i], want[i]);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_ops_recorded), cmocka_unit_test(test_decoder_ops_recorded)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_ops_recorded), cmocka_unit_test(test_decoder_ops_recorded),
+                                       cmocka_unit_test(test_attention_flops_visible)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

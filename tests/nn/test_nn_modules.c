@@ -81,6 +81,54 @@ static void composed_equals_kernel(void **state)
         free(keep);
 }
 
+/* The composed path under a decoder geometry (4 query heads over 2 kv heads, causal, window
+ * 3, separate q and k/v buffers of different widths, the second sequence left-padded so its
+ * first two queries see no key) equals the eager kernel at p = 0, forward and backward
+ * (1e-5: the same f32 products in another order), with finite values everywhere and the
+ * blind queries' outputs exactly 0. */
+static void composed_equals_kernel_gqa_causal(void **state)
+{
+    (void)state;
+    enum { Hq = 4, Hk = 2, Cq = Hq * D, Ck = Hk * D };
+    const lp_attn_geom g = {.B = B, .T = T, .H = Hq, .Hkv = Hk, .D = D, .ldq = Cq, .ldkv = Ck, .causal = true,
+                            .window = 3};
+    lp_rng r;
+    lp_rng_init(&r, 23, LP_RNG_STREAM_INIT);
+    const int64_t N = B * T, A = B * Hq * T * T;
+    float *q = rnd(&r, N * Cq, 1), *k = rnd(&r, N * Ck, 1), *v = rnd(&r, N * Ck, 1), *dctx = rnd(&r, N * Cq, 1);
+    int32_t mask[B * T];
+    for (int i = 0; i < B * T; i++)
+        mask[i] = i / T == 0 || (i % T) >= 2;
+    float *c1 = calloc(N * Cq, 4), *c2 = calloc(N * Cq, 4), *att1 = calloc(A, 4), *att2 = calloc(A, 4),
+          *attd = calloc(A, 4), *datt = calloc(2 * A, 4);
+    uint8_t *keep = calloc(A, 1);
+    lp_attention_eager_forward(c1, att1, q, k, v, mask, &g);
+    lp_nn__attention_composed_forward(c2, att2, attd, keep, q, k, v, mask, &g, 0.0f, &r);
+    for (int64_t i = 0; i < N * Cq; i++)
+        assert_true(isfinite(c2[i]));
+    for (int64_t t = 0; t < 2; t++)
+        for (int64_t c = 0; c < Cq; c++)
+            assert_true(c2[(T + t) * Cq + c] == 0.0f);
+    printf("composed vs kernel, gqa causal window: ctx %.3e, probabilities %.3e\n", maxdiff(c1, c2, N * Cq),
+           maxdiff(att1, att2, A));
+    assert_true(maxdiff(c1, c2, N * Cq) < 1e-5 && maxdiff(att1, att2, A) < 1e-6);
+    const int64_t n[3] = {N * Cq, N * Ck, N * Ck};
+    float *g1[3], *g2[3];
+    for (int i = 0; i < 3; i++)
+        g1[i] = calloc(n[i], 4), g2[i] = calloc(n[i], 4);
+    lp_attention_eager_backward(g1[0], g1[1], g1[2], datt, dctx, att1, q, k, v, &g);
+    lp_nn__attention_composed_backward(g2[0], g2[1], g2[2], datt, dctx, att2, attd, keep, q, k, v, &g, 0.0f, false);
+    for (int i = 0; i < 3; i++) {
+        for (int64_t e = 0; e < n[i]; e++)
+            assert_true(isfinite(g2[i][e]));
+        printf("composed vs kernel backward d%c: %.3e\n", "qkv"[i], maxdiff(g1[i], g2[i], n[i]));
+        assert_true(maxdiff(g1[i], g2[i], n[i]) < 1e-5);
+        free(g1[i]), free(g2[i]);
+    }
+    free(q), free(k), free(v), free(dctx), free(c1), free(c2), free(att1), free(att2), free(attd), free(datt),
+        free(keep);
+}
+
 /* loss = sum(ctx * R) with a fixed dropout mask (the RNG state is replayed per evaluation). */
 static double composed_loss(const float *q, const float *k, const float *v, const int32_t *mask,
                             const float *R, lp_rng rng, float p)
@@ -428,6 +476,7 @@ int main(void)
     lp_threads_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(composed_equals_kernel),
+        cmocka_unit_test(composed_equals_kernel_gqa_causal),
         cmocka_unit_test(composed_dropout_finite_differences),
         cmocka_unit_test(checkpointing_replays_dropout),
         cmocka_unit_test(fused_dropout_equals_composed),

@@ -84,13 +84,30 @@ void lp_k_attention_eager_forward_opt(float *out, float *att, const float *q, co
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)T, (int)D, scale, qb, (int)g->ldq, kb,
                     (int)g->ldkv, 0.0f, a, (int)T);
         const int32_t *mb = mask ? mask + b * T : NULL;
-        const bool all_visible = !mb && !g->causal && g->window <= 0;
-        for (int64_t i = 0; i < T; i++) {
-            float *row = a + i * T;
-            if (!all_visible && mask_row(row, g, mb, i) == 0)
-                memset(row, 0, (size_t)T * sizeof(float)); /* sees no key: p = 0, out = 0 */
-            else
-                lp_k_softmax_row(row, row, T);
+        if (g->causal || g->window > 0) {
+            for (int64_t i = 0; i < T; i++) {
+                float *row = a + i * T;
+                if (mask_row(row, g, mb, i) == 0)
+                    memset(row, 0, (size_t)T * sizeof(float)); /* sees no key: p = 0, out = 0 */
+                else
+                    lp_k_softmax_row(row, row, T);
+            }
+        } else { /* padding only: every query of the row sees the same keys */
+            int64_t seen = T;
+            if (mb)
+                for (int64_t j = 0; j < T; j++)
+                    seen -= !mb[j];
+            for (int64_t i = 0; i < T; i++) {
+                float *row = a + i * T;
+                if (mb)
+                    for (int64_t j = 0; j < T; j++)
+                        if (!mb[j])
+                            row[j] = -INFINITY;
+                if (seen == 0)
+                    memset(row, 0, (size_t)T * sizeof(float));
+                else
+                    lp_k_softmax_row(row, row, T);
+            }
         }
         // out (T,D) = a (T,T) @ v (T,D)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)D, (int)T, 1.0f, a, (int)T, vb,

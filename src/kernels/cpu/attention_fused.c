@@ -1,11 +1,12 @@
-/* Fused attention (flash-attention style): the forward streams over keys with an online
- * softmax (running max m, running sum l, rescaled accumulator) and saves only the
- * log-sum-exp per query row; the backward recomputes each score from q, k and lse. No
- * (B,H,T,T) buffer exists in either direction. The reference streams one key at a time;
- * the optimized version works on BQ x BK tiles, one (batch, head) per OpenMP task in the
- * forward and one (batch, kv head) in the backward (a kv head's dk and dv sum over its
- * query heads: one owner, no atomics). Key tiles that no query of a block can see (above
- * the causal diagonal, outside the sliding window) are skipped, not masked: causal
+/* Optimized fused attention (flash-attention style; the reference is attention_fused_ref.c):
+ * the forward streams over key tiles with an online softmax (running max m, running sum l,
+ * rescaled accumulator) and saves only the log-sum-exp per query row; the backward
+ * recomputes each score tile from q, k and lse. No (B,H,T,T) buffer exists in either
+ * direction. Work is in BQ x BK tiles: one (batch, head) per OpenMP task in the forward;
+ * one (batch, kv head) in the backward (a kv head's dk and dv sum over its query heads: one
+ * owner, no atomics), or one query head with its dk, dv summed afterwards when there are
+ * too few kv heads to keep the threads busy. Key tiles that no query of a block can see
+ * (above the causal diagonal, outside the sliding window) are skipped, not masked: causal
  * attention does about half the work of full attention.
  *
  * Dropout on the probabilities (lp_attn_dropout) never stores a mask either: each tile
@@ -27,115 +28,6 @@
 #define BQ 32
 #define BK LP_ATTN_KEY_TILE
 #define TMAX LP_ATTN_TILE_MAX_D
-
-/* z[c] = keep factor (0 or 1/(1-p)) of probability elements e0 .. e0+n-1 (lp_attn_dropout). */
-static void drop_factors(float *z, const lp_attn_dropout *d, int64_t e0, int64_t n)
-{
-    const float sd = 1.0f / (1.0f - d->p);
-    for (int64_t c = 0; c < n;) {
-        int64_t e = e0 + c;
-        uint32_t x[4];
-        lp_rng_philox(d->seed, d->stream, d->offset + (uint64_t)(e >> 2), x);
-        for (int lane = (int)(e & 3); lane < 4 && c < n; lane++, c++)
-            z[c] = lp_rng_u01(x[lane]) >= d->p ? sd : 0.0f;
-    }
-}
-
-/* Whether key j is visible to query i of row mb (lp_attn_geom). */
-static inline bool visible(const lp_attn_geom *g, const int32_t *mb, int64_t i, int64_t j)
-{
-    int64_t lo, hi;
-    lp_attn_key_range(g, i, &lo, &hi);
-    return j >= lo && j < hi && (!mb || mb[j]);
-}
-
-// out (B,T,H*D) =; lse (B,H,T) =; q (B,T,H,D) stride ldq; k, v (B,T,Hkv,D) stride ldkv; mask (B,T)
-void lp_k_attention_fused_forward_ref(float *out, float *lse, const float *q, const float *k, const float *v,
-                                      const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop)
-{
-    const int64_t B = g->B, T = g->T, H = g->H, D = g->D, grp = H / g->Hkv, C = H * D;
-    const float scale = lp_attn_scale(g);
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t h = 0; h < H; h++)
-            for (int64_t i = 0; i < T; i++) {
-                const float *qi = q + (b * T + i) * g->ldq + h * D;
-                float *o = out + (b * T + i) * C + h * D; /* the accumulator: no scratch, any D */
-                float m = -INFINITY, l = 0.0f;
-                for (int64_t d = 0; d < D; d++)
-                    o[d] = 0.0f;
-                for (int64_t j = 0; j < T; j++) {
-                    if (!visible(g, mask ? mask + b * T : NULL, i, j))
-                        continue;
-                    const float *kj = k + (b * T + j) * g->ldkv + (h / grp) * D;
-                    const float *vj = v + (b * T + j) * g->ldkv + (h / grp) * D;
-                    float s = 0.0f;
-                    for (int64_t d = 0; d < D; d++)
-                        s += qi[d] * kj[d];
-                    s *= scale;
-                    float mn = fmaxf(m, s);
-                    float corr = expf(m - mn), p = expf(s - mn), z = 1.0f;
-                    if (drop)
-                        drop_factors(&z, drop, ((b * H + h) * T + i) * T + j, 1);
-                    l = l * corr + p;
-                    for (int64_t d = 0; d < D; d++)
-                        o[d] = o[d] * corr + z * p * vj[d];
-                    m = mn;
-                }
-                float inv = l > 0.0f ? 1.0f / l : 0.0f; /* no visible key: out stays 0 */
-                for (int64_t d = 0; d < D; d++)
-                    o[d] *= inv;
-                lse[(b * H + h) * T + i] = l > 0.0f ? m + logf(l) : -INFINITY;
-            }
-}
-
-// dq (B,T,H,D) stride ldq =; dk, dv (B,T,Hkv,D) stride ldkv = (summed over each group); dout, out (B,T,H*D); lse (B,H,T)
-void lp_k_attention_fused_backward_ref(float *dq, float *dk, float *dv, const float *dout, const float *out,
-                                       const float *lse, const float *q, const float *k, const float *v,
-                                       const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop)
-{
-    const int64_t B = g->B, T = g->T, H = g->H, D = g->D, grp = H / g->Hkv, C = H * D;
-    const float scale = lp_attn_scale(g);
-    for (int64_t bt = 0; bt < B * T; bt++) {
-        memset(dq + bt * g->ldq, 0, (size_t)C * sizeof(float));
-        memset(dk + bt * g->ldkv, 0, (size_t)(g->Hkv * D) * sizeof(float));
-        memset(dv + bt * g->ldkv, 0, (size_t)(g->Hkv * D) * sizeof(float));
-    }
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t h = 0; h < H; h++) {
-            const int64_t kvo = (h / grp) * D;
-            for (int64_t i = 0; i < T; i++) {
-                float li = lse[(b * H + h) * T + i];
-                if (li == -INFINITY) /* sees no key: no gradient */
-                    continue;
-                const float *qi = q + (b * T + i) * g->ldq + h * D;
-                const float *doi = dout + (b * T + i) * C + h * D, *oi = out + (b * T + i) * C + h * D;
-                float di = 0.0f; /* rowsum(dout * out) = sum_j p_ij * dp_ij */
-                for (int64_t d = 0; d < D; d++)
-                    di += doi[d] * oi[d];
-                float *dqi = dq + (b * T + i) * g->ldq + h * D;
-                for (int64_t j = 0; j < T; j++) {
-                    if (!visible(g, mask ? mask + b * T : NULL, i, j))
-                        continue;
-                    const float *kj = k + (b * T + j) * g->ldkv + kvo, *vj = v + (b * T + j) * g->ldkv + kvo;
-                    float *dkj = dk + (b * T + j) * g->ldkv + kvo, *dvj = dv + (b * T + j) * g->ldkv + kvo;
-                    float s = 0.0f, dp = 0.0f;
-                    for (int64_t d = 0; d < D; d++) {
-                        s += qi[d] * kj[d];
-                        dp += doi[d] * vj[d];
-                    }
-                    float p = expf(s * scale - li), z = 1.0f;
-                    if (drop)
-                        drop_factors(&z, drop, ((b * H + h) * T + i) * T + j, 1);
-                    float ds = p * (z * dp - di) * scale;
-                    for (int64_t d = 0; d < D; d++) {
-                        dvj[d] += z * p * doi[d];
-                        dqi[d] += ds * kj[d];
-                        dkj[d] += ds * qi[d];
-                    }
-                }
-            }
-        }
-}
 
 /* The tile loops below take D (and the tiles' row stride) as arguments and are always
  * inlined into a switch on the common head sizes, so for D = 32/64/128 the compiler sees
@@ -509,7 +401,10 @@ ALWAYS_INLINE void fwd_head(tiles *w, int64_t ldt, float *pack, bool repack, flo
         int64_t j_lo, j_hi;
         key_tiles(g, i0, nq, &j_lo, &j_hi);
         for (int64_t j0 = j_lo; j0 < j_hi; j0 += BK) {
+            /* the diagonal tile: keys past the block's last query are hidden from all of it,
+             * so its softmax and P@V stop there (half the tile when BQ = BK/2) */
             int64_t nk = T - j0 < BK ? T - j0 : BK;
+            nk = j_hi - j0 < nk ? j_hi - j0 : nk;
             const float(*Kt)[BK] = w->Kt;
             const float *V = w->Xp;
             int64_t ldv = ldt;
@@ -537,7 +432,7 @@ ALWAYS_INLINE void fwd_head(tiles *w, int64_t ldt, float *pack, bool repack, flo
                 l[r] = l[r] * corr + exp_sum(s, nk, 1.0f, mx);
                 m[r] = mx;
                 if (drop) { /* the normalizer took every p; the output takes the kept ones */
-                    drop_factors(w->z, drop, (bh * T + i0 + r) * T + j0, nk);
+                    lp_k_attn_drop_factors(w->z, drop, (bh * T + i0 + r) * T + j0, nk);
                     for (int64_t c = 0; c < nk; c++)
                         s[c] *= w->z[c];
                 }
@@ -609,25 +504,27 @@ void lp_k_attention_fused_forward_opt(float *out, float *lse, const float *q, co
     lp_free(pack);
 }
 
-/* One (batch, kv head) of the backward: dk and dv of a kv head get contributions from every
- * query block of each of its query heads, so it is the unit of work (no atomics). Key
+/* Query heads [hh0, hh1) of one (batch, kv head) bg of the backward: dk and dv of a kv head
+ * get contributions from every query block of each of its query heads, so with all of them
+ * (hh0 = 0, hh1 = H/Hkv) this is the unit of work (no atomics); with one, dk and dv go to
+ * that head's own slice of a scratch (dkv_ld, dkv_off) and are summed afterwards. Key
  * blocks are the outer loop so each key/value tile is packed once; dq accumulates in place
  * across them. */
-ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float *dv, const float *dout,
-                             const float *out, const float *lse, const float *q, const float *k, const float *v,
-                             const int32_t *mask, const lp_attn_geom *g, int64_t bg, int64_t D,
-                             const lp_attn_dropout *drop)
+ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float *dv, int64_t dkv_ld, int64_t dkv_off,
+                             const float *dout, const float *out, const float *lse, const float *q, const float *k,
+                             const float *v, const int32_t *mask, const lp_attn_geom *g, int64_t bg, int64_t hh0,
+                             int64_t hh1, int64_t D, const lp_attn_dropout *drop)
 {
     const int64_t T = g->T, H = g->H, Hkv = g->Hkv, grp = H / Hkv, C = H * D, ldq = g->ldq, ldkv = g->ldkv;
     const int64_t b = bg / Hkv, kv = bg % Hkv, kvo = b * T * ldkv + kv * D;
     const float scale = lp_attn_scale(g);
     const float *kb = k + kvo, *vb = v + kvo;
-    float *dkb = dk + kvo, *dvb = dv + kvo;
+    float *dkb = dk + b * T * dkv_ld + dkv_off, *dvb = dv + b * T * dkv_ld + dkv_off;
     const int32_t *mb = mask ? mask + b * T : NULL;
     for (int64_t t = 0; t < T; t++) {
-        memset(dkb + t * ldkv, 0, (size_t)D * sizeof(float));
-        memset(dvb + t * ldkv, 0, (size_t)D * sizeof(float));
-        for (int64_t hh = 0; hh < grp; hh++)
+        memset(dkb + t * dkv_ld, 0, (size_t)D * sizeof(float));
+        memset(dvb + t * dkv_ld, 0, (size_t)D * sizeof(float));
+        for (int64_t hh = hh0; hh < hh1; hh++)
             memset(dq + (b * T + t) * ldq + (kv * grp + hh) * D, 0, (size_t)D * sizeof(float));
     }
     for (int64_t j0 = 0; j0 < T; j0 += BK) {
@@ -638,12 +535,15 @@ ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float 
         tile_mask(w->bias, mb, j0, nk);
         int64_t i_lo, i_hi;
         query_rows(g, j0, nk, &i_lo, &i_hi);
-        for (int64_t hh = 0; hh < grp; hh++) {
+        for (int64_t hh = hh0; hh < hh1; hh++) {
             const int64_t h = kv * grp + hh, bh = b * H + h;
             const float *qb = q + b * T * ldq + h * D;
             float *dqb = dq + b * T * ldq + h * D;
             for (int64_t i0 = i_lo; i0 < i_hi; i0 += BQ) {
                 int64_t nq = T - i0 < BQ ? T - i0 : BQ;
+                /* causal: the keys past the block's last query get nothing from it (dk, dv
+                 * stay as they are, dq takes no term), so the block's products stop there */
+                const int64_t nkb = g->causal && i0 + nq - j0 < nk ? i0 + nq - j0 : nk;
                 float Di[BQ], L[BQ];
                 for (int64_t r = 0; r < nq; r++) {
                     const float *dor = dout + (b * T + i0 + r) * C + h * D, *orow = out + (b * T + i0 + r) * C + h * D;
@@ -657,7 +557,7 @@ ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float 
                 }
                 tile_qkt4(w->S, w->Qs, ldt, w->Kt, nq, D);  /* raw scores */
                 tile_qkt4(w->P2, w->dO, ldt, w->Vt, nq, D); /* dp = dout . v */
-                const bool full = tile_full(g, i0, nq, j0, nk);
+                const bool full = tile_full(g, i0, nq, j0, nkb);
                 for (int64_t r = 0; r < nq; r++) {
                     float *s = w->S[r], *dp = w->P2[r];
                     if (L[r] == -INFINITY) { /* the query sees no key: p = 0, ds = 0 */
@@ -666,45 +566,45 @@ ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float 
                         continue;
                     }
                     if (!full)
-                        hide_row(s, g, i0 + r, j0, nk);
+                        hide_row(s, g, i0 + r, j0, nkb);
                     /* hidden keys: -inf before the exp, so p = 0. Zeroing p after the exp is
                      * not the same: a padded key's raw score is not bounded by lse (which
                      * counts visible keys only), and exp(s * scale - lse) = inf times 0 is NaN */
                     const float *bias = w->bias;
 #pragma omp simd
-                    for (int64_t c = 0; c < nk; c++)
+                    for (int64_t c = 0; c < nkb; c++)
                         s[c] += bias[c];
-                    (void)exp_sum(s, nk, scale, L[r]); /* p = exp(s * scale - lse) */
+                    (void)exp_sum(s, nkb, scale, L[r]); /* p = exp(s * scale - lse) */
                     float di = Di[r];
                     if (drop) { /* dV takes the dropped p, ds = p (z dp - D) */
-                        drop_factors(w->z, drop, (bh * T + i0 + r) * T + j0, nk);
+                        lp_k_attn_drop_factors(w->z, drop, (bh * T + i0 + r) * T + j0, nkb);
                         const float *z = w->z;
 #pragma omp simd
-                        for (int64_t c = 0; c < nk; c++) {
+                        for (int64_t c = 0; c < nkb; c++) {
                             dp[c] = s[c] * (z[c] * dp[c] - di) * scale;
                             s[c] *= z[c];
                         }
                         continue;
                     }
 #pragma omp simd
-                    for (int64_t c = 0; c < nk; c++)
+                    for (int64_t c = 0; c < nkb; c++)
                         dp[c] = s[c] * (dp[c] - di) * scale; /* ds */
                 }
                 /* dv_j += sum_r p_rj dout_r; dk_j += sum_r ds_rj q_r; dq_r += sum_j ds_rj k_j */
                 int64_t c = 0;
-                for (; c + 4 <= nk; c += 4) {
+                for (; c + 4 <= nkb; c += 4) {
                     float *dv4[4], *dk4[4];
                     const float *p4[4], *ds4[4];
                     for (int i = 0; i < 4; i++) {
-                        dv4[i] = dvb + (j0 + c + i) * ldkv, dk4[i] = dkb + (j0 + c + i) * ldkv;
+                        dv4[i] = dvb + (j0 + c + i) * dkv_ld, dk4[i] = dkb + (j0 + c + i) * dkv_ld;
                         p4[i] = &w->S[0][c + i], ds4[i] = &w->P2[0][c + i];
                     }
                     acc_rows4(dv4, p4, BK, w->dO, ldt, nq, D);
                     acc_rows4(dk4, ds4, BK, w->Qs, ldt, nq, D);
                 }
-                for (; c < nk; c++) {
-                    acc_rows(dvb + (j0 + c) * ldkv, &w->S[0][c], BK, w->dO, ldt, nq, D);
-                    acc_rows(dkb + (j0 + c) * ldkv, &w->P2[0][c], BK, w->Qs, ldt, nq, D);
+                for (; c < nkb; c++) {
+                    acc_rows(dvb + (j0 + c) * dkv_ld, &w->S[0][c], BK, w->dO, ldt, nq, D);
+                    acc_rows(dkb + (j0 + c) * dkv_ld, &w->P2[0][c], BK, w->Qs, ldt, nq, D);
                 }
                 int64_t r = 0;
                 for (; r + 4 <= nq; r += 4) {
@@ -712,10 +612,10 @@ ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float 
                     const float *ds4[4];
                     for (int i = 0; i < 4; i++)
                         dq4[i] = dqb + (i0 + r + i) * ldq, ds4[i] = w->P2[r + i];
-                    acc_rows4(dq4, ds4, 1, w->Xp, ldt, nk, D);
+                    acc_rows4(dq4, ds4, 1, w->Xp, ldt, nkb, D);
                 }
                 for (; r < nq; r++)
-                    acc_rows(dqb + (i0 + r) * ldq, w->P2[r], 1, w->Xp, ldt, nk, D);
+                    acc_rows(dqb + (i0 + r) * ldq, w->P2[r], 1, w->Xp, ldt, nkb, D);
             }
         }
     }
@@ -725,23 +625,55 @@ void lp_k_attention_fused_backward_opt(float *dq, float *dk, float *dv, const fl
                                        const float *lse, const float *q, const float *k, const float *v,
                                        const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop)
 {
-    const int64_t D = g->D;
+    const int64_t D = g->D, H = g->H, Hkv = g->Hkv, grp = H / Hkv, C = H * D;
+    const int nthreads = omp_get_max_threads();
     const int64_t per = D > TMAX ? lp_attention_fused_tile_floats(D) : 0;
     float *heap = NULL;
     if (per) {
-        heap = lp_alloc((size_t)omp_get_max_threads() * (size_t)per * sizeof(float), LP_MEM_CATEGORY_TEMPORARY,
-                        "attention tiles");
+        heap = lp_alloc((size_t)nthreads * (size_t)per * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "attention tiles");
         if (!heap) { /* no memory for the D-sized tiles: the reference needs none */
             lp_k_attention_fused_backward_ref(dq, dk, dv, dout, out, lse, q, k, v, mask, g, drop);
             return;
         }
     }
+    /* GQA with fewer (batch, kv head) units than twice the threads: one task per query head
+     * instead, each head's dk, dv in a (B,T,H,D) scratch, summed over the groups after
+     * (without the memory, the group tasks still give the same result) */
+    float *part = NULL;
+    if (grp > 1 && g->B * Hkv < 2 * (int64_t)nthreads)
+        part = lp_alloc((size_t)lp_attention_fused_backward_scratch_floats(g) * sizeof(float),
+                        LP_MEM_CATEGORY_TEMPORARY, "attention dk/dv per query head");
 #pragma omp parallel
     {
         tiles w = tiles_bind(heap ? heap + (size_t)omp_get_thread_num() * (size_t)per : NULL, D);
+        if (part) {
+            float *pk = part, *pv = part + g->B * g->T * C;
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t bg = 0; bg < g->B * g->Hkv; bg++)
-            LP_ATTN_SPECIALIZE(bwd_group(&w, ldt, dq, dk, dv, dout, out, lse, q, k, v, mask, g, bg, Dk, drop))
+            for (int64_t bh = 0; bh < g->B * H; bh++) {
+                const int64_t bg = bh / grp, hh = bh % grp, off = (bh % H) * D;
+                LP_ATTN_SPECIALIZE(bwd_group(&w, ldt, dq, pk, pv, C, off, dout, out, lse, q, k, v, mask, g, bg, hh,
+                                             hh + 1, Dk, drop))
+            }
+            /* dk, dv (B,T,Hkv,D) = the sums over each group's heads */
+#pragma omp for schedule(static)
+            for (int64_t bt = 0; bt < g->B * g->T; bt++)
+                for (int64_t kv = 0; kv < Hkv; kv++) {
+                    float *dkr = dk + bt * g->ldkv + kv * D, *dvr = dv + bt * g->ldkv + kv * D;
+                    const float *sk = pk + bt * C + kv * grp * D, *sv = pv + bt * C + kv * grp * D;
+                    for (int64_t d = 0; d < D; d++) {
+                        float ak = 0.0f, av = 0.0f;
+                        for (int64_t hh = 0; hh < grp; hh++)
+                            ak += sk[hh * D + d], av += sv[hh * D + d];
+                        dkr[d] = ak, dvr[d] = av;
+                    }
+                }
+        } else {
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t bg = 0; bg < g->B * Hkv; bg++)
+                LP_ATTN_SPECIALIZE(bwd_group(&w, ldt, dq, dk, dv, g->ldkv, (bg % Hkv) * D, dout, out, lse, q, k, v,
+                                             mask, g, bg, 0, grp, Dk, drop))
+        }
     }
+    lp_free(part);
     lp_free(heap);
 }

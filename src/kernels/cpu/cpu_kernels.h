@@ -38,6 +38,9 @@ LP_DECLARE_BOTH(void, attention_fused_forward, float *out, float *lse, const flo
 LP_DECLARE_BOTH(void, attention_fused_backward, float *dq, float *dk, float *dv, const float *dout,
                 const float *out, const float *lse, const float *q, const float *k, const float *v,
                 const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop)
+/* z[c] = keep factor (0 or 1/(1-p)) of probability elements e0 .. e0+n-1 (lp_attn_dropout):
+ * shared by the reference and optimized fused attention. */
+void lp_k_attn_drop_factors(float *z, const lp_attn_dropout *d, int64_t e0, int64_t n);
 LP_DECLARE_BOTH(void, dropout_forward, float *out, uint8_t *keep, const float *inp, int64_t n, float p, lp_rng *rng)
 LP_DECLARE_BOTH(void, dropout_backward, float *dinp, const float *dout, const uint8_t *keep, int64_t n, float p)
 LP_DECLARE_BOTH(lp_status, cross_entropy_forward, float *loss, float *lse, const float *logits,
