@@ -20,6 +20,7 @@ static const struct {
     {"inspect", lp_cmd_inspect, "architecture, parameters and predicted memory of a model"},
     {"peak", lp_cmd_peak, "this machine's FLOP/s and bandwidth ceilings"},
     {"tokenize", lp_cmd_tokenize, "print token ids for lines on stdin"},
+    {"template", lp_cmd_template, "render conversations through a model's chat template"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
