@@ -467,6 +467,11 @@ static lp_status call_func(ev *E, const lp_tnode *call, lp_tv fn, lp_tv *out)
         if ((st = eval_args(E, call, a, &na, 1))) return st;
         lp_tv msg;
         if ((st = to_str(E, a[0], &msg, line))) return st;
+        /* errors are one line: control characters of the message print as spaces */
+        char *m1 = lp_tarena_alloc(E->a, msg.u.s.n + 1);
+        if (!m1) return oom(E);
+        for (size_t i = 0; i < msg.u.s.n; i++) m1[i] = (unsigned char)msg.u.s.s[i] < 32 ? ' ' : msg.u.s.s[i];
+        msg.u.s.s = m1;
         return lp_err(LP_STATUS_INVALID_ARG, "%s: line %d: raise_exception: %.*s", E->name, line, (int)(msg.u.s.n > 400 ? 400 : msg.u.s.n), msg.u.s.s);
     }
     case FN_STRFTIME: {
