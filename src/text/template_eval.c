@@ -128,17 +128,47 @@ static lp_status code_points(ev *E, lp_tv s, lp_tlist **out)
 
 static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
-/* Python str.strip/lstrip/rstrip; chars NULL: ASCII whitespace. */
+/* Length of the whitespace character at p[0, n) as Python's str.isspace() sees it (ASCII
+ * whitespace, \x1c-\x1f, U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F,
+ * U+205F, U+3000), 0 when p does not start with one. */
+static size_t space_len(const char *p, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)p;
+    if (!n) return 0;
+    if (u[0] < 0x80) return is_space(p[0]) || (u[0] >= 0x1c && u[0] <= 0x1f);
+    if (n >= 2 && u[0] == 0xC2 && (u[1] == 0x85 || u[1] == 0xA0)) return 2;
+    if (n >= 3 && u[0] == 0xE1 && u[1] == 0x9A && u[2] == 0x80) return 3;
+    if (n >= 3 && u[0] == 0xE2 && u[1] == 0x80 && (u[2] <= 0x8A || u[2] == 0xA8 || u[2] == 0xA9 || u[2] == 0xAF)) return 3;
+    if (n >= 3 && u[0] == 0xE2 && u[1] == 0x81 && u[2] == 0x9F) return 3;
+    if (n >= 3 && u[0] == 0xE3 && u[1] == 0x80 && u[2] == 0x80) return 3;
+    return 0;
+}
+
+/* Length of the whitespace character ending at p[n), 0 when none. */
+static size_t space_len_back(const char *p, size_t n)
+{
+    for (size_t k = 1; k <= 3 && k <= n; k++)
+        if (space_len(p + n - k, k) == k) return k;
+    return 0;
+}
+
+/* Python str.strip/lstrip/rstrip; chars NULL: Unicode whitespace as Python has it. chars
+ * given: the bytes of chars (exact for ASCII sets, which is what templates pass). */
 static lp_tv strip(lp_tv s, int left, int right, const lp_tv *chars)
 {
     const char *p = s.u.s.s;
-    size_t b = 0, e = s.u.s.n;
-#define STRIPPED(c) (chars ? memchr(chars->u.s.s, (c), chars->u.s.n) != NULL : is_space(c))
-    if (left)
-        while (b < e && STRIPPED(p[b])) b++;
-    if (right)
-        while (e > b && STRIPPED(p[e - 1])) e--;
-#undef STRIPPED
+    size_t b = 0, e = s.u.s.n, k;
+    if (chars) {
+        if (left)
+            while (b < e && memchr(chars->u.s.s, p[b], chars->u.s.n)) b++;
+        if (right)
+            while (e > b && memchr(chars->u.s.s, p[e - 1], chars->u.s.n)) e--;
+    } else {
+        if (left)
+            while (b < e && (k = space_len(p + b, e - b))) b += k;
+        if (right)
+            while (e > b && (k = space_len_back(p + b, e - b))) e -= k;
+    }
     return lp_tv_str(p + b, e - b);
 }
 
@@ -384,10 +414,11 @@ static lp_status split_str(ev *E, lp_tv s, lp_tv sep, int line, lp_tv *out)
     const char *p = s.u.s.s;
     size_t n = s.u.s.n, i = 0;
     if (sep.kind == LP_TV_UNDEF || sep.kind == LP_TV_NONE) { /* runs of whitespace, ends dropped */
+        size_t k;
         while (i < n) {
-            while (i < n && is_space(p[i])) i++;
+            while (i < n && (k = space_len(p + i, n - i))) i += k;
             size_t b = i;
-            while (i < n && !is_space(p[i])) i++;
+            while (i < n && !space_len(p + i, n - i)) i++;
             if (i > b && lp_tlist_push(E->a, l, lp_tv_str(p + b, i - b))) return oom(E);
         }
     } else {
