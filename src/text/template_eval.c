@@ -1,8 +1,8 @@
 /* Chat-template evaluator: walks the syntax tree with Jinja2's semantics as
  * transformers' environment has them (undefined names falsy and printed as "", a fresh
  * scope per loop iteration, namespace() for values that outlive one, raise_exception,
- * strftime_now, tojson as json.dumps(ensure_ascii=False)). Every error names the line and
- * the construct; loop iterations, nesting and output are bounded. */
+ * strftime_now; filters and tests are in template_filters.c). Every error names the line
+ * and the construct; loop iterations, nesting and output are bounded. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -11,76 +11,66 @@
 
 enum { FN_RAISE = 1, FN_STRFTIME, FN_NAMESPACE, FN_RANGE, FN_DICT };
 
-typedef struct ev {
-    lp_tarena *a;
-    const char *name;
-    lp_tbuf *out;
-    lp_tdict **frames;
-    size_t nframes, cap_frames;
-    long iters;
-    int depth;
-    int brk, cont; /* a break / continue is unwinding to its loop */
-} ev;
 
-static lp_status oom(ev *E) { return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory rendering the template", E->name); }
+lp_status lp_tev_oom(lp_tev *E) { return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory rendering the template", E->name); }
 
-static lp_status out_fail(ev *E, int line)
+lp_status lp_tev_out_fail(lp_tev *E, int line)
 {
     if (E->out->over)
         return lp_err(LP_STATUS_RANGE, "%s: line %d: rendered text passes %zu MiB", E->name, line, LP_TMPL_MAX_OUTPUT >> 20);
-    return oom(E);
+    return lp_tev_oom(E);
 }
 
-static const char *kind_name(lp_tv v)
+const char *lp_tev_kind_name(lp_tv v)
 {
     static const char *const n[] = {"undefined", "none", "bool", "int", "float", "string", "list", "dict", "function"};
     if (v.kind == LP_TV_DICT && v.u.d->ns) return "namespace";
     return n[v.kind];
 }
 
-static int str_eq(const char *s, size_t n, const char *lit) { return n == strlen(lit) && !memcmp(s, lit, n); }
+int lp_tev_str_eq(const char *s, size_t n, const char *lit) { return n == strlen(lit) && !memcmp(s, lit, n); }
 
 /* ---- names ---- */
 
-static lp_tv lookup(ev *E, const char *s, size_t n)
+static lp_tv lookup(lp_tev *E, const char *s, size_t n)
 {
     for (size_t i = E->nframes; i-- > 0;) {
         const lp_tv *v = lp_tdict_get(E->frames[i], s, n);
         if (v) return *v;
     }
     lp_tv f = {.kind = LP_TV_FUNC};
-    if (str_eq(s, n, "raise_exception")) f.u.i = FN_RAISE;
-    else if (str_eq(s, n, "strftime_now")) f.u.i = FN_STRFTIME;
-    else if (str_eq(s, n, "namespace")) f.u.i = FN_NAMESPACE;
-    else if (str_eq(s, n, "range")) f.u.i = FN_RANGE;
-    else if (str_eq(s, n, "dict")) f.u.i = FN_DICT;
+    if (lp_tev_str_eq(s, n, "raise_exception")) f.u.i = FN_RAISE;
+    else if (lp_tev_str_eq(s, n, "strftime_now")) f.u.i = FN_STRFTIME;
+    else if (lp_tev_str_eq(s, n, "namespace")) f.u.i = FN_NAMESPACE;
+    else if (lp_tev_str_eq(s, n, "range")) f.u.i = FN_RANGE;
+    else if (lp_tev_str_eq(s, n, "dict")) f.u.i = FN_DICT;
     else f.kind = LP_TV_UNDEF;
     return f;
 }
 
-static lp_status push_frame(ev *E)
+static lp_status push_frame(lp_tev *E)
 {
     if (E->nframes == E->cap_frames) {
         size_t cap = E->cap_frames ? 2 * E->cap_frames : 8;
         lp_tdict **f = lp_tarena_alloc(E->a, cap * sizeof *f);
-        if (!f) return oom(E);
+        if (!f) return lp_tev_oom(E);
         if (E->nframes) memcpy(f, E->frames, E->nframes * sizeof *f);
         E->frames = f, E->cap_frames = cap;
     }
     lp_tdict *d = lp_tarena_alloc(E->a, sizeof *d);
-    if (!d) return oom(E);
+    if (!d) return lp_tev_oom(E);
     E->frames[E->nframes++] = d;
     return LP_OK;
 }
 
-static lp_status set_var(ev *E, const char *s, size_t n, lp_tv v)
+static lp_status set_var(lp_tev *E, const char *s, size_t n, lp_tv v)
 {
-    return lp_tdict_set(E->a, E->frames[E->nframes - 1], lp_tv_str(s, n), v) ? oom(E) : LP_OK;
+    return lp_tdict_set(E->a, E->frames[E->nframes - 1], lp_tv_str(s, n), v) ? lp_tev_oom(E) : LP_OK;
 }
 
 /* ---- strings ---- */
 
-static lp_tv new_str(ev *E, const char *s, size_t n, int *fail)
+lp_tv lp_tev_new_str(lp_tev *E, const char *s, size_t n, int *fail)
 {
     char *p = lp_tarena_alloc(E->a, n + 1);
     if (!p) {
@@ -92,7 +82,7 @@ static lp_tv new_str(ev *E, const char *s, size_t n, int *fail)
 }
 
 /* str(v) as a fresh arena string */
-static lp_status to_str(ev *E, lp_tv v, lp_tv *out, int line)
+lp_status lp_tev_to_str(lp_tev *E, lp_tv v, lp_tv *out, int line)
 {
     if (v.kind == LP_TV_STR) {
         *out = v;
@@ -101,121 +91,57 @@ static lp_status to_str(ev *E, lp_tv v, lp_tv *out, int line)
     lp_tbuf b = {0};
     if (lp_tv_write_str(&b, v)) {
         lp_tbuf_free(&b);
-        return out_fail(E, line);
+        return lp_tev_out_fail(E, line);
     }
     int fail = 0;
-    *out = new_str(E, b.p ? b.p : "", b.n, &fail);
+    *out = lp_tev_new_str(E, b.p ? b.p : "", b.n, &fail);
     lp_tbuf_free(&b);
-    return fail ? oom(E) : LP_OK;
+    return fail ? lp_tev_oom(E) : LP_OK;
 }
 
-static int utf8_len(unsigned char c) { return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4; }
+int lp_tev_utf8_len(unsigned char c) { return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4; }
 
 /* Splits a string into code points (Python indexes str by code point). */
-static lp_status code_points(ev *E, lp_tv s, lp_tlist **out)
+lp_status lp_tev_code_points(lp_tev *E, lp_tv s, lp_tlist **out)
 {
     lp_tlist *l = lp_tarena_alloc(E->a, sizeof *l);
-    if (!l) return oom(E);
+    if (!l) return lp_tev_oom(E);
     for (size_t i = 0; i < s.u.s.n;) {
-        size_t k = (size_t)utf8_len((unsigned char)s.u.s.s[i]);
+        size_t k = (size_t)lp_tev_utf8_len((unsigned char)s.u.s.s[i]);
         if (k > s.u.s.n - i) k = s.u.s.n - i;
-        if (lp_tlist_push(E->a, l, lp_tv_str(s.u.s.s + i, k))) return oom(E);
+        if (lp_tlist_push(E->a, l, lp_tv_str(s.u.s.s + i, k))) return lp_tev_oom(E);
         i += k;
     }
     *out = l;
     return LP_OK;
 }
 
-static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-
-/* Length of the whitespace character at p[0, n) as Python's str.isspace() sees it (ASCII
- * whitespace, \x1c-\x1f, U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F,
- * U+205F, U+3000), 0 when p does not start with one. */
-static size_t space_len(const char *p, size_t n)
-{
-    const unsigned char *u = (const unsigned char *)p;
-    if (!n) return 0;
-    if (u[0] < 0x80) return is_space(p[0]) || (u[0] >= 0x1c && u[0] <= 0x1f);
-    if (n >= 2 && u[0] == 0xC2 && (u[1] == 0x85 || u[1] == 0xA0)) return 2;
-    if (n >= 3 && u[0] == 0xE1 && u[1] == 0x9A && u[2] == 0x80) return 3;
-    if (n >= 3 && u[0] == 0xE2 && u[1] == 0x80 && (u[2] <= 0x8A || u[2] == 0xA8 || u[2] == 0xA9 || u[2] == 0xAF)) return 3;
-    if (n >= 3 && u[0] == 0xE2 && u[1] == 0x81 && u[2] == 0x9F) return 3;
-    if (n >= 3 && u[0] == 0xE3 && u[1] == 0x80 && u[2] == 0x80) return 3;
-    return 0;
-}
-
-/* Length of the whitespace character ending at p[n), 0 when none. */
-static size_t space_len_back(const char *p, size_t n)
-{
-    for (size_t k = 1; k <= 3 && k <= n; k++)
-        if (space_len(p + n - k, k) == k) return k;
-    return 0;
-}
-
-/* Python str.strip/lstrip/rstrip; chars NULL: Unicode whitespace as Python has it. chars
- * given: the bytes of chars (exact for ASCII sets, which is what templates pass). */
-static lp_tv strip(lp_tv s, int left, int right, const lp_tv *chars)
-{
-    const char *p = s.u.s.s;
-    size_t b = 0, e = s.u.s.n, k;
-    if (chars) {
-        if (left)
-            while (b < e && memchr(chars->u.s.s, p[b], chars->u.s.n)) b++;
-        if (right)
-            while (e > b && memchr(chars->u.s.s, p[e - 1], chars->u.s.n)) e--;
-    } else {
-        if (left)
-            while (b < e && (k = space_len(p + b, e - b))) b += k;
-        if (right)
-            while (e > b && (k = space_len_back(p + b, e - b))) e -= k;
-    }
-    return lp_tv_str(p + b, e - b);
-}
-
-static lp_status case_map(ev *E, lp_tv s, int mode, lp_tv *out) /* 0 lower, 1 upper, 2 title, 3 capitalize */
-{
-    int fail = 0;
-    *out = new_str(E, s.u.s.s, s.u.s.n, &fail);
-    if (fail) return oom(E);
-    char *p = (char *)out->u.s.s;
-    int word_start = 1;
-    for (size_t i = 0; i < out->u.s.n; i++) {
-        char c = p[i];
-        int alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-        int up = mode == 1 || (mode == 2 && word_start) || (mode == 3 && i == 0);
-        if (c >= 'a' && c <= 'z' && up) p[i] = (char)(c - 32);
-        else if (c >= 'A' && c <= 'Z' && !up) p[i] = (char)(c + 32);
-        word_start = !alpha && !(c >= '0' && c <= '9') && !((unsigned char)c >= 0x80);
-    }
-    return LP_OK;
-}
-
 /* ---- expressions ---- */
 
-static lp_status eval(ev *E, const lp_tnode *nd, lp_tv *out);
+lp_status lp_tev_eval(lp_tev *E, const lp_tnode *nd, lp_tv *out);
 
-static lp_status eval_args(ev *E, const lp_tnode *nd, lp_tv *pos, size_t *npos, size_t maxpos)
+lp_status lp_tev_args(lp_tev *E, const lp_tnode *nd, lp_tv *pos, size_t *npos, size_t maxpos)
 {
     *npos = 0;
     for (size_t i = 0; i < nd->nkids; i++) {
         if (nd->kwnames[i]) continue;
         if (*npos == maxpos) return lp_err(LP_STATUS_FORMAT, "%s: line %d: too many arguments", E->name, nd->line);
-        lp_status st = eval(E, nd->kids[i], &pos[(*npos)++]);
+        lp_status st = lp_tev_eval(E, nd->kids[i], &pos[(*npos)++]);
         if (st) return st;
     }
     return LP_OK;
 }
 
 /* The keyword argument `kw` of a call/filter node, evaluated; UNDEF when absent. */
-static lp_status eval_kw(ev *E, const lp_tnode *nd, const char *kw, lp_tv *out)
+lp_status lp_tev_kw(lp_tev *E, const lp_tnode *nd, const char *kw, lp_tv *out)
 {
     out->kind = LP_TV_UNDEF;
     for (size_t i = 0; i < nd->nkids; i++)
-        if (nd->kwnames[i] && str_eq(nd->kwnames[i], nd->kwlens[i], kw)) return eval(E, nd->kids[i], out);
+        if (nd->kwnames[i] && lp_tev_str_eq(nd->kwnames[i], nd->kwlens[i], kw)) return lp_tev_eval(E, nd->kids[i], out);
     return LP_OK;
 }
 
-static lp_status getattr(ev *E, lp_tv obj, const char *s, size_t n, int line, lp_tv *out)
+static lp_status getattr(lp_tev *E, lp_tv obj, const char *s, size_t n, int line, lp_tv *out)
 {
     if (obj.kind == LP_TV_UNDEF)
         return lp_err(LP_STATUS_FORMAT, "%s: line %d: attribute '%.*s' of an undefined value", E->name, line, (int)n, s);
@@ -229,7 +155,7 @@ static lp_status getattr(ev *E, lp_tv obj, const char *s, size_t n, int line, lp
 
 static int64_t norm_index(int64_t i, size_t n) { return i < 0 ? i + (int64_t)n : i; }
 
-static lp_status getitem(ev *E, lp_tv obj, lp_tv key, int line, lp_tv *out)
+static lp_status getitem(lp_tev *E, lp_tv obj, lp_tv key, int line, lp_tv *out)
 {
     out->kind = LP_TV_UNDEF;
     if (obj.kind == LP_TV_UNDEF) return lp_err(LP_STATUS_FORMAT, "%s: line %d: subscript of an undefined value", E->name, line);
@@ -246,7 +172,7 @@ static lp_status getitem(ev *E, lp_tv obj, lp_tv key, int line, lp_tv *out)
         if (i >= 0 && (uint64_t)i < obj.u.l->n) *out = obj.u.l->v[i];
     } else if (obj.kind == LP_TV_STR) {
         lp_tlist *cp;
-        lp_status st = code_points(E, obj, &cp);
+        lp_status st = lp_tev_code_points(E, obj, &cp);
         if (st) return st;
         int64_t i = norm_index(key.u.i, cp->n);
         if (i >= 0 && (uint64_t)i < cp->n) *out = cp->v[i];
@@ -254,25 +180,25 @@ static lp_status getitem(ev *E, lp_tv obj, lp_tv key, int line, lp_tv *out)
     return LP_OK;
 }
 
-static lp_status slice(ev *E, const lp_tnode *nd, lp_tv obj, lp_tv *out)
+static lp_status slice(lp_tev *E, const lp_tnode *nd, lp_tv obj, lp_tv *out)
 {
     lp_tv parts[3] = {{0}, {0}, {0}};
     const lp_tnode *pn[3] = {nd->b, nd->c, nd->d};
     for (int k = 0; k < 3; k++) {
         if (!pn[k]) continue;
-        lp_status st = eval(E, pn[k], &parts[k]);
+        lp_status st = lp_tev_eval(E, pn[k], &parts[k]);
         if (st) return st;
         if (parts[k].kind == LP_TV_NONE) parts[k].kind = LP_TV_UNDEF;
         else if (parts[k].kind != LP_TV_INT)
-            return lp_err(LP_STATUS_FORMAT, "%s: line %d: slice bounds must be integers, not %s", E->name, nd->line, kind_name(parts[k]));
+            return lp_err(LP_STATUS_FORMAT, "%s: line %d: slice bounds must be integers, not %s", E->name, nd->line, lp_tev_kind_name(parts[k]));
     }
     lp_tlist *src;
     if (obj.kind == LP_TV_LIST) src = obj.u.l;
     else if (obj.kind == LP_TV_STR) {
-        lp_status st = code_points(E, obj, &src);
+        lp_status st = lp_tev_code_points(E, obj, &src);
         if (st) return st;
     } else {
-        return lp_err(LP_STATUS_FORMAT, "%s: line %d: cannot slice a %s", E->name, nd->line, kind_name(obj));
+        return lp_err(LP_STATUS_FORMAT, "%s: line %d: cannot slice a %s", E->name, nd->line, lp_tev_kind_name(obj));
     }
     int64_t n = (int64_t)src->n, step = parts[2].kind == LP_TV_INT ? parts[2].u.i : 1;
     if (step == 0) return lp_err(LP_STATUS_FORMAT, "%s: line %d: slice step cannot be zero", E->name, nd->line);
@@ -288,9 +214,9 @@ static lp_status slice(ev *E, const lp_tnode *nd, lp_tv obj, lp_tv *out)
         stop = stop < lo ? lo : stop > hi ? hi : stop;
     }
     lp_tlist *l = lp_tarena_alloc(E->a, sizeof *l);
-    if (!l) return oom(E);
+    if (!l) return lp_tev_oom(E);
     for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
-        if (lp_tlist_push(E->a, l, src->v[i])) return oom(E);
+        if (lp_tlist_push(E->a, l, src->v[i])) return lp_tev_oom(E);
     if (obj.kind == LP_TV_LIST) {
         out->kind = LP_TV_LIST, out->u.l = l;
         return LP_OK;
@@ -298,196 +224,33 @@ static lp_status slice(ev *E, const lp_tnode *nd, lp_tv obj, lp_tv *out)
     size_t total = 0;
     for (size_t i = 0; i < l->n; i++) total += l->v[i].u.s.n;
     char *p = lp_tarena_alloc(E->a, total + 1);
-    if (!p) return oom(E);
+    if (!p) return lp_tev_oom(E);
     size_t o = 0;
     for (size_t i = 0; i < l->n; i++) memcpy(p + o, l->v[i].u.s.s, l->v[i].u.s.n), o += l->v[i].u.s.n;
     *out = lp_tv_str(p, total);
     return LP_OK;
 }
 
-static lp_status iterate(ev *E, lp_tv v, int line, lp_tlist **out)
+lp_status lp_tev_iterate(lp_tev *E, lp_tv v, int line, lp_tlist **out)
 {
     static lp_tlist empty;
     switch (v.kind) {
     case LP_TV_UNDEF: *out = &empty; return LP_OK; /* Jinja iterates undefined as empty */
     case LP_TV_LIST: *out = v.u.l; return LP_OK;
-    case LP_TV_STR: return code_points(E, v, out);
+    case LP_TV_STR: return lp_tev_code_points(E, v, out);
     case LP_TV_DICT: {
         lp_tlist *l = lp_tarena_alloc(E->a, sizeof *l);
-        if (!l) return oom(E);
+        if (!l) return lp_tev_oom(E);
         for (size_t i = 0; i < v.u.d->n; i++)
-            if (lp_tlist_push(E->a, l, v.u.d->keys[i])) return oom(E);
+            if (lp_tlist_push(E->a, l, v.u.d->keys[i])) return lp_tev_oom(E);
         *out = l;
         return LP_OK;
     }
-    default: return lp_err(LP_STATUS_FORMAT, "%s: line %d: a %s is not iterable", E->name, line, kind_name(v));
+    default: return lp_err(LP_STATUS_FORMAT, "%s: line %d: a %s is not iterable", E->name, line, lp_tev_kind_name(v));
     }
 }
 
-static lp_status length_of(ev *E, lp_tv v, int line, int64_t *n)
-{
-    if (v.kind == LP_TV_STR) {
-        int64_t c = 0;
-        for (size_t i = 0; i < v.u.s.n; i++) c += ((unsigned char)v.u.s.s[i] & 0xC0) != 0x80;
-        *n = c;
-    } else if (v.kind == LP_TV_LIST) *n = (int64_t)v.u.l->n;
-    else if (v.kind == LP_TV_DICT) *n = (int64_t)v.u.d->n;
-    else if (v.kind == LP_TV_UNDEF) *n = 0;
-    else return lp_err(LP_STATUS_FORMAT, "%s: line %d: a %s has no length", E->name, line, kind_name(v));
-    return LP_OK;
-}
-
-static lp_status items_of(ev *E, lp_tv d, lp_tv *out)
-{
-    lp_tlist *l = lp_tarena_alloc(E->a, sizeof *l);
-    if (!l) return oom(E);
-    for (size_t i = 0; i < d.u.d->n; i++) {
-        lp_tlist *pair = lp_tarena_alloc(E->a, sizeof *pair);
-        if (!pair || lp_tlist_push(E->a, pair, d.u.d->keys[i]) || lp_tlist_push(E->a, pair, d.u.d->vals[i]) ||
-            lp_tlist_push(E->a, l, (lp_tv){.kind = LP_TV_LIST, .u.l = pair}))
-            return oom(E);
-    }
-    out->kind = LP_TV_LIST, out->u.l = l;
-    return LP_OK;
-}
-
-static lp_status join_list(ev *E, lp_tlist *l, lp_tv sep, int line, lp_tv *out)
-{
-    lp_tbuf b = {0};
-    for (size_t i = 0; i < l->n; i++)
-        if ((i && lp_tbuf_put(&b, sep.u.s.s, sep.u.s.n)) || lp_tv_write_str(&b, l->v[i])) {
-            lp_tbuf_free(&b);
-            return out_fail(E, line);
-        }
-    int fail = 0;
-    *out = new_str(E, b.p ? b.p : "", b.n, &fail);
-    lp_tbuf_free(&b);
-    return fail ? oom(E) : LP_OK;
-}
-
-static lp_status replace_str(ev *E, lp_tv s, lp_tv from, lp_tv to, int line, lp_tv *out)
-{
-    if (from.kind != LP_TV_STR || to.kind != LP_TV_STR)
-        return lp_err(LP_STATUS_FORMAT, "%s: line %d: replace takes two strings", E->name, line);
-    lp_tbuf b = {0};
-    size_t i = 0;
-    int bad = 0;
-    while (i <= s.u.s.n && !bad) {
-        const char *hit = NULL;
-        if (from.u.s.n == 0) hit = s.u.s.s + i; /* Python inserts `to` between every character */
-        else
-            for (size_t j = i; j + from.u.s.n <= s.u.s.n; j++)
-                if (!memcmp(s.u.s.s + j, from.u.s.s, from.u.s.n)) {
-                    hit = s.u.s.s + j;
-                    break;
-                }
-        if (!hit) {
-            bad = lp_tbuf_put(&b, s.u.s.s + i, s.u.s.n - i);
-            break;
-        }
-        size_t at = (size_t)(hit - s.u.s.s);
-        bad = lp_tbuf_put(&b, s.u.s.s + i, at - i) || lp_tbuf_put(&b, to.u.s.s, to.u.s.n);
-        if (from.u.s.n == 0) {
-            if (at == s.u.s.n) break;
-            size_t k = (size_t)utf8_len((unsigned char)s.u.s.s[at]);
-            if (k > s.u.s.n - at) k = s.u.s.n - at;
-            bad = bad || lp_tbuf_put(&b, s.u.s.s + at, k);
-            i = at + k;
-        } else {
-            i = at + from.u.s.n;
-        }
-    }
-    if (bad) {
-        lp_tbuf_free(&b);
-        return out_fail(E, line);
-    }
-    int fail = 0;
-    *out = new_str(E, b.p ? b.p : "", b.n, &fail);
-    lp_tbuf_free(&b);
-    return fail ? oom(E) : LP_OK;
-}
-
-static lp_status split_str(ev *E, lp_tv s, lp_tv sep, int line, lp_tv *out)
-{
-    lp_tlist *l = lp_tarena_alloc(E->a, sizeof *l);
-    if (!l) return oom(E);
-    const char *p = s.u.s.s;
-    size_t n = s.u.s.n, i = 0;
-    if (sep.kind == LP_TV_UNDEF || sep.kind == LP_TV_NONE) { /* runs of whitespace, ends dropped */
-        size_t k;
-        while (i < n) {
-            while (i < n && (k = space_len(p + i, n - i))) i += k;
-            size_t b = i;
-            while (i < n && !space_len(p + i, n - i)) i++;
-            if (i > b && lp_tlist_push(E->a, l, lp_tv_str(p + b, i - b))) return oom(E);
-        }
-    } else {
-        if (sep.kind != LP_TV_STR || !sep.u.s.n) return lp_err(LP_STATUS_FORMAT, "%s: line %d: split needs a non-empty string separator", E->name, line);
-        size_t b = 0;
-        for (i = 0; i + sep.u.s.n <= n;) {
-            if (!memcmp(p + i, sep.u.s.s, sep.u.s.n)) {
-                if (lp_tlist_push(E->a, l, lp_tv_str(p + b, i - b))) return oom(E);
-                i += sep.u.s.n, b = i;
-            } else {
-                i++;
-            }
-        }
-        if (lp_tlist_push(E->a, l, lp_tv_str(p + b, n - b))) return oom(E);
-    }
-    out->kind = LP_TV_LIST, out->u.l = l;
-    return LP_OK;
-}
-
-/* obj.method(args): the str and dict methods chat templates call */
-static lp_status call_method(ev *E, const lp_tnode *call, lp_tv obj, const char *m, size_t mn, lp_tv *out)
-{
-    lp_tv a[3] = {{0}, {0}, {0}};
-    size_t na;
-    lp_status st = eval_args(E, call, a, &na, 3);
-    if (st) return st;
-    int line = call->line;
-    if (obj.kind == LP_TV_STR) {
-        if (str_eq(m, mn, "strip") || str_eq(m, mn, "lstrip") || str_eq(m, mn, "rstrip")) {
-            if (na && a[0].kind != LP_TV_STR && a[0].kind != LP_TV_NONE) goto bad_args;
-            *out = strip(obj, m[0] != 'r', m[0] != 'l', na && a[0].kind == LP_TV_STR ? &a[0] : NULL);
-            return LP_OK;
-        }
-        if (str_eq(m, mn, "startswith") || str_eq(m, mn, "endswith")) {
-            if (na != 1 || a[0].kind != LP_TV_STR) goto bad_args;
-            size_t k = a[0].u.s.n;
-            int r = k <= obj.u.s.n && !memcmp(m[0] == 's' ? obj.u.s.s : obj.u.s.s + obj.u.s.n - k, a[0].u.s.s, k);
-            *out = lp_tv_bool(r);
-            return LP_OK;
-        }
-        if (str_eq(m, mn, "lower")) return case_map(E, obj, 0, out);
-        if (str_eq(m, mn, "upper")) return case_map(E, obj, 1, out);
-        if (str_eq(m, mn, "title")) return case_map(E, obj, 2, out);
-        if (str_eq(m, mn, "capitalize")) return case_map(E, obj, 3, out);
-        if (str_eq(m, mn, "split")) return split_str(E, obj, a[0], line, out);
-        if (str_eq(m, mn, "replace")) return replace_str(E, obj, a[0], a[1], line, out);
-    } else if (obj.kind == LP_TV_DICT && !obj.u.d->ns) {
-        if (str_eq(m, mn, "items")) return items_of(E, obj, out);
-        if (str_eq(m, mn, "keys") || str_eq(m, mn, "values")) {
-            lp_tlist *l = lp_tarena_alloc(E->a, sizeof *l);
-            if (!l) return oom(E);
-            for (size_t i = 0; i < obj.u.d->n; i++)
-                if (lp_tlist_push(E->a, l, m[0] == 'k' ? obj.u.d->keys[i] : obj.u.d->vals[i])) return oom(E);
-            out->kind = LP_TV_LIST, out->u.l = l;
-            return LP_OK;
-        }
-        if (str_eq(m, mn, "get")) {
-            if (na < 1) goto bad_args;
-            const lp_tv *v = a[0].kind == LP_TV_STR ? lp_tdict_get(obj.u.d, a[0].u.s.s, a[0].u.s.n) : NULL;
-            *out = v ? *v : na > 1 ? a[1] : (lp_tv){.kind = LP_TV_NONE};
-            return LP_OK;
-        }
-    }
-    return lp_err(LP_STATUS_UNSUPPORTED, "%s: line %d: unsupported method '%.*s' of a %s", E->name, line, (int)mn, m, kind_name(obj));
-bad_args:
-    return lp_err(LP_STATUS_FORMAT, "%s: line %d: bad arguments to '%.*s'", E->name, line, (int)mn, m);
-}
-
-static lp_status call_func(ev *E, const lp_tnode *call, lp_tv fn, lp_tv *out)
+static lp_status call_func(lp_tev *E, const lp_tnode *call, lp_tv fn, lp_tv *out)
 {
     int line = call->line;
     lp_tv a[3] = {{0}, {0}, {0}};
@@ -495,18 +258,18 @@ static lp_status call_func(ev *E, const lp_tnode *call, lp_tv fn, lp_tv *out)
     lp_status st;
     switch (fn.u.i) {
     case FN_RAISE: {
-        if ((st = eval_args(E, call, a, &na, 1))) return st;
+        if ((st = lp_tev_args(E, call, a, &na, 1))) return st;
         lp_tv msg;
-        if ((st = to_str(E, a[0], &msg, line))) return st;
+        if ((st = lp_tev_to_str(E, a[0], &msg, line))) return st;
         /* errors are one line: control characters of the message print as spaces */
         char *m1 = lp_tarena_alloc(E->a, msg.u.s.n + 1);
-        if (!m1) return oom(E);
+        if (!m1) return lp_tev_oom(E);
         for (size_t i = 0; i < msg.u.s.n; i++) m1[i] = (unsigned char)msg.u.s.s[i] < 32 ? ' ' : msg.u.s.s[i];
         msg.u.s.s = m1;
         return lp_err(LP_STATUS_INVALID_ARG, "%s: line %d: raise_exception: %.*s", E->name, line, (int)(msg.u.s.n > 400 ? 400 : msg.u.s.n), msg.u.s.s);
     }
     case FN_STRFTIME: {
-        if ((st = eval_args(E, call, a, &na, 1))) return st;
+        if ((st = lp_tev_args(E, call, a, &na, 1))) return st;
         if (na != 1 || a[0].kind != LP_TV_STR || a[0].u.s.n > 200)
             return lp_err(LP_STATUS_FORMAT, "%s: line %d: strftime_now takes one format string", E->name, line);
         char fmt[256], buf[512];
@@ -516,198 +279,41 @@ static lp_status call_func(ev *E, const lp_tnode *call, lp_tv fn, lp_tv *out)
         localtime_r(&now, &tmv);
         size_t k = strftime(buf, sizeof buf, fmt, &tmv);
         int fail = 0;
-        *out = new_str(E, buf, k, &fail);
-        return fail ? oom(E) : LP_OK;
+        *out = lp_tev_new_str(E, buf, k, &fail);
+        return fail ? lp_tev_oom(E) : LP_OK;
     }
     case FN_NAMESPACE:
     case FN_DICT: {
         lp_tdict *d = lp_tarena_alloc(E->a, sizeof *d);
-        if (!d) return oom(E);
+        if (!d) return lp_tev_oom(E);
         d->ns = fn.u.i == FN_NAMESPACE;
         for (size_t i = 0; i < call->nkids; i++) {
             if (!call->kwnames[i])
                 return lp_err(LP_STATUS_UNSUPPORTED, "%s: line %d: namespace()/dict() with positional arguments is not supported", E->name, line);
             lp_tv v;
-            if ((st = eval(E, call->kids[i], &v))) return st;
-            if (lp_tdict_set(E->a, d, lp_tv_str(call->kwnames[i], call->kwlens[i]), v)) return oom(E);
+            if ((st = lp_tev_eval(E, call->kids[i], &v))) return st;
+            if (lp_tdict_set(E->a, d, lp_tv_str(call->kwnames[i], call->kwlens[i]), v)) return lp_tev_oom(E);
         }
         out->kind = LP_TV_DICT, out->u.d = d;
         return LP_OK;
     }
     case FN_RANGE: {
-        if ((st = eval_args(E, call, a, &na, 3))) return st;
+        if ((st = lp_tev_args(E, call, a, &na, 3))) return st;
         for (size_t i = 0; i < na; i++)
             if (a[i].kind != LP_TV_INT) return lp_err(LP_STATUS_FORMAT, "%s: line %d: range takes integers", E->name, line);
         int64_t lo = na > 1 ? a[0].u.i : 0, hi = na > 1 ? a[1].u.i : na ? a[0].u.i : 0, step = na > 2 ? a[2].u.i : 1;
         if (!na || !step) return lp_err(LP_STATUS_FORMAT, "%s: line %d: bad arguments to range", E->name, line);
         lp_tlist *l = lp_tarena_alloc(E->a, sizeof *l);
-        if (!l) return oom(E);
+        if (!l) return lp_tev_oom(E);
         for (int64_t i = lo; step > 0 ? i < hi : i > hi; i += step) {
             if (l->n >= LP_TMPL_MAX_ITERS) return lp_err(LP_STATUS_RANGE, "%s: line %d: range longer than %d", E->name, line, LP_TMPL_MAX_ITERS);
-            if (lp_tlist_push(E->a, l, lp_tv_int(i))) return oom(E);
+            if (lp_tlist_push(E->a, l, lp_tv_int(i))) return lp_tev_oom(E);
         }
         out->kind = LP_TV_LIST, out->u.l = l;
         return LP_OK;
     }
     }
     return lp_err(LP_STATUS_FORMAT, "%s: line %d: not callable", E->name, line);
-}
-
-static const char *const filters[] = {"trim", "length", "count", "tojson", "default", "d", "upper", "lower", "string",
-                                      "first", "last", "join", "replace", "list", "items", "capitalize", "title",
-                                      "int", "abs", "safe", "reverse", NULL};
-static const char *const tests[] = {"defined", "undefined", "none", "string", "number", "integer", "float", "boolean",
-                                    "true", "false", "mapping", "iterable", "sequence", "odd", "even", "divisibleby",
-                                    "callable", NULL};
-
-static int known(const char *const *names, const char *s, size_t n)
-{
-    for (; *names; names++)
-        if (str_eq(s, n, *names)) return 1;
-    return 0;
-}
-
-int lp_tmpl_filter_known(const char *s, size_t n) { return known(filters, s, n); }
-int lp_tmpl_test_known(const char *s, size_t n) { return known(tests, s, n); }
-
-static lp_status apply_filter(ev *E, const lp_tnode *nd, lp_tv v, lp_tv *out)
-{
-    const char *f = nd->s;
-    size_t fn = nd->n;
-    int line = nd->line;
-    lp_tv a[3] = {{0}, {0}, {0}};
-    size_t na;
-    lp_status st = eval_args(E, nd, a, &na, 3);
-    if (st) return st;
-    if (str_eq(f, fn, "default") || str_eq(f, fn, "d")) {
-        lp_tv boolean;
-        if ((st = eval_kw(E, nd, "boolean", &boolean))) return st;
-        int use_default = v.kind == LP_TV_UNDEF || ((na > 1 ? lp_tv_truthy(a[1]) : lp_tv_truthy(boolean)) && !lp_tv_truthy(v));
-        *out = use_default ? (na ? a[0] : lp_tv_str("", 0)) : v;
-        return LP_OK;
-    }
-    if (str_eq(f, fn, "safe")) return *out = v, LP_OK;
-    if (str_eq(f, fn, "length") || str_eq(f, fn, "count")) {
-        int64_t n = 0;
-        if ((st = length_of(E, v, line, &n))) return st;
-        *out = lp_tv_int(n);
-        return LP_OK;
-    }
-    if (str_eq(f, fn, "tojson")) {
-        lp_tv ind;
-        if ((st = eval_kw(E, nd, "indent", &ind))) return st;
-        if (na) ind = a[0];
-        int indent = -1;
-        if (ind.kind == LP_TV_INT) {
-            if (ind.u.i < 0 || ind.u.i > 64) return lp_err(LP_STATUS_RANGE, "%s: line %d: tojson indent out of range", E->name, line);
-            indent = (int)ind.u.i;
-        }
-        if (v.kind == LP_TV_UNDEF) return lp_err(LP_STATUS_FORMAT, "%s: line %d: tojson of an undefined value", E->name, line);
-        lp_tbuf b = {0};
-        if (lp_tv_write_json(&b, v, indent, 0)) {
-            lp_tbuf_free(&b);
-            return v.kind == LP_TV_FUNC ? lp_err(LP_STATUS_FORMAT, "%s: line %d: tojson of a function", E->name, line) : out_fail(E, line);
-        }
-        int fail = 0;
-        *out = new_str(E, b.p ? b.p : "", b.n, &fail);
-        lp_tbuf_free(&b);
-        return fail ? oom(E) : LP_OK;
-    }
-    if (str_eq(f, fn, "string")) return to_str(E, v, out, line);
-    if (str_eq(f, fn, "list")) {
-        lp_tlist *l;
-        if ((st = iterate(E, v, line, &l))) return st;
-        out->kind = LP_TV_LIST, out->u.l = l;
-        return LP_OK;
-    }
-    if (str_eq(f, fn, "first") || str_eq(f, fn, "last") || str_eq(f, fn, "reverse")) {
-        lp_tlist *l;
-        if ((st = iterate(E, v, line, &l))) return st;
-        if (f[0] == 'r') {
-            lp_tlist *r = lp_tarena_alloc(E->a, sizeof *r);
-            if (!r) return oom(E);
-            for (size_t i = l->n; i-- > 0;)
-                if (lp_tlist_push(E->a, r, l->v[i])) return oom(E);
-            if (v.kind == LP_TV_STR) return join_list(E, r, lp_tv_str("", 0), line, out);
-            out->kind = LP_TV_LIST, out->u.l = r;
-            return LP_OK;
-        }
-        out->kind = LP_TV_UNDEF;
-        if (l->n) *out = l->v[f[0] == 'f' ? 0 : l->n - 1];
-        return LP_OK;
-    }
-    if (str_eq(f, fn, "join")) {
-        lp_tlist *l;
-        if ((st = iterate(E, v, line, &l))) return st;
-        if (na && a[0].kind != LP_TV_STR) return lp_err(LP_STATUS_FORMAT, "%s: line %d: join takes a string separator", E->name, line);
-        return join_list(E, l, na ? a[0] : lp_tv_str("", 0), line, out);
-    }
-    if (str_eq(f, fn, "items")) {
-        if (v.kind == LP_TV_UNDEF) {
-            static lp_tlist empty;
-            out->kind = LP_TV_LIST, out->u.l = &empty;
-            return LP_OK;
-        }
-        if (v.kind != LP_TV_DICT) return lp_err(LP_STATUS_FORMAT, "%s: line %d: items of a %s", E->name, line, kind_name(v));
-        return items_of(E, v, out);
-    }
-    if (str_eq(f, fn, "int")) {
-        if (v.kind == LP_TV_INT || v.kind == LP_TV_BOOL) *out = lp_tv_int(v.u.i);
-        else if (v.kind == LP_TV_FLOAT && v.u.f > -9e18 && v.u.f < 9e18) *out = lp_tv_int((int64_t)v.u.f);
-        else *out = na ? a[0] : lp_tv_int(0);
-        return LP_OK;
-    }
-    if (str_eq(f, fn, "abs")) {
-        if (v.kind == LP_TV_INT && v.u.i != INT64_MIN) *out = lp_tv_int(v.u.i < 0 ? -v.u.i : v.u.i);
-        else if (v.kind == LP_TV_FLOAT) *out = v, out->u.f = v.u.f < 0 ? -v.u.f : v.u.f;
-        else return lp_err(LP_STATUS_FORMAT, "%s: line %d: abs of a %s", E->name, line, kind_name(v));
-        return LP_OK;
-    }
-    /* the rest act on strings (Jinja converts the value with str() first) */
-    lp_tv s;
-    if (v.kind == LP_TV_UNDEF) s = lp_tv_str("", 0);
-    else if ((st = to_str(E, v, &s, line))) return st;
-    if (str_eq(f, fn, "trim")) return *out = strip(s, 1, 1, na && a[0].kind == LP_TV_STR ? &a[0] : NULL), LP_OK;
-    if (str_eq(f, fn, "lower")) return case_map(E, s, 0, out);
-    if (str_eq(f, fn, "upper")) return case_map(E, s, 1, out);
-    if (str_eq(f, fn, "title")) return case_map(E, s, 2, out);
-    if (str_eq(f, fn, "capitalize")) return case_map(E, s, 3, out);
-    if (str_eq(f, fn, "replace")) return replace_str(E, s, a[0], a[1], line, out);
-    return lp_err(LP_STATUS_UNSUPPORTED, "%s: line %d: unknown filter '%.*s'", E->name, line, (int)fn, f);
-}
-
-static lp_status apply_test(ev *E, const lp_tnode *nd, lp_tv v, int *r)
-{
-    const char *t = nd->s;
-    size_t n = nd->n;
-    lp_tv a[1] = {{0}};
-    size_t na;
-    lp_status st = eval_args(E, nd, a, &na, 1);
-    if (st) return st;
-    if (str_eq(t, n, "defined")) *r = v.kind != LP_TV_UNDEF;
-    else if (str_eq(t, n, "undefined")) *r = v.kind == LP_TV_UNDEF;
-    else if (str_eq(t, n, "none")) *r = v.kind == LP_TV_NONE;
-    else if (str_eq(t, n, "string")) *r = v.kind == LP_TV_STR;
-    else if (str_eq(t, n, "number")) *r = v.kind == LP_TV_INT || v.kind == LP_TV_FLOAT || v.kind == LP_TV_BOOL;
-    else if (str_eq(t, n, "integer")) *r = v.kind == LP_TV_INT;
-    else if (str_eq(t, n, "float")) *r = v.kind == LP_TV_FLOAT;
-    else if (str_eq(t, n, "boolean")) *r = v.kind == LP_TV_BOOL;
-    else if (str_eq(t, n, "true")) *r = v.kind == LP_TV_BOOL && v.u.i;
-    else if (str_eq(t, n, "false")) *r = v.kind == LP_TV_BOOL && !v.u.i;
-    else if (str_eq(t, n, "mapping")) *r = v.kind == LP_TV_DICT && !v.u.d->ns;
-    else if (str_eq(t, n, "iterable") || str_eq(t, n, "sequence"))
-        *r = v.kind == LP_TV_STR || v.kind == LP_TV_LIST || (v.kind == LP_TV_DICT && !v.u.d->ns);
-    else if (str_eq(t, n, "callable")) *r = v.kind == LP_TV_FUNC;
-    else if (str_eq(t, n, "odd") || str_eq(t, n, "even") || str_eq(t, n, "divisibleby")) {
-        int64_t d = t[0] == 'd' ? (na && a[0].kind == LP_TV_INT ? a[0].u.i : 0) : 2;
-        if (v.kind != LP_TV_INT || d == 0) return lp_err(LP_STATUS_FORMAT, "%s: line %d: test '%.*s' needs integers", E->name, nd->line, (int)n, t);
-        int64_t m = d == -1 ? 0 : v.u.i % d;
-        *r = t[0] == 'o' ? m != 0 : m == 0;
-    } else {
-        return lp_err(LP_STATUS_UNSUPPORTED, "%s: line %d: unknown test '%.*s'", E->name, nd->line, (int)n, t);
-    }
-    if (nd->op) *r = !*r;
-    return LP_OK;
 }
 
 static int is_num(lp_tv v) { return v.kind == LP_TV_INT || v.kind == LP_TV_BOOL || v.kind == LP_TV_FLOAT; }
@@ -720,13 +326,13 @@ static int str_cmp(lp_tv a, lp_tv b)
     return c ? c : (a.u.s.n > b.u.s.n) - (a.u.s.n < b.u.s.n);
 }
 
-static lp_status type_error(ev *E, const lp_tnode *nd, lp_tv a, lp_tv b)
+static lp_status type_error(lp_tev *E, const lp_tnode *nd, lp_tv a, lp_tv b)
 {
     return lp_err(LP_STATUS_FORMAT, "%s: line %d: unsupported operand types for '%s': %s and %s", E->name, nd->line, nd->op,
-                  kind_name(a), kind_name(b));
+                  lp_tev_kind_name(a), lp_tev_kind_name(b));
 }
 
-static lp_status contains(ev *E, const lp_tnode *nd, lp_tv item, lp_tv box, int *r)
+static lp_status contains(lp_tev *E, const lp_tnode *nd, lp_tv item, lp_tv box, int *r)
 {
     *r = 0;
     if (box.kind == LP_TV_STR) {
@@ -743,7 +349,7 @@ static lp_status contains(ev *E, const lp_tnode *nd, lp_tv item, lp_tv box, int 
     return LP_OK;
 }
 
-static lp_status arith(ev *E, const lp_tnode *nd, lp_tv a, lp_tv b, lp_tv *out)
+static lp_status arith(lp_tev *E, const lp_tnode *nd, lp_tv a, lp_tv b, lp_tv *out)
 {
     const char *op = nd->op;
     if (a.kind == LP_TV_UNDEF || b.kind == LP_TV_UNDEF)
@@ -752,18 +358,18 @@ static lp_status arith(ev *E, const lp_tnode *nd, lp_tv a, lp_tv b, lp_tv *out)
         if (a.kind == LP_TV_STR) {
             if (a.u.s.n + b.u.s.n > LP_TMPL_MAX_OUTPUT) return lp_err(LP_STATUS_RANGE, "%s: line %d: string too long", E->name, nd->line);
             char *p = lp_tarena_alloc(E->a, a.u.s.n + b.u.s.n + 1);
-            if (!p) return oom(E);
+            if (!p) return lp_tev_oom(E);
             if (a.u.s.n) memcpy(p, a.u.s.s, a.u.s.n);
             if (b.u.s.n) memcpy(p + a.u.s.n, b.u.s.s, b.u.s.n);
             *out = lp_tv_str(p, a.u.s.n + b.u.s.n);
             return LP_OK;
         }
         lp_tlist *l = lp_tarena_alloc(E->a, sizeof *l);
-        if (!l) return oom(E);
+        if (!l) return lp_tev_oom(E);
         for (size_t i = 0; i < a.u.l->n; i++)
-            if (lp_tlist_push(E->a, l, a.u.l->v[i])) return oom(E);
+            if (lp_tlist_push(E->a, l, a.u.l->v[i])) return lp_tev_oom(E);
         for (size_t i = 0; i < b.u.l->n; i++)
-            if (lp_tlist_push(E->a, l, b.u.l->v[i])) return oom(E);
+            if (lp_tlist_push(E->a, l, b.u.l->v[i])) return lp_tev_oom(E);
         out->kind = LP_TV_LIST, out->u.l = l;
         return LP_OK;
     }
@@ -811,18 +417,18 @@ static lp_status arith(ev *E, const lp_tnode *nd, lp_tv a, lp_tv b, lp_tv *out)
     return LP_OK;
 }
 
-static lp_status eval_binary(ev *E, const lp_tnode *nd, lp_tv *out)
+static lp_status eval_binary(lp_tev *E, const lp_tnode *nd, lp_tv *out)
 {
     const char *op = nd->op;
     lp_tv a, b;
-    lp_status st = eval(E, nd->a, &a);
+    lp_status st = lp_tev_eval(E, nd->a, &a);
     if (st) return st;
     if (!strcmp(op, "and") || !strcmp(op, "or")) {
         int t = lp_tv_truthy(a);
         if (op[0] == 'a' ? !t : t) return *out = a, LP_OK;
-        return eval(E, nd->b, out);
+        return lp_tev_eval(E, nd->b, out);
     }
-    if ((st = eval(E, nd->b, &b))) return st;
+    if ((st = lp_tev_eval(E, nd->b, &b))) return st;
     if (!strcmp(op, "==") || !strcmp(op, "!=")) return *out = lp_tv_bool(lp_tv_equal(a, b) == (op[0] == '=')), LP_OK;
     if (!strcmp(op, "in") || !strcmp(op, "not in")) {
         int r;
@@ -841,7 +447,7 @@ static lp_status eval_binary(ev *E, const lp_tnode *nd, lp_tv *out)
     }
     if (op[0] == '~') {
         lp_tv sa, sb;
-        if ((st = to_str(E, a, &sa, nd->line)) || (st = to_str(E, b, &sb, nd->line))) return st;
+        if ((st = lp_tev_to_str(E, a, &sa, nd->line)) || (st = lp_tev_to_str(E, b, &sb, nd->line))) return st;
         lp_tnode plus = *nd;
         plus.op = "+";
         return arith(E, &plus, sa, sb, out);
@@ -849,7 +455,7 @@ static lp_status eval_binary(ev *E, const lp_tnode *nd, lp_tv *out)
     return arith(E, nd, a, b, out);
 }
 
-static lp_status eval(ev *E, const lp_tnode *nd, lp_tv *out)
+lp_status lp_tev_eval(lp_tev *E, const lp_tnode *nd, lp_tv *out)
 {
     if (++E->depth > LP_TMPL_MAX_DEPTH * 2) return lp_err(LP_STATUS_RANGE, "%s: line %d: evaluation nested too deeply", E->name, nd->line);
     lp_status st = LP_OK;
@@ -859,74 +465,74 @@ static lp_status eval(ev *E, const lp_tnode *nd, lp_tv *out)
     case LP_TN_NAME: *out = lookup(E, nd->s, nd->n); break;
     case LP_TN_LIST: {
         lp_tlist *l = lp_tarena_alloc(E->a, sizeof *l);
-        if (!l) return oom(E);
+        if (!l) return lp_tev_oom(E);
         for (size_t i = 0; i < nd->nkids && !st; i++)
-            if (!(st = eval(E, nd->kids[i], &v)) && lp_tlist_push(E->a, l, v)) st = oom(E);
+            if (!(st = lp_tev_eval(E, nd->kids[i], &v)) && lp_tlist_push(E->a, l, v)) st = lp_tev_oom(E);
         out->kind = LP_TV_LIST, out->u.l = l;
         break;
     }
     case LP_TN_DICT: {
         lp_tdict *d = lp_tarena_alloc(E->a, sizeof *d);
-        if (!d) return oom(E);
+        if (!d) return lp_tev_oom(E);
         for (size_t i = 0; i + 1 < nd->nkids && !st; i += 2) {
             lp_tv k;
-            if ((st = eval(E, nd->kids[i], &k)) || (st = eval(E, nd->kids[i + 1], &v))) break;
+            if ((st = lp_tev_eval(E, nd->kids[i], &k)) || (st = lp_tev_eval(E, nd->kids[i + 1], &v))) break;
             if (k.kind != LP_TV_STR) st = lp_err(LP_STATUS_UNSUPPORTED, "%s: line %d: dict keys must be strings", E->name, nd->line);
-            else if (lp_tdict_set(E->a, d, k, v)) st = oom(E);
+            else if (lp_tdict_set(E->a, d, k, v)) st = lp_tev_oom(E);
         }
         out->kind = LP_TV_DICT, out->u.d = d;
         break;
     }
     case LP_TN_ATTR:
-        if (!(st = eval(E, nd->a, &v))) st = getattr(E, v, nd->s, nd->n, nd->line, out);
+        if (!(st = lp_tev_eval(E, nd->a, &v))) st = getattr(E, v, nd->s, nd->n, nd->line, out);
         break;
     case LP_TN_ITEM: {
         lp_tv k;
-        if (!(st = eval(E, nd->a, &v)) && !(st = eval(E, nd->b, &k))) st = getitem(E, v, k, nd->line, out);
+        if (!(st = lp_tev_eval(E, nd->a, &v)) && !(st = lp_tev_eval(E, nd->b, &k))) st = getitem(E, v, k, nd->line, out);
         break;
     }
     case LP_TN_SLICE:
-        if (!(st = eval(E, nd->a, &v))) st = slice(E, nd, v, out);
+        if (!(st = lp_tev_eval(E, nd->a, &v))) st = slice(E, nd, v, out);
         break;
     case LP_TN_CALL:
         if (nd->a->kind == LP_TN_ATTR) {
-            if (!(st = eval(E, nd->a->a, &v))) {
+            if (!(st = lp_tev_eval(E, nd->a->a, &v))) {
                 if (v.kind == LP_TV_UNDEF)
                     st = lp_err(LP_STATUS_FORMAT, "%s: line %d: method '%.*s' of an undefined value", E->name, nd->line, (int)nd->a->n, nd->a->s);
                 else
-                    st = call_method(E, nd, v, nd->a->s, nd->a->n, out);
+                    st = lp_tev_method(E, nd, v, nd->a->s, nd->a->n, out);
             }
-        } else if (!(st = eval(E, nd->a, &v))) {
+        } else if (!(st = lp_tev_eval(E, nd->a, &v))) {
             if (v.kind != LP_TV_FUNC) {
                 if (nd->a->kind == LP_TN_NAME)
                     st = lp_err(LP_STATUS_UNSUPPORTED, "%s: line %d: unknown function '%.*s'", E->name, nd->line, (int)nd->a->n, nd->a->s);
                 else
-                    st = lp_err(LP_STATUS_FORMAT, "%s: line %d: a %s is not callable", E->name, nd->line, kind_name(v));
+                    st = lp_err(LP_STATUS_FORMAT, "%s: line %d: a %s is not callable", E->name, nd->line, lp_tev_kind_name(v));
             } else {
                 st = call_func(E, nd, v, out);
             }
         }
         break;
     case LP_TN_FILTER:
-        if (!(st = eval(E, nd->a, &v))) st = apply_filter(E, nd, v, out);
+        if (!(st = lp_tev_eval(E, nd->a, &v))) st = lp_tev_filter(E, nd, v, out);
         break;
     case LP_TN_TEST: {
         int r = 0;
-        if (!(st = eval(E, nd->a, &v)) && !(st = apply_test(E, nd, v, &r))) *out = lp_tv_bool(r);
+        if (!(st = lp_tev_eval(E, nd->a, &v)) && !(st = lp_tev_test(E, nd, v, &r))) *out = lp_tv_bool(r);
         break;
     }
     case LP_TN_UNARY:
-        if ((st = eval(E, nd->a, &v))) break;
+        if ((st = lp_tev_eval(E, nd->a, &v))) break;
         if (nd->op[0] == 'n') *out = lp_tv_bool(!lp_tv_truthy(v));
         else if (v.kind == LP_TV_INT && !(nd->op[0] == '-' && v.u.i == INT64_MIN)) *out = lp_tv_int(nd->op[0] == '-' ? -v.u.i : v.u.i);
         else if (v.kind == LP_TV_FLOAT) *out = v, out->u.f = nd->op[0] == '-' ? -v.u.f : v.u.f;
-        else st = lp_err(LP_STATUS_FORMAT, "%s: line %d: unary '%s' on a %s", E->name, nd->line, nd->op, kind_name(v));
+        else st = lp_err(LP_STATUS_FORMAT, "%s: line %d: unary '%s' on a %s", E->name, nd->line, nd->op, lp_tev_kind_name(v));
         break;
     case LP_TN_BINARY: st = eval_binary(E, nd, out); break;
     case LP_TN_COND:
-        if ((st = eval(E, nd->a, &v))) break;
-        if (lp_tv_truthy(v)) st = eval(E, nd->b, out);
-        else if (nd->c) st = eval(E, nd->c, out);
+        if ((st = lp_tev_eval(E, nd->a, &v))) break;
+        if (lp_tv_truthy(v)) st = lp_tev_eval(E, nd->b, out);
+        else if (nd->c) st = lp_tev_eval(E, nd->c, out);
         else out->kind = LP_TV_UNDEF;
         break;
     default: st = lp_err(LP_STATUS_FORMAT, "%s: line %d: not an expression", E->name, nd->line);
@@ -937,22 +543,22 @@ static lp_status eval(ev *E, const lp_tnode *nd, lp_tv *out)
 
 /* ---- statements ---- */
 
-static lp_status exec(ev *E, const lp_tnode *nd);
+static lp_status exec(lp_tev *E, const lp_tnode *nd);
 
-static lp_status exec_for(ev *E, const lp_tnode *nd)
+static lp_status exec_for(lp_tev *E, const lp_tnode *nd)
 {
     lp_tv it;
-    lp_status st = eval(E, nd->a, &it);
+    lp_status st = lp_tev_eval(E, nd->a, &it);
     if (st) return st;
     lp_tlist *items;
-    if ((st = iterate(E, it, nd->line, &items))) return st;
+    if ((st = lp_tev_iterate(E, it, nd->line, &items))) return st;
     if (nd->d) { /* "for x in xs if cond": filter first, loop.length counts what is left */
         lp_tlist *kept = lp_tarena_alloc(E->a, sizeof *kept);
-        if (!kept || (st = push_frame(E))) return kept ? st : oom(E);
+        if (!kept || (st = push_frame(E))) return kept ? st : lp_tev_oom(E);
         for (size_t i = 0; i < items->n && !st; i++) {
             lp_tv c;
-            if ((st = set_var(E, nd->s, nd->n, items->v[i])) || (st = eval(E, nd->d, &c))) break;
-            if (lp_tv_truthy(c) && lp_tlist_push(E->a, kept, items->v[i])) st = oom(E);
+            if ((st = set_var(E, nd->s, nd->n, items->v[i])) || (st = lp_tev_eval(E, nd->d, &c))) break;
+            if (lp_tv_truthy(c) && lp_tlist_push(E->a, kept, items->v[i])) st = lp_tev_oom(E);
         }
         E->nframes--;
         if (st) return st;
@@ -967,14 +573,14 @@ static lp_status exec_for(ev *E, const lp_tnode *nd)
         if (nd->s2) {
             if (x.kind != LP_TV_LIST || x.u.l->n != 2) {
                 E->nframes--;
-                return lp_err(LP_STATUS_FORMAT, "%s: line %d: cannot unpack a %s into two loop variables", E->name, nd->line, kind_name(x));
+                return lp_err(LP_STATUS_FORMAT, "%s: line %d: cannot unpack a %s into two loop variables", E->name, nd->line, lp_tev_kind_name(x));
             }
             if (!(st = set_var(E, nd->s, nd->n, x.u.l->v[0]))) st = set_var(E, nd->s2, nd->n2, x.u.l->v[1]);
         } else {
             st = set_var(E, nd->s, nd->n, x);
         }
         lp_tdict *loop = lp_tarena_alloc(E->a, sizeof *loop);
-        if (!loop) st = oom(E);
+        if (!loop) st = lp_tev_oom(E);
         int64_t n = (int64_t)items->n, k = (int64_t)i;
         struct {
             const char *k;
@@ -989,7 +595,7 @@ static lp_status exec_for(ev *E, const lp_tnode *nd)
                  {"previtem", k > 0 ? items->v[k - 1] : (lp_tv){.kind = LP_TV_UNDEF}},
                  {"nextitem", k + 1 < n ? items->v[k + 1] : (lp_tv){.kind = LP_TV_UNDEF}}};
         for (size_t j = 0; j < sizeof f / sizeof *f && !st; j++)
-            if (lp_tdict_set(E->a, loop, lp_tv_str(f[j].k, strlen(f[j].k)), f[j].v)) st = oom(E);
+            if (lp_tdict_set(E->a, loop, lp_tv_str(f[j].k, strlen(f[j].k)), f[j].v)) st = lp_tev_oom(E);
         if (!st) st = set_var(E, "loop", 4, (lp_tv){.kind = LP_TV_DICT, .u.d = loop});
         if (!st) st = exec(E, nd->b);
         E->nframes--;
@@ -1003,7 +609,7 @@ static lp_status exec_for(ev *E, const lp_tnode *nd)
     return LP_OK;
 }
 
-static lp_status exec(ev *E, const lp_tnode *nd)
+static lp_status exec(lp_tev *E, const lp_tnode *nd)
 {
     if (++E->depth > LP_TMPL_MAX_DEPTH * 2) return lp_err(LP_STATUS_RANGE, "%s: line %d: evaluation nested too deeply", E->name, nd->line);
     lp_status st = LP_OK;
@@ -1013,26 +619,26 @@ static lp_status exec(ev *E, const lp_tnode *nd)
         for (size_t i = 0; i < nd->nkids && !st && !E->brk && !E->cont; i++) st = exec(E, nd->kids[i]);
         break;
     case LP_TN_TEXT:
-        if (lp_tbuf_put(E->out, nd->s, nd->n)) st = out_fail(E, nd->line);
+        if (lp_tbuf_put(E->out, nd->s, nd->n)) st = lp_tev_out_fail(E, nd->line);
         break;
     case LP_TN_PRINT:
-        if (!(st = eval(E, nd->a, &v)) && lp_tv_write_str(E->out, v)) st = out_fail(E, nd->line);
+        if (!(st = lp_tev_eval(E, nd->a, &v)) && lp_tv_write_str(E->out, v)) st = lp_tev_out_fail(E, nd->line);
         break;
     case LP_TN_IF:
-        if ((st = eval(E, nd->a, &v))) break;
+        if ((st = lp_tev_eval(E, nd->a, &v))) break;
         if (lp_tv_truthy(v)) st = exec(E, nd->b);
         else if (nd->c) st = exec(E, nd->c);
         break;
     case LP_TN_FOR: st = exec_for(E, nd); break;
     case LP_TN_SET:
-        if ((st = eval(E, nd->a, &v))) break;
+        if ((st = lp_tev_eval(E, nd->a, &v))) break;
         if (nd->s2) {
             lp_tv obj = lookup(E, nd->s, nd->n);
             if (obj.kind != LP_TV_DICT || !obj.u.d->ns)
                 st = lp_err(LP_STATUS_FORMAT, "%s: line %d: cannot set attribute '%.*s' of a %s (only of a namespace)", E->name, nd->line,
-                            (int)nd->n2, nd->s2, kind_name(obj));
+                            (int)nd->n2, nd->s2, lp_tev_kind_name(obj));
             else if (lp_tdict_set(E->a, obj.u.d, lp_tv_str(nd->s2, nd->n2), v))
-                st = oom(E);
+                st = lp_tev_oom(E);
         } else {
             st = set_var(E, nd->s, nd->n, v);
         }
@@ -1047,7 +653,7 @@ static lp_status exec(ev *E, const lp_tnode *nd)
 
 lp_status lp_tmpl_render(lp_tarena *a, const char *name, const lp_tnode *root, lp_tdict *globals, lp_tbuf *out)
 {
-    ev E = {.a = a, .name = name, .out = out};
+    lp_tev E = {.a = a, .name = name, .out = out};
     lp_status st = push_frame(&E);
     if (st) return st;
     E.frames[0] = globals;
