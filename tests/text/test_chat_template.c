@@ -170,6 +170,12 @@ static void test_semantics(void **state)
     expect_text("{% for x in messages %}{% if loop.index0 == 1 %}{% break %}{% endif %}{{ x.content }}{% endfor %}"
                 "{{ ' A b '.strip().upper() }}{{ 'a,b'.split(',')|join('+') }}{{ messages[0].get('nope', 'g') }}",
                 m, "aA Ba+bg");
+    /* two-name loops over items(), an inline loop filter (loop.length counts what is kept),
+     * code-point length, string escapes, and transformers' generation block (Qwen2.5-Coder) */
+    expect_text("{% for k, v in {'a': 1, 'b': [2]}.items() %}{{ k }}={{ v }};{% endfor %}{% for x in [1, 2, 3] if x != 2 %}"
+                "{{ loop.length }}{{ x }}{% endfor %}{{ '\xe6\x97\xa5\xe6\x9c\xac'|length }}{{ 'a\\tb\\u00e9' }}",
+                m, "a=1;b=[2];21232a\tb\xc3\xa9");
+    expect_text("{% for x in messages %}{% generation %}{{ x.content }}{% endgeneration %}{% endfor %}", m, "ab");
 }
 
 /* Bad templates: refused with one line naming the file, line and construct. */
