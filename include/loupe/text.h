@@ -147,6 +147,65 @@ int32_t lp_tokenizer_num_special(const lp_tokenizer *tok, int pair);
  * in *out_len; NULL when out of memory. */
 char *lp_utf8_sanitize(const char *src, size_t len, size_t *out_len);
 
+/* ---- chat templates ----
+ * The Jinja2 chat template of a model (tokenizer_config.json "chat_template", or a GGUF's
+ * tokenizer.chat_template) rendered as transformers' apply_chat_template renders it
+ * (trim_blocks, lstrip_blocks, tojson as json.dumps(ensure_ascii=False), strftime_now,
+ * raise_exception, namespace). The subset covers the templates of Qwen2.5, SmolLM2,
+ * Llama 3.x and Mistral; other constructs are refused at parse time with the tag, filter
+ * or test and its line named. Rendering is bounded (nesting, loop iterations, 64 MiB).
+ *
+ *   lp_chat_template *ct;
+ *   if (lp_chat_template_parse(src, strlen(src), "tokenizer_config.json", &ct) != LP_OK) die(lp_err_msg());
+ *   lp_chat_vars v = {.messages_json = "[{\"role\":\"user\",\"content\":\"Hi\"}]",
+ *                     .bos_token = "<s>", .eos_token = "</s>", .add_generation_prompt = 1};
+ *   char *text; size_t n;
+ *   if (lp_chat_template_render(ct, &v, &text, &n) == LP_OK) fwrite(text, 1, n, stdout), free(text);
+ *   lp_chat_template_free(ct);
+ */
+typedef struct lp_chat_template lp_chat_template;
+
+/* The variables of one render, as JSON texts (borrowed for the call). */
+typedef struct lp_chat_vars {
+    const char *messages_json; /* required: array of {"role", "content", ...}, or an object
+                                * {"messages": [...], "tools": [...]} (a JSONL conversation line) */
+    const char *tools_json;    /* array of tool schemas, or NULL (tools is none) */
+    const char *extra_json;    /* object of further variables (date_string, pad_token, ...), or NULL */
+    const char *bos_token;     /* NULL: undefined in the template */
+    const char *eos_token;
+    int add_generation_prompt;
+} lp_chat_vars;
+
+/* Parses template text src[0, len) (no NUL needed); name labels errors (a file name).
+ * *out is owned by the caller (lp_chat_template_free). Errors: LP_STATUS_FORMAT for
+ * malformed syntax, LP_STATUS_UNSUPPORTED for constructs outside the subset; the message
+ * is one line naming `name`, the line and the construct. */
+LP_WARN_UNUSED lp_status lp_chat_template_parse(const char *src, size_t len, const char *name, lp_chat_template **out);
+
+/* Frees a parsed template (NULL is fine). */
+void lp_chat_template_free(lp_chat_template *t);
+
+/* Renders one conversation. *out (NUL-terminated, *out_len bytes, out_len may be NULL) is
+ * malloc'd and owned by the caller (free). raise_exception in the template fails with
+ * LP_STATUS_INVALID_ARG and its message; a template may be rendered from many threads. */
+LP_WARN_UNUSED lp_status lp_chat_template_render(const lp_chat_template *t, const lp_chat_vars *vars, char **out,
+                                                 size_t *out_len);
+
+/* The chat template and special tokens of a Hugging Face tokenizer_config.json (path: the
+ * file or its directory): "chat_template" as a string, or the list form's entry named
+ * "default"; bos_token/eos_token as strings or {"content": ...} (NULL when absent). */
+typedef struct lp_chat_template_config {
+    char *template_src; /* owned; NUL-terminated template text */
+    char *bos_token;    /* owned or NULL */
+    char *eos_token;    /* owned or NULL */
+    char *path;         /* owned; the file read, for messages */
+} lp_chat_template_config;
+
+/* Fills *out (release with lp_chat_template_config_free). LP_STATUS_NOT_FOUND when the
+ * file has no chat template; LP_STATUS_IO / LP_STATUS_FORMAT for unreadable or bad JSON. */
+LP_WARN_UNUSED lp_status lp_chat_template_config_load(const char *path, lp_chat_template_config *out);
+void lp_chat_template_config_free(lp_chat_template_config *c);
+
 #ifdef __cplusplus
 }
 #endif

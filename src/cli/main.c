@@ -22,6 +22,7 @@ static const struct {
     {"peak", lp_cmd_peak, "this machine's FLOP/s and bandwidth ceilings"},
     {"tokenize", lp_cmd_tokenize, "print token ids for lines on stdin"},
     {"checkpoint", lp_cmd_checkpoint, "verify checkpoints against their checksums"},
+    {"template", lp_cmd_template, "render conversations through a model's chat template"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -20,7 +20,7 @@ check 2 "no command" -- "$L"
 check 2 "unknown command" -- "$L" frobnicate
 "$L" frobnicate 2>&1 | grep -q "unknown command 'frobnicate'" || { echo "FAIL: unknown command message"; fail=1; }
 check 2 "unknown top-level flag" -- "$L" --frob
-for c in train eval profile bench report compare analyze inspect peak tokenize; do
+for c in train eval profile bench report compare analyze inspect peak tokenize template checkpoint; do
   check 0 "$c --help" -- "$L" "$c" --help
   "$L" "$c" --help | grep -q "loupe $c" || { echo "FAIL: $c --help does not name the command"; fail=1; }
   check 2 "$c unknown flag" -- "$L" "$c" --no-such-flag
