@@ -22,6 +22,7 @@ struct lp_st_file {
     const uint8_t *base; /* whole file (or caller's buffer) */
     size_t len;
     bool mapped;
+    bool owned; /* base is a malloc'd buffer this file frees (lp_st_file_own_buffer) */
     size_t n;
     lp_st_tensor *tensors; /* data-offset order */
     size_t *by_name;       /* indices into tensors, sorted by name */
@@ -138,6 +139,8 @@ void lp_st_close(lp_st_file *f)
         return;
     if (f->mapped && f->base)
         munmap((void *)f->base, f->len);
+    else if (f->owned)
+        free((void *)f->base);
     for (size_t i = 0; i < 2 * f->n_meta; i++)
         free(f->meta[i]);
     free(f->meta);
@@ -424,6 +427,11 @@ lp_status lp_st_parse_buffer(const void *buf, size_t len, const char *label, lp_
     }
     *out = f;
     return LP_OK;
+}
+
+void lp_st_file_own_buffer(lp_st_file *f)
+{
+    f->owned = true;
 }
 
 lp_status lp_st_open(const char *path, lp_st_file **out)
