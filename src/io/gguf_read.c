@@ -271,7 +271,7 @@ static lp_status parse(lp_gguf_file *g)
     /* A kv takes at least 8+4+1 bytes, a tensor info 8+4+4+8: bound the counts by the file
      * before allocating for them. */
     if (n_kv > (g->len - c.pos) / 13 || n_tensors > (g->len - c.pos) / 24)
-        return lp_err(LP_STATUS_FORMAT, "%s: counts overflow the file (%llu metadata entries, %llu tensors in %zu bytes)",
+        return lp_err(LP_STATUS_FORMAT, "%s: truncated file or overflowing counts: %llu metadata entries and %llu tensors cannot fit in %zu bytes",
                       g->path, (unsigned long long)n_kv, (unsigned long long)n_tensors, g->len);
     g->kv = calloc((size_t)n_kv + 1, sizeof *g->kv);
     g->kv_by_key = calloc((size_t)n_kv + 1, sizeof *g->kv_by_key);
