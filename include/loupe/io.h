@@ -281,6 +281,14 @@ LP_WARN_UNUSED lp_status lp_gguf_get_str(const lp_gguf_file *g, const char *key,
 LP_WARN_UNUSED lp_status lp_gguf_model_open(const char *path, char **config_json, lp_st_set **weights);
 /* true when path names a GGUF file (ends in ".gguf"). */
 bool lp_path_is_gguf(const char *path);
+/* The file's tokenizer as tokenizer.json text (free()) that lp_tokenizer_load_json accepts,
+ * built as transformers' GGUF loader builds it: tokenizer.ggml.model "gpt2" (byte-level BPE;
+ * others UNSUPPORTED), tokens re-spelled in the byte alphabet where llama.cpp stored raw
+ * text, merges, control tokens (token_type 3) special, user-defined ones (4) added whole,
+ * the split regex tokenizer.ggml.pre names (llama-bpe, qwen2, gpt-4o, ...; GPT-2's
+ * otherwise, as for smollm), BOS/EOS added per tokenizer.ggml.add_bos/eos_token.
+ * Errors: lp_gguf_open's; NOT_FOUND / FORMAT for missing or mistyped tokenizer keys. */
+LP_WARN_UNUSED lp_status lp_gguf_tokenizer_json(const char *path, char **out);
 /* tokenizer.chat_template of the file as a fresh string (free()); NOT_FOUND when absent. */
 LP_WARN_UNUSED lp_status lp_gguf_chat_template(const char *path, char **out);
 
