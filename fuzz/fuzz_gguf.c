@@ -1,10 +1,13 @@
 /* libFuzzer target: the GGUF reader over arbitrary bytes (lp_gguf_parse_buffer). Every
  * accepted file's metadata is walked (strings, array elements, nested arrays) and every
  * tensor's bytes are read and, for the types loupe dequantizes, dequantized (small ones),
- * so ASan catches any view that escapes the buffer. */
+ * so ASan catches any view that escapes the buffer. The config.json and tokenizer.json
+ * builders run over every accepted file too (their output must parse as JSON). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
 
 #include "loupe/io.h"
 #include "loupe/kernels.h"
@@ -58,6 +61,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     free(out);
                 }
             }
+        }
+        char *json = NULL;
+        for (int k = 0; k < 2; k++) {
+            lp_status st = k == 0 ? lp_gguf_config_json(g, &json) : lp_gguf_tokenizer_json_of(g, &json);
+            if (st == LP_OK) {
+                cJSON *j = cJSON_Parse(json);
+                if (!j)
+                    abort();
+                cJSON_Delete(j);
+            }
+            free(json);
+            json = NULL;
         }
         lp_gguf_close(g);
     }

@@ -59,3 +59,28 @@ def tensors(w):
 write("meta.gguf", meta)
 write("tensors.gguf", tensors)
 write("aligned64.gguf", lambda w: (meta(w), tensors(w)), alignment=64)
+
+
+def model_meta(w):
+    w.add_block_count(2)
+    w.add_context_length(128)
+    w.add_embedding_length(64)
+    w.add_feed_forward_length(160)
+    w.add_head_count(4)
+    w.add_head_count_kv(2)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_rope_freq_base(10000.0)
+    w.add_string("llama.rope.scaling.type", "linear")
+    w.add_float32("llama.rope.scaling.factor", 2.0)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2")
+    w.add_token_list(["a", "b", "ab", "\u0120", "<s>", "é", "<think>"])
+    w.add_token_types([1, 1, 1, 1, 3, 1, 4])
+    w.add_token_merges(["a b"])
+    w.add_bos_token_id(4)
+    w.add_eos_token_id(4)
+    w.add_add_bos_token(True)
+    w.add_chat_template("{% for m in messages %}{{ m['content'] }}{% endfor %}")
+
+
+write("model_tokenizer.gguf", model_meta)

@@ -279,6 +279,8 @@ LP_WARN_UNUSED lp_status lp_gguf_get_str(const lp_gguf_file *g, const char *key,
  * architecture, a tensor type loupe cannot dequantize), NOT_FOUND / FORMAT for missing or
  * mistyped keys, NO_MEMORY. */
 LP_WARN_UNUSED lp_status lp_gguf_model_open(const char *path, char **config_json, lp_st_set **weights);
+/* The config.json text alone, from an open file (what lp_gguf_model_open builds). */
+LP_WARN_UNUSED lp_status lp_gguf_config_json(const lp_gguf_file *g, char **out);
 /* true when path names a GGUF file (ends in ".gguf"). */
 bool lp_path_is_gguf(const char *path);
 /* The file's tokenizer as tokenizer.json text (free()) that lp_tokenizer_load_json accepts,
@@ -289,6 +291,8 @@ bool lp_path_is_gguf(const char *path);
  * otherwise, as for smollm), BOS/EOS added per tokenizer.ggml.add_bos/eos_token.
  * Errors: lp_gguf_open's; NOT_FOUND / FORMAT for missing or mistyped tokenizer keys. */
 LP_WARN_UNUSED lp_status lp_gguf_tokenizer_json(const char *path, char **out);
+/* The same from an open file. */
+LP_WARN_UNUSED lp_status lp_gguf_tokenizer_json_of(const lp_gguf_file *g, char **out);
 /* tokenizer.chat_template of the file as a fresh string (free()); NOT_FOUND when absent. */
 LP_WARN_UNUSED lp_status lp_gguf_chat_template(const char *path, char **out);
 

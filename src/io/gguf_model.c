@@ -338,6 +338,14 @@ lp_status lp_gguf_model_open(const char *path, char **config_json, lp_st_set **w
     return st;
 }
 
+lp_status lp_gguf_config_json(const lp_gguf_file *g, char **out)
+{
+    *out = NULL;
+    const arch_info *a = NULL;
+    lp_status st = find_arch(g, &a);
+    return st == LP_OK ? build_config(g, a, out) : st;
+}
+
 lp_status lp_gguf_chat_template(const char *path, char **out)
 {
     *out = NULL;

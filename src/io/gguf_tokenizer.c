@@ -336,6 +336,12 @@ out:
     return st;
 }
 
+lp_status lp_gguf_tokenizer_json_of(const lp_gguf_file *g, char **out)
+{
+    *out = NULL;
+    return build(g, out);
+}
+
 lp_status lp_gguf_tokenizer_json(const char *path, char **out)
 {
     *out = NULL;

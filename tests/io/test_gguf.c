@@ -18,6 +18,7 @@
 #include "loupe/base.h"
 #include "loupe/io.h"
 #include "loupe/kernels.h"
+#include "loupe/text.h"
 
 static char tmp[256];
 
@@ -296,12 +297,74 @@ static void test_model_config_errors(void **state)
     free(m.p);
 }
 
+/* fuzz/seeds/gguf/model_tokenizer.gguf (tools/make_gguf_seeds.py, written by the gguf
+ * package): the config built from its metadata, its tokenizer (pre "qwen2" split regex,
+ * add_bos_token, a control and a user-defined token) and its chat template. The expected
+ * ids are what transformers' GGUF loader gives on the same file (AutoTokenizer with
+ * gguf_file=..., transformers 5.24), exact. */
+static void test_model_tokenizer_seed(void **state)
+{
+    (void)state;
+    const char *path = "fuzz/seeds/gguf/model_tokenizer.gguf";
+    char *json = NULL;
+    lp_gguf_file *g = NULL;
+    if (lp_gguf_open(path, &g) != LP_OK || lp_gguf_config_json(g, &json) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    lp_gguf_close(g);
+    lp_model_config cfg;
+    if (lp_hf_config_parse(json, strlen(json), path, &cfg) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    free(json);
+    assert_int_equal(cfg.arch, LP_HF_ARCH_LLAMA_CAUSAL_LM);
+    assert_int_equal(cfg.num_layers, 2);
+    assert_int_equal(cfg.hidden_size, 64);
+    assert_int_equal(cfg.num_heads, 4);
+    assert_int_equal(cfg.num_kv_heads, 2);
+    assert_int_equal(cfg.intermediate_size, 160);
+    assert_int_equal(cfg.vocab_size, 7); /* from tokenizer.ggml.tokens */
+    assert_int_equal(cfg.max_position_embeddings, 128);
+    assert_true(cfg.tie_word_embeddings); /* no output.weight */
+    assert_string_equal(cfg.rope_type, "linear");
+    assert_true(cfg.rope_factor == 2.0);
+    assert_true(fabs(cfg.norm_eps - 1e-6) < 1e-12);
+    lp_model_config_free(&cfg);
+
+    lp_tokenizer *tok = NULL;
+    if (lp_tokenizer_load(path, &tok) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    static const struct {
+        const char *text;
+        int32_t ids[8];
+        size_t n;
+    } cases[] = {
+        {"ab a<think>b", {4, 2, 3, 0, 6, 1}, 6},
+        {"ab<s>\xc3\xa9", {4, 2, 4}, 3},
+        {"b a  ab", {4, 1, 3, 0, 3, 3, 2}, 7},
+    };
+    lp_encode_opts o = lp_encode_opts_default();
+    lp_encoding e = {0};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(lp_tokenizer_encode(tok, cases[i].text, NULL, &o, &e), LP_OK);
+        assert_int_equal(e.len, cases[i].n);
+        assert_memory_equal(e.ids, cases[i].ids, cases[i].n * sizeof(int32_t));
+    }
+    lp_encoding_free(&e);
+    lp_tokenizer_free(tok);
+    char *tpl = NULL;
+    assert_int_equal(lp_gguf_chat_template(path, &tpl), LP_OK);
+    assert_string_equal(tpl, "{% for m in messages %}{{ m['content'] }}{% endfor %}");
+    free(tpl);
+    assert_int_equal(lp_gguf_chat_template("fuzz/seeds/gguf/meta.gguf", &tpl), LP_STATUS_NOT_FOUND);
+    assert_non_null(strstr(lp_err_msg(), "tokenizer.chat_template"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_model_config_errors),
+        cmocka_unit_test(test_model_tokenizer_seed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
