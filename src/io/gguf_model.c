@@ -303,7 +303,7 @@ static lp_status build_weights(const lp_gguf_file *g, const arch_info *a, lp_st_
     }
     if ((st = lp_st_parse_buffer(buf, total, path, &f)) != LP_OK)
         goto out;
-    lp_st_file_own_buffer(f);
+    lp_st_file_own_buffer(f, lp_gguf_file_size(g));
     buf = NULL;
     st = lp_st_set_from_file(f, path, out);
 out:
