@@ -130,7 +130,7 @@ static cJSON *added_token(int64_t id, const char *content, bool special)
     cJSON_AddBoolToObject(a, "single_word", false);
     cJSON_AddBoolToObject(a, "lstrip", false);
     cJSON_AddBoolToObject(a, "rstrip", false);
-    cJSON_AddBoolToObject(a, "normalized", !special && false);
+    cJSON_AddBoolToObject(a, "normalized", false); // matched in the raw text, as transformers adds them
     cJSON_AddBoolToObject(a, "special", special);
     return a;
 }
