@@ -1,6 +1,7 @@
 /* loupe io: model files. safetensors read (mmap, validated like the reference
  * implementation, tensor views point into the mapping) and write (atomic), sharded
- * checkpoints, Hugging Face config.json, the map from checkpoint tensor names to the
+ * checkpoints, GGUF files (llama.cpp's format: reader, and the model and tokenizer they
+ * hold seen as config.json + f32 weights + tokenizer.json), Hugging Face config.json, the map from checkpoint tensor names to the
  * engine's parameters, the memory estimate `loupe inspect` prints, and JSON files read and
  * written atomically for every layer above.
  *
@@ -15,7 +16,8 @@
  *   }
  *   lp_model_config_free(&cfg); lp_st_set_close(w);
  *
- * Depends on base and cJSON only (not on core: dtypes here are file-format dtypes).
+ * Depends on base, cJSON and kernels (GGUF block dequantization) only; dtypes here are
+ * file-format dtypes.
  * Every error names the file, the tensor or key, and the problem (lp_err_msg()).
  */
 #ifndef LOUPE_IO_H
