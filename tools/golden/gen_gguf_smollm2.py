@@ -3,7 +3,7 @@
 # undoes llama.cpp's q/k row permutation). Per sentence: the token ids transformers' GGUF
 # tokenizer gives, the mean next-token loss over the row, and the last position's logits
 # for the first 8192 vocabulary ids (kept small; the loss covers the whole vocabulary).
-# Run: python3 tools/golden/gen_gguf_smollm2.py --gguf PATH --out tests/golden/gguf_smollm2
+# Run: python3 tools/golden/gen_gguf_smollm2.py --out tests/golden/gguf_smollm2 [--gguf PATH]
 import argparse
 import os
 import sys
@@ -23,9 +23,13 @@ N_LOGITS = 8192
 def main():
     gc.setup()
     ap = argparse.ArgumentParser()
-    ap.add_argument("--gguf", required=True)
+    ap.add_argument("--gguf", help="the GGUF file (default: tools/smollm2_gguf.sh finds the PyPI package's)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
+    if not a.gguf:
+        import subprocess
+        a.gguf = subprocess.check_output(["bash", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                                               "smollm2_gguf.sh")]).decode().strip()
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     d, f = os.path.split(os.path.abspath(a.gguf))
