@@ -17,10 +17,10 @@ bool lp_path_is_gguf(const char *path)
 }
 
 typedef struct arch_info {
-    const char *gguf;       /* general.architecture */
+    const char *gguf; /* general.architecture */
     const char *hf_class;
     const char *model_type;
-    bool permuted_qk;       /* llama.cpp's converter permuted attn_q/attn_k rows (rotary layout) */
+    bool permuted_qk; /* llama.cpp's converter permuted attn_q/attn_k rows (rotary layout) */
 } arch_info;
 
 static const arch_info archs[] = {
@@ -41,8 +41,9 @@ static lp_status find_arch(const lp_gguf_file *g, const arch_info **out)
             free(a);
             return LP_OK;
         }
-    st = lp_err(LP_STATUS_UNSUPPORTED, "%s: general.architecture '%.40s' is not supported (llama, mistral, qwen2)",
-                lp_gguf_path(g), a);
+    st = lp_err(LP_STATUS_UNSUPPORTED,
+                "%s: general.architecture '%.40s' is not supported (llama, mistral, qwen2)", lp_gguf_path(g),
+                a);
     free(a);
     return st;
 }
@@ -72,8 +73,10 @@ static lp_status vocab_from_tokens(const lp_gguf_file *g, int64_t *out)
     if (!v)
         return LP_OK;
     if (v->type != LP_GGUF_TYPE_ARRAY || v->elem_type != LP_GGUF_TYPE_STRING)
-        return lp_err(LP_STATUS_FORMAT, "%s: metadata 'tokenizer.ggml.tokens' is %s, expected an array of strings",
-                      lp_gguf_path(g), v->type == LP_GGUF_TYPE_ARRAY ? "an array of another type" : lp_gguf_type_name(v->type));
+        return lp_err(
+            LP_STATUS_FORMAT, "%s: metadata 'tokenizer.ggml.tokens' is %s, expected an array of strings",
+            lp_gguf_path(g),
+            v->type == LP_GGUF_TYPE_ARRAY ? "an array of another type" : lp_gguf_type_name(v->type));
     *out = (int64_t)v->n;
     return LP_OK;
 }
@@ -89,7 +92,8 @@ static lp_status build_config(const lp_gguf_file *g, const arch_info *a, char **
         (st = lp_gguf_get_int(g, akey(a, "embedding_length", k, sizeof k), &hidden)) != LP_OK ||
         (st = lp_gguf_get_int(g, akey(a, "feed_forward_length", k, sizeof k), &ffn)) != LP_OK ||
         (st = lp_gguf_get_int(g, akey(a, "attention.head_count", k, sizeof k), &heads)) != LP_OK ||
-        (st = lp_gguf_get_float(g, akey(a, "attention.layer_norm_rms_epsilon", k, sizeof k), &eps)) != LP_OK ||
+        (st = lp_gguf_get_float(g, akey(a, "attention.layer_norm_rms_epsilon", k, sizeof k), &eps)) !=
+            LP_OK ||
         (st = opt_int(g, akey(a, "attention.head_count_kv", k, sizeof k), &kv_heads)) != LP_OK ||
         (st = opt_int(g, akey(a, "context_length", k, sizeof k), &ctx)) != LP_OK ||
         (st = opt_int(g, akey(a, "vocab_size", k, sizeof k), &vocab)) != LP_OK ||
@@ -97,7 +101,8 @@ static lp_status build_config(const lp_gguf_file *g, const arch_info *a, char **
         (st = opt_float(g, akey(a, "rope.freq_base", k, sizeof k), &theta)) != LP_OK ||
         (st = opt_int(g, akey(a, "rope.dimension_count", k, sizeof k), &head_dim)) != LP_OK ||
         (st = opt_float(g, akey(a, "rope.scaling.factor", k, sizeof k), &rope_factor)) != LP_OK ||
-        (st = opt_int(g, akey(a, "rope.scaling.original_context_length", k, sizeof k), &rope_orig)) != LP_OK ||
+        (st = opt_int(g, akey(a, "rope.scaling.original_context_length", k, sizeof k), &rope_orig)) !=
+            LP_OK ||
         (st = opt_int(g, "tokenizer.ggml.bos_token_id", &bos)) != LP_OK ||
         (st = opt_int(g, "tokenizer.ggml.eos_token_id", &eos)) != LP_OK ||
         (st = opt_int(g, "tokenizer.ggml.padding_token_id", &pad)) != LP_OK)
@@ -105,8 +110,10 @@ static lp_status build_config(const lp_gguf_file *g, const arch_info *a, char **
     if (vocab < 0) {
         const lp_gguf_tensor *e = lp_gguf_find_tensor(g, "token_embd.weight");
         if (!e || e->ndim != 2)
-            return lp_err(LP_STATUS_FORMAT, "%s: no vocabulary size (no tokenizer.ggml.tokens, %s.vocab_size or token_embd.weight)",
-                          lp_gguf_path(g), a->gguf);
+            return lp_err(
+                LP_STATUS_FORMAT,
+                "%s: no vocabulary size (no tokenizer.ggml.tokens, %s.vocab_size or token_embd.weight)",
+                lp_gguf_path(g), a->gguf);
         vocab = e->ne[1];
     }
     if (kv_heads < 0)
@@ -160,16 +167,20 @@ static lp_status build_config(const lp_gguf_file *g, const arch_info *a, char **
  * name, so the parameter map reports them as unexpected. */
 static bool hf_name(const char *gname, char *out, size_t n)
 {
-    static const struct { const char *g, *hf; } top[] = {
+    static const struct {
+        const char *g, *hf;
+    } top[] = {
         {"token_embd.weight", "model.embed_tokens.weight"},
         {"output_norm.weight", "model.norm.weight"},
         {"output.weight", "lm_head.weight"},
     };
-    static const struct { const char *g, *hf; } blk[] = {
-        {"attn_norm", "input_layernorm"},     {"ffn_norm", "post_attention_layernorm"},
-        {"attn_q", "self_attn.q_proj"},       {"attn_k", "self_attn.k_proj"},
-        {"attn_v", "self_attn.v_proj"},       {"attn_output", "self_attn.o_proj"},
-        {"ffn_gate", "mlp.gate_proj"},        {"ffn_up", "mlp.up_proj"},
+    static const struct {
+        const char *g, *hf;
+    } blk[] = {
+        {"attn_norm", "input_layernorm"}, {"ffn_norm", "post_attention_layernorm"},
+        {"attn_q", "self_attn.q_proj"},   {"attn_k", "self_attn.k_proj"},
+        {"attn_v", "self_attn.v_proj"},   {"attn_output", "self_attn.o_proj"},
+        {"ffn_gate", "mlp.gate_proj"},    {"ffn_up", "mlp.up_proj"},
         {"ffn_down", "mlp.down_proj"},
     };
     if (!strcmp(gname, "rope_freqs.weight"))
@@ -196,11 +207,13 @@ static bool hf_name(const char *gname, char *out, size_t n)
 /* Undoes llama.cpp's permute() of q/k rows: the converter stores head h's row j*2+s
  * (shape [heads, D/2, 2]) where Hugging Face has row s*D/2+j ([heads, 2, D/2]). The rows
  * are `cols` floats each; w has heads*D rows. */
-static lp_status unpermute_rows(float *w, int64_t rows, int64_t cols, int64_t heads, const char *path, const char *name)
+static lp_status unpermute_rows(float *w, int64_t rows, int64_t cols, int64_t heads, const char *path,
+                                const char *name)
 {
     if (heads <= 0 || rows % (2 * heads))
-        return lp_err(LP_STATUS_FORMAT, "%s: tensor '%s': %lld rows do not split into %lld heads of even size", path,
-                      name, (long long)rows, (long long)heads);
+        return lp_err(LP_STATUS_FORMAT,
+                      "%s: tensor '%s': %lld rows do not split into %lld heads of even size", path, name,
+                      (long long)rows, (long long)heads);
     const int64_t D = rows / heads, half = D / 2;
     float *tmp = malloc((size_t)(D * cols) * sizeof *tmp);
     if (!tmp)
@@ -216,7 +229,10 @@ static lp_status unpermute_rows(float *w, int64_t rows, int64_t cols, int64_t he
     return LP_OK;
 }
 
-static bool name_has(const char *name, const char *part) { return strstr(name, part) != NULL; }
+static bool name_has(const char *name, const char *part)
+{
+    return strstr(name, part) != NULL;
+}
 
 static lp_status build_weights(const lp_gguf_file *g, const arch_info *a, lp_st_set **out)
 {
@@ -232,7 +248,7 @@ static lp_status build_weights(const lp_gguf_file *g, const arch_info *a, lp_st_
         kv_heads = heads;
     cJSON *hdr = cJSON_CreateObject();
     uint64_t data_bytes = 0;
-    char (*names)[160] = calloc(n + 1, sizeof *names);
+    char(*names)[160] = calloc(n + 1, sizeof *names);
     bool *keep = calloc(n + 1, sizeof *keep);
     uint64_t *at = calloc(n + 1, sizeof *at);
     char *buf = NULL;
@@ -247,9 +263,10 @@ static lp_status build_weights(const lp_gguf_file *g, const arch_info *a, lp_st_
         if (!(keep[i] = hf_name(t->name, names[i], sizeof names[i])))
             continue;
         if (!tt->dequantizable) {
-            st = lp_err(LP_STATUS_UNSUPPORTED,
-                        "%s: tensor '%s' is %s; loupe dequantizes F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K",
-                        path, t->name, tt->name);
+            st = lp_err(
+                LP_STATUS_UNSUPPORTED,
+                "%s: tensor '%s' is %s; loupe dequantizes F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K",
+                path, t->name, tt->name);
             goto out;
         }
         uint64_t nb;
@@ -276,7 +293,8 @@ static lp_status build_weights(const lp_gguf_file *g, const arch_info *a, lp_st_
     const size_t hlen = (strlen(h) + 7) & ~(size_t)7, total = 8 + hlen + (size_t)data_bytes;
     if (!(buf = malloc(total))) {
         free(h);
-        st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory (%zu bytes for the dequantized weights)", path, total);
+        st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory (%zu bytes for the dequantized weights)", path,
+                    total);
         goto out;
     }
     const uint64_t hl = hlen;
@@ -290,12 +308,14 @@ static lp_status build_weights(const lp_gguf_file *g, const arch_info *a, lp_st_
             continue;
         float *dst = (float *)(buf + 8 + hlen + at[i]);
         lp_ggml_dequantize((lp_ggml_type)t->type, t->data, dst, (int64_t)t->numel);
-        if (a->permuted_qk && t->ndim == 2 && (name_has(t->name, ".attn_q.") || name_has(t->name, ".attn_k."))) {
+        if (a->permuted_qk && t->ndim == 2 &&
+            (name_has(t->name, ".attn_q.") || name_has(t->name, ".attn_k."))) {
             const int64_t hh = name_has(t->name, ".attn_q.") ? heads : kv_heads;
             if ((st = unpermute_rows(dst, t->ne[1], t->ne[0], hh, path, t->name)) != LP_OK)
                 goto out;
         }
-        if (a->permuted_qk && t->ndim == 1 && (name_has(t->name, ".attn_q.") || name_has(t->name, ".attn_k."))) {
+        if (a->permuted_qk && t->ndim == 1 &&
+            (name_has(t->name, ".attn_q.") || name_has(t->name, ".attn_k."))) {
             const int64_t hh = name_has(t->name, ".attn_q.") ? heads : kv_heads;
             if ((st = unpermute_rows(dst, t->ne[0], 1, hh, path, t->name)) != LP_OK)
                 goto out;

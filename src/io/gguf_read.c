@@ -33,8 +33,14 @@ struct lp_gguf_file {
 };
 
 /* Overflow-checked size arithmetic (base.h has no shared helper on this branch yet). */
-static bool ck_add(uint64_t a, uint64_t b, uint64_t *r) { return !__builtin_add_overflow(a, b, r); }
-static bool ck_mul(uint64_t a, uint64_t b, uint64_t *r) { return !__builtin_mul_overflow(a, b, r); }
+static bool ck_add(uint64_t a, uint64_t b, uint64_t *r)
+{
+    return !__builtin_add_overflow(a, b, r);
+}
+static bool ck_mul(uint64_t a, uint64_t b, uint64_t *r)
+{
+    return !__builtin_mul_overflow(a, b, r);
+}
 
 typedef struct cursor {
     lp_gguf_file *g;
@@ -88,7 +94,7 @@ static lp_status rd_str(cursor *c, lp_gguf_str *s)
     return st;
 }
 
-static const char *const type_names[] = {"uint8", "int8",   "uint16", "int16",  "uint32", "int32", "float32",
+static const char *const type_names[] = {"uint8", "int8",   "uint16", "int16",  "uint32", "int32",  "float32",
                                          "bool",  "string", "array",  "uint64", "int64",  "float64"};
 
 const char *lp_gguf_type_name(lp_gguf_type t)
@@ -106,20 +112,64 @@ static unsigned scalar_size(lp_gguf_type t)
 static void scalar_decode(lp_gguf_type t, const uint8_t *p, lp_gguf_value *v)
 {
     switch (t) {
-    case LP_GGUF_TYPE_UINT8: v->u = p[0]; v->i = (int64_t)v->u; break;
-    case LP_GGUF_TYPE_INT8: v->i = (int8_t)p[0]; break;
-    case LP_GGUF_TYPE_UINT16: { uint16_t x; memcpy(&x, p, 2); v->u = x; v->i = x; break; }
-    case LP_GGUF_TYPE_INT16: { int16_t x; memcpy(&x, p, 2); v->i = x; break; }
-    case LP_GGUF_TYPE_UINT32: { uint32_t x; memcpy(&x, p, 4); v->u = x; v->i = x; break; }
-    case LP_GGUF_TYPE_INT32: { int32_t x; memcpy(&x, p, 4); v->i = x; break; }
-    case LP_GGUF_TYPE_FLOAT32: { float x; memcpy(&x, p, 4); v->f = x; break; }
-    case LP_GGUF_TYPE_BOOL: v->b = p[0] != 0; v->i = v->b; break;
-    case LP_GGUF_TYPE_UINT64: memcpy(&v->u, p, 8); v->i = (int64_t)v->u; break;
-    case LP_GGUF_TYPE_INT64: memcpy(&v->i, p, 8); break;
-    case LP_GGUF_TYPE_FLOAT64: memcpy(&v->f, p, 8); break;
-    default: break;
+    case LP_GGUF_TYPE_UINT8:
+        v->u = p[0];
+        v->i = (int64_t)v->u;
+        break;
+    case LP_GGUF_TYPE_INT8:
+        v->i = (int8_t)p[0];
+        break;
+    case LP_GGUF_TYPE_UINT16: {
+        uint16_t x;
+        memcpy(&x, p, 2);
+        v->u = x;
+        v->i = x;
+        break;
     }
-    if (t == LP_GGUF_TYPE_INT8 || t == LP_GGUF_TYPE_INT16 || t == LP_GGUF_TYPE_INT32 || t == LP_GGUF_TYPE_INT64)
+    case LP_GGUF_TYPE_INT16: {
+        int16_t x;
+        memcpy(&x, p, 2);
+        v->i = x;
+        break;
+    }
+    case LP_GGUF_TYPE_UINT32: {
+        uint32_t x;
+        memcpy(&x, p, 4);
+        v->u = x;
+        v->i = x;
+        break;
+    }
+    case LP_GGUF_TYPE_INT32: {
+        int32_t x;
+        memcpy(&x, p, 4);
+        v->i = x;
+        break;
+    }
+    case LP_GGUF_TYPE_FLOAT32: {
+        float x;
+        memcpy(&x, p, 4);
+        v->f = x;
+        break;
+    }
+    case LP_GGUF_TYPE_BOOL:
+        v->b = p[0] != 0;
+        v->i = v->b;
+        break;
+    case LP_GGUF_TYPE_UINT64:
+        memcpy(&v->u, p, 8);
+        v->i = (int64_t)v->u;
+        break;
+    case LP_GGUF_TYPE_INT64:
+        memcpy(&v->i, p, 8);
+        break;
+    case LP_GGUF_TYPE_FLOAT64:
+        memcpy(&v->f, p, 8);
+        break;
+    default:
+        break;
+    }
+    if (t == LP_GGUF_TYPE_INT8 || t == LP_GGUF_TYPE_INT16 || t == LP_GGUF_TYPE_INT32 ||
+        t == LP_GGUF_TYPE_INT64)
         v->u = (uint64_t)v->i;
 }
 
@@ -140,7 +190,8 @@ static lp_status rd_value(cursor *c, lp_gguf_type t, lp_gguf_value *v, const cha
     memset(v, 0, sizeof *v);
     v->type = t;
     if ((unsigned)t >= LP_GGUF_TYPE__COUNT)
-        return lp_err(LP_STATUS_FORMAT, "%s: metadata '%s': unknown value type %u", g->path, key, (unsigned)t);
+        return lp_err(LP_STATUS_FORMAT, "%s: metadata '%s': unknown value type %u", g->path, key,
+                      (unsigned)t);
     const uint8_t *p = NULL;
     lp_status st;
     if (t == LP_GGUF_TYPE_STRING)
@@ -164,8 +215,8 @@ static lp_status rd_value(cursor *c, lp_gguf_type t, lp_gguf_value *v, const cha
     const uint64_t min_elem = scalar_size(v->elem_type) ? scalar_size(v->elem_type) : 8;
     uint64_t need;
     if (!ck_mul(v->n, min_elem, &need) || need > g->len - c->pos)
-        return lp_err(LP_STATUS_FORMAT, "%s: metadata '%s': array of %llu %s elements overflows the file", g->path,
-                      key, (unsigned long long)v->n, lp_gguf_type_name(v->elem_type));
+        return lp_err(LP_STATUS_FORMAT, "%s: metadata '%s': array of %llu %s elements overflows the file",
+                      g->path, key, (unsigned long long)v->n, lp_gguf_type_name(v->elem_type));
     if (scalar_size(v->elem_type)) {
         if ((st = take(c, need, &p)) == LP_OK)
             v->raw = p;
@@ -221,12 +272,13 @@ static lp_status parse_tensor(cursor *c, lp_gguf_tensor *t)
     lp_gguf_str name;
     lp_status st;
     c->what = "tensor info";
-    if ((st = rd_str(c, &name)) != LP_OK || (st = str_dup(g, &name, "a tensor name", (char **)&t->name)) != LP_OK ||
+    if ((st = rd_str(c, &name)) != LP_OK ||
+        (st = str_dup(g, &name, "a tensor name", (char **)&t->name)) != LP_OK ||
         (st = rd_u32(c, &t->ndim)) != LP_OK)
         return st;
     if (t->ndim > LP_GGUF_MAX_DIMS)
-        return lp_err(LP_STATUS_FORMAT, "%s: tensor '%s' has %u dimensions (at most %d)", g->path, t->name, t->ndim,
-                      LP_GGUF_MAX_DIMS);
+        return lp_err(LP_STATUS_FORMAT, "%s: tensor '%s' has %u dimensions (at most %d)", g->path, t->name,
+                      t->ndim, LP_GGUF_MAX_DIMS);
     uint64_t numel = 1;
     for (int d = 0; d < LP_GGUF_MAX_DIMS; d++) {
         uint64_t ne = 1;
@@ -243,8 +295,9 @@ static lp_status parse_tensor(cursor *c, lp_gguf_tensor *t)
     if (!tt)
         return lp_err(LP_STATUS_FORMAT, "%s: tensor '%s': unknown tensor type %u", g->path, t->name, t->type);
     if (t->ne[0] % tt->block)
-        return lp_err(LP_STATUS_FORMAT, "%s: tensor '%s': first dimension %lld is not a multiple of the %s block (%d)",
-                      g->path, t->name, (long long)t->ne[0], tt->name, tt->block);
+        return lp_err(LP_STATUS_FORMAT,
+                      "%s: tensor '%s': first dimension %lld is not a multiple of the %s block (%d)", g->path,
+                      t->name, (long long)t->ne[0], tt->name, tt->block);
     if (!ck_mul(numel / (uint64_t)tt->block, (uint64_t)tt->bytes, &t->nbytes))
         return lp_err(LP_STATUS_FORMAT, "%s: tensor '%s': byte size overflows", g->path, t->name);
     return LP_OK;
@@ -271,7 +324,9 @@ static lp_status parse(lp_gguf_file *g)
     /* A kv takes at least 8+4+1 bytes, a tensor info 8+4+4+8: bound the counts by the file
      * before allocating for them. */
     if (n_kv > (g->len - c.pos) / 13 || n_tensors > (g->len - c.pos) / 24)
-        return lp_err(LP_STATUS_FORMAT, "%s: truncated file or overflowing counts: %llu metadata entries and %llu tensors cannot fit in %zu bytes",
+        return lp_err(LP_STATUS_FORMAT,
+                      "%s: truncated file or overflowing counts: %llu metadata entries and %llu tensors "
+                      "cannot fit in %zu bytes",
                       g->path, (unsigned long long)n_kv, (unsigned long long)n_tensors, g->len);
     g->kv = calloc((size_t)n_kv + 1, sizeof *g->kv);
     g->kv_by_key = calloc((size_t)n_kv + 1, sizeof *g->kv_by_key);
@@ -283,10 +338,12 @@ static lp_status parse(lp_gguf_file *g)
         lp_gguf_str key;
         uint32_t t;
         c.what = "metadata";
-        if ((st = rd_str(&c, &key)) != LP_OK || (st = str_dup(g, &key, "a metadata key", (char **)&g->kv[k].key)) != LP_OK)
+        if ((st = rd_str(&c, &key)) != LP_OK ||
+            (st = str_dup(g, &key, "a metadata key", (char **)&g->kv[k].key)) != LP_OK)
             return st;
         g->n_kv++;
-        if ((st = rd_u32(&c, &t)) != LP_OK || (st = rd_value(&c, (lp_gguf_type)t, &g->kv[k].v, g->kv[k].key, 0)) != LP_OK)
+        if ((st = rd_u32(&c, &t)) != LP_OK ||
+            (st = rd_value(&c, (lp_gguf_type)t, &g->kv[k].v, g->kv[k].key, 0)) != LP_OK)
             return st;
     }
     sort_g = g;
@@ -295,13 +352,14 @@ static lp_status parse(lp_gguf_file *g)
     qsort(g->kv_by_key, g->n_kv, sizeof *g->kv_by_key, cmp_kv);
     for (size_t k = 1; k < g->n_kv; k++)
         if (!strcmp(g->kv[g->kv_by_key[k]].key, g->kv[g->kv_by_key[k - 1]].key))
-            return lp_err(LP_STATUS_FORMAT, "%s: duplicate metadata key '%s'", g->path, g->kv[g->kv_by_key[k]].key);
+            return lp_err(LP_STATUS_FORMAT, "%s: duplicate metadata key '%s'", g->path,
+                          g->kv[g->kv_by_key[k]].key);
     g->alignment = GGUF_DEFAULT_ALIGNMENT;
     const lp_gguf_value *al = lp_gguf_get(g, "general.alignment");
     if (al) {
         if (al->type != LP_GGUF_TYPE_UINT32)
-            return lp_err(LP_STATUS_FORMAT, "%s: metadata 'general.alignment' is %s, expected uint32", g->path,
-                          lp_gguf_type_name(al->type));
+            return lp_err(LP_STATUS_FORMAT, "%s: metadata 'general.alignment' is %s, expected uint32",
+                          g->path, lp_gguf_type_name(al->type));
         if (al->u == 0 || (al->u & (al->u - 1)))
             return lp_err(LP_STATUS_FORMAT, "%s: general.alignment %llu is not a power of two", g->path,
                           (unsigned long long)al->u);
@@ -319,7 +377,8 @@ static lp_status parse(lp_gguf_file *g)
     qsort(g->t_by_name, g->n_tensors, sizeof *g->t_by_name, cmp_tn);
     for (size_t k = 1; k < g->n_tensors; k++)
         if (!strcmp(g->tensors[g->t_by_name[k]].name, g->tensors[g->t_by_name[k - 1]].name))
-            return lp_err(LP_STATUS_FORMAT, "%s: duplicate tensor '%s'", g->path, g->tensors[g->t_by_name[k]].name);
+            return lp_err(LP_STATUS_FORMAT, "%s: duplicate tensor '%s'", g->path,
+                          g->tensors[g->t_by_name[k]].name);
     /* The data section starts at the next multiple of the alignment (no tensors: it may be
      * absent altogether). */
     uint64_t start = c.pos;
@@ -331,11 +390,13 @@ static lp_status parse(lp_gguf_file *g)
         lp_gguf_tensor *t = &g->tensors[k];
         uint64_t at, end;
         if (t->offset % g->alignment)
-            return lp_err(LP_STATUS_FORMAT, "%s: tensor '%s': data offset %llu is not a multiple of the alignment %llu",
+            return lp_err(LP_STATUS_FORMAT,
+                          "%s: tensor '%s': data offset %llu is not a multiple of the alignment %llu",
                           g->path, t->name, (unsigned long long)t->offset, (unsigned long long)g->alignment);
         if (!ck_add(start, t->offset, &at) || !ck_add(at, t->nbytes, &end) || end > g->len)
-            return lp_err(LP_STATUS_FORMAT, "%s: tensor '%s': data [%llu, +%llu) past the end of the file (%zu bytes)",
-                          g->path, t->name, (unsigned long long)t->offset, (unsigned long long)t->nbytes, g->len);
+            return lp_err(LP_STATUS_FORMAT,
+                          "%s: tensor '%s': data [%llu, +%llu) past the end of the file (%zu bytes)", g->path,
+                          t->name, (unsigned long long)t->offset, (unsigned long long)t->nbytes, g->len);
         t->data = g->base + at;
     }
     return LP_OK;
@@ -421,12 +482,30 @@ lp_status lp_gguf_open(const char *path, lp_gguf_file **out)
     return finish(g, out);
 }
 
-const char *lp_gguf_path(const lp_gguf_file *g) { return g->path; }
-uint32_t lp_gguf_version(const lp_gguf_file *g) { return g->version; }
-uint64_t lp_gguf_file_size(const lp_gguf_file *g) { return g->len; }
-size_t lp_gguf_kv_count(const lp_gguf_file *g) { return g->n_kv; }
-const lp_gguf_kv *lp_gguf_kv_at(const lp_gguf_file *g, size_t i) { return i < g->n_kv ? &g->kv[i] : NULL; }
-size_t lp_gguf_tensor_count(const lp_gguf_file *g) { return g->n_tensors; }
+const char *lp_gguf_path(const lp_gguf_file *g)
+{
+    return g->path;
+}
+uint32_t lp_gguf_version(const lp_gguf_file *g)
+{
+    return g->version;
+}
+uint64_t lp_gguf_file_size(const lp_gguf_file *g)
+{
+    return g->len;
+}
+size_t lp_gguf_kv_count(const lp_gguf_file *g)
+{
+    return g->n_kv;
+}
+const lp_gguf_kv *lp_gguf_kv_at(const lp_gguf_file *g, size_t i)
+{
+    return i < g->n_kv ? &g->kv[i] : NULL;
+}
+size_t lp_gguf_tensor_count(const lp_gguf_file *g)
+{
+    return g->n_tensors;
+}
 const lp_gguf_tensor *lp_gguf_tensor_at(const lp_gguf_file *g, size_t i)
 {
     return i < g->n_tensors ? &g->tensors[i] : NULL;
@@ -474,7 +553,10 @@ static bool array_elem(const lp_gguf_value *v, uint64_t idx, lp_gguf_value *e)
     return true;
 }
 
-static bool is_float(lp_gguf_type t) { return t == LP_GGUF_TYPE_FLOAT32 || t == LP_GGUF_TYPE_FLOAT64; }
+static bool is_float(lp_gguf_type t)
+{
+    return t == LP_GGUF_TYPE_FLOAT32 || t == LP_GGUF_TYPE_FLOAT64;
+}
 
 bool lp_gguf_array_i64(const lp_gguf_value *v, uint64_t idx, int64_t *out)
 {
@@ -503,8 +585,8 @@ static lp_status get_typed(const lp_gguf_file *g, const char *key, const lp_gguf
 
 static lp_status wrong_type(const lp_gguf_file *g, const char *key, const lp_gguf_value *v, const char *want)
 {
-    return lp_err(LP_STATUS_FORMAT, "%s: metadata '%s' is %s, expected %s", g->path, key, lp_gguf_type_name(v->type),
-                  want);
+    return lp_err(LP_STATUS_FORMAT, "%s: metadata '%s' is %s, expected %s", g->path, key,
+                  lp_gguf_type_name(v->type), want);
 }
 
 lp_status lp_gguf_get_int(const lp_gguf_file *g, const char *key, int64_t *out)

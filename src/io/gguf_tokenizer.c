@@ -9,16 +9,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SPLIT_LLAMA3                                                                                           \
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"   \
+#define SPLIT_LLAMA3                                                                                         \
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|" \
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
-#define SPLIT_QWEN2                                                                                            \
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"         \
+#define SPLIT_QWEN2                                                                                          \
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"      \
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
-#define SPLIT_GPT4O                                                                                            \
-    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"                   \
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"                  \
-    "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|"   \
+#define SPLIT_GPT4O                                                                                          \
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"              \
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"              \
+    "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| "                              \
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|"                                                                        \
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 
 /* tokenizer.ggml.pre values whose split regex differs from GPT-2's (the byte-level
@@ -26,9 +27,10 @@
 static const struct {
     const char *pre, *regex;
 } splits[] = {
-    {"llama3", SPLIT_LLAMA3},   {"llama-v3", SPLIT_LLAMA3}, {"llama-bpe", SPLIT_LLAMA3}, {"falcon3", SPLIT_LLAMA3},
-    {"dbrx", SPLIT_LLAMA3},     {"smaug-bpe", SPLIT_LLAMA3}, {"pixtral", SPLIT_LLAMA3},  {"qwen2", SPLIT_QWEN2},
-    {"deepseek-r1-qwen", SPLIT_QWEN2}, {"gpt-4o", SPLIT_GPT4O}, {"llama4", SPLIT_GPT4O},
+    {"llama3", SPLIT_LLAMA3},  {"llama-v3", SPLIT_LLAMA3}, {"llama-bpe", SPLIT_LLAMA3},
+    {"falcon3", SPLIT_LLAMA3}, {"dbrx", SPLIT_LLAMA3},     {"smaug-bpe", SPLIT_LLAMA3},
+    {"pixtral", SPLIT_LLAMA3}, {"qwen2", SPLIT_QWEN2},     {"deepseek-r1-qwen", SPLIT_QWEN2},
+    {"gpt-4o", SPLIT_GPT4O},   {"llama4", SPLIT_GPT4O},
 };
 
 /* GPT-2's bytes_to_unicode: printable Latin-1 bytes stand for themselves, the others for
@@ -62,7 +64,8 @@ static size_t put_utf8(char *o, uint32_t cp)
         o[0] = (char)(0xC0 | cp >> 6), o[1] = (char)(0x80 | (cp & 0x3F));
         return 2;
     }
-    o[0] = (char)(0xE0 | cp >> 12), o[1] = (char)(0x80 | ((cp >> 6) & 0x3F)), o[2] = (char)(0x80 | (cp & 0x3F));
+    o[0] = (char)(0xE0 | cp >> 12), o[1] = (char)(0x80 | ((cp >> 6) & 0x3F)),
+    o[2] = (char)(0x80 | (cp & 0x3F));
     return 3;
 }
 
@@ -169,38 +172,49 @@ static lp_status build(const lp_gguf_file *g, char **out)
     if (st != LP_OK)
         return st;
     if (strcmp(model, "gpt2")) {
-        st = lp_err(LP_STATUS_UNSUPPORTED, "%s: tokenizer.ggml.model '%.40s' is not supported (gpt2: byte-level BPE)",
-                    path, model);
+        st = lp_err(LP_STATUS_UNSUPPORTED,
+                    "%s: tokenizer.ggml.model '%.40s' is not supported (gpt2: byte-level BPE)", path, model);
         free(model);
         return st;
     }
     free(model);
-    const lp_gguf_value *toks = lp_gguf_get(g, "tokenizer.ggml.tokens"), *merges = lp_gguf_get(g, "tokenizer.ggml.merges"),
+    const lp_gguf_value *toks = lp_gguf_get(g, "tokenizer.ggml.tokens"),
+                        *merges = lp_gguf_get(g, "tokenizer.ggml.merges"),
                         *types = lp_gguf_get(g, "tokenizer.ggml.token_type");
     if (!toks || toks->type != LP_GGUF_TYPE_ARRAY || toks->elem_type != LP_GGUF_TYPE_STRING)
-        return lp_err(LP_STATUS_FORMAT, "%s: metadata 'tokenizer.ggml.tokens' is %s, expected an array of strings", path,
+        return lp_err(LP_STATUS_FORMAT,
+                      "%s: metadata 'tokenizer.ggml.tokens' is %s, expected an array of strings", path,
                       toks ? "of another type" : "missing");
     if (!merges || merges->type != LP_GGUF_TYPE_ARRAY || merges->elem_type != LP_GGUF_TYPE_STRING)
-        return lp_err(LP_STATUS_FORMAT, "%s: metadata 'tokenizer.ggml.merges' is %s, expected an array of strings", path,
+        return lp_err(LP_STATUS_FORMAT,
+                      "%s: metadata 'tokenizer.ggml.merges' is %s, expected an array of strings", path,
                       merges ? "of another type" : "missing");
-    if (types && (types->type != LP_GGUF_TYPE_ARRAY || types->n != toks->n || types->elem_type == LP_GGUF_TYPE_STRING ||
-                  types->elem_type == LP_GGUF_TYPE_ARRAY))
-        return lp_err(LP_STATUS_FORMAT, "%s: metadata 'tokenizer.ggml.token_type' is not an integer array of %llu entries",
+    if (types && (types->type != LP_GGUF_TYPE_ARRAY || types->n != toks->n ||
+                  types->elem_type == LP_GGUF_TYPE_STRING || types->elem_type == LP_GGUF_TYPE_ARRAY))
+        return lp_err(LP_STATUS_FORMAT,
+                      "%s: metadata 'tokenizer.ggml.token_type' is not an integer array of %llu entries",
                       path, (unsigned long long)toks->n);
-    if (lp_gguf_get(g, "tokenizer.ggml.pre") && (st = lp_gguf_get_str(g, "tokenizer.ggml.pre", &pre)) != LP_OK)
+    if (lp_gguf_get(g, "tokenizer.ggml.pre") &&
+        (st = lp_gguf_get_str(g, "tokenizer.ggml.pre", &pre)) != LP_OK)
         return st;
     bool add_bos = false, add_eos = false;
     int64_t bos = -1, eos = -1;
-    if ((lp_gguf_get(g, "tokenizer.ggml.add_bos_token") && (st = lp_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &add_bos))) ||
-        (lp_gguf_get(g, "tokenizer.ggml.add_eos_token") && (st = lp_gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &add_eos))) ||
-        (lp_gguf_get(g, "tokenizer.ggml.bos_token_id") && (st = lp_gguf_get_int(g, "tokenizer.ggml.bos_token_id", &bos))) ||
-        (lp_gguf_get(g, "tokenizer.ggml.eos_token_id") && (st = lp_gguf_get_int(g, "tokenizer.ggml.eos_token_id", &eos)))) {
+    if ((lp_gguf_get(g, "tokenizer.ggml.add_bos_token") &&
+         (st = lp_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &add_bos))) ||
+        (lp_gguf_get(g, "tokenizer.ggml.add_eos_token") &&
+         (st = lp_gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &add_eos))) ||
+        (lp_gguf_get(g, "tokenizer.ggml.bos_token_id") &&
+         (st = lp_gguf_get_int(g, "tokenizer.ggml.bos_token_id", &bos))) ||
+        (lp_gguf_get(g, "tokenizer.ggml.eos_token_id") &&
+         (st = lp_gguf_get_int(g, "tokenizer.ggml.eos_token_id", &eos)))) {
         free(pre);
         return st;
     }
-    if ((add_bos && (bos < 0 || (uint64_t)bos >= toks->n)) || (add_eos && (eos < 0 || (uint64_t)eos >= toks->n))) {
+    if ((add_bos && (bos < 0 || (uint64_t)bos >= toks->n)) ||
+        (add_eos && (eos < 0 || (uint64_t)eos >= toks->n))) {
         free(pre);
-        return lp_err(LP_STATUS_FORMAT, "%s: add_bos/eos_token set but the BOS/EOS id is missing or outside the %llu tokens",
+        return lp_err(LP_STATUS_FORMAT,
+                      "%s: add_bos/eos_token set but the BOS/EOS id is missing or outside the %llu tokens",
                       path, (unsigned long long)toks->n);
     }
 
@@ -311,7 +325,8 @@ static lp_status build(const lp_gguf_file *g, char **out)
         }
         char *sp = strchr(s, ' ');
         if (!sp) {
-            st = lp_err(LP_STATUS_FORMAT, "%s: tokenizer.ggml.merges[%llu] '%.40s' is not two tokens separated by a space",
+            st = lp_err(LP_STATUS_FORMAT,
+                        "%s: tokenizer.ggml.merges[%llu] '%.40s' is not two tokens separated by a space",
                         path, (unsigned long long)i, s);
             free(s);
             goto out;

@@ -24,10 +24,22 @@ static inline void gb_raw(gb *b, const void *d, size_t n)
     memcpy(b->p + b->n, d, n);
     b->n += n;
 }
-static inline void gb_u8(gb *b, uint8_t v) { gb_raw(b, &v, 1); }
-static inline void gb_u32(gb *b, uint32_t v) { gb_raw(b, &v, 4); }
-static inline void gb_u64(gb *b, uint64_t v) { gb_raw(b, &v, 8); }
-static inline void gb_f32(gb *b, float v) { gb_raw(b, &v, 4); }
+static inline void gb_u8(gb *b, uint8_t v)
+{
+    gb_raw(b, &v, 1);
+}
+static inline void gb_u32(gb *b, uint32_t v)
+{
+    gb_raw(b, &v, 4);
+}
+static inline void gb_u64(gb *b, uint64_t v)
+{
+    gb_raw(b, &v, 8);
+}
+static inline void gb_f32(gb *b, float v)
+{
+    gb_raw(b, &v, 4);
+}
 static inline void gb_str(gb *b, const char *s)
 {
     gb_u64(b, strlen(s));
@@ -46,10 +58,23 @@ static inline void gb_key(gb *b, const char *key, uint32_t type)
     gb_str(b, key);
     gb_u32(b, type);
 }
-static inline void gb_kv_u32(gb *b, const char *key, uint32_t v) { gb_key(b, key, 4); gb_u32(b, v); }
-static inline void gb_kv_f32(gb *b, const char *key, float v) { gb_key(b, key, 6); gb_f32(b, v); }
-static inline void gb_kv_str(gb *b, const char *key, const char *v) { gb_key(b, key, 8); gb_str(b, v); }
-static inline void gb_tensor(gb *b, const char *name, uint32_t ndim, const uint64_t *ne, uint32_t type, uint64_t off)
+static inline void gb_kv_u32(gb *b, const char *key, uint32_t v)
+{
+    gb_key(b, key, 4);
+    gb_u32(b, v);
+}
+static inline void gb_kv_f32(gb *b, const char *key, float v)
+{
+    gb_key(b, key, 6);
+    gb_f32(b, v);
+}
+static inline void gb_kv_str(gb *b, const char *key, const char *v)
+{
+    gb_key(b, key, 8);
+    gb_str(b, v);
+}
+static inline void gb_tensor(gb *b, const char *name, uint32_t ndim, const uint64_t *ne, uint32_t type,
+                             uint64_t off)
 {
     gb_str(b, name);
     gb_u32(b, ndim);

@@ -24,8 +24,9 @@ static const struct {
     const char *name;
     lp_ggml_type t;
 } types[] = {
-    {"F32", LP_GGML_TYPE_F32},   {"F16", LP_GGML_TYPE_F16},   {"BF16", LP_GGML_TYPE_BF16}, {"Q8_0", LP_GGML_TYPE_Q8_0},
-    {"Q4_0", LP_GGML_TYPE_Q4_0}, {"Q4_1", LP_GGML_TYPE_Q4_1}, {"Q4_K", LP_GGML_TYPE_Q4_K}, {"Q6_K", LP_GGML_TYPE_Q6_K},
+    {"F32", LP_GGML_TYPE_F32},   {"F16", LP_GGML_TYPE_F16},   {"BF16", LP_GGML_TYPE_BF16},
+    {"Q8_0", LP_GGML_TYPE_Q8_0}, {"Q4_0", LP_GGML_TYPE_Q4_0}, {"Q4_1", LP_GGML_TYPE_Q4_1},
+    {"Q4_K", LP_GGML_TYPE_Q4_K}, {"Q6_K", LP_GGML_TYPE_Q6_K},
 };
 
 static bool same_bits(float a, float b)

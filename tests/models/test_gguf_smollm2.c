@@ -86,8 +86,8 @@ static void test_logits_and_loss(void **state)
             fail_msg("%s", lp_err_msg());
         const double rl = fabs(loss - ref_loss[0]) / fabs(ref_loss[0]);
         gold_cmp c = gold_compare(logits + (T - 1) * V, ref_logits, nl, 1e-6);
-        printf("sentence %d (%lld tokens): loss %.7f vs %.7f (rel %.2e), last logits rel %.2e\n", s, (long long)T,
-               loss, ref_loss[0], rl, c.rel);
+        printf("sentence %d (%lld tokens): loss %.7f vs %.7f (rel %.2e), last logits rel %.2e\n", s,
+               (long long)T, loss, ref_loss[0], rl, c.rel);
         worst_loss = fmax(worst_loss, rl);
         worst_logits = fmax(worst_logits, c.rel);
         free(logits);
@@ -151,7 +151,8 @@ static void train_steps(lp_dtype base, double first_tol)
         assert_int_equal(lp_model_backward(m), LP_OK);
         for (size_t i = 0; i < np; i++)
             if (p[i].trainable)
-                lp_adamw_step(p[i].data, p[i].grad, mom[i], var[i], p[i].numel, 1e-3, 0.9, 0.999, 1e-8, 0.0, step);
+                lp_adamw_step(p[i].data, p[i].grad, mom[i], var[i], p[i].numel, 1e-3, 0.9, 0.999, 1e-8, 0.0,
+                              step);
     }
     printf("%s: %zu trainable tensors, loss %.4f (transformers' base %.4f) -> %.4f after 6 steps\n",
            base == LP_DTYPE_NF4 ? "qlora" : "lora", n_train, first, ref_loss[0], loss);
