@@ -1,6 +1,7 @@
 /* loupe io: model files. safetensors read (mmap, validated like the reference
  * implementation, tensor views point into the mapping) and write (atomic), sharded
- * checkpoints, Hugging Face config.json, the map from checkpoint tensor names to the
+ * checkpoints, GGUF files (llama.cpp's format: reader, and the model and tokenizer they
+ * hold seen as config.json + f32 weights + tokenizer.json), Hugging Face config.json, the map from checkpoint tensor names to the
  * engine's parameters, the memory estimate `loupe inspect` prints, and JSON files read and
  * written atomically for every layer above.
  *
@@ -15,7 +16,8 @@
  *   }
  *   lp_model_config_free(&cfg); lp_st_set_close(w);
  *
- * Depends on base and cJSON only (not on core: dtypes here are file-format dtypes).
+ * Depends on base, cJSON and kernels (GGUF block dequantization) only; dtypes here are
+ * file-format dtypes.
  * Every error names the file, the tensor or key, and the problem (lp_err_msg()).
  */
 #ifndef LOUPE_IO_H
@@ -166,6 +168,140 @@ size_t lp_st_set_file_count(const lp_st_set *s);
 const lp_st_file *lp_st_set_file(const lp_st_set *s, size_t i);
 /* Sum of the files' sizes on disk. */
 uint64_t lp_st_set_disk_bytes(const lp_st_set *s);
+
+/* ---------------------------------------------------------------- GGUF */
+
+/* llama.cpp's model file (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md),
+ * versions 2 and 3: typed metadata, tensor infos, tensor data at general.alignment.
+ *
+ *   lp_gguf_file *g;
+ *   if (lp_gguf_open("model.gguf", &g) == LP_OK) {
+ *       const lp_gguf_value *a = lp_gguf_get(g, "general.architecture"); // STRING: a->str
+ *       const lp_gguf_tensor *t = lp_gguf_find_tensor(g, "token_embd.weight");
+ *       lp_gguf_close(g);
+ *   }
+ *
+ * Opening validates everything a later read relies on: every count, length and offset is
+ * bounds-checked (overflow-checked arithmetic) against the file, keys and tensor names
+ * are unique, tensor types are ones ggml defines, each tensor's data lies inside the data
+ * section at an aligned offset. Errors name the file and the problem in one line. */
+
+typedef enum lp_gguf_type {
+    LP_GGUF_TYPE_UINT8 = 0, LP_GGUF_TYPE_INT8, LP_GGUF_TYPE_UINT16, LP_GGUF_TYPE_INT16,
+    LP_GGUF_TYPE_UINT32, LP_GGUF_TYPE_INT32, LP_GGUF_TYPE_FLOAT32, LP_GGUF_TYPE_BOOL,
+    LP_GGUF_TYPE_STRING, LP_GGUF_TYPE_ARRAY, LP_GGUF_TYPE_UINT64, LP_GGUF_TYPE_INT64,
+    LP_GGUF_TYPE_FLOAT64, LP_GGUF_TYPE__COUNT
+} lp_gguf_type;
+/* "uint8", ..., "array"; "?" for an invalid value. */
+const char *lp_gguf_type_name(lp_gguf_type t);
+
+/* A string inside the file: len bytes, not NUL-terminated (GGUF strings are not). */
+typedef struct lp_gguf_str {
+    const char *s;
+    uint64_t len;
+} lp_gguf_str;
+
+/* A metadata value. Integers of every width are widened into u (unsigned types) or i
+ * (signed), floats into f, bool into b. An array has elem_type and n elements: numbers
+ * and bools stay in the file (raw, little-endian, unaligned: read them with
+ * lp_gguf_array_i64 / _f64), strings are in strs, nested arrays in items. All pointers
+ * are owned by the file. */
+typedef struct lp_gguf_value {
+    lp_gguf_type type;
+    uint64_t u;
+    int64_t i;
+    double f;
+    bool b;
+    lp_gguf_str str;
+    lp_gguf_type elem_type;
+    uint64_t n;
+    const uint8_t *raw;
+    lp_gguf_str *strs;
+    struct lp_gguf_value *items;
+} lp_gguf_value;
+
+typedef struct lp_gguf_kv {
+    const char *key; /* NUL-terminated copy, owned by the file */
+    lp_gguf_value v;
+} lp_gguf_kv;
+
+#define LP_GGUF_MAX_DIMS 4 /* ggml's GGML_MAX_DIMS */
+
+/* A tensor info. ne[0] is the fastest-varying dimension (ggml's order: a PyTorch [out, in]
+ * weight is ne = {in, out}). type is a ggml type number (lp_ggml_type in kernels.h). */
+typedef struct lp_gguf_tensor {
+    const char *name;  /* owned by the file */
+    uint32_t ndim;
+    int64_t ne[LP_GGUF_MAX_DIMS]; /* 1 beyond ndim */
+    uint32_t type;
+    uint64_t numel, nbytes;
+    uint64_t offset;   /* within the data section */
+    const void *data;  /* view into the mapping */
+} lp_gguf_tensor;
+
+typedef struct lp_gguf_file lp_gguf_file;
+
+/* Maps path read-only and validates it (above). *out owned by the caller (lp_gguf_close).
+ * Errors: IO, NOT_FOUND, FORMAT (truncated, bad magic, data past the end, unknown type,
+ * overflowing counts, duplicates, wrong general.alignment type), UNSUPPORTED (version 1),
+ * NO_MEMORY. */
+LP_WARN_UNUSED lp_status lp_gguf_open(const char *path, lp_gguf_file **out);
+/* The same over a caller's buffer (not copied: it must outlive the file); label names it
+ * in messages. The fuzz target's entry point. */
+LP_WARN_UNUSED lp_status lp_gguf_parse_buffer(const void *buf, size_t len, const char *label,
+                                              lp_gguf_file **out);
+void lp_gguf_close(lp_gguf_file *g);
+const char *lp_gguf_path(const lp_gguf_file *g);
+uint32_t lp_gguf_version(const lp_gguf_file *g);
+uint64_t lp_gguf_file_size(const lp_gguf_file *g);
+size_t lp_gguf_kv_count(const lp_gguf_file *g);
+const lp_gguf_kv *lp_gguf_kv_at(const lp_gguf_file *g, size_t i); /* file order */
+/* By exact key; NULL if absent. */
+const lp_gguf_value *lp_gguf_get(const lp_gguf_file *g, const char *key);
+size_t lp_gguf_tensor_count(const lp_gguf_file *g);
+const lp_gguf_tensor *lp_gguf_tensor_at(const lp_gguf_file *g, size_t i); /* file order */
+const lp_gguf_tensor *lp_gguf_find_tensor(const lp_gguf_file *g, const char *name);
+/* Element idx of a numeric or bool array as an integer / a double; false when v is not
+ * such an array, idx >= n, or (i64) the element is a float or a uint64 above INT64_MAX. */
+bool lp_gguf_array_i64(const lp_gguf_value *v, uint64_t idx, int64_t *out);
+bool lp_gguf_array_f64(const lp_gguf_value *v, uint64_t idx, double *out);
+
+/* Typed lookups for readers of the metadata: NOT_FOUND when absent (message names the file
+ * and key), FORMAT when the value has another type ("<file>: metadata 'k' is float32,
+ * expected an integer"). _int accepts every integer type (uint64 above INT64_MAX: RANGE);
+ * _float accepts float32/float64 and integers; _str copies into a fresh string (free()). */
+LP_WARN_UNUSED lp_status lp_gguf_get_int(const lp_gguf_file *g, const char *key, int64_t *out);
+LP_WARN_UNUSED lp_status lp_gguf_get_float(const lp_gguf_file *g, const char *key, double *out);
+LP_WARN_UNUSED lp_status lp_gguf_get_bool(const lp_gguf_file *g, const char *key, bool *out);
+LP_WARN_UNUSED lp_status lp_gguf_get_str(const lp_gguf_file *g, const char *key, char **out);
+
+/* The model a GGUF file holds, as the engine reads models (gguf_model.c):
+ * config.json text built from the metadata (general.architecture llama/qwen2/mistral and
+ * its hyperparameters; lp_hf_config_parse accepts it), and every tensor dequantized to f32
+ * under its Hugging Face name (token_embd -> model.embed_tokens.weight, blk.N.attn_q ->
+ * model.layers.N.self_attn.q_proj.weight, ...), with llama.cpp's rotary row permutation of
+ * attn_q/attn_k undone for llama-arch files, as transformers' GGUF loader does.
+ * *config_json (free()) and *weights (lp_st_set_close) are owned by the caller; either
+ * pointer may be NULL to skip that part. Errors: lp_gguf_open's; UNSUPPORTED (another
+ * architecture, a tensor type loupe cannot dequantize), NOT_FOUND / FORMAT for missing or
+ * mistyped keys, NO_MEMORY. */
+LP_WARN_UNUSED lp_status lp_gguf_model_open(const char *path, char **config_json, lp_st_set **weights);
+/* The config.json text alone, from an open file (what lp_gguf_model_open builds). */
+LP_WARN_UNUSED lp_status lp_gguf_config_json(const lp_gguf_file *g, char **out);
+/* true when path names a GGUF file (ends in ".gguf"). */
+bool lp_path_is_gguf(const char *path);
+/* The file's tokenizer as tokenizer.json text (free()) that lp_tokenizer_load_json accepts,
+ * built as transformers' GGUF loader builds it: tokenizer.ggml.model "gpt2" (byte-level BPE;
+ * others UNSUPPORTED), tokens re-spelled in the byte alphabet where llama.cpp stored raw
+ * text, merges, control tokens (token_type 3) special, user-defined ones (4) added whole,
+ * the split regex tokenizer.ggml.pre names (llama-bpe, qwen2, gpt-4o, ...; GPT-2's
+ * otherwise, as for smollm), BOS/EOS added per tokenizer.ggml.add_bos/eos_token.
+ * Errors: lp_gguf_open's; NOT_FOUND / FORMAT for missing or mistyped tokenizer keys. */
+LP_WARN_UNUSED lp_status lp_gguf_tokenizer_json(const char *path, char **out);
+/* The same from an open file. */
+LP_WARN_UNUSED lp_status lp_gguf_tokenizer_json_of(const lp_gguf_file *g, char **out);
+/* tokenizer.chat_template of the file as a fresh string (free()); NOT_FOUND when absent. */
+LP_WARN_UNUSED lp_status lp_gguf_chat_template(const char *path, char **out);
 
 /* ---------------------------------------------------------------- HF config */
 

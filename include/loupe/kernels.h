@@ -598,6 +598,43 @@ LP_WARN_UNUSED lp_status lp_lora_backward_eager(float *dinp, float *dA, float *d
 
 /* ==== end of the quant section ======================================================== */
 
+/* ==== GGML block formats (GGUF tensor types) ==========================================
+ * The element types a GGUF file's tensors carry, numbered as ggml numbers them (the file
+ * stores the number). Block formats pack `block` elements into `bytes` bytes; F32/F16/BF16
+ * are blocks of one. Dequantization to f32 is a plain reference implementation of what
+ * ggml (and the `gguf` Python package) compute, element for element; the integer
+ * dot-product kernels for the same blocks are meant to sit beside it.
+ *
+ *   const lp_ggml_type_traits *tt = lp_ggml_type_traits_get(t->type);
+ *   if (tt && tt->dequantizable) lp_ggml_dequantize(t->type, t->data, out, t->numel);
+ */
+typedef enum lp_ggml_type {
+    LP_GGML_TYPE_F32 = 0, LP_GGML_TYPE_F16 = 1, LP_GGML_TYPE_Q4_0 = 2, LP_GGML_TYPE_Q4_1 = 3,
+    LP_GGML_TYPE_Q5_0 = 6, LP_GGML_TYPE_Q5_1 = 7, LP_GGML_TYPE_Q8_0 = 8, LP_GGML_TYPE_Q8_1 = 9,
+    LP_GGML_TYPE_Q2_K = 10, LP_GGML_TYPE_Q3_K = 11, LP_GGML_TYPE_Q4_K = 12, LP_GGML_TYPE_Q5_K = 13,
+    LP_GGML_TYPE_Q6_K = 14, LP_GGML_TYPE_Q8_K = 15, LP_GGML_TYPE_IQ2_XXS = 16, LP_GGML_TYPE_IQ2_XS = 17,
+    LP_GGML_TYPE_IQ3_XXS = 18, LP_GGML_TYPE_IQ1_S = 19, LP_GGML_TYPE_IQ4_NL = 20, LP_GGML_TYPE_IQ3_S = 21,
+    LP_GGML_TYPE_IQ2_S = 22, LP_GGML_TYPE_IQ4_XS = 23, LP_GGML_TYPE_I8 = 24, LP_GGML_TYPE_I16 = 25,
+    LP_GGML_TYPE_I32 = 26, LP_GGML_TYPE_I64 = 27, LP_GGML_TYPE_F64 = 28, LP_GGML_TYPE_IQ1_M = 29,
+    LP_GGML_TYPE_BF16 = 30, LP_GGML_TYPE_TQ1_0 = 34, LP_GGML_TYPE_TQ2_0 = 35, LP_GGML_TYPE_MXFP4 = 39,
+} lp_ggml_type;
+
+typedef struct lp_ggml_type_traits {
+    const char *name;   /* ggml's name: "F32", "Q4_K", ... */
+    int32_t block;      /* elements per block */
+    int32_t bytes;      /* bytes per block */
+    bool dequantizable; /* lp_ggml_dequantize handles it */
+} lp_ggml_type_traits;
+
+/* The traits of type number t; NULL for a number ggml does not define (or has retired). */
+const lp_ggml_type_traits *lp_ggml_type_traits_get(uint32_t t);
+
+/* dst (n) f32 = the n elements held by src (n / block blocks, little-endian, any
+ * alignment). t must be dequantizable and n a multiple of its block (asserted). Exact
+ * f32 arithmetic in the order ggml uses (no fused multiply-add), so results equal the
+ * `gguf` package's dequantizers bit for bit. */
+void lp_ggml_dequantize(lp_ggml_type t, const void *src, float *dst, int64_t n);
+
 /* ---- machine peaks (for `loupe peak` and MFU) ------------------------------------------ */
 
 typedef struct lp_peak_result {

@@ -27,7 +27,7 @@ static void usage(FILE *out)
             "directory is initialized by the engine), and with --method the predicted peak memory\n"
             "of `loupe train` with the same settings (AdamW, fp32) by category: the categories of\n"
             "summary.json's memory_by_category, whose sum is its peak_memory_bytes.\n\n"
-            "  --model DIR        model directory\n"
+            "  --model DIR        model directory, or a GGUF file (FILE.gguf)\n"
             "  --json             print JSON instead of text\n"
             "  --output FILE      also write the JSON to FILE (atomically)\n"
             "  --task T           model to build (default auto: the config's architecture; with\n"
@@ -425,10 +425,21 @@ int lp_cmd_inspect(int argc, char **argv)
     int rc = LP_EXIT_FAIL;
     char cfg_path[4096];
     snprintf(cfg_path, sizeof cfg_path, "%s/config.json", dir);
-    if (lp_hf_config_load(cfg_path, &cfg) != LP_OK)
+    if (lp_path_is_gguf(dir)) { // a GGUF file: the config from its metadata, its tensors as f32
+        char *json = NULL;
+        lp_status st = lp_gguf_model_open(dir, &json, &w);
+        if (st == LP_OK)
+            st = lp_hf_config_parse(json, strlen(json), dir, &cfg);
+        free(json);
+        if (st != LP_OK) {
+            lp_st_set_close(w);
+            return lp_cli_fail("inspect");
+        }
+    } else if (lp_hf_config_load(cfg_path, &cfg) != LP_OK)
         return lp_cli_fail("inspect");
     /* w stays NULL for a config-only directory */
-    if (lp_st_set_open_weights(dir, &w) != LP_OK || lp_param_map_build(&cfg, w, task, &m) != LP_OK) {
+    if ((!lp_path_is_gguf(dir) && lp_st_set_open_weights(dir, &w) != LP_OK) ||
+        lp_param_map_build(&cfg, w, task, &m) != LP_OK) {
         rc = lp_cli_fail("inspect");
         goto out;
     }

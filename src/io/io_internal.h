@@ -36,4 +36,13 @@ typedef struct lp_st_index {
 lp_status lp_st_index_parse(const char *text, size_t len, const char *path, lp_st_index *ix);
 void lp_st_index_free(lp_st_index *ix);
 
+/* A file parsed by lp_st_parse_buffer takes ownership of its buffer (a malloc'd block that
+ * lp_st_close frees): how a GGUF file's dequantized tensors become an lp_st_set. disk_len is
+ * the size of the file the buffer was made from, which lp_st_file_size then reports. */
+void lp_st_file_own_buffer(lp_st_file *f, uint64_t disk_len);
+
+/* An lp_st_set of the one file f, which it takes over (closed with the set, also on error);
+ * label names the set in messages. */
+lp_status lp_st_set_from_file(lp_st_file *f, const char *label, lp_st_set **out);
+
 #endif

@@ -22,6 +22,8 @@ struct lp_st_file {
     const uint8_t *base; /* whole file (or caller's buffer) */
     size_t len;
     bool mapped;
+    bool owned; /* base is a malloc'd buffer this file frees (lp_st_file_own_buffer) */
+    uint64_t disk_len; /* owned buffers: the size of the file they were made from (0: len) */
     size_t n;
     lp_st_tensor *tensors; /* data-offset order */
     size_t *by_name;       /* indices into tensors, sorted by name */
@@ -138,6 +140,8 @@ void lp_st_close(lp_st_file *f)
         return;
     if (f->mapped && f->base)
         munmap((void *)f->base, f->len);
+    else if (f->owned)
+        free((void *)f->base);
     for (size_t i = 0; i < 2 * f->n_meta; i++)
         free(f->meta[i]);
     free(f->meta);
@@ -428,6 +432,12 @@ lp_status lp_st_parse_buffer(const void *buf, size_t len, const char *label, lp_
     return LP_OK;
 }
 
+void lp_st_file_own_buffer(lp_st_file *f, uint64_t disk_len)
+{
+    f->owned = true;
+    f->disk_len = disk_len;
+}
+
 lp_status lp_st_open(const char *path, lp_st_file **out)
 {
     *out = NULL;
@@ -475,7 +485,7 @@ lp_status lp_st_open(const char *path, lp_st_file **out)
 size_t lp_st_count(const lp_st_file *f) { return f->n; }
 const lp_st_tensor *lp_st_at(const lp_st_file *f, size_t i) { return i < f->n ? &f->tensors[i] : NULL; }
 const char *lp_st_path(const lp_st_file *f) { return f->path; }
-uint64_t lp_st_file_size(const lp_st_file *f) { return f->len; }
+uint64_t lp_st_file_size(const lp_st_file *f) { return f->disk_len ? f->disk_len : f->len; }
 size_t lp_st_metadata_count(const lp_st_file *f) { return f->n_meta; }
 
 const lp_st_tensor *lp_st_find(const lp_st_file *f, const char *name)

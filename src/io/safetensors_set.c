@@ -222,6 +222,26 @@ lp_status lp_st_set_open(const char *path, lp_st_set **out)
     return LP_OK;
 }
 
+lp_status lp_st_set_from_file(lp_st_file *f, const char *label, lp_st_set **out)
+{
+    *out = NULL;
+    lp_st_set *s = calloc(1, sizeof *s);
+    if (!s || !(s->files = calloc(1, sizeof *s->files))) {
+        free(s);
+        lp_st_close(f);
+        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", label);
+    }
+    s->files[0] = f;
+    s->nfiles = 1;
+    lp_status st = set_finish(s, label);
+    if (st != LP_OK) {
+        lp_st_set_close(s);
+        return st;
+    }
+    *out = s;
+    return LP_OK;
+}
+
 lp_status lp_st_set_open_dir(const char *dir, lp_st_set **out)
 {
     *out = NULL;

@@ -104,9 +104,14 @@ lp_status lp_model__open(const char *dir, const lp_model_options *opt, bool plan
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", dir);
         goto fail;
     }
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    if ((st = lp_file_read_all(path, &m->config_json, &len)) != LP_OK ||
-        (st = lp_hf_config_parse(m->config_json, len, path, &m->cfg)) != LP_OK)
+    snprintf(path, sizeof path, lp_path_is_gguf(dir) ? "%s" : "%s/config.json", dir);
+    if (lp_path_is_gguf(dir)) { // a GGUF file: config.json text from its metadata, f32 weights from its tensors
+        if ((st = lp_gguf_model_open(dir, &m->config_json, &w)) != LP_OK)
+            goto fail;
+        len = strlen(m->config_json);
+    } else if ((st = lp_file_read_all(path, &m->config_json, &len)) != LP_OK)
+        goto fail;
+    if ((st = lp_hf_config_parse(m->config_json, len, path, &m->cfg)) != LP_OK)
         goto fail;
     m->fam = m->cfg.family == LP_MODEL_FAMILY_LLAMA ? &lp_family_llama : &lp_family_bert;
     m->init_range = 0.02;
@@ -146,7 +151,7 @@ lp_status lp_model__open(const char *dir, const lp_model_options *opt, bool plan
     if (m->num_labels < 1)
         m->num_labels = 2;
 
-    if ((st = lp_st_set_open_weights(dir, &w)) != LP_OK)
+    if (!lp_path_is_gguf(dir) && (st = lp_st_set_open_weights(dir, &w)) != LP_OK)
         goto fail;
     if (!w && !m->opt.quiet) // config only: initialize everything from the seed
         fprintf(stderr, "loupe: %s has no weights: every parameter initialized from seed %llu (normal(0, %g))\n",

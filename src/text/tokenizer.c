@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "internal.h"
+#include "loupe/io.h"
 
 static atomic_uint_fast64_t next_serial = 1;
 
@@ -272,7 +273,13 @@ lp_status lp_tokenizer_load(const char *path, lp_tokenizer **out)
     }
     char *data = NULL;
     size_t len = 0;
-    lp_status st = lp_file_read_all(file, &data, &len);
+    lp_status st;
+    if (ends_with(file, ".gguf")) { // the tokenizer in a GGUF file's metadata, as tokenizer.json text
+        if (!(st = lp_gguf_tokenizer_json(file, &data)))
+            len = strlen(data);
+    } else {
+        st = lp_file_read_all(file, &data, &len);
+    }
     if (!st)
         st = ends_with(file, ".txt") ? lp_tokenizer_from_vocab_txt(data, len, file, out)
                                      : lp_tokenizer_from_json(data, len, file, out);

@@ -36,6 +36,10 @@ GOLDENS = {
     "lora_qwen2_lm": ["gen_decoder.py", "--arch", "lora_qwen2_lm"],
     "qlora_llama_lm": "gen_qlora_llama_lm.py",
     "bench_cls": "gen_bench_cls.py",
+    # GGUF input: ggml block dequantizers, tiny GGUF copies, the real SmolLM2 GGUF
+    "ggml_dequant": "gen_ggml_dequant.py",
+    "gguf_tiny": "gen_gguf_tiny.py",
+    "gguf_smollm2": "gen_gguf_smollm2.py",
 }
 
 

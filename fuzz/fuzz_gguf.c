@@ -1,0 +1,81 @@
+/* libFuzzer target: the GGUF reader over arbitrary bytes (lp_gguf_parse_buffer). Every
+ * accepted file's metadata is walked (strings, array elements, nested arrays) and every
+ * tensor's bytes are read and, for the types loupe dequantizes, dequantized (small ones),
+ * so ASan catches any view that escapes the buffer. The config.json and tokenizer.json
+ * builders run over every accepted file too (their output must parse as JSON). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "loupe/io.h"
+#include "loupe/kernels.h"
+
+static volatile uint8_t sink;
+
+static void walk(const lp_gguf_value *v)
+{
+    if (v->type == LP_GGUF_TYPE_STRING && v->str.len)
+        sink ^= (uint8_t)v->str.s[v->str.len - 1];
+    if (v->type != LP_GGUF_TYPE_ARRAY)
+        return;
+    for (uint64_t i = 0; i < v->n; i++) {
+        int64_t x;
+        double f;
+        if (v->strs && v->strs[i].len)
+            sink ^= (uint8_t)v->strs[i].s[v->strs[i].len - 1];
+        else if (v->items)
+            walk(&v->items[i]);
+        else if (lp_gguf_array_i64(v, i, &x) || lp_gguf_array_f64(v, i, &f))
+            sink ^= 1;
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    uint8_t *buf = malloc(size ? size : 1); /* views must stay inside exactly [buf, buf + size) */
+    if (!buf)
+        return 0;
+    memcpy(buf, data, size);
+    lp_gguf_file *g = NULL;
+    if (lp_gguf_parse_buffer(buf, size, "fuzz.gguf", &g) == LP_OK) {
+        for (size_t i = 0; i < lp_gguf_kv_count(g); i++) {
+            const lp_gguf_kv *kv = lp_gguf_kv_at(g, i);
+            if (lp_gguf_get(g, kv->key) != &kv->v)
+                abort();
+            walk(&kv->v);
+        }
+        for (size_t i = 0; i < lp_gguf_tensor_count(g); i++) {
+            const lp_gguf_tensor *t = lp_gguf_tensor_at(g, i);
+            const uint8_t *p = t->data;
+            for (uint64_t k = 0; k < t->nbytes; k++)
+                sink ^= p[k];
+            if (lp_gguf_find_tensor(g, t->name) != t)
+                abort();
+            const lp_ggml_type_traits *tt = lp_ggml_type_traits_get(t->type);
+            if (tt && tt->dequantizable && t->numel <= (1u << 16)) {
+                float *out = malloc(t->numel * sizeof *out + 1);
+                if (out) {
+                    lp_ggml_dequantize((lp_ggml_type)t->type, t->data, out, (int64_t)t->numel);
+                    free(out);
+                }
+            }
+        }
+        char *json = NULL;
+        for (int k = 0; k < 2; k++) {
+            lp_status st = k == 0 ? lp_gguf_config_json(g, &json) : lp_gguf_tokenizer_json_of(g, &json);
+            if (st == LP_OK) {
+                cJSON *j = cJSON_Parse(json);
+                if (!j)
+                    abort();
+                cJSON_Delete(j);
+            }
+            free(json);
+            json = NULL;
+        }
+        lp_gguf_close(g);
+    }
+    free(buf);
+    return 0;
+}
