@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "loupe/io.h"
 #include "loupe/text.h"
 
 static const char usage[] =
@@ -16,7 +17,7 @@ static const char usage[] =
     "Print each conversation of FILE.jsonl ({\"messages\": [{\"role\": ..., \"content\": ...}]}\n"
     "per line) rendered through the chat template, as transformers' apply_chat_template does.\n"
     "\n"
-    "  --model DIR               tokenizer_config.json (or its directory): chat_template,\n"
+    "  --model DIR|FILE.gguf     tokenizer_config.json (or its directory), or a GGUF's metadata: chat_template,\n"
     "                            bos_token and eos_token\n"
     "  --template FILE           a Jinja chat template file instead (--bos/--eos give tokens)\n"
     "  --messages FILE           JSONL conversations ('-' for stdin)\n"
@@ -100,7 +101,19 @@ int lp_cmd_template(int argc, char **argv)
         return LP_EXIT_FAIL;
     }
     int rc;
-    if (model) {
+    if (model && lp_path_is_gguf(model)) { // the template and special tokens from the GGUF's metadata
+        char *src = NULL;
+        lp_tokenizer *tok = NULL;
+        if (lp_gguf_chat_template(model, &src) != LP_OK || lp_tokenizer_load(model, &tok) != LP_OK) {
+            rc = lp_cli_fail("template");
+        } else {
+            const char *b = lp_tokenizer_id_to_token(tok, lp_tokenizer_special_id(tok, LP_SPECIAL_BOS));
+            const char *e = lp_tokenizer_id_to_token(tok, lp_tokenizer_special_id(tok, LP_SPECIAL_EOS));
+            rc = render_conversations(src, model, bos ? bos : b, eos ? eos : e, vars, add_gen, in, msgs);
+        }
+        lp_tokenizer_free(tok);
+        free(src);
+    } else if (model) {
         lp_chat_template_config cfg;
         if (lp_chat_template_config_load(model, &cfg) != LP_OK) {
             rc = lp_cli_fail("template");

@@ -65,8 +65,8 @@ static lp_status check_config(const lp_train_config *c)
     if (c->profile && lp_prof_schedule_validate(&c->prof_schedule) != LP_OK)
         return lp_err_wrap(LP_STATUS_INVALID_ARG, "profiler schedule");
     struct stat sb;
-    if (stat(c->model_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return lp_err(LP_STATUS_NOT_FOUND, "model directory %s not found", c->model_dir);
+    if (stat(c->model_dir, &sb) != 0 || (!S_ISDIR(sb.st_mode) && !lp_path_is_gguf(c->model_dir)))
+        return lp_err(LP_STATUS_NOT_FOUND, "model directory (or .gguf file) %s not found", c->model_dir);
     return LP_OK;
 }
 

