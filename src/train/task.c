@@ -43,6 +43,10 @@ lp_status lp_train_task_resolve(const char *model_dir, lp_model_task want, lp_mo
     if (want != LP_MODEL_TASK_AUTO)
         return lp_err(LP_STATUS_INVALID_ARG, "task %s cannot be trained (seq-cls or causal-lm)",
                       lp_train_task_name(want));
+    if (lp_path_is_gguf(model_dir)) { // a GGUF holds a causal LM (llama, qwen2, mistral)
+        *out = LP_MODEL_TASK_CAUSAL_LM;
+        return LP_OK;
+    }
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", model_dir);
     lp_model_config cfg;
