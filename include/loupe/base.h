@@ -157,6 +157,14 @@ LP_WARN_UNUSED lp_status lp_dir_write_atomic(const char *dir, lp_dir_fill_fn fil
 /* Creates a directory and its parents (mkdir -p). Existing directories are fine. */
 LP_WARN_UNUSED lp_status lp_mkdir_p(const char *path);
 
+/* SIGINT/SIGTERM for long-running commands: after lp_stop_signal_install, the first signal
+ * sets the flag lp_stop_requested reads (the loop finishes its unit of work and writes what
+ * it has); a second one kills the process as the default action would. lp_stop_request
+ * sets the flag as a signal would (tests). Process-wide. */
+void lp_stop_signal_install(void);
+bool lp_stop_requested(void);
+void lp_stop_request(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -105,6 +105,17 @@ lp_encode_opts lp_tokenizer_file_opts(const lp_tokenizer *tok);
 LP_WARN_UNUSED lp_status lp_tokenizer_encode(const lp_tokenizer *tok, const char *text, const char *text_pair,
                                              const lp_encode_opts *opts, lp_encoding *enc);
 
+/* The per-row encoder a dataset tokenizes with (data.h's lp_encode_fn, without text depending
+ * on data): ctx is an lp_tokenizer_rows; each row is encoded with the specials and truncated
+ * to max_len by the tokenizer, ids and type ids copied out (at most max_len), *n_out their
+ * count. The lp_encoding inside is reused across rows: free it with lp_encoding_free. */
+typedef struct lp_tokenizer_rows {
+    const lp_tokenizer *tok; /* borrowed */
+    lp_encoding enc;         /* scratch, owned */
+} lp_tokenizer_rows;
+LP_WARN_UNUSED lp_status lp_tokenizer_encode_row(void *ctx, const char *text, const char *text_pair, int32_t max_len,
+                                                 int32_t *ids_out, int32_t *type_ids_out, int32_t *n_out);
+
 /* lp_tokenizer_encode for byte strings with explicit lengths (may contain NUL bytes).
  * pair NULL = single sequence. */
 LP_WARN_UNUSED lp_status lp_tokenizer_encode_n(const lp_tokenizer *tok, const char *text, size_t text_len,

@@ -9,27 +9,6 @@
 
 #include "bench_internal.h"
 
-typedef struct enc_ctx {
-    const lp_tokenizer *tok;
-    lp_encoding enc;
-} enc_ctx;
-
-static lp_status encode_one(void *vctx, const char *text, const char *pair, int32_t max_len, int32_t *ids,
-                            int32_t *type_ids, int32_t *n_out)
-{
-    enc_ctx *e = vctx;
-    lp_encode_opts o = lp_encode_opts_default();
-    o.max_length = max_len;
-    lp_status st = lp_tokenizer_encode(e->tok, text, pair, &o, &e->enc);
-    if (st != LP_OK)
-        return st;
-    size_t n = e->enc.len < (size_t)max_len ? e->enc.len : (size_t)max_len;
-    memcpy(ids, e->enc.ids, n * sizeof *ids);
-    memcpy(type_ids, e->enc.type_ids, n * sizeof *type_ids);
-    *n_out = (int32_t)n;
-    return LP_OK;
-}
-
 /* Reads the rows with labels as ids of map_file's label map (--label-map, or the trained
  * head's config.json), or of a map built from the data when map_file is NULL. */
 static lp_status load_data(lp_bench_state *s, const char *map_file)
@@ -213,8 +192,8 @@ lp_status lp_bench__load(lp_bench_state *s)
         if ((st = lp_tokenizer_load(c->model_dir, &s->tok)) != LP_OK)
             return lp_err_wrap(st, "tokenizer of %s", c->model_dir);
         int32_t pad = lp_tokenizer_special_id(s->tok, LP_SPECIAL_PAD);
-        enc_ctx ec = {.tok = s->tok};
-        st = lp_dataset_encode(&s->ds, encode_one, &ec, maxlen, pad < 0 ? 0 : pad, &s->enc);
+        lp_tokenizer_rows ec = {.tok = s->tok};
+        st = lp_dataset_encode(&s->ds, lp_tokenizer_encode_row, &ec, maxlen, pad < 0 ? 0 : pad, &s->enc);
         lp_encoding_free(&ec.enc);
         if (st != LP_OK)
             return st;

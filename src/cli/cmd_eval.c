@@ -49,27 +49,6 @@ typedef struct eval_args {
     long max_len, batch, threads;
 } eval_args;
 
-typedef struct enc_ctx {
-    const lp_tokenizer *tok;
-    lp_encoding enc;
-} enc_ctx;
-
-static lp_status encode_one(void *vctx, const char *text, const char *pair, int32_t max_len, int32_t *ids,
-                            int32_t *type_ids, int32_t *n_out)
-{
-    enc_ctx *e = vctx;
-    lp_encode_opts o = lp_encode_opts_default();
-    o.max_length = max_len;
-    lp_status st = lp_tokenizer_encode(e->tok, text, pair, &o, &e->enc);
-    if (st != LP_OK)
-        return st;
-    size_t n = e->enc.len < (size_t)max_len ? e->enc.len : (size_t)max_len;
-    memcpy(ids, e->enc.ids, n * sizeof *ids);
-    memcpy(type_ids, e->enc.type_ids, n * sizeof *type_ids);
-    *n_out = (int32_t)n;
-    return LP_OK;
-}
-
 /* The seed a config-only directory's weights are drawn from, as loupe train reads it, so an
  * eval of models/tiny-llama sees the weights a run on it started from. */
 static uint64_t init_seed(const char *model_dir)
@@ -175,8 +154,8 @@ static lp_status open_data(eval_run *E)
             fprintf(stderr, "  %s\n", E->ds.skip_reasons[i]);
     }
     int32_t max_len = (int32_t)(a->max_len < E->mi.max_positions ? a->max_len : E->mi.max_positions);
-    enc_ctx ec = {.tok = E->tok};
-    st = lp_dataset_encode(&E->ds, encode_one, &ec, max_len, pad_id_of(E->tok, lp_model_config_get(E->model)),
+    lp_tokenizer_rows ec = {.tok = E->tok};
+    st = lp_dataset_encode(&E->ds, lp_tokenizer_encode_row, &ec, max_len, pad_id_of(E->tok, lp_model_config_get(E->model)),
                            &E->enc);
     lp_encoding_free(&ec.enc);
     if (st != LP_OK)

@@ -349,3 +349,19 @@ void lp_encoding_free(lp_encoding *enc)
     free(enc->special_mask);
     memset(enc, 0, sizeof *enc);
 }
+
+lp_status lp_tokenizer_encode_row(void *ctx, const char *text, const char *text_pair, int32_t max_len,
+                                  int32_t *ids_out, int32_t *type_ids_out, int32_t *n_out)
+{
+    lp_tokenizer_rows *r = ctx;
+    lp_encode_opts o = lp_encode_opts_default();
+    o.max_length = max_len;
+    lp_status st = lp_tokenizer_encode(r->tok, text, text_pair, &o, &r->enc);
+    if (st != LP_OK)
+        return st;
+    size_t n = r->enc.len < (size_t)max_len ? r->enc.len : (size_t)max_len;
+    memcpy(ids_out, r->enc.ids, n * sizeof *ids_out);
+    memcpy(type_ids_out, r->enc.type_ids, n * sizeof *type_ids_out);
+    *n_out = (int32_t)n;
+    return LP_OK;
+}

@@ -6,27 +6,6 @@
 
 #include "train_internal.h"
 
-typedef struct enc_ctx {
-    const lp_tokenizer *tok;
-    lp_encoding enc;
-} enc_ctx;
-
-static lp_status encode_one(void *vctx, const char *text, const char *pair, int32_t max_len, int32_t *ids,
-                            int32_t *type_ids, int32_t *n_out)
-{
-    enc_ctx *e = vctx;
-    lp_encode_opts o = lp_encode_opts_default();
-    o.max_length = max_len;
-    lp_status st = lp_tokenizer_encode(e->tok, text, pair, &o, &e->enc);
-    if (st != LP_OK)
-        return st;
-    size_t n = e->enc.len < (size_t)max_len ? e->enc.len : (size_t)max_len;
-    memcpy(ids, e->enc.ids, n * sizeof *ids);
-    memcpy(type_ids, e->enc.type_ids, n * sizeof *type_ids);
-    *n_out = (int32_t)n;
-    return LP_OK;
-}
-
 /* With --skip-bad-rows, says how many rows each file lost and why (the first few). */
 static void report_skipped(const lp_dataset *ds)
 {
@@ -164,10 +143,10 @@ lp_status lp_train_data_load(lp_train_data *d, const lp_train_config *c, int32_t
     }
     d->label_names = d->train.label_map.names;
     int32_t pad = pad_id_of(d->tok, config_pad, config_eos, c->model_dir, c->quiet);
-    enc_ctx ec = {.tok = d->tok};
-    st = lp_dataset_encode(&d->train, encode_one, &ec, max_len, pad, &d->etrain);
+    lp_tokenizer_rows ec = {.tok = d->tok};
+    st = lp_dataset_encode(&d->train, lp_tokenizer_encode_row, &ec, max_len, pad, &d->etrain);
     if (st == LP_OK && d->has_eval)
-        st = lp_dataset_encode(&d->eval, encode_one, &ec, max_len, pad, &d->eeval);
+        st = lp_dataset_encode(&d->eval, lp_tokenizer_encode_row, &ec, max_len, pad, &d->eeval);
     lp_encoding_free(&ec.enc);
     if (st != LP_OK)
         goto fail;

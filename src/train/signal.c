@@ -1,33 +1,10 @@
-/* Ctrl-C handling: the first SIGINT/SIGTERM asks the loop to stop after the current step
- * (it then checkpoints and writes the run files); a second one restores the default action
- * and re-raises, so a stuck run can still be killed. */
-#include <signal.h>
-#include <string.h>
-
+/* Ctrl-C during loupe train: the first SIGINT/SIGTERM asks the loop to stop after the current
+ * step (it then checkpoints and writes the run files); base's stop-signal mechanism does the
+ * work. */
 #include "loupe/train.h"
 
-static volatile sig_atomic_t stop_flag;
+void lp_train_install_signal_handlers(void) { lp_stop_signal_install(); }
 
-static void on_signal(int sig)
-{
-    if (stop_flag) {
-        signal(sig, SIG_DFL);
-        raise(sig);
-        return;
-    }
-    stop_flag = 1;
-}
+bool lp_train_stop_requested(void) { return lp_stop_requested(); }
 
-void lp_train_install_signal_handlers(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-}
-
-bool lp_train_stop_requested(void) { return stop_flag != 0; }
-
-void lp_train_request_stop(void) { stop_flag = 1; }
+void lp_train_request_stop(void) { lp_stop_request(); }
