@@ -136,6 +136,8 @@ typedef enum lp_chart_kind {
     LP_CHART_LINE = 0, /* markers joined by lines, one per series */
     LP_CHART_BAR,      /* grouped bars: series side by side at each x */
     LP_CHART_HEATMAP,  /* a matrix of coloured cells (lp_chart_panel.heatmap) */
+    LP_CHART_STACKED,  /* stacked bars: series on top of each other at each x (values < 0 as 0; no
+                        * error bars), e.g. a step's time split into data, forward, backward */
 } lp_chart_kind;
 
 typedef enum lp_chart_x_scale {
@@ -170,6 +172,7 @@ typedef struct lp_chart_panel {
     const char *const *x_categories; /* LP_CHART_X_CATEGORY: (n_categories) labels */
     int32_t n_categories;
     int y_from_zero;                 /* y from 0 (throughput, memory): error bars below 0 are cut */
+    int y_log;                       /* log10 y axis with ticks at decades; y <= 0 not drawn */
     const lp_chart_series *series;
     int32_t n_series;
     const lp_chart_heatmap *heatmap; /* LP_CHART_HEATMAP only */
@@ -199,6 +202,10 @@ LP_WARN_UNUSED lp_status lp_figure_write_svg(const lp_figure *f, const char *pat
 LP_WARN_UNUSED lp_status lp_figure_text_boxes(const lp_figure *f, lp_chart_box **out, size_t *n,
                                               lp_chart_box *areas);
 
+/* The figure as an SVG document in memory (the same drawing as lp_figure_write_svg): *out
+ * malloc'd and NUL-terminated, caller frees; *len its length (may be NULL). */
+LP_WARN_UNUSED lp_status lp_figure_svg(const lp_figure *f, char **out, size_t *len);
+
 /* "Nice" axis ticks (1, 2, 2.5, 5 x 10^k steps) covering [lo, hi] with at most max_ticks
  * ticks: writes them to ticks (cap >= max_ticks) and returns the count (>= 2 when
  * lo < hi and max_ticks >= 2). *step gets the spacing. lo == hi is widened first. */
@@ -210,6 +217,84 @@ void lp_chart_release_caches(void);
 /* Formats a tick value with as many decimals as step needs ("0.25", "1.5k", "2M" beyond
  * 10^4); writes at most cap bytes. */
 void lp_chart_format_tick(double v, double step, char *buf, size_t cap);
+
+/* ---- HTML pages (report.html, the compare page, loupe analyze --html) -------------------
+ *
+ *   lp_html *h = lp_html_new("Run r1", "runs/r1/plots");  // chart copies there; NULL: none
+ *   lp_html_h(h, 1, "Run r1");
+ *   lp_html_tabs_begin(h);
+ *   lp_html_tab_begin(h, "overview", "Overview");
+ *   lp_html_p(h, "Trained %d steps on %s", steps, data);          // escaped
+ *   lp_html_chart(h, "loss", &fig);          // inline SVG + plots/loss.png, plots/loss.svg
+ *   lp_html_table_begin(h, (const char *[]){"op", "calls", "self ms"}, 3);
+ *   lp_html_tr(h); lp_html_td(h, "aten::mm"); lp_html_td_num(h, 12, "%.0f"); lp_html_td_num(h, 3.5, "%.2f");
+ *   lp_html_table_end(h);                    // click a header to sort by it
+ *   lp_html_tab_end(h);
+ *   lp_html_tabs_end(h);
+ *   st = lp_html_write(h, "runs/r1/report.html");   // atomic; or the first error met
+ *   lp_html_free(h);
+ *
+ * The page is self-contained: inline CSS, charts as inline SVG, a few lines of inline JS
+ * (tabs, sorting), no network. Without JS every tab shows, one after another; with it,
+ * "#all" in the address shows every tab at once (for printing and screenshots). Builder
+ * calls never fail on their own: the first error (out of memory, a chart that cannot be
+ * drawn or written) is kept, later calls do nothing, and lp_html_write returns it. */
+
+typedef struct lp_html lp_html;
+
+/* A new page titled title (escaped). plots_dir: where lp_html_chart writes the PNG and SVG
+ * copies (created when the first chart is written; copied); NULL for none. NULL when out
+ * of memory (lp_err_msg says so). */
+lp_html *lp_html_new(const char *title, const char *plots_dir);
+void lp_html_free(lp_html *h);
+/* The first error met while building the page (LP_OK when none). */
+lp_status lp_html_status(const lp_html *h);
+
+/* Text is escaped (& < > " ' and control characters); raw is trusted markup. */
+void lp_html_text(lp_html *h, const char *s);
+void lp_html_textf(lp_html *h, const char *fmt, ...) LP_PRINTF(2, 3);
+void lp_html_raw(lp_html *h, const char *markup);
+/* <hN> (level 1..4) and <p> holding escaped text; a note is a <p> in small grey type. */
+void lp_html_h(lp_html *h, int level, const char *text);
+void lp_html_p(lp_html *h, const char *fmt, ...) LP_PRINTF(2, 3);
+void lp_html_note(lp_html *h, const char *fmt, ...) LP_PRINTF(2, 3);
+/* A <section> with an <h2> title; id (letters, digits, '-', '_') may be NULL. */
+void lp_html_section_begin(lp_html *h, const char *id, const char *title);
+void lp_html_section_end(lp_html *h);
+/* Tabs: a row of buttons (built by the page's script from each tab's label) over one
+ * panel per tab; the first is shown. id: letters, digits, '-', '_'. */
+void lp_html_tabs_begin(lp_html *h);
+void lp_html_tab_begin(lp_html *h, const char *id, const char *label);
+void lp_html_tab_end(lp_html *h);
+void lp_html_tabs_end(lp_html *h);
+/* Headline figures: a row of boxes, each a label over a value (both escaped). */
+void lp_html_stats_begin(lp_html *h);
+void lp_html_stat(lp_html *h, const char *label, const char *fmt, ...) LP_PRINTF(3, 4);
+void lp_html_stats_end(lp_html *h);
+/* A sortable table: n header cells, then rows of cells. lp_html_tr starts a row (ending the
+ * previous one); td cells hold escaped text, td_num a number printed with fmt (one double
+ * conversion, e.g. "%.2f") that sorts numerically; non-finite numbers print as "-" and sort
+ * last. A header starting with '#' sorts as a number without the '#' shown. */
+void lp_html_table_begin(lp_html *h, const char *const *headers, int32_t n);
+void lp_html_tr(lp_html *h);
+void lp_html_td(lp_html *h, const char *text);
+void lp_html_tdf(lp_html *h, const char *fmt, ...) LP_PRINTF(2, 3);
+void lp_html_td_num(lp_html *h, double v, const char *fmt);
+void lp_html_table_end(lp_html *h);
+/* f drawn as inline SVG in a <figure class="lp-chart" data-chart="name"> with f's title as
+ * caption, and, with a plots directory, written to plots_dir/name.png and .svg (atomic).
+ * name: letters, digits, '-', '_' (a file name and an id). Returns (and keeps) the first
+ * error: INVALID_ARG for a bad figure or name, IO naming a plot file. */
+lp_status lp_html_chart(lp_html *h, const char *name, const lp_figure *f);
+/* Ends the document and writes it to path atomically (the page appears complete or not at
+ * all). Returns the first error met while building, writing nothing then; IO naming path. */
+LP_WARN_UNUSED lp_status lp_html_write(lp_html *h, const char *path);
+/* The page so far, NUL-terminated (borrowed; valid until the next call on h). */
+const char *lp_html_data(const lp_html *h, size_t *len);
+
+/* s with & < > " ' escaped as entities and control characters other than tab and newline
+ * dropped, in a fresh string (caller frees); NULL when out of memory. */
+char *lp_html_escape(const char *s);
 
 /* ---- bench plots and bench comparison (loupe bench, loupe bench --compare) -------------
  *
