@@ -218,6 +218,84 @@ void lp_chart_release_caches(void);
  * 10^4); writes at most cap bytes. */
 void lp_chart_format_tick(double v, double step, char *buf, size_t cap);
 
+/* ---- a run directory read back (report.html, loupe report) -----------------------------
+ *
+ *   lp_run_data *d;
+ *   if (lp_run_load("reports/r1", &d) == LP_OK) { ... lp_run_free(d); }
+ *
+ * A training run (loupe train / profile: summary.json, steps.csv, epoch_results.csv and,
+ * when profiled, profiler/ with a Kineto trace) or a bench run (baseline_metrics.json). */
+
+typedef enum lp_run_kind { LP_RUN_TRAIN = 0, LP_RUN_BENCH } lp_run_kind;
+
+/* One line of steps.csv (NaN where the column is absent or empty). */
+typedef struct lp_run_step {
+    double step, loss, lr, step_ms, data_ms, forward_ms, backward_ms, optimizer_ms, samples, tokens,
+        memory_bytes, rss_bytes;
+} lp_run_step;
+
+/* One line of epoch_results.csv. */
+typedef struct lp_run_epoch {
+    double epoch, train_loss, eval_loss, eval_accuracy, eval_macro_f1, samples_per_s;
+} lp_run_epoch;
+
+/* One op of the profiled window: torch's key averages (self / total host time, calls,
+ * FLOPs) plus the bytes moved that loupe's ops record; flops, bytes NaN when unknown. */
+typedef struct lp_run_op {
+    char name[96];
+    double calls, self_ms, total_ms, flops, bytes;
+} lp_run_op;
+
+/* Live bytes per memory category after one [memory] event of the trace. */
+typedef struct lp_run_mem_point {
+    double t_ms; /* from the profiled window's start */
+    double bytes[LP_MEM_CATEGORY__COUNT];
+} lp_run_mem_point;
+
+typedef struct lp_run_data {
+    char dir[1024];
+    lp_run_kind kind;
+    lp_run_summary sum;            /* LP_RUN_TRAIN: summary.json */
+    double achieved_gflops, mfu, peak_gflops, peak_rss_bytes, train_time_s, samples; /* NaN absent */
+    char model[128], task[32];
+    lp_run_step *steps;            /* (n_steps) */
+    int32_t n_steps;
+    lp_run_epoch *epochs;          /* (n_epochs) */
+    int32_t n_epochs;
+    lp_run_op *ops;                /* (n_ops) by self time, descending; from the trace when profiled */
+    int32_t n_ops;
+    lp_run_mem_point *mem;         /* (n_mem) the trace's memory timeline, thinned to <= 2000 points */
+    int32_t n_mem;
+    char trace[1024];              /* the trace file, relative to dir; "" when not profiled */
+    double step_parts_ms[8];       /* profiler/summary.json breakdown_ms, mean per profiled step */
+    char step_parts[8][24];
+    int32_t n_step_parts;
+    struct lp_bench_curve *bench;  /* LP_RUN_BENCH: baseline_metrics.json (owned) */
+} lp_run_data;
+
+/* Reads the run directory dir into *out (free with lp_run_free). Errors, each naming the
+ * file: NOT_FOUND for a directory that is not a run (neither summary.json nor
+ * baseline_metrics.json), FORMAT for a file that is not loupe's or is truncated (a
+ * steps.csv line with missing fields names its line), IO, NO_MEMORY; *out NULL then. */
+LP_WARN_UNUSED lp_status lp_run_load(const char *dir, lp_run_data **out);
+void lp_run_free(lp_run_data *d);
+
+/* This machine's ceilings, the denominators of the diagnosis (loupe peak's figures). */
+typedef struct lp_run_ceilings {
+    double gflops;   /* f32 FMA peak, all threads (NaN unknown) */
+    double gbs;      /* memory bandwidth, STREAM triad (NaN unknown) */
+    char source[64]; /* where they come from ("loupe peak on this machine") */
+} lp_run_ceilings;
+
+/* Writes dir/report.html (and dir/plots/NAME.{png,svg} for each chart) for the run d,
+ * judged against ceilings c (NULL: none known). Atomic; errors name the file. */
+LP_WARN_UNUSED lp_status lp_run_report_write(const lp_run_data *d, const lp_run_ceilings *c);
+/* Writes the runs side by side (n >= 1, training runs) to path: headline figures of each,
+ * loss and step-time curves overlaid, memory by category and top ops per run. Charts go to
+ * plots_dir (NULL: none). Atomic. */
+LP_WARN_UNUSED lp_status lp_compare_html_write(const lp_run_data *const *runs, int n, const char *path,
+                                               const char *plots_dir);
+
 /* ---- HTML pages (report.html, the compare page, loupe analyze --html) -------------------
  *
  *   lp_html *h = lp_html_new("Run r1", "runs/r1/plots");  // chart copies there; NULL: none

@@ -80,10 +80,13 @@ lp_status lp_html_chart(lp_html *h, const char *name, const lp_figure *f)
     snprintf(pre, sizeof pre, "c%d-%s-", (int)h->n_charts++, name);
     lp_html__putf(h, "<figure class=\"lp-chart\" data-chart=\"%s\" style=\"max-width:%dpx\">\n", name,
                   (int)f->width);
-    put_svg(h, svg, pre, f->title ? f->title : name);
+    const char *cap = f->title                                   ? f->title
+                      : f->n_panels > 0 && f->panels[0].title ? f->panels[0].title
+                                                               : name;
+    put_svg(h, svg, pre, cap);
     free(svg);
     lp_html__puts(h, "<figcaption>");
-    lp_html__esc(h, f->title ? f->title : name);
+    lp_html__esc(h, cap);
     if (h->plots_dir) {
         lp_html__puts(h, " <span class=\"lp-files\">(plots/");
         lp_html__esc(h, name);
