@@ -88,7 +88,10 @@ lp_status lp_html_chart(lp_html *h, const char *name, const lp_figure *f)
     lp_html__puts(h, "<figcaption>");
     lp_html__esc(h, cap);
     if (h->plots_dir) {
-        lp_html__puts(h, " <span class=\"lp-files\">(plots/");
+        const char *base = strrchr(h->plots_dir, '/'); // the folder as seen from the page beside it
+        lp_html__puts(h, " <span class=\"lp-files\">(");
+        lp_html__esc(h, base ? base + 1 : h->plots_dir);
+        lp_html__puts(h, "/");
         lp_html__esc(h, name);
         lp_html__puts(h, ".png, .svg)</span>");
     }

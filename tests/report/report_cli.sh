@@ -6,6 +6,8 @@
 #    charts; its headline and bottlenecks carry the run's own numbers (final loss from
 #    summary.json, the top op of key_averages.csv);
 #  - loupe report renders it again after the page and plots are deleted;
+#  - loupe train writes its page too; loupe compare --html puts two runs side by side (5
+#    charts, the table's method row names both);
 #  - a bench run (2 batch sizes) writes its page with 3 charts;
 #  - bad input: a directory that is not a run, a run whose steps.csv or summary.json is
 #    truncated: exit 1, one line on stderr naming the file, no report.html, no temp file.
@@ -34,6 +36,17 @@ grep -q "threshold" "$R/report.html" || { echo "FAIL: no threshold stated in the
 rm -rf "$R/report.html" "$R/plots"
 "$L" report "$R" >"$T/out2" 2>&1 || { cat "$T/out2"; echo "FAIL: loupe report"; fail=1; }
 check "$R/report.html" --charts 7 --plots "$R/plots" >/dev/null || { echo "FAIL: re-rendered report.html"; fail=1; }
+
+# the compare page: the profiled run and a plain training run side by side (5 charts: loss,
+# step time, throughput + accuracy, memory, top ops); its table names both runs
+"$L" train --method full --max-steps 2 --batch-size 4 --eval none --output-dir "$T" --run-id t --quiet \
+    >/dev/null 2>&1 || { echo "FAIL: train run"; fail=1; }
+[ -f "$T/t/report.html" ] || { echo "FAIL: loupe train wrote no report.html"; fail=1; }
+"$L" compare "$R" "$T/t" --html "$T/cmp.html" >"$T/out4" 2>&1 || { cat "$T/out4"; echo "FAIL: compare --html"; fail=1; }
+check "$T/cmp.html" --charts 5 --plots "$T/cmp-plots" || { echo "FAIL: compare page"; fail=1; }
+grep -q "<td>lora / fused</td><td>full / fused</td>" "$T/cmp.html" || { echo "FAIL: compare table methods"; fail=1; }
+"$L" compare "$R" "$T/empty-not-there" --html "$T/cmp2.html" >/dev/null 2>&1 && { echo "FAIL: compare of a missing run"; fail=1; }
+[ ! -e "$T/cmp2.html" ] || { echo "FAIL: compare page written for a missing run"; fail=1; }
 
 # a bench run's page
 "$L" bench --batch-sizes 1,2 --warmup 1 --runs 2 --samples 8 --skip-full-pass --skip-profiling --quiet \
