@@ -41,6 +41,11 @@ int lp_cli_not_built(const char *cmd, const char *what);
  * the flag and returns -1 on failure. */
 int lp_cli_parse_long(const char *cmd, const char *flag, const char *text, long min, long max, long *out);
 
+/* Writes dir/report.html and dir/plots/ for a run directory (cli_report.c), with the
+ * machine's ceilings from dir/peak.json or measured and saved there; prints
+ * "report: DIR/report.html" unless quiet. LP_EXIT_FAIL with lp_err_msg() set on error. */
+int lp_cli_write_report(const char *dir, int quiet);
+
 /* The version string: "loupe 0.1.0 (<git revision>)". */
 const char *lp_cli_version(void);
 
