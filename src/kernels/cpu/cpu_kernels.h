@@ -126,4 +126,10 @@ static inline void lp_k_split(int64_t n, int tid, int nthreads, int64_t *lo, int
  * costs more than it saves. */
 #define LP_PAR_MIN 32768
 
+/* ---- KV-cache decoding ---- */
+LP_DECLARE_BOTH(void, kv_write, void *kc, void *vc, const float *k, const float *v, const lp_kv_geom *g, int64_t t0,
+                int64_t T)
+LP_DECLARE_BOTH(void, attention_decode, float *out, const float *q, const void *kc, const void *vc,
+                const int32_t *mask, const lp_kv_geom *g)
+
 #endif
