@@ -1,0 +1,190 @@
+/* KV-cache generation against full recompute: greedy decoding with lp_model_prefill /
+ * lp_model_decode must pick the same tokens as running lp_model_forward over the whole
+ * sequence (prompt + tokens so far) at every step and taking the last column's logits, on the
+ * tiny llama (GQA), the golden Llama, Qwen2 (MQA, q/k/v biases), Mistral (sliding window 5,
+ * shorter than the sequences) and SmolLM (tied embeddings) shapes, for a batch of prompts of
+ * mixed lengths, left- and right-padded.
+ *
+ * Tolerances. f32 cache: the same f32 math with the attention summed in another order (the
+ * decode kernel's online softmax vs the prefill's), so logits agree to ~1e-6 of their scale;
+ * 1e-4 relative (normwise, per step) is far above that and far below what a wrong position,
+ * window or head mapping moves (1e-2 and more). Tokens must be identical. f16 cache: keys and
+ * values rounded to 11 significant bits (2^-11 = 4.9e-4 relative) move logits by about that
+ * much of their scale; the check is 5e-3 relative, along the f32 path's tokens (teacher
+ * forced, so one near-tie cannot fork the sequences). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loupe/base.h"
+#include "loupe/models.h"
+
+#define B 3
+#define TP 7     /* padded prompt length */
+#define NEW 9    /* generated tokens: past Mistral's window of 5 */
+#define F32_TOL 1e-4
+#define F16_TOL 5e-3
+
+static const int32_t prompt_len[B] = {7, 3, 5};
+
+static lp_model *load(const char *dir)
+{
+    lp_model_options o;
+    lp_model_options_init(&o);
+    o.quiet = true;
+    o.no_grad = true;
+    o.seed = 7; // tiny-llama has no weights: initialized from the seed
+    lp_model *m = NULL;
+    if (lp_model_load(dir, &o, &m) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    return m;
+}
+
+static int32_t argmax(const float *x, int64_t n)
+{
+    int32_t best = 0;
+    for (int64_t i = 1; i < n; i++)
+        if (x[i] > x[best])
+            best = (int32_t)i;
+    return best;
+}
+
+/* Normwise relative difference of two logit rows. */
+static double rel_diff(const float *a, const float *b, int64_t n)
+{
+    double d = 0, s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        s += (double)b[i] * b[i];
+    }
+    return sqrt(d / (s > 0 ? s : 1));
+}
+
+/* The batch laid out as the cache lays it out: prompt columns (padded left or right), then
+ * one column per generated token. ids/mask (B, TP + NEW). */
+static void layout(int32_t *ids, int32_t *mask, bool left, int64_t V)
+{
+    const int64_t W = TP + NEW;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0; t < W; t++) {
+            const int64_t pad = TP - prompt_len[b];
+            const bool real = t >= TP || (left ? t >= pad : t < prompt_len[b]);
+            mask[b * W + t] = real;
+            ids[b * W + t] = real && t < TP ? (int32_t)((b * 31 + t * 7 + 3) % V) : 0;
+        }
+}
+
+/* Greedy with the cache (dtype), and at each step the full recompute's logits for the same
+ * sequence; returns the worst relative logit difference, and whether every token matched. */
+static double run(lp_model *m, const lp_model_config *cfg, bool left, lp_dtype dtype, bool *tokens_equal)
+{
+    const int64_t V = cfg->vocab_size, W = TP + NEW;
+    int32_t ids[B * W], mask[B * W], pids[B * TP], pmask[B * TP], next[B];
+    layout(ids, mask, left, V);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0; t < TP; t++)
+            pids[b * TP + t] = ids[b * W + t], pmask[b * TP + t] = mask[b * W + t];
+    float *logits = malloc(sizeof(float) * B * V), *full = malloc(sizeof(float) * B * W * V);
+    float *row = malloc(sizeof(float) * B * V);
+    lp_kv_cache *kv = NULL;
+    assert_int_equal(lp_model_kv_init(m, B, W, dtype, &kv), LP_OK);
+    assert_int_equal(lp_model_prefill(m, kv, pids, pmask, B, TP, logits), LP_OK);
+    double worst = 0;
+    *tokens_equal = true;
+    for (int64_t s = 0; s <= NEW; s++) {
+        const int64_t T = TP + s; // columns so far
+        // full recompute over the first T columns (a (B,T) view of the layout)
+        int32_t fids[B * W], fmask[B * W];
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t t = 0; t < T; t++)
+                fids[b * T + t] = ids[b * W + t], fmask[b * T + t] = mask[b * W + t];
+        assert_int_equal(lp_model_forward(m, fids, fmask, NULL, B, (int32_t)T, full), LP_OK);
+        for (int64_t b = 0; b < B; b++) {
+            // the last real column of row b (right padding, prompt only: inside the prompt)
+            int64_t last = T - 1;
+            while (!fmask[b * T + last])
+                last--;
+            memcpy(row + b * V, full + (b * T + last) * V, sizeof(float) * V);
+            double d = rel_diff(logits + b * V, row + b * V, V);
+            worst = d > worst ? d : worst;
+            if (dtype == LP_DTYPE_F32 && argmax(logits + b * V, V) != argmax(row + b * V, V))
+                *tokens_equal = false;
+        }
+        if (s == NEW)
+            break;
+        for (int64_t b = 0; b < B; b++) { // the recompute's greedy token (teacher forcing for f16)
+            next[b] = argmax(row + b * V, V);
+            ids[b * W + T] = next[b];
+        }
+        assert_int_equal(lp_model_decode(m, kv, next, logits), LP_OK);
+        assert_int_equal(lp_kv_cache_len(kv), T + 1);
+    }
+    lp_kv_cache_free(kv);
+    free(logits), free(full), free(row);
+    return worst;
+}
+
+static void check_model(const char *dir)
+{
+    lp_model *m = load(dir);
+    const lp_model_config *cfg = lp_model_config_get(m);
+    for (int left = 0; left < 2; left++) {
+        bool eq;
+        double d32 = run(m, cfg, left, LP_DTYPE_F32, &eq);
+        double d16 = run(m, cfg, left, LP_DTYPE_F16, &(bool){0});
+        fprintf(stderr, "%-26s %s padding: f32 cache max rel logit diff %.2e (tokens %s), f16 %.2e\n", dir,
+                left ? "left " : "right", d32, eq ? "identical" : "DIFFER", d16);
+        assert_true(eq);
+        assert_true(d32 < F32_TOL);
+        assert_true(d16 < F16_TOL);
+    }
+    lp_model_free(m);
+}
+
+static void test_tiny_llama(void **s) { (void)s; check_model("models/tiny-llama"); }
+static void test_llama(void **s) { (void)s; check_model("tests/golden/llama_lm"); }
+static void test_qwen2(void **s) { (void)s; check_model("tests/golden/qwen2_lm"); }
+static void test_mistral(void **s) { (void)s; check_model("tests/golden/mistral_lm"); }
+static void test_smollm(void **s) { (void)s; check_model("tests/golden/smollm_lm"); }
+
+/* Misuse gets a status, never a crash: decode before prefill, a full cache, a bad id, a
+ * classifier, an f32/f16-only dtype. */
+static void test_errors(void **s)
+{
+    (void)s;
+    lp_model *m = load("tests/golden/llama_lm");
+    lp_kv_cache *kv = NULL;
+    int32_t ids[2] = {1, 2}, mask[2] = {1, 1};
+    float logits[128];
+    assert_int_equal(lp_model_kv_init(m, 1, 2, LP_DTYPE_BF16, &kv), LP_STATUS_INVALID_ARG);
+    assert_int_equal(lp_model_kv_init(m, 1, 100000, LP_DTYPE_F32, &kv), LP_STATUS_INVALID_ARG);
+    assert_non_null(strstr(lp_err_msg(), "config.json"));
+    assert_int_equal(lp_model_kv_init(m, 1, 3, LP_DTYPE_F32, &kv), LP_OK);
+    assert_int_equal(lp_model_decode(m, kv, ids, logits), LP_STATUS_INVALID_ARG);
+    assert_int_equal(lp_model_prefill(m, kv, ids, mask, 1, 4, logits), LP_STATUS_INVALID_ARG);
+    assert_int_equal(lp_model_prefill(m, kv, ids, mask, 1, 2, logits), LP_OK);
+    assert_int_equal(lp_model_prefill(m, kv, ids, mask, 1, 2, logits), LP_STATUS_INVALID_ARG);
+    int32_t bad = 5000;
+    assert_int_equal(lp_model_decode(m, kv, &bad, logits), LP_STATUS_RANGE);
+    assert_int_equal(lp_kv_cache_len(kv), 2); // the failed step left the cache as it was
+    assert_int_equal(lp_model_decode(m, kv, ids, logits), LP_OK);
+    assert_int_equal(lp_model_decode(m, kv, ids, logits), LP_STATUS_INVALID_ARG); // full
+    lp_kv_cache_free(kv);
+    lp_model_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tiny_llama), cmocka_unit_test(test_llama),   cmocka_unit_test(test_qwen2),
+        cmocka_unit_test(test_mistral),    cmocka_unit_test(test_smollm),  cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
