@@ -267,6 +267,12 @@ LP_WARN_UNUSED lp_status lp_model_save_adapter(const lp_model *m, const char *di
  * transformers model. Errors: IO naming the path. */
 LP_WARN_UNUSED lp_status lp_model_save_hf(const lp_model *m, const char *dir);
 
+/* Merges every LoRA adapter into its f32 base weight (W += scale * B @ A, PEFT's
+ * merge_and_unload) so later forwards run plain Linears; the adapter parameters stay in the
+ * table but no longer take part. Errors: UNSUPPORTED for a quantized base (naming the
+ * module), NO_MEMORY. */
+LP_WARN_UNUSED lp_status lp_model_merge_adapters(lp_model *m);
+
 /* ---- KV-cache generation (llama family: causal LMs) -------------------------------------
  *
  *   lp_kv_cache *kv;
