@@ -88,7 +88,8 @@ typedef struct lp_gen_result {
 } lp_gen_result;
 void lp_gen_result_free(lp_gen_result *r);
 
-/* Generates a continuation for each of B prompts (prompts[b]: lens[b] >= 1 token ids) in one
+/* Generates a continuation for each of B prompts (tok NULL: ids only, empty texts, no stop
+ * strings) (prompts[b]: lens[b] >= 1 token ids) in one
  * batch: left-padded prefill, then greedy/sampled decode steps until every prompt stopped or
  * max_new_tokens. out[0..B) are filled (free each with lp_gen_result_free); on error nothing
  * is left allocated in out. Errors: the model's (INVALID_ARG for a prompt plus max_new_tokens

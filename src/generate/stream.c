@@ -52,9 +52,11 @@ lp_status lp_gen__stream_update(lp_gen_stream *st, const lp_tokenizer *tok, cons
 {
     *hit_stop = false;
     char *text = NULL;
-    lp_status s = lp_tokenizer_decode(tok, ids, (size_t)n, o->skip_special, &text);
+    lp_status s = tok ? lp_tokenizer_decode(tok, ids, (size_t)n, o->skip_special, &text) : LP_OK;
     if (s != LP_OK)
         return s;
+    if (!tok && !(text = calloc(1, 1))) // ids only: no text to stream
+        return lp_err(LP_STATUS_NO_MEMORY, "generate: out of memory");
     size_t len = strlen(text);
     // the earliest stop string ends the text there
     size_t cut = len;
