@@ -103,6 +103,45 @@ LP_WARN_UNUSED lp_status lp_generate(lp_model *m, const lp_tokenizer *tok, const
 LP_WARN_UNUSED lp_status lp_gen_default_stop_ids(const char *model_path, const lp_model *m, const lp_tokenizer *tok,
                                                  int32_t **ids, int32_t *n);
 
+/* ---- llama-bench-style benchmark ----------------------------------------------------------
+ * pp<N>: a prefill of N random tokens (one sequence), tokens/s; tg<N>: N decode steps after a
+ * one-token prompt, tokens/s. Each test runs once untimed (warm-up) and then reps times per
+ * thread count; mean and sample standard deviation of the rates are reported, with the weight
+ * bytes each token reads and the FLOPs it does turned into GB/s and GFLOP/s against the
+ * machine's measured ceilings (STREAM triad, FMA peak) at that thread count. */
+typedef struct lp_bench_gen_opts {
+    int32_t n_prompt;          /* pp test length (0: no pp test) */
+    int32_t n_gen;             /* tg test length (0: no tg test) */
+    int32_t reps;              /* >= 1 */
+    const int32_t *threads;    /* thread counts to run */
+    int32_t n_threads;
+    lp_dtype kv_dtype;
+    uint64_t seed;             /* the random prompt */
+    bool progress;             /* one line per test on stderr */
+} lp_bench_gen_opts;
+
+typedef struct lp_bench_gen_row {
+    int32_t threads;
+    char test[16];             /* "pp512", "tg128" */
+    int32_t n_tokens;
+    double tps_mean, tps_sd;   /* tokens/s */
+    double gbs, gflops;        /* achieved: weight bytes and FLOPs per token x the mean rate */
+    double peak_gbs, peak_gflops; /* the ceilings at this thread count */
+} lp_bench_gen_row;
+
+typedef struct lp_bench_gen_result {
+    lp_bench_gen_row *rows;    /* (n_rows) owned */
+    int32_t n_rows;
+    double weight_bytes;       /* bytes of weights one token reads (every Linear and the LM head) */
+    double flops_per_token;    /* forward FLOPs of one token (matmuls) */
+    uint64_t n_params;
+    int32_t scaling_stops_at;  /* tg: the thread count past which more threads gain < 10 % (0: n/a) */
+} lp_bench_gen_result;
+
+/* Runs the tests on m. Errors: the model's (generation on a non-LM), NO_MEMORY. */
+LP_WARN_UNUSED lp_status lp_bench_gen_run(lp_model *m, const lp_bench_gen_opts *o, lp_bench_gen_result *out);
+void lp_bench_gen_result_free(lp_bench_gen_result *r);
+
 #ifdef __cplusplus
 }
 #endif

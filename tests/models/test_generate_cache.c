@@ -148,6 +148,52 @@ static void check_model(const char *dir)
     lp_model_free(m);
 }
 
+/* A PEFT adapter (the golden Qwen2 LoRA): decoding through the unmerged adapter equals full
+ * recompute, and merging it at load (lp_model_merge_adapters) gives the same greedy tokens,
+ * logits within 1e-5 relative (W + s*B@A summed once instead of per token: float rounding). */
+static void test_lora_merge(void **s)
+{
+    (void)s;
+    lp_model_options o;
+    lp_model_options_init(&o);
+    o.quiet = true;
+    o.no_grad = true;
+    o.lora.enabled = true;
+    o.lora.adapter_dir = "tests/golden/lora_qwen2_lm/peft_adapter";
+    lp_model *m = NULL, *mm = NULL;
+    if (lp_model_load("tests/golden/lora_qwen2_lm", &o, &m) != LP_OK ||
+        lp_model_load("tests/golden/lora_qwen2_lm", &o, &mm) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    const lp_model_config *cfg = lp_model_config_get(m);
+    bool eq;
+    double d = run(m, cfg, true, LP_DTYPE_F32, &eq);
+    fprintf(stderr, "lora_qwen2_lm + adapter, unmerged: cache vs recompute %.2e (tokens %s)\n", d,
+            eq ? "identical" : "DIFFER");
+    assert_true(eq && d < F32_TOL);
+    assert_int_equal(lp_model_merge_adapters(mm), LP_OK);
+    const int64_t V = cfg->vocab_size;
+    int32_t ids[4] = {5, 9, 17, 3}, t0 = 0, t1 = 0;
+    float *a = malloc(sizeof(float) * V), *b = malloc(sizeof(float) * V);
+    lp_kv_cache *k0 = NULL, *k1 = NULL;
+    assert_int_equal(lp_model_kv_init(m, 1, 24, LP_DTYPE_F32, &k0), LP_OK);
+    assert_int_equal(lp_model_kv_init(mm, 1, 24, LP_DTYPE_F32, &k1), LP_OK);
+    assert_int_equal(lp_model_prefill(m, k0, ids, NULL, 1, 4, a), LP_OK);
+    assert_int_equal(lp_model_prefill(mm, k1, ids, NULL, 1, 4, b), LP_OK);
+    double worst = 0;
+    for (int step = 0; step < 16; step++) {
+        worst = fmax(worst, rel_diff(b, a, V));
+        t0 = argmax(a, V), t1 = argmax(b, V);
+        assert_int_equal(t0, t1);
+        assert_int_equal(lp_model_decode(m, k0, &t0, a), LP_OK);
+        assert_int_equal(lp_model_decode(mm, k1, &t1, b), LP_OK);
+    }
+    fprintf(stderr, "merged vs unmerged adapter: 16 greedy tokens identical, max rel logit diff %.2e\n", worst);
+    assert_true(worst < 1e-5);
+    lp_kv_cache_free(k0), lp_kv_cache_free(k1);
+    free(a), free(b);
+    lp_model_free(m), lp_model_free(mm);
+}
+
 static void test_tiny_llama(void **s) { (void)s; check_model("models/tiny-llama"); }
 static void test_llama(void **s) { (void)s; check_model("tests/golden/llama_lm"); }
 static void test_qwen2(void **s) { (void)s; check_model("tests/golden/qwen2_lm"); }
@@ -184,7 +230,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiny_llama), cmocka_unit_test(test_llama),   cmocka_unit_test(test_qwen2),
-        cmocka_unit_test(test_mistral),    cmocka_unit_test(test_smollm),  cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_mistral),    cmocka_unit_test(test_smollm),  cmocka_unit_test(test_errors), cmocka_unit_test(test_lora_merge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
