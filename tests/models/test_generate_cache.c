@@ -25,6 +25,7 @@
 
 #include "loupe/base.h"
 #include "loupe/models.h"
+#include "loupe/prof.h"
 
 #define B 3
 #define TP 7     /* padded prompt length */
@@ -212,6 +213,19 @@ static void test_errors(void **s)
     assert_int_equal(lp_model_kv_init(m, 1, 2, LP_DTYPE_BF16, &kv), LP_STATUS_INVALID_ARG);
     assert_int_equal(lp_model_kv_init(m, 1, 100000, LP_DTYPE_F32, &kv), LP_STATUS_INVALID_ARG);
     assert_non_null(strstr(lp_err_msg(), "config.json"));
+    // the allocator's KV_CACHE bytes are what lp_model_kv_bytes (loupe inspect) predicts
+    lp_mem_stats m0, m1;
+    lp_prof_mem_stats(&m0);
+    assert_int_equal(lp_model_kv_init(m, 3, 50, LP_DTYPE_F16, &kv), LP_OK);
+    lp_prof_mem_stats(&m1);
+    const uint64_t want = lp_model_kv_bytes(lp_model_config_get(m), 3, 50, LP_DTYPE_F16);
+    assert_int_equal(m1.current[LP_MEM_CATEGORY_KV_CACHE] - m0.current[LP_MEM_CATEGORY_KV_CACHE], want);
+    assert_int_equal(lp_kv_cache_nbytes(kv), want);
+    // 2 layers x (k, v) x 3 x 2 kv heads x 50 x 16 x 2 bytes, rounded to 64, plus mask and positions
+    assert_true(want >= 2 * 2 * 3 * 2 * 50 * 16 * 2 && want < 2 * 2 * 3 * 2 * 50 * 16 * 2 + 3 * 50 * 4 + 4096);
+    lp_kv_cache_free(kv);
+    lp_prof_mem_stats(&m1);
+    assert_int_equal(m1.current[LP_MEM_CATEGORY_KV_CACHE], m0.current[LP_MEM_CATEGORY_KV_CACHE]);
     assert_int_equal(lp_model_kv_init(m, 1, 3, LP_DTYPE_F32, &kv), LP_OK);
     assert_int_equal(lp_model_decode(m, kv, ids, logits), LP_STATUS_INVALID_ARG);
     assert_int_equal(lp_model_prefill(m, kv, ids, mask, 1, 4, logits), LP_STATUS_INVALID_ARG);
