@@ -6,7 +6,7 @@
 
 #include "run_internal.h"
 
-lp_status lp_run__bench_page(const lp_run_data *d, const char *path, const char *plots)
+lp_status lp_run__bench_page(const lp_run_data *d, const lp_run_ceilings *c, const char *path, const char *plots)
 {
     const lp_bench_curve *b = d->bench;
     char title[320];
@@ -65,6 +65,20 @@ lp_status lp_run__bench_page(const lp_run_data *d, const char *path, const char 
     }
     lp_html_table_end(h);
     lp_html_section_end(h);
+    if (d->n_ops > 0) { // the profiled pass: its top ops, and each against the ceilings
+        lp_html_section_begin(h, "ops", "Top ops of the profiled pass");
+        lp_html_table_begin(h, (const char *[]){"op", "#calls", "#self ms", "#total ms"}, 4);
+        for (int32_t i = 0; i < d->n_ops && i < 20; i++) {
+            lp_html_tr(h);
+            lp_html_td(h, d->ops[i].name);
+            lp_html_td_num(h, d->ops[i].calls, "%.0f");
+            lp_html_td_num(h, d->ops[i].self_ms, "%.2f");
+            lp_html_td_num(h, d->ops[i].total_ms, "%.2f");
+        }
+        lp_html_table_end(h);
+        lp_html_section_end(h);
+        lp_run__diagnosis(h, d, c);
+    }
     lp_status st = lp_html_write(h, path);
     lp_html_free(h);
     return st;

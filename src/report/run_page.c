@@ -298,7 +298,7 @@ lp_status lp_run_report_write(const lp_run_data *d, const lp_run_ceilings *c)
     snprintf(path, sizeof path, "%s/report.html", d->dir);
     snprintf(plots, sizeof plots, "%s/plots", d->dir);
     if (d->kind == LP_RUN_BENCH)
-        return lp_run__bench_page(d, path, plots);
+        return lp_run__bench_page(d, c, path, plots);
     char title[400];
     snprintf(title, sizeof title, "loupe run %s: %s on %s", d->sum.run_id, d->sum.method, d->model);
     lp_html *h = lp_html_new(title, plots);

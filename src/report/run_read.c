@@ -395,6 +395,8 @@ lp_status lp_run_load(const char *dir, lp_run_data **out)
         d->kind = LP_RUN_BENCH;
         const char *dirs[] = {dir};
         st = lp_bench_curves_load(dirs, 1, &d->bench);
+        if (st == LP_OK) // the profiled pass, unless --skip-profiling
+            st = read_trace(d);
     } else {
         st = lp_err(LP_STATUS_NOT_FOUND, "%s: not a run directory (no summary.json or baseline_metrics.json)", dir);
     }
