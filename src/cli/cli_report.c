@@ -60,8 +60,9 @@ int lp_cli_write_report(const char *dir, int quiet)
     lp_run_ceilings c = {.gflops = NAN, .gbs = NAN};
     if (!read_peak(path, &c) && measure(&c)) {
         char json[256];
-        int n = snprintf(json, sizeof json, "{\"fma_gflops\": %.3f, \"triad_gbs\": %.3f, \"source\": \"%s\"}\n",
-                         c.gflops, c.gbs, c.source);
+        int n =
+            snprintf(json, sizeof json, "{\"fma_gflops\": %.3f, \"triad_gbs\": %.3f, \"source\": \"%s\"}\n",
+                     c.gflops, c.gbs, c.source);
         (void)!lp_file_write_atomic(path, json, (size_t)n); // a read-only run still gets its report
     }
     lp_status st = lp_run_report_write(d, &c);

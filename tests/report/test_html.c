@@ -48,7 +48,7 @@ static size_t ids_unique(const char *page)
 {
     size_t n = 0, cap = 0;
     char **ids = NULL;
-    for (const char *p = page; (p = strstr(p, " id=\"")); ) {
+    for (const char *p = page; (p = strstr(p, " id=\""));) {
         p += 5;
         const char *q = strchr(p, '"');
         assert_non_null(q);
@@ -86,21 +86,38 @@ static lp_status demo_page(const char *dir, char *path, size_t cap, int *n_chart
     }
     for (int i = 0; i < 12; i++)
         hv[i] = i * i;
-    lp_chart_series loss[] = {{.name = "loss", .x = xs, .y = ya, .n = N}, {.name = "lr", .x = xs, .y = yb, .n = N}};
+    lp_chart_series loss[] = {{.name = "loss", .x = xs, .y = ya, .n = N},
+                              {.name = "lr", .x = xs, .y = yb, .n = N}};
     lp_chart_series split[] = {{.name = "data", .x = xs, .y = yb, .n = 10},
                                {.name = "forward", .x = xs, .y = yc, .n = 10},
                                {.name = "backward <&>", .x = xs, .y = ya, .n = 10}};
     static const char *cats[] = {"full", "lora", "qlora"}, *rows[] = {"a", "b", "c"},
                       *cols[] = {"w", "x", "y", "z"};
-    lp_chart_series bars[] = {{.name = "ms/step", .x = (double[]){0, 1, 2}, .y = (double[]){5, 3, 3.4}, .n = 3}};
+    lp_chart_series bars[] = {
+        {.name = "ms/step", .x = (double[]){0, 1, 2}, .y = (double[]){5, 3, 3.4}, .n = 3}};
     lp_chart_heatmap hm = {.rows = 3, .cols = 4, .values = hv, .row_labels = rows, .col_labels = cols};
     lp_chart_panel p[] = {
-        {.title = "Loss and learning rate", .xlabel = "step", .kind = LP_CHART_LINE, .y_log = 1, .series = loss,
+        {.title = "Loss and learning rate",
+         .xlabel = "step",
+         .kind = LP_CHART_LINE,
+         .y_log = 1,
+         .series = loss,
          .n_series = 2},
-        {.title = "Step time split", .xlabel = "step", .ylabel = "ms", .kind = LP_CHART_STACKED,
-         .y_from_zero = 1, .series = split, .n_series = 3},
-        {.title = "Step time", .kind = LP_CHART_BAR, .x_scale = LP_CHART_X_CATEGORY, .x_categories = cats,
-         .n_categories = 3, .y_from_zero = 1, .series = bars, .n_series = 1},
+        {.title = "Step time split",
+         .xlabel = "step",
+         .ylabel = "ms",
+         .kind = LP_CHART_STACKED,
+         .y_from_zero = 1,
+         .series = split,
+         .n_series = 3},
+        {.title = "Step time",
+         .kind = LP_CHART_BAR,
+         .x_scale = LP_CHART_X_CATEGORY,
+         .x_categories = cats,
+         .n_categories = 3,
+         .y_from_zero = 1,
+         .series = bars,
+         .n_series = 1},
         {.title = "Heat", .kind = LP_CHART_HEATMAP, .heatmap = &hm},
     };
     static const char *names[] = {"loss", "split", "bars", "heat"};
@@ -119,7 +136,12 @@ static lp_status demo_page(const char *dir, char *path, size_t cap, int *n_chart
         snprintf(id, sizeof id, "tab%d", i);
         lp_html_tab_begin(h, id, names[i]);
         lp_html_p(h, "Panel %d <b>not bold</b>", i);
-        lp_figure f = {.title = p[i].title, .rows = 1, .cols = 1, .width = 640, .height = 360, .panels = &p[i],
+        lp_figure f = {.title = p[i].title,
+                       .rows = 1,
+                       .cols = 1,
+                       .width = 640,
+                       .height = 360,
+                       .panels = &p[i],
                        .n_panels = 1};
         lp_status st = lp_html_chart(h, names[i], &f);
         if (st != LP_OK) {

@@ -39,20 +39,23 @@ static const char summary[] =
 
 /* 6 steps of 100 ms: data 12 ms (12 %: above the 5 % threshold), forward 40, backward 40,
  * optimizer 5 (5 %: below 10 %); the slowest step after the first is 100 ms (no jitter). */
-static const char steps_hdr[] = "step,epoch,loss,lr,grad_norm,step_ms,data_ms,forward_ms,backward_ms,optimizer_ms,"
-                                "samples,tokens,memory_bytes,memory_peak_bytes,rss_bytes,wall_s\n";
+static const char steps_hdr[] =
+    "step,epoch,loss,lr,grad_norm,step_ms,data_ms,forward_ms,backward_ms,optimizer_ms,"
+    "samples,tokens,memory_bytes,memory_peak_bytes,rss_bytes,wall_s\n";
 
 static void make_run(const char *dir)
 {
     char steps[2048];
     size_t n = (size_t)snprintf(steps, sizeof steps, "%s", steps_hdr);
     for (int i = 1; i <= 6; i++)
-        n += (size_t)snprintf(steps + n, sizeof steps - n, "%d,0,%.2f,0.001,1.0,100,12,40,40,5,4,40,%d,2000000,%d,%.1f\n",
-                              i, 0.7 - 0.08 * i, 1000000 + i * 1000, 30000000 + i, 0.1 * i);
+        n += (size_t)snprintf(steps + n, sizeof steps - n,
+                              "%d,0,%.2f,0.001,1.0,100,12,40,40,5,4,40,%d,2000000,%d,%.1f\n", i,
+                              0.7 - 0.08 * i, 1000000 + i * 1000, 30000000 + i, 0.1 * i);
     put(dir, "summary.json", summary);
     put(dir, "steps.csv", steps);
-    put(dir, "epoch_results.csv", "epoch,steps,train_loss,eval_loss,eval_accuracy,eval_macro_f1,time_s,"
-                                  "samples_per_s\n1,6,0.4,0.3,0.9,0.89,0.6,40\n");
+    put(dir, "epoch_results.csv",
+        "epoch,steps,train_loss,eval_loss,eval_accuracy,eval_macro_f1,time_s,"
+        "samples_per_s\n1,6,0.4,0.3,0.9,0.89,0.6,40\n");
 }
 
 static char *read_page(const char *dir)
@@ -107,9 +110,9 @@ static void run_page(void **state)
     assert_non_null(strstr(page, "<span>eval accuracy</span><b>90.0 %</b>"));
     /* the suggestions carry the run's numbers and the threshold; ones below it stay out */
     assert_non_null(strstr(page, "Data loading takes 12.0 % of the step (12.00 of 100.0 ms; threshold 5 %)"));
-    assert_null(strstr(page, "The optimizer step takes"));       // 5 % < 10 %
+    assert_null(strstr(page, "The optimizer step takes")); // 5 % < 10 %
     assert_non_null(strstr(page, "Activations are 50 % of the tracked peak (1.0 of 2.0 MB; threshold 40 %)"));
-    assert_null(strstr(page, "The slowest step took"));          // every step 100 ms
+    assert_null(strstr(page, "The slowest step took")); // every step 100 ms
     assert_non_null(strstr(page, "<li>lp::matmul_forward: 300.0 ms self time, 85.7 % of the profiled time"));
     free(page);
     assert_int_equal(lp_test_tmpdir_remove(dir), 0);
@@ -140,7 +143,8 @@ static void bad_input(void **state)
     make_run(dir);
     /* the last line cut short: truncated */
     char steps[1024];
-    snprintf(steps, sizeof steps, "%s1,0,0.6,0.001,1,100,12,40,40,5,4,40,1000,2000,3000,0.1\n2,0,0.5,0.0", steps_hdr);
+    snprintf(steps, sizeof steps, "%s1,0,0.6,0.001,1,100,12,40,40,5,4,40,1000,2000,3000,0.1\n2,0,0.5,0.0",
+             steps_hdr);
     put(dir, "steps.csv", steps);
     snprintf(want, sizeof want, "%s/steps.csv: line 3: missing fields (the file is truncated)", dir);
     load_fails(dir, LP_STATUS_FORMAT, want);
