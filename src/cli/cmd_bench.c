@@ -109,7 +109,8 @@ static void usage(void)
         "                         accuracy and time are reported for the first N rows of each\n"
         "  --seed N (42), --sort-by-length[=BOOL] (off: dynamic padding per batch)\n"
         "  --threads N, --exec eager|fused (fused)\n"
-        "  --skip-full-pass, --skip-profiling, --skip-plots, --profile-runs N (3)\n"
+        "  --skip-full-pass, --skip-profiling, --profile-runs N (3)\n"
+        "  --skip-plots           no plots/ and no report.html\n"
         "  --save-predictions     predictions.csv of the full pass\n"
         "Output:\n"
         "  --output-dir DIR (reports), --run-id ID (bench-<time>)\n"
@@ -404,8 +405,9 @@ static int bench_main(opts_ctx *o)
     } else
         printf("run: %s\nno batch size was measured\n", run_dir);
     fflush(stdout);
-    if (r && r->best >= 0 && lp_cli_write_report(run_dir, 0) != LP_EXIT_OK) // the run stands without it
-        fprintf(stderr, "loupe bench: report.html not written: %s\n", lp_err_msg());
+    // --skip-plots skips the page too: its charts are plots (plots/ stays absent)
+    if (!o->skip_plots && r && r->best >= 0 && lp_cli_write_report(run_dir, 0) != LP_EXIT_OK)
+        fprintf(stderr, "loupe bench: report.html not written: %s\n", lp_err_msg()); // the run stands
     int rc = LP_EXIT_OK;
     if (f.plot_st != LP_OK) {
         fprintf(stderr, "loupe bench: plots: %s\n", plot_err);

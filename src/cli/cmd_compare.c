@@ -51,9 +51,10 @@ static int write_html(const char *out, char **dirs, int n)
 
 int lp_cmd_compare(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"html", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
-        {0}};
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"html", required_argument, NULL, 'o'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {0}};
     bool json = false;
     const char *html = NULL;
     optind = 1;

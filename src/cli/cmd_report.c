@@ -19,7 +19,8 @@ static void usage(void)
 
 int lp_cmd_report(int argc, char **argv)
 {
-    static const struct option opts[] = {{"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'}, {0}};
+    static const struct option opts[] = {
+        {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'}, {0}};
     int quiet = 0, c;
     optind = 1;
     opterr = 0;

@@ -6,7 +6,8 @@
 
 #include "run_internal.h"
 
-lp_status lp_run__bench_page(const lp_run_data *d, const char *path, const char *plots)
+lp_status lp_run__bench_page(const lp_run_data *d, const lp_run_ceilings *c, const char *path,
+                             const char *plots)
 {
     const lp_bench_curve *b = d->bench;
     char title[320];
@@ -31,17 +32,36 @@ lp_status lp_run__bench_page(const lp_run_data *d, const char *path, const char 
     }
     lp_html_stats_end(h);
     lp_html_section_begin(h, "sweep", "Batch-size sweep");
-    lp_chart_series lat = {.name = "ms per sample", .x = b->batch_size, .y = b->lat_sample, .err = b->lat_sample_std, .n = b->n};
-    lp_chart_series thr = {.name = "samples/s", .x = b->batch_size, .y = b->thr, .err = b->thr_std, .n = b->n};
-    lp_chart_series mem[] = {{.name = "allocator peak", .x = b->batch_size, .y = b->alloc_mb, .err = b->alloc_std, .n = b->n},
-                             {.name = "process RSS", .x = b->batch_size, .y = b->rss_mb, .err = b->rss_std, .n = b->n}};
+    lp_chart_series lat = {
+        .name = "ms per sample", .x = b->batch_size, .y = b->lat_sample, .err = b->lat_sample_std, .n = b->n};
+    lp_chart_series thr = {
+        .name = "samples/s", .x = b->batch_size, .y = b->thr, .err = b->thr_std, .n = b->n};
+    lp_chart_series mem[] = {
+        {.name = "allocator peak", .x = b->batch_size, .y = b->alloc_mb, .err = b->alloc_std, .n = b->n},
+        {.name = "process RSS", .x = b->batch_size, .y = b->rss_mb, .err = b->rss_std, .n = b->n}};
     lp_chart_panel p[] = {
-        {.title = "Latency per sample", .xlabel = "batch size", .ylabel = "ms", .x_scale = LP_CHART_X_LOG2,
-         .y_log = 1, .series = &lat, .n_series = 1},
-        {.title = "Throughput", .xlabel = "batch size", .ylabel = "samples/s", .x_scale = LP_CHART_X_LOG2,
-         .y_from_zero = 1, .series = &thr, .n_series = 1},
-        {.title = "Memory", .xlabel = "batch size", .ylabel = "MB", .kind = LP_CHART_BAR, .x_scale = LP_CHART_X_LOG2,
-         .y_from_zero = 1, .series = mem, .n_series = 2},
+        {.title = "Latency per sample",
+         .xlabel = "batch size",
+         .ylabel = "ms",
+         .x_scale = LP_CHART_X_LOG2,
+         .y_log = 1,
+         .series = &lat,
+         .n_series = 1},
+        {.title = "Throughput",
+         .xlabel = "batch size",
+         .ylabel = "samples/s",
+         .x_scale = LP_CHART_X_LOG2,
+         .y_from_zero = 1,
+         .series = &thr,
+         .n_series = 1},
+        {.title = "Memory",
+         .xlabel = "batch size",
+         .ylabel = "MB",
+         .kind = LP_CHART_BAR,
+         .x_scale = LP_CHART_X_LOG2,
+         .y_from_zero = 1,
+         .series = mem,
+         .n_series = 2},
     };
     static const char *names[] = {"latency", "throughput", "memory"};
     for (int i = 0; i < 3; i++) {
@@ -65,6 +85,20 @@ lp_status lp_run__bench_page(const lp_run_data *d, const char *path, const char 
     }
     lp_html_table_end(h);
     lp_html_section_end(h);
+    if (d->n_ops > 0) { // the profiled pass: its top ops, and each against the ceilings
+        lp_html_section_begin(h, "ops", "Top ops of the profiled pass");
+        lp_html_table_begin(h, (const char *[]){"op", "#calls", "#self ms", "#total ms"}, 4);
+        for (int32_t i = 0; i < d->n_ops && i < 20; i++) {
+            lp_html_tr(h);
+            lp_html_td(h, d->ops[i].name);
+            lp_html_td_num(h, d->ops[i].calls, "%.0f");
+            lp_html_td_num(h, d->ops[i].self_ms, "%.2f");
+            lp_html_td_num(h, d->ops[i].total_ms, "%.2f");
+        }
+        lp_html_table_end(h);
+        lp_html_section_end(h);
+        lp_run__diagnosis(h, d, c);
+    }
     lp_status st = lp_html_write(h, path);
     lp_html_free(h);
     return st;

@@ -326,7 +326,8 @@ static void draw_series(lp_chart_ctx *c, const lp_chart_panel *p, const frame *F
                 double lo = se->y[i] - e;
                 if (p->y_log && lo <= 0)
                     lo = se->y[i];
-                error_bar(cr, x, fy(F, ypos(p, lo)), fy(F, ypos(p, se->y[i] + e)), fmin(4, fmax(2, bw * 0.2)));
+                error_bar(cr, x, fy(F, ypos(p, lo)), fy(F, ypos(p, se->y[i] + e)),
+                          fmin(4, fmax(2, bw * 0.2)));
             }
         }
     }
@@ -381,7 +382,7 @@ static void draw_panel(lp_chart_ctx *c, const lp_chart_panel *p, double x0, doub
         xhi = yhi = 1;
     }
     if (p->y_from_zero && !p->y_log) { // a quantity that cannot go negative: the axis starts at 0 and
-        double ymin = INFINITY; // error bars reaching below it are cut there
+        double ymin = INFINITY;        // error bars reaching below it are cut there
         for (int32_t k = 0; k < p->n_series; k++)
             for (int32_t i = 0; i < p->series[k].n; i++)
                 if (point_ok(p, &p->series[k], i))
@@ -402,7 +403,8 @@ static void draw_panel(lp_chart_ctx *c, const lp_chart_panel *p, double x0, doub
     /* y ticks: as many as the height holds two label heights apart */
     double yt[MAX_TICKS], ystep = 1;
     int32_t ny_max = (int32_t)fmin(MAX_TICKS, fmax(2, (plot_b - plot_t) / (th * 2.2)));
-    int32_t ny = p->y_log ? log_ticks(ylo, yhi, ny_max, yt) : lp_chart_nice_ticks(ylo, yhi, ny_max, yt, &ystep);
+    int32_t ny =
+        p->y_log ? log_ticks(ylo, yhi, ny_max, yt) : lp_chart_nice_ticks(ylo, yhi, ny_max, yt, &ystep);
     char ylab[MAX_TICKS][32];
     double yt_w = 0;
     for (int32_t i = 0; i < ny; i++) {
@@ -428,7 +430,8 @@ static void draw_panel(lp_chart_ctx *c, const lp_chart_panel *p, double x0, doub
     }
     xticks xt;
     make_xticks(c, p, &F.xlo, &F.xhi, F.r - F.l, size, &xt);
-    if (p->x_scale == LP_CHART_X_LINEAR && (p->kind == LP_CHART_BAR || p->kind == LP_CHART_STACKED)) { // room for the outer bars
+    if (p->x_scale == LP_CHART_X_LINEAR &&
+        (p->kind == LP_CHART_BAR || p->kind == LP_CHART_STACKED)) { // room for the outer bars
         double span = F.xhi - F.xlo;
         F.xlo -= span * 0.06;
         F.xhi += span * 0.06;

@@ -33,8 +33,9 @@ static void ratio_cell(lp_html *h, double v, double base, const char *fmt)
 
 static void table(lp_html *h, const lp_run_data *const *r, int n)
 {
-    static const char *rows[] = {"method / exec", "model", "trainable parameters", "steps", "step ms (mean)",
-                                 "samples/s", "peak memory (tracked) MB", "final loss", "eval accuracy"};
+    static const char *rows[] = {"method / exec",  "model",     "trainable parameters",     "steps",
+                                 "step ms (mean)", "samples/s", "peak memory (tracked) MB", "final loss",
+                                 "eval accuracy"};
     const char *head[MAXR + 1] = {"figure"};
     for (int i = 0; i < n; i++)
         head[i + 1] = label(r[i]);
@@ -45,15 +46,33 @@ static void table(lp_html *h, const lp_run_data *const *r, int n)
         for (int i = 0; i < n; i++) {
             const lp_run_summary *s = &r[i]->sum, *b = &r[0]->sum;
             switch (k) {
-            case 0: lp_html_tdf(h, "%s / %s", s->method, s->exec); break;
-            case 1: lp_html_td(h, r[i]->model); break;
-            case 2: ratio_cell(h, s->params_trainable, b->params_trainable, "%.0f"); break;
-            case 3: ratio_cell(h, s->steps, b->steps, "%.0f"); break;
-            case 4: ratio_cell(h, s->step_ms, b->step_ms, "%.1f"); break;
-            case 5: ratio_cell(h, s->samples_per_s, b->samples_per_s, "%.1f"); break;
-            case 6: ratio_cell(h, s->peak_bytes / 1e6, b->peak_bytes / 1e6, "%.1f"); break;
-            case 7: ratio_cell(h, s->final_loss, b->final_loss, "%.4f"); break;
-            default: ratio_cell(h, s->eval_accuracy, b->eval_accuracy, "%.4f"); break;
+            case 0:
+                lp_html_tdf(h, "%s / %s", s->method, s->exec);
+                break;
+            case 1:
+                lp_html_td(h, r[i]->model);
+                break;
+            case 2:
+                ratio_cell(h, s->params_trainable, b->params_trainable, "%.0f");
+                break;
+            case 3:
+                ratio_cell(h, s->steps, b->steps, "%.0f");
+                break;
+            case 4:
+                ratio_cell(h, s->step_ms, b->step_ms, "%.1f");
+                break;
+            case 5:
+                ratio_cell(h, s->samples_per_s, b->samples_per_s, "%.1f");
+                break;
+            case 6:
+                ratio_cell(h, s->peak_bytes / 1e6, b->peak_bytes / 1e6, "%.1f");
+                break;
+            case 7:
+                ratio_cell(h, s->final_loss, b->final_loss, "%.4f");
+                break;
+            default:
+                ratio_cell(h, s->eval_accuracy, b->eval_accuracy, "%.4f");
+                break;
             }
         }
     }
@@ -78,8 +97,12 @@ static void over_steps(lp_html *h, const lp_run_data *const *r, int n, size_t of
         }
         se[ns++] = (lp_chart_series){.name = label(r[i]), .x = x, .y = y, .n = m};
     }
-    lp_chart_panel p = {.title = title, .xlabel = "step", .ylabel = ylabel, .y_from_zero = from_zero,
-                        .series = se, .n_series = ns};
+    lp_chart_panel p = {.title = title,
+                        .xlabel = "step",
+                        .ylabel = ylabel,
+                        .y_from_zero = from_zero,
+                        .series = se,
+                        .n_series = ns};
     lp_figure f = lp_run__figure(&p, title, 1100, 380);
     if (ns > 0)
         lp_html_chart(h, name, &f);
@@ -100,12 +123,30 @@ static void per_run_bars(lp_html *h, const lp_run_data *const *r, int n)
     lp_chart_series st = {.name = "samples/s", .x = x, .y = thr, .n = n};
     lp_chart_series sa = {.name = "eval accuracy %", .x = x, .y = acc, .n = n};
     lp_chart_panel p[] = {
-        {.title = "Training throughput", .ylabel = "samples/s", .kind = LP_CHART_BAR, .x_scale = LP_CHART_X_CATEGORY,
-         .x_categories = names, .n_categories = n, .y_from_zero = 1, .series = &st, .n_series = 1},
-        {.title = "Eval accuracy", .ylabel = "%", .kind = LP_CHART_BAR, .x_scale = LP_CHART_X_CATEGORY,
-         .x_categories = names, .n_categories = n, .y_from_zero = 1, .series = &sa, .n_series = 1},
+        {.title = "Training throughput",
+         .ylabel = "samples/s",
+         .kind = LP_CHART_BAR,
+         .x_scale = LP_CHART_X_CATEGORY,
+         .x_categories = names,
+         .n_categories = n,
+         .y_from_zero = 1,
+         .series = &st,
+         .n_series = 1},
+        {.title = "Eval accuracy",
+         .ylabel = "%",
+         .kind = LP_CHART_BAR,
+         .x_scale = LP_CHART_X_CATEGORY,
+         .x_categories = names,
+         .n_categories = n,
+         .y_from_zero = 1,
+         .series = &sa,
+         .n_series = 1},
     };
-    lp_figure f = {.rows = 1, .cols = any_acc ? 2 : 1, .width = 1100, .height = 360, .panels = p,
+    lp_figure f = {.rows = 1,
+                   .cols = any_acc ? 2 : 1,
+                   .width = 1100,
+                   .height = 360,
+                   .panels = p,
                    .n_panels = any_acc ? 2 : 1};
     lp_html_chart(h, "throughput_accuracy", &f);
 
@@ -124,9 +165,15 @@ static void per_run_bars(lp_html *h, const lp_run_data *const *r, int n)
         if (mx > 0)
             sm[nc] = (lp_chart_series){.name = cat, .x = x, .y = ys[nc], .n = n}, nc++;
     }
-    lp_chart_panel pm = {.title = "Peak memory by category", .ylabel = "MB", .kind = LP_CHART_STACKED,
-                         .x_scale = LP_CHART_X_CATEGORY, .x_categories = names, .n_categories = n,
-                         .y_from_zero = 1, .series = sm, .n_series = nc};
+    lp_chart_panel pm = {.title = "Peak memory by category",
+                         .ylabel = "MB",
+                         .kind = LP_CHART_STACKED,
+                         .x_scale = LP_CHART_X_CATEGORY,
+                         .x_categories = names,
+                         .n_categories = n,
+                         .y_from_zero = 1,
+                         .series = sm,
+                         .n_series = nc};
     f = lp_run__figure(&pm, NULL, 1100, 400);
     if (nc > 0)
         lp_html_chart(h, "memory", &f);
@@ -158,9 +205,15 @@ static void top_ops(lp_html *h, const lp_run_data *const *r, int n)
         }
         se[i] = (lp_chart_series){.name = label(r[i]), .x = x, .y = y[i], .n = k};
     }
-    lp_chart_panel p = {.title = "Top ops of the first run: self time in each run", .ylabel = "ms",
-                        .kind = LP_CHART_BAR, .x_scale = LP_CHART_X_CATEGORY, .x_categories = names,
-                        .n_categories = k, .y_from_zero = 1, .series = se, .n_series = n};
+    lp_chart_panel p = {.title = "Top ops of the first run: self time in each run",
+                        .ylabel = "ms",
+                        .kind = LP_CHART_BAR,
+                        .x_scale = LP_CHART_X_CATEGORY,
+                        .x_categories = names,
+                        .n_categories = k,
+                        .y_from_zero = 1,
+                        .series = se,
+                        .n_series = n};
     lp_figure f = lp_run__figure(&p, NULL, 1100, 400);
     lp_html_chart(h, "top_ops", &f);
     const char *head[MAXR + 1] = {"op"};
@@ -179,14 +232,15 @@ static void top_ops(lp_html *h, const lp_run_data *const *r, int n)
     lp_html_table_end(h);
 }
 
-lp_status lp_compare_html_write(const lp_run_data *const *runs, int n, const char *path, const char *plots_dir)
+lp_status lp_compare_html_write(const lp_run_data *const *runs, int n, const char *path,
+                                const char *plots_dir)
 {
     if (n < 1 || n > MAXR)
         return lp_err(LP_STATUS_INVALID_ARG, "%s: compare takes 1 to %d runs, got %d", path, MAXR, n);
     for (int i = 0; i < n; i++)
         if (runs[i]->kind != LP_RUN_TRAIN)
-            return lp_err(LP_STATUS_INVALID_ARG, "%s: a bench run; compare bench runs with loupe bench --compare",
-                          runs[i]->dir);
+            return lp_err(LP_STATUS_INVALID_ARG,
+                          "%s: a bench run; compare bench runs with loupe bench --compare", runs[i]->dir);
     double *bufs[MAXR] = {0};
     for (int i = 0; i < n; i++)
         if (!(bufs[i] = malloc(2 * sizeof(double) * (size_t)(runs[i]->n_steps + 1)))) {

@@ -71,14 +71,21 @@ void lp_html__putf(lp_html *h, const char *fmt, ...)
 static const char *entity(unsigned char c)
 {
     switch (c) {
-    case '&': return "&amp;";
-    case '<': return "&lt;";
-    case '>': return "&gt;";
-    case '"': return "&quot;";
-    case '\'': return "&#39;";
+    case '&':
+        return "&amp;";
+    case '<':
+        return "&lt;";
+    case '>':
+        return "&gt;";
+    case '"':
+        return "&quot;";
+    case '\'':
+        return "&#39;";
     case '\t':
-    case '\n': return NULL;
-    default: return c < 0x20 || c == 0x7f ? "" : NULL;
+    case '\n':
+        return NULL;
+    default:
+        return c < 0x20 || c == 0x7f ? "" : NULL;
     }
 }
 
@@ -235,7 +242,8 @@ static void id_attr(lp_html *h, const char *id)
     if (!id)
         return;
     if (!lp_html__name_ok(id)) {
-        lp_html__fail(h, lp_err(LP_STATUS_INVALID_ARG, "html: id '%.64s' is not letters, digits, '-', '_'", id));
+        lp_html__fail(h,
+                      lp_err(LP_STATUS_INVALID_ARG, "html: id '%.64s' is not letters, digits, '-', '_'", id));
         return;
     }
     lp_html__putf(h, " id=\"%s\"", id);

@@ -69,9 +69,9 @@ lp_status lp_html_chart(lp_html *h, const char *name, const lp_figure *f)
     if (h->st != LP_OK)
         return h->st;
     if (!lp_html__name_ok(name))
-        return lp_html__fail(
-            h, lp_err(LP_STATUS_INVALID_ARG, "html: chart name '%.64s' is not letters, digits, '-', '_'",
-                      name ? name : "(null)"));
+        return lp_html__fail(h, lp_err(LP_STATUS_INVALID_ARG,
+                                       "html: chart name '%.64s' is not letters, digits, '-', '_'",
+                                       name ? name : "(null)"));
     char *svg = NULL;
     lp_status st = lp_figure_svg(f, &svg, NULL);
     if (st != LP_OK)
@@ -80,9 +80,7 @@ lp_status lp_html_chart(lp_html *h, const char *name, const lp_figure *f)
     snprintf(pre, sizeof pre, "c%d-%s-", (int)h->n_charts++, name);
     lp_html__putf(h, "<figure class=\"lp-chart\" data-chart=\"%s\" style=\"max-width:%dpx\">\n", name,
                   (int)f->width);
-    const char *cap = f->title                                   ? f->title
-                      : f->n_panels > 0 && f->panels[0].title ? f->panels[0].title
-                                                               : name;
+    const char *cap = f->title ? f->title : f->n_panels > 0 && f->panels[0].title ? f->panels[0].title : name;
     put_svg(h, svg, pre, cap);
     free(svg);
     lp_html__puts(h, "<figcaption>");

@@ -30,7 +30,8 @@ const char lp_html__css[] =
     "padding:6px 14px;border-radius:6px 6px 0 0;cursor:pointer}\n"
     ".lp-tabnav button.on{background:#fff;font-weight:600}\n"
     ".lp-js .lp-tab-title{display:none}.lp-js.lp-all .lp-tab-title{display:block}\n"
-    ".lp-good{color:#1a7f37}.lp-bad{color:#b42318}code{background:#eef0f3;padding:1px 4px;border-radius:3px}\n"
+    ".lp-good{color:#1a7f37}.lp-bad{color:#b42318}code{background:#eef0f3;padding:1px "
+    "4px;border-radius:3px}\n"
     "ul{margin:6px 0;padding-left:22px}li{margin:3px 0}\n";
 
 const char lp_html__js[] =
@@ -41,7 +42,8 @@ const char lp_html__js[] =
     " var tabs=[].filter.call(t.children,function(c){return c.classList.contains('lp-tab');});\n"
     " if(!tabs.length||all)return;\n"
     " var nav=document.createElement('nav');nav.className='lp-tabnav';\n"
-    " function show(i){tabs.forEach(function(p,j){p.hidden=j!==i;nav.children[j].classList.toggle('on',j===i);});}\n"
+    " function "
+    "show(i){tabs.forEach(function(p,j){p.hidden=j!==i;nav.children[j].classList.toggle('on',j===i);});}\n"
     " tabs.forEach(function(p,i){var b=document.createElement('button');b.type='button';\n"
     "  b.textContent=p.getAttribute('data-label');b.onclick=function(){show(i);};nav.appendChild(b);});\n"
     " t.insertBefore(nav,t.firstChild);\n"
@@ -51,7 +53,9 @@ const char lp_html__js[] =
     " var ths=tb.tHead.rows[0].cells;\n"
     " [].forEach.call(ths,function(th,c){th.onclick=function(){\n"
     "  var asc=th.getAttribute('data-sort')!=='asc';\n"
-    "  [].forEach.call(ths,function(o){o.removeAttribute('data-sort');});th.setAttribute('data-sort',asc?'asc':'desc');\n"
+    "  "
+    "[].forEach.call(ths,function(o){o.removeAttribute('data-sort');});th.setAttribute('data-sort',asc?'asc':"
+    "'desc');\n"
     "  var body=tb.tBodies[0],rows=[].slice.call(body.rows);\n"
     "  rows.sort(function(a,b){var x=a.cells[c],y=b.cells[c];if(!x||!y)return 0;\n"
     "   var xv=x.getAttribute('data-v'),yv=y.getAttribute('data-v');\n"

@@ -12,7 +12,8 @@ const char *lp_run__short_op(const char *name);
 /* The diagnosis section: per-op roofline table and chart, top 3 bottlenecks, suggestions. */
 void lp_run__diagnosis(lp_html *h, const lp_run_data *d, const lp_run_ceilings *c);
 /* report.html of a bench run (bench_page.c). */
-lp_status lp_run__bench_page(const lp_run_data *d, const char *path, const char *plots);
+lp_status lp_run__bench_page(const lp_run_data *d, const lp_run_ceilings *c, const char *path,
+                             const char *plots);
 /* A one-panel figure of the given size. */
 lp_figure lp_run__figure(const lp_chart_panel *p, const char *title, int32_t w, int32_t hgt);
 

@@ -44,8 +44,8 @@ static int cols_make(const lp_run_data *d, cols *c)
     double *all = calloc(12 * n, sizeof *all);
     if (!all)
         return 0;
-    double **v[] = {&c->x, &c->loss, &c->lr, &c->data, &c->fwd, &c->bwd, &c->opt, &c->other, &c->sps, &c->tps,
-                    &c->mem, &c->rss};
+    double **v[] = {&c->x,   &c->loss,  &c->lr,  &c->data, &c->fwd, &c->bwd,
+                    &c->opt, &c->other, &c->sps, &c->tps,  &c->mem, &c->rss};
     for (size_t k = 0; k < 12; k++)
         *v[k] = all + k * n;
     for (int32_t i = 0; i < d->n_steps; i++) {
@@ -57,7 +57,8 @@ static int cols_make(const lp_run_data *d, cols *c)
         c->fwd[i] = s->forward_ms;
         c->bwd[i] = s->backward_ms;
         c->opt[i] = s->optimizer_ms;
-        double parts = (isfinite(s->data_ms) ? s->data_ms : 0) + (isfinite(s->forward_ms) ? s->forward_ms : 0) +
+        double parts = (isfinite(s->data_ms) ? s->data_ms : 0) +
+                       (isfinite(s->forward_ms) ? s->forward_ms : 0) +
                        (isfinite(s->backward_ms) ? s->backward_ms : 0) +
                        (isfinite(s->optimizer_ms) ? s->optimizer_ms : 0);
         c->other[i] = fmax(0, s->step_ms - parts); // what the four ranges do not cover
@@ -119,11 +120,20 @@ static void training_charts(lp_html *h, const lp_run_data *d, const cols *c)
     lp_chart_series lr = {.name = "learning rate", .x = c->x, .y = c->lr, .n = n};
     lp_chart_panel pl[] = {
         {.title = "Loss", .xlabel = "step", .ylabel = "loss", .series = &loss, .n_series = 1},
-        {.title = "Learning rate", .xlabel = "step", .ylabel = "lr", .y_from_zero = 1, .series = &lr,
+        {.title = "Learning rate",
+         .xlabel = "step",
+         .ylabel = "lr",
+         .y_from_zero = 1,
+         .series = &lr,
          .n_series = 1},
     };
-    lp_figure f = {.title = "Loss and learning rate", .rows = 1, .cols = 2, .width = 1100, .height = 380,
-                   .panels = pl, .n_panels = 2};
+    lp_figure f = {.title = "Loss and learning rate",
+                   .rows = 1,
+                   .cols = 2,
+                   .width = 1100,
+                   .height = 380,
+                   .panels = pl,
+                   .n_panels = 2};
     lp_html_chart(h, "loss_lr", &f);
 
     lp_chart_series parts[] = {{.name = "data", .x = c->x, .y = c->data, .n = n},
@@ -131,15 +141,21 @@ static void training_charts(lp_html *h, const lp_run_data *d, const cols *c)
                                {.name = "backward", .x = c->x, .y = c->bwd, .n = n},
                                {.name = "optimizer", .x = c->x, .y = c->opt, .n = n},
                                {.name = "other", .x = c->x, .y = c->other, .n = n}};
-    lp_chart_panel ps = {.title = "Time per step", .xlabel = "step", .ylabel = "ms", .kind = LP_CHART_STACKED,
-                         .y_from_zero = 1, .series = parts, .n_series = 5};
+    lp_chart_panel ps = {.title = "Time per step",
+                         .xlabel = "step",
+                         .ylabel = "ms",
+                         .kind = LP_CHART_STACKED,
+                         .y_from_zero = 1,
+                         .series = parts,
+                         .n_series = 5};
     f = lp_run__figure(&ps, "Step time split: data, forward, backward, optimizer", 1100, 380);
     lp_html_chart(h, "step_time", &f);
-    lp_html_note(h,
-                 "Mean per step: data %.2f ms, forward %.1f ms, backward %.1f ms, optimizer %.1f ms, other %.2f ms "
-                 "(the step's wall time not inside those four ranges).",
-                 mean_of(c->data, n), mean_of(c->fwd, n), mean_of(c->bwd, n), mean_of(c->opt, n),
-                 mean_of(c->other, n));
+    lp_html_note(
+        h,
+        "Mean per step: data %.2f ms, forward %.1f ms, backward %.1f ms, optimizer %.1f ms, other %.2f ms "
+        "(the step's wall time not inside those four ranges).",
+        mean_of(c->data, n), mean_of(c->fwd, n), mean_of(c->bwd, n), mean_of(c->opt, n),
+        mean_of(c->other, n));
 
     lp_chart_series sps = {.name = "samples/s", .x = c->x, .y = c->sps, .n = n};
     lp_chart_series tps = {.name = "tokens/s", .x = c->x, .y = c->tps, .n = n};
@@ -147,8 +163,13 @@ static void training_charts(lp_html *h, const lp_run_data *d, const cols *c)
         {.title = "Samples per second", .xlabel = "step", .y_from_zero = 1, .series = &sps, .n_series = 1},
         {.title = "Tokens per second", .xlabel = "step", .y_from_zero = 1, .series = &tps, .n_series = 1},
     };
-    f = (lp_figure){.title = "Throughput over steps", .rows = 1, .cols = 2, .width = 1100, .height = 340,
-                    .panels = pt, .n_panels = 2};
+    f = (lp_figure){.title = "Throughput over steps",
+                    .rows = 1,
+                    .cols = 2,
+                    .width = 1100,
+                    .height = 340,
+                    .panels = pt,
+                    .n_panels = 2};
     lp_html_chart(h, "throughput", &f);
     lp_html_section_end(h);
 }
@@ -173,19 +194,27 @@ static void memory_chart(lp_html *h, const lp_run_data *d, const cols *c)
             for (int32_t i = 0; i < d->n_mem; i++)
                 mx = fmax(mx, y[i] = d->mem[i].bytes[cat] / 1e6);
             if (mx > 0) // a category never used would be a flat line at 0
-                se[ns++] = (lp_chart_series){.name = lp_mem_category_name((lp_mem_category)cat), .x = t, .y = y,
-                                             .n = d->n_mem};
+                se[ns++] = (lp_chart_series){
+                    .name = lp_mem_category_name((lp_mem_category)cat), .x = t, .y = y, .n = d->n_mem};
         }
-        lp_chart_panel p = {.title = "Live memory by category (profiled window)", .xlabel = "ms", .ylabel = "MB",
-                            .y_from_zero = 1, .series = se, .n_series = ns};
+        lp_chart_panel p = {.title = "Live memory by category (profiled window)",
+                            .xlabel = "ms",
+                            .ylabel = "MB",
+                            .y_from_zero = 1,
+                            .series = se,
+                            .n_series = ns};
         lp_figure f = lp_run__figure(&p, "Memory by category over time", 1100, 400);
         lp_html_chart(h, "memory", &f);
         free(t);
     } else if (d->n_steps > 0) {
         lp_chart_series se[] = {{.name = "tracked (all categories)", .x = c->x, .y = c->mem, .n = d->n_steps},
                                 {.name = "process RSS", .x = c->x, .y = c->rss, .n = d->n_steps}};
-        lp_chart_panel p = {.title = "Memory after each step", .xlabel = "step", .ylabel = "MB", .y_from_zero = 1,
-                            .series = se, .n_series = 2};
+        lp_chart_panel p = {.title = "Memory after each step",
+                            .xlabel = "step",
+                            .ylabel = "MB",
+                            .y_from_zero = 1,
+                            .series = se,
+                            .n_series = 2};
         lp_figure f = lp_run__figure(&p, "Memory over steps", 1100, 360);
         lp_html_chart(h, "memory", &f);
         lp_html_note(h, "Per-category curves come from a profiled run's trace (loupe profile); this run has "
@@ -202,9 +231,15 @@ static void memory_chart(lp_html *h, const lp_run_data *d, const cols *c)
                 names[k++] = s->mem[i].name;
             }
         lp_chart_series se = {.name = "peak MB", .x = x, .y = y, .n = k};
-        lp_chart_panel p = {.title = "Peak by category", .ylabel = "MB", .kind = LP_CHART_BAR,
-                            .x_scale = LP_CHART_X_CATEGORY, .x_categories = names, .n_categories = k,
-                            .y_from_zero = 1, .series = &se, .n_series = 1};
+        lp_chart_panel p = {.title = "Peak by category",
+                            .ylabel = "MB",
+                            .kind = LP_CHART_BAR,
+                            .x_scale = LP_CHART_X_CATEGORY,
+                            .x_categories = names,
+                            .n_categories = k,
+                            .y_from_zero = 1,
+                            .series = &se,
+                            .n_series = 1};
         lp_figure f = lp_run__figure(&p, "Peak memory by category", 1100, 340);
         if (k > 0)
             lp_html_chart(h, "memory_peak", &f);
@@ -232,9 +267,15 @@ static void top_ops(lp_html *h, const lp_run_data *d)
         names[i] = lp_run__short_op(d->ops[i].name);
     }
     lp_chart_series se = {.name = "self ms", .x = x, .y = y, .n = k};
-    lp_chart_panel p = {.title = "Self time of the top ops", .ylabel = "ms", .kind = LP_CHART_BAR,
-                        .x_scale = LP_CHART_X_CATEGORY, .x_categories = names, .n_categories = k, .y_from_zero = 1,
-                        .series = &se, .n_series = 1};
+    lp_chart_panel p = {.title = "Self time of the top ops",
+                        .ylabel = "ms",
+                        .kind = LP_CHART_BAR,
+                        .x_scale = LP_CHART_X_CATEGORY,
+                        .x_categories = names,
+                        .n_categories = k,
+                        .y_from_zero = 1,
+                        .series = &se,
+                        .n_series = 1};
     lp_figure f = lp_run__figure(&p, "Top ops by self time", 1100, 380);
     lp_html_chart(h, "top_ops", &f);
     lp_html_table_begin(h, (const char *[]){"op", "#calls", "#self ms", "#% of self time", "#total ms"}, 5);
@@ -256,8 +297,8 @@ static void epochs(lp_html *h, const lp_run_data *d)
         return;
     lp_html_section_begin(h, "epochs", "Epochs");
     lp_html_table_begin(h,
-                        (const char *[]){"#epoch", "#train loss", "#eval loss", "#eval accuracy", "#eval macro-F1",
-                                         "#samples/s"},
+                        (const char *[]){"#epoch", "#train loss", "#eval loss", "#eval accuracy",
+                                         "#eval macro-F1", "#samples/s"},
                         6);
     for (int32_t i = 0; i < d->n_epochs; i++) {
         const lp_run_epoch *e = &d->epochs[i];
@@ -283,9 +324,10 @@ static void files(lp_html *h, const lp_run_data *d)
     if (d->trace[0]) {
         lp_html_raw(h, "<li><code>");
         lp_html_text(h, d->trace);
-        lp_html_raw(h, "</code>: the Kineto trace: open it in <a href=\"https://ui.perfetto.dev\">Perfetto</a> "
-                       "(Open trace file), TensorBoard or HolisticTraceAnalysis, or read it with "
-                       "<code>loupe analyze</code></li>");
+        lp_html_raw(h,
+                    "</code>: the Kineto trace: open it in <a href=\"https://ui.perfetto.dev\">Perfetto</a> "
+                    "(Open trace file), TensorBoard or HolisticTraceAnalysis, or read it with "
+                    "<code>loupe analyze</code></li>");
         lp_html_raw(h, "<li><code>profiler/key_averages.txt</code>: every op, torch's table</li>");
     }
     lp_html_raw(h, "<li><code>plots/</code>: each chart as PNG and SVG</li></ul>\n");
@@ -298,7 +340,7 @@ lp_status lp_run_report_write(const lp_run_data *d, const lp_run_ceilings *c)
     snprintf(path, sizeof path, "%s/report.html", d->dir);
     snprintf(plots, sizeof plots, "%s/plots", d->dir);
     if (d->kind == LP_RUN_BENCH)
-        return lp_run__bench_page(d, path, plots);
+        return lp_run__bench_page(d, c, path, plots);
     char title[400];
     snprintf(title, sizeof title, "loupe run %s: %s on %s", d->sum.run_id, d->sum.method, d->model);
     lp_html *h = lp_html_new(title, plots);

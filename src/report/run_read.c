@@ -108,9 +108,9 @@ static lp_status read_csv(const char *path, const char *const *cols, int ncols, 
 
 static lp_status read_steps(lp_run_data *d)
 {
-    static const char *const cols[] = {"step",        "loss",         "lr",      "step_ms",
-                                       "data_ms",     "forward_ms",   "backward_ms", "optimizer_ms",
-                                       "samples",     "tokens",       "memory_bytes", "rss_bytes"};
+    static const char *const cols[] = {"step",    "loss",       "lr",           "step_ms",
+                                       "data_ms", "forward_ms", "backward_ms",  "optimizer_ms",
+                                       "samples", "tokens",     "memory_bytes", "rss_bytes"};
     enum { NC = sizeof cols / sizeof cols[0] };
     _Static_assert(sizeof(lp_run_step) == NC * sizeof(double), "lp_run_step mirrors the columns");
     char path[1100];
@@ -163,7 +163,8 @@ static lp_status read_summary_extra(lp_run_data *d)
     d->train_time_s = jnum(j, "train_time_s");
     d->samples = jnum(j, "samples");
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(m, "name"), *task = cJSON_GetObjectItemCaseSensitive(m, "task");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(m, "name"),
+                *task = cJSON_GetObjectItemCaseSensitive(m, "task");
     snprintf(d->model, sizeof d->model, "%s", cJSON_IsString(name) ? name->valuestring : "?");
     snprintf(d->task, sizeof d->task, "%s", cJSON_IsString(task) ? task->valuestring : "?");
     cJSON_Delete(j);
@@ -395,8 +396,11 @@ lp_status lp_run_load(const char *dir, lp_run_data **out)
         d->kind = LP_RUN_BENCH;
         const char *dirs[] = {dir};
         st = lp_bench_curves_load(dirs, 1, &d->bench);
+        if (st == LP_OK) // the profiled pass, unless --skip-profiling
+            st = read_trace(d);
     } else {
-        st = lp_err(LP_STATUS_NOT_FOUND, "%s: not a run directory (no summary.json or baseline_metrics.json)", dir);
+        st = lp_err(LP_STATUS_NOT_FOUND, "%s: not a run directory (no summary.json or baseline_metrics.json)",
+                    dir);
     }
     if (st != LP_OK) {
         lp_run_free(d);

@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cairo.h>
+
 #include "loupe/report.h"
 
 static void escaping(void **state)
@@ -48,7 +50,7 @@ static size_t ids_unique(const char *page)
 {
     size_t n = 0, cap = 0;
     char **ids = NULL;
-    for (const char *p = page; (p = strstr(p, " id=\"")); ) {
+    for (const char *p = page; (p = strstr(p, " id=\""));) {
         p += 5;
         const char *q = strchr(p, '"');
         assert_non_null(q);
@@ -86,21 +88,38 @@ static lp_status demo_page(const char *dir, char *path, size_t cap, int *n_chart
     }
     for (int i = 0; i < 12; i++)
         hv[i] = i * i;
-    lp_chart_series loss[] = {{.name = "loss", .x = xs, .y = ya, .n = N}, {.name = "lr", .x = xs, .y = yb, .n = N}};
+    lp_chart_series loss[] = {{.name = "loss", .x = xs, .y = ya, .n = N},
+                              {.name = "lr", .x = xs, .y = yb, .n = N}};
     lp_chart_series split[] = {{.name = "data", .x = xs, .y = yb, .n = 10},
                                {.name = "forward", .x = xs, .y = yc, .n = 10},
                                {.name = "backward <&>", .x = xs, .y = ya, .n = 10}};
     static const char *cats[] = {"full", "lora", "qlora"}, *rows[] = {"a", "b", "c"},
                       *cols[] = {"w", "x", "y", "z"};
-    lp_chart_series bars[] = {{.name = "ms/step", .x = (double[]){0, 1, 2}, .y = (double[]){5, 3, 3.4}, .n = 3}};
+    lp_chart_series bars[] = {
+        {.name = "ms/step", .x = (double[]){0, 1, 2}, .y = (double[]){5, 3, 3.4}, .n = 3}};
     lp_chart_heatmap hm = {.rows = 3, .cols = 4, .values = hv, .row_labels = rows, .col_labels = cols};
     lp_chart_panel p[] = {
-        {.title = "Loss and learning rate", .xlabel = "step", .kind = LP_CHART_LINE, .y_log = 1, .series = loss,
+        {.title = "Loss and learning rate",
+         .xlabel = "step",
+         .kind = LP_CHART_LINE,
+         .y_log = 1,
+         .series = loss,
          .n_series = 2},
-        {.title = "Step time split", .xlabel = "step", .ylabel = "ms", .kind = LP_CHART_STACKED,
-         .y_from_zero = 1, .series = split, .n_series = 3},
-        {.title = "Step time", .kind = LP_CHART_BAR, .x_scale = LP_CHART_X_CATEGORY, .x_categories = cats,
-         .n_categories = 3, .y_from_zero = 1, .series = bars, .n_series = 1},
+        {.title = "Step time split",
+         .xlabel = "step",
+         .ylabel = "ms",
+         .kind = LP_CHART_STACKED,
+         .y_from_zero = 1,
+         .series = split,
+         .n_series = 3},
+        {.title = "Step time",
+         .kind = LP_CHART_BAR,
+         .x_scale = LP_CHART_X_CATEGORY,
+         .x_categories = cats,
+         .n_categories = 3,
+         .y_from_zero = 1,
+         .series = bars,
+         .n_series = 1},
         {.title = "Heat", .kind = LP_CHART_HEATMAP, .heatmap = &hm},
     };
     static const char *names[] = {"loss", "split", "bars", "heat"};
@@ -119,7 +138,12 @@ static lp_status demo_page(const char *dir, char *path, size_t cap, int *n_chart
         snprintf(id, sizeof id, "tab%d", i);
         lp_html_tab_begin(h, id, names[i]);
         lp_html_p(h, "Panel %d <b>not bold</b>", i);
-        lp_figure f = {.title = p[i].title, .rows = 1, .cols = 1, .width = 640, .height = 360, .panels = &p[i],
+        lp_figure f = {.title = p[i].title,
+                       .rows = 1,
+                       .cols = 1,
+                       .width = 640,
+                       .height = 360,
+                       .panels = &p[i],
                        .n_panels = 1};
         lp_status st = lp_html_chart(h, names[i], &f);
         if (st != LP_OK) {
@@ -202,6 +226,79 @@ static void page_with_charts(void **state)
     assert_int_equal(lp_test_tmpdir_remove(dir), 0);
 }
 
+/* Pixels of the palette's colour k (exact: bars are filled without antialiasing at their
+ * centre) in the column x of a PNG, between rows y0 and y1. */
+static int column_count(cairo_surface_t *img, int x, int y0, int y1, int k)
+{
+    static const double pal[][3] = {{0.12, 0.47, 0.71}, {1.00, 0.50, 0.05}}; // chart_draw.c's first two
+    const unsigned char *px = cairo_image_surface_get_data(img);
+    int stride = cairo_image_surface_get_stride(img), n = 0;
+    for (int y = y0; y < y1; y++) {
+        const unsigned char *p = px + y * stride + 4 * x; // BGRx
+        if (abs(p[2] - (int)(pal[k][0] * 255)) <= 2 && abs(p[1] - (int)(pal[k][1] * 255)) <= 2 &&
+            abs(p[0] - (int)(pal[k][2] * 255)) <= 2)
+            n++;
+    }
+    return n;
+}
+
+/* The two chart kinds the pages added: a stacked bar's segments are as tall as their
+ * values (1 under 3: the top one three times the bottom one), and on a log axis bars of 10
+ * and 100 over an axis of 1..100 reach half and all of its height (linear: 1/10 and all).
+ * Tolerance: 3 % of the height, for the bars' antialiased edges. */
+static void stacked_and_log(void **state)
+{
+    (void)state;
+    char dir[128], png[256];
+    assert_int_equal(lp_test_tmpdir_make(dir, sizeof dir, "html_kinds"), 0);
+    snprintf(png, sizeof png, "%s/k.png", dir);
+    double x0[] = {0}, lo[] = {1}, hi[] = {3}, xs3[] = {0, 1, 2}, ys3[] = {1, 10, 100};
+    lp_chart_series st[] = {{.name = "a", .x = x0, .y = lo, .n = 1}, {.name = "b", .x = x0, .y = hi, .n = 1}};
+    lp_chart_series lg = {.name = "v", .x = xs3, .y = ys3, .n = 3};
+    lp_chart_panel p[] = {
+        {.kind = LP_CHART_STACKED,
+         .x_scale = LP_CHART_X_CATEGORY,
+         .x_categories = (const char *[]){"r"},
+         .n_categories = 1,
+         .y_from_zero = 1,
+         .series = st,
+         .n_series = 2},
+        {.kind = LP_CHART_BAR,
+         .x_scale = LP_CHART_X_CATEGORY,
+         .x_categories = (const char *[]){"1", "10", "100"},
+         .n_categories = 3,
+         .y_log = 1,
+         .series = &lg,
+         .n_series = 1},
+    };
+    lp_figure f = {.rows = 1, .cols = 2, .width = 800, .height = 400, .panels = p, .n_panels = 2};
+    lp_chart_box *b, areas[2];
+    size_t n;
+    assert_int_equal(lp_figure_text_boxes(&f, &b, &n, areas), LP_OK);
+    free(b);
+    assert_int_equal(lp_figure_write_png(&f, png), LP_OK);
+    cairo_surface_t *img = cairo_image_surface_create_from_png(png);
+    assert_int_equal(cairo_surface_status(img), CAIRO_STATUS_SUCCESS);
+    /* stacked: at the bar's centre column, "b" (orange) three times "a" (blue); together
+     * they fill the axis (0..4: nice ticks end at 4) */
+    const lp_chart_box *A = &areas[0];
+    int cx = (int)((A->x0 + A->x1) / 2), h = (int)(A->y1 - A->y0);
+    int na = column_count(img, cx, (int)A->y0, (int)A->y1, 0),
+        nb = column_count(img, cx, (int)A->y0, (int)A->y1, 1);
+    fprintf(stderr, "stacked: a %d px, b %d px of %d\n", na, nb, h);
+    assert_true(fabs(na - h / 4.0) < 0.03 * h && fabs(nb - 3 * h / 4.0) < 0.03 * h);
+    /* log axis: the three bars at x = 1/6, 1/2, 5/6 of the area (categories padded by 0.5) */
+    const lp_chart_box *B = &areas[1];
+    double w = B->x1 - B->x0;
+    h = (int)(B->y1 - B->y0);
+    int n10 = column_count(img, (int)(B->x0 + w / 2), (int)B->y0, (int)B->y1, 0);
+    int n100 = column_count(img, (int)(B->x0 + w * 5 / 6), (int)B->y0, (int)B->y1, 0);
+    fprintf(stderr, "log: 10 -> %d px, 100 -> %d px of %d\n", n10, n100, h);
+    assert_true(fabs(n10 - h / 2.0) < 0.03 * h && fabs((double)n100 - h) < 0.03 * h);
+    cairo_surface_destroy(img);
+    assert_int_equal(lp_test_tmpdir_remove(dir), 0);
+}
+
 static void errors_are_sticky(void **state)
 {
     (void)state;
@@ -259,6 +356,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(escaping),
         cmocka_unit_test(page_with_charts),
+        cmocka_unit_test(stacked_and_log),
         cmocka_unit_test(errors_are_sticky),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
