@@ -19,6 +19,27 @@ static lp_status check_shape(const lp_qweight *w, int64_t C, int64_t OC, const c
     return LP_OK;
 }
 
+/* The GGML reference: each weight row dequantized exactly (ggml_dequant.c), then an f32
+ * dot accumulated in double: what the integer kernels approximate. */
+static lp_status ggml_forward_ref(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N,
+                                  int64_t C, int64_t OC)
+{
+    float *row = lp_alloc((size_t)C * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "dequantized row");
+    if (!row)
+        return LP_STATUS_NO_MEMORY;
+    for (int64_t o = 0; o < OC; o++) {
+        lp_k_ggml_dequantize_range(row, w, o * C, C);
+        for (int64_t i = 0; i < N; i++) {
+            double acc = bias ? bias[o] : 0.0;
+            for (int64_t k = 0; k < C; k++)
+                acc += (double)inp[i * C + k] * row[k];
+            out[i * OC + o] = (float)acc;
+        }
+    }
+    lp_free(row);
+    return LP_OK;
+}
+
 // out (N,OC) = inp (N,C) @ W^T (C,OC) + bias (OC)
 lp_status lp_k_qmatmul_forward_ref(float *out, const float *inp, const lp_qweight *w, const float *bias,
                                    int64_t N, int64_t C, int64_t OC)
@@ -26,6 +47,8 @@ lp_status lp_k_qmatmul_forward_ref(float *out, const float *inp, const lp_qweigh
     lp_status st = check_shape(w, C, OC, "qmatmul_forward");
     if (st)
         return st;
+    if (w->dtype == LP_DTYPE_GGML)
+        return ggml_forward_ref(out, inp, w, bias, N, C, OC);
     for (int64_t i = 0; i < N; i++)
         for (int64_t o = 0; o < OC; o++) {
             double acc = bias ? bias[o] : 0.0;
@@ -61,7 +84,9 @@ lp_status lp_k_qmatmul_backward_ref(float *dinp, const float *dout, const lp_qwe
 
 static void dequant_one_thread(float *out, const lp_qweight *w, int64_t start, int64_t n)
 {
-    if (w->dtype == LP_DTYPE_NF4)
+    if (w->dtype == LP_DTYPE_GGML)
+        lp_k_ggml_dequantize_range(out, w, start, n);
+    else if (w->dtype == LP_DTYPE_NF4)
         lp_k_nf4_dequantize_opt(out, w, start, n);
     else
         lp_k_int8_dequantize_opt(out, w, start, n);
@@ -171,6 +196,12 @@ lp_status lp_k_qmatmul_forward_opt(float *out, const float *inp, const lp_qweigh
     lp_status st = check_shape(w, C, OC, "qmatmul_forward");
     if (st || N <= 0)
         return st;
+    if (w->dtype == LP_DTYPE_GGML) /* integer kernels on the blocks as stored */
+        return lp_k_ggml_matmul_forward(out, inp, w, bias, N, C, OC);
+    if (N <= LP_NF4_GEMV_MAX_ROWS && lp_k_nf4_gemv_fits(w)) { /* decode: no f32 weight at all */
+        lp_k_nf4_gemv(out, inp, w, bias, N, C, OC);
+        return LP_OK;
+    }
     return lp_k_linear_slabs_forward(out, inp, NULL, w, bias, NULL, NULL, 0.0f, N, C, OC, 0);
 }
 
