@@ -286,6 +286,18 @@ LP_WARN_UNUSED lp_status lp_gguf_get_str(const lp_gguf_file *g, const char *key,
  * architecture, a tensor type loupe cannot dequantize), NOT_FOUND / FORMAT for missing or
  * mistyped keys, NO_MEMORY. */
 LP_WARN_UNUSED lp_status lp_gguf_model_open(const char *path, char **config_json, lp_st_set **weights);
+struct lp_qweight; /* kernels.h */
+/* Weights kept in their stored format (lp_model_options.weights = STORED): the Linear
+ * weight with Hugging Face name hf (model.layers.N.mlp.up_proj.weight, ...) of an open GGUF
+ * model file as an lp_qweight of its own block type (a copy, category QUANTIZED_WEIGHT,
+ * tagged label, which must outlive out), rows in Hugging Face order: llama.cpp's q/k row
+ * permutation is undone on whole rows, which leaves every block as stored. Errors:
+ * NOT_FOUND (no such 2-d tensor), UNSUPPORTED (a type lp_ggml_type_runnable refuses: the
+ * caller keeps f32), FORMAT, NO_MEMORY; *out is zeroed on error. */
+LP_WARN_UNUSED lp_status lp_gguf_model_qweight(const lp_gguf_file *g, const char *hf, struct lp_qweight *out,
+                                               const char *label);
+/* The ggml type number of the 2-d tensor behind hf, or -1 when there is none. */
+int32_t lp_gguf_model_weight_type(const lp_gguf_file *g, const char *hf);
 /* The config.json text alone, from an open file (what lp_gguf_model_open builds). */
 LP_WARN_UNUSED lp_status lp_gguf_config_json(const lp_gguf_file *g, char **out);
 /* true when path names a GGUF file (ends in ".gguf"). */

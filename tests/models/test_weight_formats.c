@@ -1,0 +1,165 @@
+/* A model forward with its Linear weights kept quantized (lp_model_options.weights) against
+ * the dequantize-at-load path: the same model loaded in f32 with each quantized Linear's
+ * weight replaced by its exact dequantization, so both forwards multiply the same weight
+ * values and only the kernels differ. Over the tiny decoders smollm_lm (llama, tied
+ * embeddings) and qwen2_lm (GQA, q/k/v biases), Q8_0, Q4_0 and NF4, prefill (T = 12) and
+ * decode-sized (T = 1) passes.
+ *
+ * Tolerances, normwise (max|a - b| / max|ref| over the logits):
+ * - Q8_0 / Q4_0 run integer dot products on activations rounded to 8 bits per block of 32:
+ *   each element moves by at most half a step (max|x| / 254), so a Linear's output moves by
+ *   at most ~0.4 % of sum |w x|; relative to the output itself that is ~0.5-1 % per Linear
+ *   for these random-weight models (outputs are sums of cancelling terms), compounding over
+ *   9 Linears in sequence per token and attention's softmax, and the logits of a random
+ *   tiny model are themselves small differences. Measured (printed): 1.0-2.3 % at T = 1,
+ *   3-5 % at T = 12 (llama.cpp's Q8_0 activations make the same error). Bound 8e-2: a
+ *   wrong block scale, nibble order or row permutation moves the logits by O(1).
+ * - NF4 dequantizes exactly in both paths (the fused GEMV for T = 1, slabs for T = 12):
+ *   f32 summation order only, 1e-5. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loupe/base.h"
+#include "loupe/kernels.h"
+#include "loupe/models.h"
+
+static lp_model *load(const char *path, lp_weight_format f)
+{
+    lp_model_options o;
+    lp_model_options_init(&o);
+    o.quiet = true;
+    o.no_grad = true;
+    o.task = LP_MODEL_TASK_CAUSAL_LM;
+    o.weights = f;
+    o.exec = LP_EXEC_MODE_FUSED; /* eager dequantizes the whole weight: the reference path */
+    lp_model *m = NULL;
+    if (lp_model_load(path, &o, &m) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    return m;
+}
+
+/* Overwrites ref's f32 copy of every Linear q keeps quantized with q's dequantization;
+ * returns how many. */
+static int dequantize_into(lp_model *ref, const lp_model *q)
+{
+    size_t np;
+    const lp_model_param *p = lp_model_params(ref, &np);
+    int n = 0;
+    for (size_t i = 0; i < np; i++) {
+        const lp_qweight *w = lp_model_qweight(q, p[i].name);
+        if (!w)
+            continue;
+        assert_int_equal(w->n, p[i].numel);
+        lp_qweight_dequantize(p[i].data, w, 0, w->n);
+        n++;
+    }
+    return n;
+}
+
+static double rel_err(const float *a, const float *b, int64_t n)
+{
+    double d = 0.0, r = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(a[i]))
+            return INFINITY;
+        d = fmax(d, fabs((double)a[i] - b[i]));
+        r = fmax(r, fabs((double)b[i]));
+    }
+    return d / r;
+}
+
+static void check(const char *dir, lp_weight_format f, int want_quantized, double tol)
+{
+    lp_model *q = load(dir, f), *ref = load(dir, LP_WEIGHT_FORMAT_F32);
+    assert_int_equal(dequantize_into(ref, q), want_quantized);
+    lp_model_info info;
+    lp_model_info_get(q, &info);
+    const int64_t V = info.vocab_size;
+    int32_t ids[12];
+    for (int i = 0; i < 12; i++)
+        ids[i] = (int32_t)(1 + (i * 37) % (V - 1));
+    for (int T = 1; T <= 12; T += 11) {
+        float *a = malloc((size_t)(T * V) * sizeof *a), *b = malloc((size_t)(T * V) * sizeof *b);
+        assert_non_null(a);
+        assert_non_null(b);
+        if (lp_model_forward(q, ids, NULL, NULL, 1, T, a) != LP_OK ||
+            lp_model_forward(ref, ids, NULL, NULL, 1, T, b) != LP_OK)
+            fail_msg("%s", lp_err_msg());
+        double e = rel_err(a, b, T * V);
+        printf("%-24s %-5s T=%-2d %d Linears quantized, logits rel. error %.3g (bound %g)\n", dir,
+               lp_weight_format_name(f), T, want_quantized, e, tol);
+        assert_true(e <= tol);
+        free(a);
+        free(b);
+    }
+    lp_model_free(q);
+    lp_model_free(ref);
+}
+
+static void test_smollm(void **state)
+{
+    (void)state;
+    /* 2 layers x 7 Linears; NF4 keeps down_proj (160 inputs, not whole 64-blocks) in f32 */
+    check("tests/golden/smollm_lm", LP_WEIGHT_FORMAT_Q8_0, 14, 8e-2);
+    check("tests/golden/smollm_lm", LP_WEIGHT_FORMAT_Q4_0, 14, 8e-2);
+    check("tests/golden/smollm_lm", LP_WEIGHT_FORMAT_NF4, 12, 1e-5);
+}
+
+static void test_qwen2(void **state)
+{
+    (void)state;
+    check("tests/golden/qwen2_lm", LP_WEIGHT_FORMAT_Q8_0, 14, 8e-2);
+    check("tests/golden/qwen2_lm", LP_WEIGHT_FORMAT_Q4_0, 14, 8e-2);
+    check("tests/golden/qwen2_lm", LP_WEIGHT_FORMAT_NF4, 12, 1e-5);
+}
+
+/* STORED on a GGUF whose tensors are F32 keeps them f32; on a safetensors directory too. */
+static void test_stored_f32(void **state)
+{
+    (void)state;
+    lp_model *m = load("tests/golden/gguf_tiny/smollm_lm.gguf", LP_WEIGHT_FORMAT_STORED);
+    assert_null(lp_model_qweight(m, "model.layers.0.self_attn.q_proj.weight"));
+    assert_non_null(lp_model_param_find(m, "model.layers.0.self_attn.q_proj.weight"));
+    lp_model_free(m);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    lp_weight_format f;
+    assert_int_equal(lp_weight_format_parse("q4_0", &f), LP_OK);
+    assert_int_equal(f, LP_WEIGHT_FORMAT_Q4_0);
+    assert_int_equal(lp_weight_format_parse("dequantize", &f), LP_OK);
+    assert_int_equal(f, LP_WEIGHT_FORMAT_F32);
+    assert_int_equal(lp_weight_format_parse("q5_k", &f), LP_STATUS_INVALID_ARG);
+    assert_non_null(strstr(lp_err_msg(), "q5_k"));
+    lp_model_options o;
+    lp_model_options_init(&o);
+    o.quiet = true;
+    o.weights = LP_WEIGHT_FORMAT_Q8_0;
+    o.task = LP_MODEL_TASK_SEQ_CLS;
+    o.lora.enabled = true;
+    lp_model *m = NULL;
+    assert_int_equal(lp_model_load("tests/golden/llama_lm", &o, &m), LP_STATUS_INVALID_ARG);
+    assert_non_null(strstr(lp_err_msg(), "LoRA"));
+    assert_null(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_smollm),
+        cmocka_unit_test(test_qwen2),
+        cmocka_unit_test(test_stored_f32),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
