@@ -105,8 +105,13 @@ lp_status lp_k_ggml_matmul_forward(float *out, const float *inp, const lp_qweigh
         float *tile = h ? (float *)buf + (size_t)omp_get_thread_num() * RB * (size_t)C : NULL;
         for (int64_t o0 = lo; o0 < hi; o0 += RB) {
             const int64_t ob = hi - o0 < RB ? hi - o0 : RB;
-            if (h)
-                lp_ggml_dequantize(w->gtype, w->blocks + o0 * w->row_bytes, tile, ob * C);
+            if (h) { /* F16C / AVX-512 conversions: exact, as the reference's scalar ones */
+                const uint16_t *src = (const uint16_t *)(w->blocks + o0 * w->row_bytes);
+                if (w->gtype == LP_GGML_TYPE_F16)
+                    lp_f16_to_f32_n(tile, src, ob * C);
+                else
+                    lp_bf16_to_f32_n(tile, src, ob * C);
+            }
             for (int64_t i = 0; i < N; i++) {
                 float *y = out + i * OC;
                 for (int64_t o = o0; o < o0 + ob; o++) {
