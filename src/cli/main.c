@@ -23,6 +23,7 @@ static const struct {
     {"tokenize", lp_cmd_tokenize, "print token ids for lines on stdin"},
     {"checkpoint", lp_cmd_checkpoint, "verify checkpoints against their checksums"},
     {"template", lp_cmd_template, "render conversations through a model's chat template"},
+    {"quantize", lp_cmd_quantize, "write a GGUF model re-encoded as Q8_0 or Q4_0"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -26,8 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "loupe/base.h"
+#include "loupe/io.h"
 #include "loupe/kernels.h"
 #include "loupe/models.h"
 
@@ -180,6 +182,56 @@ static void test_stored_f32(void **state)
     lp_model_free(m);
 }
 
+/* `loupe quantize` (lp_gguf_quantize_file) then a load kept as stored gives the very
+ * blocks that quantizing the source at load gives: the file's q/k rows are in llama.cpp's
+ * permuted order and the loader puts them back, whole rows, so every block must match
+ * byte for byte. Errors: a missing source, an unwritable output, a type loupe does not write. */
+static void test_quantize_file_reloads(void **state)
+{
+    (void)state;
+    static const struct {
+        uint32_t t;
+        lp_weight_format f;
+    } k[] = {{LP_GGML_TYPE_Q8_0, LP_WEIGHT_FORMAT_Q8_0}, {LP_GGML_TYPE_Q4_0, LP_WEIGHT_FORMAT_Q4_0}};
+    const char *src = "tests/golden/gguf_tiny/smollm_lm.gguf";
+    for (int i = 0; i < 2; i++) {
+        char out[] = "/tmp/loupe_qfileXXXXXX.gguf";
+        int fd = mkstemps(out, 5);
+        assert_true(fd >= 0);
+        close(fd);
+        if (lp_gguf_quantize_file(src, out, k[i].t) != LP_OK)
+            fail_msg("%s", lp_err_msg());
+        lp_model *a = load(out, LP_WEIGHT_FORMAT_STORED), *b = load(src, k[i].f);
+        size_t np, n = 0;
+        (void)lp_model_params(b, &np);
+        static const char *const mods[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                                           "self_attn.o_proj", "mlp.gate_proj",    "mlp.up_proj",
+                                           "mlp.down_proj"};
+        for (int l = 0; l < 2; l++)
+            for (int j = 0; j < 7; j++) {
+                char nm[128];
+                snprintf(nm, sizeof nm, "model.layers.%d.%s.weight", l, mods[j]);
+                const lp_qweight *qa = lp_model_qweight(a, nm), *qb = lp_model_qweight(b, nm);
+                assert_non_null(qa);
+                assert_non_null(qb);
+                assert_int_equal(qa->gtype, k[i].t);
+                assert_int_equal(qa->rows * qa->row_bytes, qb->rows * qb->row_bytes);
+                assert_memory_equal(qa->blocks, qb->blocks, (size_t)(qa->rows * qa->row_bytes));
+                n++;
+            }
+        assert_int_equal(n, 14);
+        lp_model_free(a);
+        lp_model_free(b);
+        remove(out);
+    }
+    /* a source that is not there, and an output directory that is not there: one line each */
+    assert_int_equal(lp_gguf_quantize_file("tests/golden/gguf_tiny/none.gguf", "/tmp/x.gguf", LP_GGML_TYPE_Q8_0),
+                     LP_STATUS_NOT_FOUND);
+    assert_int_equal(lp_gguf_quantize_file(src, "/nonexistent-dir/x.gguf", LP_GGML_TYPE_Q8_0), LP_STATUS_IO);
+    assert_non_null(strstr(lp_err_msg(), "/nonexistent-dir/x.gguf"));
+    assert_int_equal(lp_gguf_quantize_file(src, "/tmp/x.gguf", LP_GGML_TYPE_Q4_K), LP_STATUS_UNSUPPORTED);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -209,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_qwen2),
         cmocka_unit_test(test_stored_f32),
         cmocka_unit_test(test_smollm2_stored),
+        cmocka_unit_test(test_quantize_file_reloads),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,19 +1,22 @@
 /* Q4_0 weight blocks (f16 d, 16 bytes of nibbles, value = d * (q - 8)) times Q8
- * activation blocks of 32: the nibbles recentred to [-8, 7], one integer dot per block. */
+ * activation blocks of 32: one integer dot per block. */
 #include "qdot.h"
 
 float lp_k_dot_q4_0(int64_t nb, const uint8_t *w, const lp_q8a *a)
 {
 #if defined(__AVX2__)
+    /* sum(d (q - 8) x) = d d_a sum(q q_a) - 8 d (d_a sum(q_a)): the nibbles go in as they
+     * are (u8), the offset comes from the activation block's cached s */
     __m256 acc = _mm256_setzero_ps();
-    const __m256i eight = _mm256_set1_epi8(8);
+    float off = 0.0f;
     for (int64_t b = 0; b < nb; b++, w += 18) {
-        __m256i qw = _mm256_sub_epi8(lp_qd_nibbles16(w + 2), eight);
+        const float d = lp_qd_f16(w);
         __m256i qa = _mm256_loadu_si256((const __m256i *)a[b].q);
-        __m256 p = _mm256_cvtepi32_ps(lp_qd_dot_i8i8(qw, qa));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(lp_qd_f16(w) * a[b].d), p, acc);
+        __m256 p = _mm256_cvtepi32_ps(lp_qd_dot_u8i8(lp_qd_nibbles16(w + 2), qa));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d * a[b].d), p, acc);
+        off += d * a[b].s;
     }
-    return lp_qd_hsum(acc);
+    return lp_qd_hsum(acc) - 8.0f * off;
 #else
     float acc = 0.0f;
     for (int64_t b = 0; b < nb; b++, w += 18) {

@@ -63,6 +63,42 @@ static float dot_f32(const float *a, const float *b, int64_t n)
     return s;
 }
 
+/* dst (n) = f16 or bf16 src as f32: F16C / shifts, exact like the scalar conversions. */
+static void half_to_f32(float *dst, const uint16_t *src, int64_t n, bool bf16)
+{
+    int64_t i = 0;
+#if defined(__AVX2__) && defined(__F16C__)
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(src + i));
+        _mm256_storeu_ps(dst + i, bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
+                                       : _mm256_cvtph_ps(h));
+    }
+#endif
+    for (; i < n; i++)
+        dst[i] = bf16 ? lp_bf16_to_f32(src[i]) : lp_f16_to_f32(src[i]);
+}
+
+/* Decode on a half-precision row: converted in registers, never stored. */
+static float half_row_dot(const uint16_t *w, const float *x, int64_t n, bool bf16)
+{
+    int64_t i = 0;
+    float s = 0.0f;
+#if defined(__AVX2__) && defined(__F16C__)
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    for (; i + 16 <= n; i += 16) {
+        __m128i h0 = _mm_loadu_si128((const __m128i *)(w + i)), h1 = _mm_loadu_si128((const __m128i *)(w + i + 8));
+        __m256 w0 = bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h0), 16)) : _mm256_cvtph_ps(h0);
+        __m256 w1 = bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h1), 16)) : _mm256_cvtph_ps(h1);
+        a0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + i), a0);
+        a1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + i + 8), a1);
+    }
+    s = lp_qd_hsum(_mm256_add_ps(a0, a1));
+#endif
+    for (; i < n; i++)
+        s += (bf16 ? lp_bf16_to_f32(w[i]) : lp_f16_to_f32(w[i])) * x[i];
+    return s;
+}
+
 float lp_qweight_ggml_row_dot(const lp_qweight *w, int64_t row, const float *x)
 {
     float *buf = lp_alloc(half(w->gtype) ? (size_t)w->cols * sizeof(float) : act_bytes(w),
@@ -105,13 +141,16 @@ lp_status lp_k_ggml_matmul_forward(float *out, const float *inp, const lp_qweigh
         float *tile = h ? (float *)buf + (size_t)omp_get_thread_num() * RB * (size_t)C : NULL;
         for (int64_t o0 = lo; o0 < hi; o0 += RB) {
             const int64_t ob = hi - o0 < RB ? hi - o0 : RB;
-            if (h) { /* F16C / AVX-512 conversions: exact, as the reference's scalar ones */
-                const uint16_t *src = (const uint16_t *)(w->blocks + o0 * w->row_bytes);
-                if (w->gtype == LP_GGML_TYPE_F16)
-                    lp_f16_to_f32_n(tile, src, ob * C);
-                else
-                    lp_bf16_to_f32_n(tile, src, ob * C);
+            const bool bf16 = w->gtype == LP_GGML_TYPE_BF16;
+            if (h && N == 1) { /* decode: each half row converted in registers */
+                for (int64_t o = o0; o < o0 + ob; o++) {
+                    float d = half_row_dot((const uint16_t *)(w->blocks + o * w->row_bytes), inp, C, bf16);
+                    out[o] = bias ? d + bias[o] : d;
+                }
+                continue;
             }
+            if (h) /* prefill: a tile of rows converted once, used by every activation row */
+                half_to_f32(tile, (const uint16_t *)(w->blocks + o0 * w->row_bytes), ob * C, bf16);
             for (int64_t i = 0; i < N; i++) {
                 float *y = out + i * OC;
                 for (int64_t o = o0; o < o0 + ob; o++) {
