@@ -98,6 +98,9 @@ typedef enum lp_weight_format {
     LP_WEIGHT_FORMAT_Q4_0,    /* size is not a multiple of 32 (NF4: 64) stays f32 */
     LP_WEIGHT_FORMAT_NF4,
 } lp_weight_format;
+/* With no_grad (inference), a causal LM's head also gets a quantized copy (the format's,
+ * or a GGUF's own output / token_embd blocks) that its forward reads; the f32 head stays,
+ * being the embedding table when tied. */
 /* Parses "f32" (also "dequantize"), "stored", "q8_0", "q4_0", "nf4". */
 LP_WARN_UNUSED lp_status lp_weight_format_parse(const char *s, lp_weight_format *out);
 const char *lp_weight_format_name(lp_weight_format f);
@@ -262,8 +265,9 @@ typedef struct lp_lora_info {
 } lp_lora_info;
 void lp_model_lora_info(const lp_model *m, lp_lora_info *out);
 /* The quantized base weight of an encoder Linear by its HF weight name
- * ("distilbert.transformer.layer.0.attention.q_lin.weight"); NULL when that weight is not
- * quantized. Owned by the model. */
+ * ("distilbert.transformer.layer.0.attention.q_lin.weight"), or under "lm_head.weight" the
+ * quantized copy of a causal LM's head that an inference load (no_grad, weights not F32)
+ * makes; NULL when that weight is not quantized. Owned by the model. */
 const lp_qweight *lp_model_qweight(const lp_model *m, const char *name);
 
 /* Writes a PEFT adapter directory that PeftModel.from_pretrained loads onto the base model:

@@ -133,6 +133,9 @@ struct lp_model {
     lp_st_file *adapter_file;  /* open while the model is built */
     lp_nn_ctx pass_ctx;        /* what adapters and quantized bases read during a pass */
     lp_gguf_file *qgguf;       /* STORED weights: the GGUF, open from quant_setup to quant_finish */
+    lp_nn_linear *lm_head;     /* a causal LM's head (set by the family), or NULL */
+    lp_qweight *head_q;        /* inference with quantized weights: the LM head's quantized copy
+                                  (owned; the f32 weight stays for the embedding lookup) */
     lp_status pass_status;     /* first kernel error of the current pass (pass_ctx.status) */
     float *lora_act; uint8_t *lora_u8;
     int64_t lora_act_cap, lora_u8_cap;

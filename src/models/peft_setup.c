@@ -628,6 +628,8 @@ lp_status lp_model__peft_finish(lp_model *m)
 
 const lp_qweight *lp_model_qweight(const lp_model *m, const char *name)
 {
+    if (m->head_q && !strcmp(name, "lm_head.weight"))
+        return m->head_q;
     size_t n = strlen(name);
     for (size_t i = 0; i < m->n_lins; i++) {
         const lp_model_linear *ml = &m->lins[i];
@@ -695,6 +697,11 @@ void lp_model__peft_free(lp_model *m)
     m->adapter_file = NULL;
     lp_gguf_close(m->qgguf);
     m->qgguf = NULL;
+    if (m->head_q) {
+        lp_qweight_free(m->head_q);
+        free(m->head_q);
+        m->head_q = NULL;
+    }
     lp_free(m->lora_act);
     lp_free(m->lora_u8);
     free(m->adapters);

@@ -33,12 +33,14 @@
 #include "loupe/kernels.h"
 #include "loupe/models.h"
 
+static bool g_no_grad; /* inference-only loads also quantize the LM head (a copy) */
+
 static lp_model *load(const char *path, lp_weight_format f)
 {
     lp_model_options o;
     lp_model_options_init(&o);
     o.quiet = true;
-    o.no_grad = true;
+    o.no_grad = g_no_grad;
     o.task = LP_MODEL_TASK_CAUSAL_LM;
     o.weights = f;
     o.exec = LP_EXEC_MODE_FUSED; /* eager dequantizes the whole weight: the reference path */
@@ -232,6 +234,49 @@ static void test_quantize_file_reloads(void **state)
     assert_int_equal(lp_gguf_quantize_file(src, "/tmp/x.gguf", LP_GGML_TYPE_Q4_K), LP_STATUS_UNSUPPORTED);
 }
 
+/* Inference loads (no_grad) give the LM head a quantized copy: the logits then move by the
+ * head's own weight rounding too. Against the same model with an f32 head: Q8_0 rounds
+ * each head weight by at most half a step of max|w_block| / 127 (0.4 % of the block's
+ * largest weight; ~0.1-0.2 % rms), so the logits move by ~0.2-0.5 % of their scale, plus
+ * the 8-bit activations of the head's input; Q4_0's 16 levels move them by ~5-10 %.
+ * Bounds 3e-2 (Q8_0), 0.25 (Q4_0): an unquantized head shows 0, a wrong one O(1). */
+static void test_head_copy(void **state)
+{
+    (void)state;
+    static const struct {
+        lp_weight_format f;
+        double tol;
+    } k[] = {{LP_WEIGHT_FORMAT_Q8_0, 3e-2}, {LP_WEIGHT_FORMAT_Q4_0, 0.25}};
+    for (int i = 0; i < 2; i++) {
+        g_no_grad = false;
+        lp_model *a = load("tests/golden/smollm_lm", k[i].f);
+        g_no_grad = true;
+        lp_model *b = load("tests/golden/smollm_lm", k[i].f);
+        g_no_grad = false;
+        const lp_qweight *h = lp_model_qweight(b, "lm_head.weight");
+        assert_non_null(h);
+        assert_null(lp_model_qweight(a, "lm_head.weight"));
+        assert_int_equal(h->dtype, LP_DTYPE_GGML);
+        lp_model_info info;
+        lp_model_info_get(a, &info);
+        const int64_t V = info.vocab_size;
+        int32_t ids[4] = {5, 17, 99, 3};
+        float *x = malloc((size_t)(4 * V) * sizeof *x), *y = malloc((size_t)(4 * V) * sizeof *y);
+        assert_non_null(x);
+        assert_non_null(y);
+        if (lp_model_forward(a, ids, NULL, NULL, 1, 4, x) != LP_OK || lp_model_forward(b, ids, NULL, NULL, 1, 4, y) != LP_OK)
+            fail_msg("%s", lp_err_msg());
+        double e = rel_err(y, x, 4 * V);
+        printf("smollm_lm %s head copy: logits rel. error %.3g vs an f32 head (bound %g)\n",
+               lp_weight_format_name(k[i].f), e, k[i].tol);
+        assert_true(e > 0.0 && e <= k[i].tol);
+        free(x);
+        free(y);
+        lp_model_free(a);
+        lp_model_free(b);
+    }
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -262,6 +307,7 @@ int main(void)
         cmocka_unit_test(test_stored_f32),
         cmocka_unit_test(test_smollm2_stored),
         cmocka_unit_test(test_quantize_file_reloads),
+        cmocka_unit_test(test_head_copy),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
