@@ -7,6 +7,7 @@
  * made OpenBLAS re-pack the whole activation for every panel (0.56-0.89x sgemm). */
 #include <cblas.h>
 #include <omp.h>
+#include <string.h>
 
 #include "cpu_kernels.h"
 
@@ -62,6 +63,32 @@ lp_status lp_k_qmatmul_forward_ref(float *out, const float *inp, const lp_qweigh
     return LP_OK;
 }
 
+/* dinp (N,C) = dout @ W for a GGML weight: rows dequantized once each (a per-element
+ * lookup would decode a whole block per element), sums in double. */
+static lp_status ggml_backward_ref(float *dinp, const float *dout, const lp_qweight *w, int64_t N, int64_t C,
+                                   int64_t OC)
+{
+    float *row = lp_alloc((size_t)C * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "dequantized row");
+    double *acc = lp_alloc((size_t)(N * C) * sizeof(double), LP_MEM_CATEGORY_TEMPORARY, "backward sums");
+    if (!row || !acc) {
+        lp_free(row);
+        lp_free(acc);
+        return LP_STATUS_NO_MEMORY;
+    }
+    memset(acc, 0, (size_t)(N * C) * sizeof(double));
+    for (int64_t o = 0; o < OC; o++) {
+        lp_k_ggml_dequantize_range(row, w, o * C, C);
+        for (int64_t i = 0; i < N; i++)
+            for (int64_t k = 0; k < C; k++)
+                acc[i * C + k] += (double)dout[i * OC + o] * row[k];
+    }
+    for (int64_t e = 0; e < N * C; e++)
+        dinp[e] = (float)acc[e];
+    lp_free(row);
+    lp_free(acc);
+    return LP_OK;
+}
+
 // dinp (N,C) = dout (N,OC) @ W (OC,C)
 lp_status lp_k_qmatmul_backward_ref(float *dinp, const float *dout, const lp_qweight *w, int64_t N, int64_t C,
                                     int64_t OC)
@@ -69,6 +96,8 @@ lp_status lp_k_qmatmul_backward_ref(float *dinp, const float *dout, const lp_qwe
     lp_status st = check_shape(w, C, OC, "qmatmul_backward");
     if (st)
         return st;
+    if (w->dtype == LP_DTYPE_GGML)
+        return ggml_backward_ref(dinp, dout, w, N, C, OC);
     for (int64_t i = 0; i < N; i++)
         for (int64_t k = 0; k < C; k++) {
             double acc = 0.0;
