@@ -132,6 +132,9 @@ void lp_k_quantize_q8k(lp_q8k *y, const float *x, int64_t n);
 float lp_k_dot_q8_0(int64_t nb, const uint8_t *w, const lp_q8a *a);
 float lp_k_dot_q4_0(int64_t nb, const uint8_t *w, const lp_q8a *a);
 float lp_k_dot_q4_1(int64_t nb, const uint8_t *w, const lp_q8a *a);
+/* 4 activation rows (ab blocks apart) against one weight row: out[0..3] (prefill). */
+void lp_k_dot_q8_0_x4(int64_t nb, const uint8_t *w, const lp_q8a *a, int64_t ab, float *out);
+void lp_k_dot_q4_0_x4(int64_t nb, const uint8_t *w, const lp_q8a *a, int64_t ab, float *out);
 float lp_k_dot_q4_k(int64_t nb, const uint8_t *w, const lp_q8k *a);
 float lp_k_dot_q6_k(int64_t nb, const uint8_t *w, const lp_q8k *a);
 /* out (n) = elements [start, start+n) of a GGML-format weight (partial blocks allowed). */

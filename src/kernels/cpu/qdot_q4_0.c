@@ -28,3 +28,27 @@ float lp_k_dot_q4_0(int64_t nb, const uint8_t *w, const lp_q8a *a)
     return acc;
 #endif
 }
+
+/* The 4-row form of lp_k_dot_q4_0 (see lp_k_dot_q8_0_x4): nibbles unpacked once per block. */
+void lp_k_dot_q4_0_x4(int64_t nb, const uint8_t *w, const lp_q8a *a, int64_t ab, float *out)
+{
+#if defined(__AVX2__)
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    float off[4] = {0, 0, 0, 0};
+    for (int64_t b = 0; b < nb; b++, w += 18) {
+        const __m256i qw = lp_qd_nibbles16(w + 2);
+        const float d = lp_qd_f16(w);
+        for (int r = 0; r < 4; r++) {
+            const lp_q8a *x = a + r * ab + b;
+            __m256i p = lp_qd_dot_u8i8(qw, _mm256_loadu_si256((const __m256i *)x->q));
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * x->d), _mm256_cvtepi32_ps(p), acc[r]);
+            off[r] += d * x->s;
+        }
+    }
+    for (int r = 0; r < 4; r++)
+        out[r] = lp_qd_hsum(acc[r]) - 8.0f * off[r];
+#else
+    for (int r = 0; r < 4; r++)
+        out[r] = lp_k_dot_q4_0(nb, w, a + r * ab);
+#endif
+}

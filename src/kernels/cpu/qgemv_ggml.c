@@ -151,7 +151,21 @@ lp_status lp_k_ggml_matmul_forward(float *out, const float *inp, const lp_qweigh
             }
             if (h) /* prefill: a tile of rows converted once, used by every activation row */
                 half_to_f32(tile, (const uint16_t *)(w->blocks + o0 * w->row_bytes), ob * C, bf16);
-            for (int64_t i = 0; i < N; i++) {
+            int64_t i0 = 0;
+            if (!h && (w->gtype == LP_GGML_TYPE_Q8_0 || w->gtype == LP_GGML_TYPE_Q4_0))
+                for (; i0 + 4 <= N; i0 += 4) /* prefill: 4 activation rows per weight block load */
+                    for (int64_t o = o0; o < o0 + ob; o++) {
+                        float d[4];
+                        const lp_q8a *a = (const lp_q8a *)(buf + (size_t)i0 * ab);
+                        const uint8_t *r = w->blocks + o * w->row_bytes;
+                        if (w->gtype == LP_GGML_TYPE_Q8_0)
+                            lp_k_dot_q8_0_x4(C / 32, r, a, C / 32, d);
+                        else
+                            lp_k_dot_q4_0_x4(C / 32, r, a, C / 32, d);
+                        for (int k = 0; k < 4; k++)
+                            out[(i0 + k) * OC + o] = bias ? d[k] + bias[o] : d[k];
+                    }
+            for (int64_t i = i0; i < N; i++) {
                 float *y = out + i * OC;
                 for (int64_t o = o0; o < o0 + ob; o++) {
                     float d = h ? dot_f32(tile + (o - o0) * C, inp + i * C, C)
