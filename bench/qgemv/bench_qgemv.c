@@ -163,8 +163,12 @@ static void gemv_row(const char *name, kind k, lp_ggml_type t, const float *w, c
     printf("  %-22s %7.1f MiB  %8.2f ms/token  %6.1f GB/s  %5.1f %% of triad  %7.1f GB/s as f32\n", name,
            (double)bytes * copies / 1048576.0, s * 1e3, gbs, 100.0 * gbs / bw,
            (double)R * C * 4.0 * copies / s * 1e-9);
-    for (int c = 0; c < copies; c++)
-        k == K_F32 ? free(fs[c]) : lp_qweight_free(&qs[c]);
+    for (int c = 0; c < copies; c++) {
+        if (k == K_F32)
+            free(fs[c]);
+        else
+            lp_qweight_free(&qs[c]);
+    }
     free(qs);
     free(fs);
     lp_qweight_free(&base);

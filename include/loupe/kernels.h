@@ -623,10 +623,11 @@ float lp_qweight_ggml_row_dot(const lp_qweight *w, int64_t row, const float *x);
 /* out (n) = dequantized elements [start, start+n) of the flattened (rows*cols) weight. */
 void lp_qweight_dequantize(float *out, const lp_qweight *w, int64_t start, int64_t n);
 
-/* out (N,OC) = inp (N,C) @ W^T + bias (OC, or NULL), W (OC,C) quantized. Fused: W is
- * dequantized a panel of rows at a time into a small per-thread buffer that feeds the
- * GEMM. Errors: LP_STATUS_NO_MEMORY (panel buffers), LP_STATUS_INVALID_ARG (shape is not
- * W's). */
+/* out (N,OC) = inp (N,C) @ W^T + bias (OC, or NULL), W (OC,C) quantized. NF4 / int8: W is
+ * dequantized a slab at a time into a TEMPORARY buffer that feeds the GEMM, except NF4
+ * with N <= 8 and whole blocks per row, which runs the fused dequant-GEMV (no f32 weight).
+ * GGML formats: the integer kernels (see lp_qweight_from_ggml). Errors:
+ * LP_STATUS_NO_MEMORY (buffers), LP_STATUS_INVALID_ARG (shape is not W's). */
 LP_WARN_UNUSED lp_status lp_qmatmul_forward(float *out, const float *inp, const lp_qweight *w, const float *bias,
                                             int64_t N, int64_t C, int64_t OC);
 /* dinp (N,C) = dout (N,OC) @ W. The base is frozen: no weight or bias gradient here. */
