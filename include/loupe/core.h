@@ -41,6 +41,7 @@ typedef enum lp_dtype {
     LP_DTYPE_INT8,
     LP_DTYPE_NF4, /* 4-bit NormalFloat codes, two per byte (low nibble first) */
     LP_DTYPE_I32, /* token ids, labels, masks */
+    LP_DTYPE_GGML, /* a GGML block format (lp_qweight.gtype says which); no fixed bits per element */
     LP_DTYPE__COUNT
 } lp_dtype;
 

@@ -266,6 +266,38 @@ const lp_gguf_tensor *lp_gguf_find_tensor(const lp_gguf_file *g, const char *nam
 bool lp_gguf_array_i64(const lp_gguf_value *v, uint64_t idx, int64_t *out);
 bool lp_gguf_array_f64(const lp_gguf_value *v, uint64_t idx, double *out);
 
+/* ---- writing GGUF (gguf_write.c) ----
+ *   lp_gguf_writer *w;
+ *   lp_gguf_writer_init(&w, "out.gguf", 32);
+ *   lp_gguf_writer_add_kv(w, kv->key, &kv->v);            // e.g. copied from an open file
+ *   lp_gguf_writer_add_tensor(w, "blk.0.ffn_up.weight", 2, ne, LP_GGML_TYPE_Q8_0, blocks, nbytes);
+ *   lp_gguf_writer_finish(w);                             // "out.gguf.tmp", then renamed
+ *   lp_gguf_writer_free(w);
+ * Key-values keep the order added (a caller with an alignment other than 32, the
+ * readers' default, adds general.alignment); tensor data are copied (owned by the writer), each at an offset
+ * that is a multiple of alignment. Errors name the path: INVALID_ARG (alignment not a
+ * positive multiple of 8, a value of no GGUF type, bytes that do not hold a tensor's shape
+ * as its type), NO_MEMORY, IO (create, write or rename failed; no file is left behind). */
+typedef struct lp_gguf_writer lp_gguf_writer;
+LP_WARN_UNUSED lp_status lp_gguf_writer_init(lp_gguf_writer **out, const char *path, uint32_t alignment);
+LP_WARN_UNUSED lp_status lp_gguf_writer_add_kv(lp_gguf_writer *w, const char *key, const lp_gguf_value *v);
+LP_WARN_UNUSED lp_status lp_gguf_writer_add_u32(lp_gguf_writer *w, const char *key, uint32_t x);
+LP_WARN_UNUSED lp_status lp_gguf_writer_add_str(lp_gguf_writer *w, const char *key, const char *s);
+/* ne[0] is the innermost dimension (ggml's order); type a ggml type number. */
+LP_WARN_UNUSED lp_status lp_gguf_writer_add_tensor(lp_gguf_writer *w, const char *name, uint32_t ndim,
+                                                   const int64_t *ne, uint32_t type, const void *data,
+                                                   uint64_t nbytes);
+LP_WARN_UNUSED lp_status lp_gguf_writer_finish(lp_gguf_writer *w);
+void lp_gguf_writer_free(lp_gguf_writer *w);
+
+/* Writes to out a copy of the GGUF model at src with every 2-d tensor whose rows are
+ * whole blocks re-encoded as type (LP_GGML_TYPE_Q8_0 or Q4_0, through the f32 values:
+ * exactly what the `gguf` package's quantize() makes of them); 1-d tensors (norms) as F32;
+ * the metadata (tokenizer, chat template, hyperparameters) copied, general.file_type set
+ * to llama.cpp's number for the type. What `loupe quantize` runs. Errors: lp_gguf_open's,
+ * UNSUPPORTED (type; a source tensor loupe cannot dequantize), the writer's. */
+LP_WARN_UNUSED lp_status lp_gguf_quantize_file(const char *src, const char *out, uint32_t type);
+
 /* Typed lookups for readers of the metadata: NOT_FOUND when absent (message names the file
  * and key), FORMAT when the value has another type ("<file>: metadata 'k' is float32,
  * expected an integer"). _int accepts every integer type (uint64 above INT64_MAX: RANGE);
@@ -286,6 +318,18 @@ LP_WARN_UNUSED lp_status lp_gguf_get_str(const lp_gguf_file *g, const char *key,
  * architecture, a tensor type loupe cannot dequantize), NOT_FOUND / FORMAT for missing or
  * mistyped keys, NO_MEMORY. */
 LP_WARN_UNUSED lp_status lp_gguf_model_open(const char *path, char **config_json, lp_st_set **weights);
+struct lp_qweight; /* kernels.h */
+/* Weights kept in their stored format (lp_model_options.weights = STORED): the Linear
+ * weight with Hugging Face name hf (model.layers.N.mlp.up_proj.weight, ...) of an open GGUF
+ * model file as an lp_qweight of its own block type (a copy, category QUANTIZED_WEIGHT,
+ * tagged label, which must outlive out), rows in Hugging Face order: llama.cpp's q/k row
+ * permutation is undone on whole rows, which leaves every block as stored. Errors:
+ * NOT_FOUND (no such 2-d tensor), UNSUPPORTED (a type lp_ggml_type_runnable refuses: the
+ * caller keeps f32), FORMAT, NO_MEMORY; *out is zeroed on error. */
+LP_WARN_UNUSED lp_status lp_gguf_model_qweight(const lp_gguf_file *g, const char *hf, struct lp_qweight *out,
+                                               const char *label);
+/* The ggml type number of the 2-d tensor behind hf, or -1 when there is none. */
+int32_t lp_gguf_model_weight_type(const lp_gguf_file *g, const char *hf);
 /* The config.json text alone, from an open file (what lp_gguf_model_open builds). */
 LP_WARN_UNUSED lp_status lp_gguf_config_json(const lp_gguf_file *g, char **out);
 /* true when path names a GGUF file (ends in ".gguf"). */

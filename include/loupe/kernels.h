@@ -39,6 +39,43 @@ typedef enum lp_gelu_kind {
 #define LP_GELU_ERF LP_GELU_KIND_ERF
 #define LP_GELU_TANH LP_GELU_KIND_TANH
 
+/* ==== GGML block formats (GGUF tensor types) ==========================================
+ * The element types a GGUF file's tensors carry, numbered as ggml numbers them (the file
+ * stores the number). Block formats pack `block` elements into `bytes` bytes; F32/F16/BF16
+ * are blocks of one. Dequantization to f32 is a plain reference implementation of what
+ * ggml (and the `gguf` Python package) compute, element for element; the integer
+ * dot-product kernels for the same blocks are meant to sit beside it.
+ *
+ *   const lp_ggml_type_traits *tt = lp_ggml_type_traits_get(t->type);
+ *   if (tt && tt->dequantizable) lp_ggml_dequantize(t->type, t->data, out, t->numel);
+ */
+typedef enum lp_ggml_type {
+    LP_GGML_TYPE_F32 = 0, LP_GGML_TYPE_F16 = 1, LP_GGML_TYPE_Q4_0 = 2, LP_GGML_TYPE_Q4_1 = 3,
+    LP_GGML_TYPE_Q5_0 = 6, LP_GGML_TYPE_Q5_1 = 7, LP_GGML_TYPE_Q8_0 = 8, LP_GGML_TYPE_Q8_1 = 9,
+    LP_GGML_TYPE_Q2_K = 10, LP_GGML_TYPE_Q3_K = 11, LP_GGML_TYPE_Q4_K = 12, LP_GGML_TYPE_Q5_K = 13,
+    LP_GGML_TYPE_Q6_K = 14, LP_GGML_TYPE_Q8_K = 15, LP_GGML_TYPE_IQ2_XXS = 16, LP_GGML_TYPE_IQ2_XS = 17,
+    LP_GGML_TYPE_IQ3_XXS = 18, LP_GGML_TYPE_IQ1_S = 19, LP_GGML_TYPE_IQ4_NL = 20, LP_GGML_TYPE_IQ3_S = 21,
+    LP_GGML_TYPE_IQ2_S = 22, LP_GGML_TYPE_IQ4_XS = 23, LP_GGML_TYPE_I8 = 24, LP_GGML_TYPE_I16 = 25,
+    LP_GGML_TYPE_I32 = 26, LP_GGML_TYPE_I64 = 27, LP_GGML_TYPE_F64 = 28, LP_GGML_TYPE_IQ1_M = 29,
+    LP_GGML_TYPE_BF16 = 30, LP_GGML_TYPE_TQ1_0 = 34, LP_GGML_TYPE_TQ2_0 = 35, LP_GGML_TYPE_MXFP4 = 39,
+} lp_ggml_type;
+
+typedef struct lp_ggml_type_traits {
+    const char *name;   /* ggml's name: "F32", "Q4_K", ... */
+    int32_t block;      /* elements per block */
+    int32_t bytes;      /* bytes per block */
+    bool dequantizable; /* lp_ggml_dequantize handles it */
+} lp_ggml_type_traits;
+
+/* The traits of type number t; NULL for a number ggml does not define (or has retired). */
+const lp_ggml_type_traits *lp_ggml_type_traits_get(uint32_t t);
+
+/* dst (n) f32 = the n elements held by src (n / block blocks, little-endian, any
+ * alignment). t must be dequantizable and n a multiple of its block (asserted). Exact
+ * f32 arithmetic in the order ggml uses (no fused multiply-add), so results equal the
+ * `gguf` package's dequantizers bit for bit. */
+void lp_ggml_dequantize(lp_ggml_type t, const void *src, float *dst, int64_t n);
+
 /* ==== quantized weights and LoRA (quant section; see the second block below) ======== */
 
 /* A frozen base weight (OC,C) quantized to NF4 (bitsandbytes layout, bit-identical to
@@ -46,7 +83,7 @@ typedef enum lp_gelu_kind {
  * absmax). Everything lives in one lp_alloc block of category QUANTIZED_WEIGHT that the
  * pointers below point into; lp_qweight_free releases it. */
 typedef struct lp_qweight {
-    lp_dtype dtype;       /* LP_DTYPE_NF4 or LP_DTYPE_INT8 */
+    lp_dtype dtype;       /* LP_DTYPE_NF4, LP_DTYPE_INT8 or LP_DTYPE_GGML */
     int64_t rows, cols;   /* OC, C: the f32 weight's shape, row-major [out, in] */
     int64_t n;            /* rows * cols */
     /* NF4: W flattened row-major, blocks of 64 consecutive values (blocks cross rows
@@ -69,6 +106,11 @@ typedef struct lp_qweight {
     /* INT8 */
     int8_t *q;            /* (rows, cols) round(w / scale), in [-127, 127] */
     float *scale;         /* (rows) absmax_row / 127 */
+    /* GGML: each row is cols / block whole blocks of gtype, exactly as a GGUF file stores
+     * the tensor (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K, F16 or BF16) */
+    lp_ggml_type gtype;
+    uint8_t *blocks;      /* (rows * row_bytes) */
+    int64_t row_bytes;    /* cols / block * block bytes */
     void *mem;            /* owned: the one lp_alloc block */
 } lp_qweight;
 
@@ -576,13 +618,45 @@ double lp_qweight_bytes_per_param(const lp_qweight *q);
  * quant: float32(float32(dynamic[absmax_q[b]] * nested[b/256]) + offset)). */
 float lp_qweight_nf4_block_absmax(const lp_qweight *q, int64_t b);
 
+/* ---- GGML block formats kept at run time (dtype LP_DTYPE_GGML) ----
+ * A GGUF tensor's blocks kept as stored, or an f32 weight quantized at load; every
+ * lp_qmatmul / lp_lora entry point takes them. The forward quantizes the activations per
+ * block (8 bits, blocks of 32, or of 256 for the K-quants) and multiplies with integer
+ * dot products, the block scales applied in f32, as llama.cpp does; its error against
+ * f32 arithmetic on the dequantized weight is bounded by sum_blocks (d_a / 2) sum |w|
+ * (d_a = a block's max|x| / 127). The backward dequantizes (exact). */
+/* True for the types a weight can be kept in: Q8_0, Q4_0, Q4_1, Q4_K, Q6_K, F16, BF16. */
+bool lp_ggml_type_runnable(lp_ggml_type t);
+/* True for the types lp_ggml_quantize writes: Q8_0, Q4_0, F16, BF16. */
+bool lp_ggml_can_quantize(lp_ggml_type t);
+/* dst = n f32 (a multiple of the block) as blocks of t, as ggml's reference quantizers
+ * (quantize_row_q8_0_ref, ..._q4_0_ref) and the `gguf` package write them. */
+void lp_ggml_quantize(lp_ggml_type t, const float *x, void *dst, int64_t n);
+/* Bytes of a (rows, cols) weight kept as t; 0 when t is not runnable or cols is not a
+ * multiple of its block. */
+size_t lp_qweight_ggml_plan_nbytes(lp_ggml_type t, int64_t rows, int64_t cols);
+/* *q = a copy of rows x (cols / block) blocks of type t at data (a GGUF tensor's bytes;
+ * category QUANTIZED_WEIGHT, tagged name, which must outlive q). Errors:
+ * LP_STATUS_UNSUPPORTED (type), LP_STATUS_INVALID_ARG (cols not whole blocks),
+ * LP_STATUS_NO_MEMORY; on error *q is zeroed. */
+LP_WARN_UNUSED lp_status lp_qweight_from_ggml(lp_qweight *q, lp_ggml_type t, const void *data, int64_t rows,
+                                              int64_t cols, const char *name);
+/* *q = w (rows, cols) f32 quantized to t (lp_ggml_can_quantize). Errors as above, plus
+ * LP_STATUS_NUMERIC for a non-finite weight (named by row and column). */
+LP_WARN_UNUSED lp_status lp_qweight_quantize_ggml(lp_qweight *q, lp_ggml_type t, const float *w, int64_t rows,
+                                                  int64_t cols, const char *name);
+/* sum_i W[row, i] * x[i] (x has cols floats) as the optimized forward computes it: the
+ * integer kernels on blocks, x quantized per block (for tests and benchmarks). */
+float lp_qweight_ggml_row_dot(const lp_qweight *w, int64_t row, const float *x);
+
 /* out (n) = dequantized elements [start, start+n) of the flattened (rows*cols) weight. */
 void lp_qweight_dequantize(float *out, const lp_qweight *w, int64_t start, int64_t n);
 
-/* out (N,OC) = inp (N,C) @ W^T + bias (OC, or NULL), W (OC,C) quantized. Fused: W is
- * dequantized a panel of rows at a time into a small per-thread buffer that feeds the
- * GEMM. Errors: LP_STATUS_NO_MEMORY (panel buffers), LP_STATUS_INVALID_ARG (shape is not
- * W's). */
+/* out (N,OC) = inp (N,C) @ W^T + bias (OC, or NULL), W (OC,C) quantized. NF4 / int8: W is
+ * dequantized a slab at a time into a TEMPORARY buffer that feeds the GEMM, except NF4
+ * with N <= 8 and whole blocks per row, which runs the fused dequant-GEMV (no f32 weight).
+ * GGML formats: the integer kernels (see lp_qweight_from_ggml). Errors:
+ * LP_STATUS_NO_MEMORY (buffers), LP_STATUS_INVALID_ARG (shape is not W's). */
 LP_WARN_UNUSED lp_status lp_qmatmul_forward(float *out, const float *inp, const lp_qweight *w, const float *bias,
                                             int64_t N, int64_t C, int64_t OC);
 /* dinp (N,C) = dout (N,OC) @ W. The base is frozen: no weight or bias gradient here. */
@@ -626,43 +700,6 @@ LP_WARN_UNUSED lp_status lp_lora_backward_eager(float *dinp, float *dA, float *d
                                                 float p, int64_t N, int64_t C, int64_t OC, int64_t r);
 
 /* ==== end of the quant section ======================================================== */
-
-/* ==== GGML block formats (GGUF tensor types) ==========================================
- * The element types a GGUF file's tensors carry, numbered as ggml numbers them (the file
- * stores the number). Block formats pack `block` elements into `bytes` bytes; F32/F16/BF16
- * are blocks of one. Dequantization to f32 is a plain reference implementation of what
- * ggml (and the `gguf` Python package) compute, element for element; the integer
- * dot-product kernels for the same blocks are meant to sit beside it.
- *
- *   const lp_ggml_type_traits *tt = lp_ggml_type_traits_get(t->type);
- *   if (tt && tt->dequantizable) lp_ggml_dequantize(t->type, t->data, out, t->numel);
- */
-typedef enum lp_ggml_type {
-    LP_GGML_TYPE_F32 = 0, LP_GGML_TYPE_F16 = 1, LP_GGML_TYPE_Q4_0 = 2, LP_GGML_TYPE_Q4_1 = 3,
-    LP_GGML_TYPE_Q5_0 = 6, LP_GGML_TYPE_Q5_1 = 7, LP_GGML_TYPE_Q8_0 = 8, LP_GGML_TYPE_Q8_1 = 9,
-    LP_GGML_TYPE_Q2_K = 10, LP_GGML_TYPE_Q3_K = 11, LP_GGML_TYPE_Q4_K = 12, LP_GGML_TYPE_Q5_K = 13,
-    LP_GGML_TYPE_Q6_K = 14, LP_GGML_TYPE_Q8_K = 15, LP_GGML_TYPE_IQ2_XXS = 16, LP_GGML_TYPE_IQ2_XS = 17,
-    LP_GGML_TYPE_IQ3_XXS = 18, LP_GGML_TYPE_IQ1_S = 19, LP_GGML_TYPE_IQ4_NL = 20, LP_GGML_TYPE_IQ3_S = 21,
-    LP_GGML_TYPE_IQ2_S = 22, LP_GGML_TYPE_IQ4_XS = 23, LP_GGML_TYPE_I8 = 24, LP_GGML_TYPE_I16 = 25,
-    LP_GGML_TYPE_I32 = 26, LP_GGML_TYPE_I64 = 27, LP_GGML_TYPE_F64 = 28, LP_GGML_TYPE_IQ1_M = 29,
-    LP_GGML_TYPE_BF16 = 30, LP_GGML_TYPE_TQ1_0 = 34, LP_GGML_TYPE_TQ2_0 = 35, LP_GGML_TYPE_MXFP4 = 39,
-} lp_ggml_type;
-
-typedef struct lp_ggml_type_traits {
-    const char *name;   /* ggml's name: "F32", "Q4_K", ... */
-    int32_t block;      /* elements per block */
-    int32_t bytes;      /* bytes per block */
-    bool dequantizable; /* lp_ggml_dequantize handles it */
-} lp_ggml_type_traits;
-
-/* The traits of type number t; NULL for a number ggml does not define (or has retired). */
-const lp_ggml_type_traits *lp_ggml_type_traits_get(uint32_t t);
-
-/* dst (n) f32 = the n elements held by src (n / block blocks, little-endian, any
- * alignment). t must be dequantizable and n a multiple of its block (asserted). Exact
- * f32 arithmetic in the order ggml uses (no fused multiply-add), so results equal the
- * `gguf` package's dequantizers bit for bit. */
-void lp_ggml_dequantize(lp_ggml_type t, const void *src, float *dst, int64_t n);
 
 /* ---- machine peaks (for `loupe peak` and MFU) ------------------------------------------ */
 

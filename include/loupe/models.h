@@ -87,6 +87,24 @@ typedef struct lp_lora_options {
     bool bnb_cpu_dequant;
 } lp_lora_options;
 
+/* How the layers' Linear weights are kept (lp_model_options.weights). Quantized weights
+ * leave the f32 parameter table (memory category QUANTIZED_WEIGHT, frozen: no gradient);
+ * embeddings, norms, biases and the head stay f32. */
+typedef enum lp_weight_format {
+    LP_WEIGHT_FORMAT_F32 = 0, /* f32, a GGUF dequantized at load (`--dequantize`; the default) */
+    LP_WEIGHT_FORMAT_STORED,  /* a GGUF's tensors in their own format (Q8_0, Q4_0, Q4_1, Q4_K,
+                                 Q6_K, F16, BF16; F32 tensors and other sources stay f32) */
+    LP_WEIGHT_FORMAT_Q8_0,    /* converted at load (`--quantize q8_0`); a Linear whose input */
+    LP_WEIGHT_FORMAT_Q4_0,    /* size is not a multiple of 32 (NF4: 64) stays f32 */
+    LP_WEIGHT_FORMAT_NF4,
+} lp_weight_format;
+/* With no_grad (inference), a causal LM's head also gets a quantized copy (the format's,
+ * or a GGUF's own output / token_embd blocks) that its forward reads; the f32 head stays,
+ * being the embedding table when tied. */
+/* Parses "f32" (also "dequantize"), "stored", "q8_0", "q4_0", "nf4". */
+LP_WARN_UNUSED lp_status lp_weight_format_parse(const char *s, lp_weight_format *out);
+const char *lp_weight_format_name(lp_weight_format f);
+
 typedef struct lp_model_options {
     lp_model_task task;         /* AUTO (the config's architecture), BASE (no head) or SEQ_CLS */
     int32_t num_labels;         /* > 0 overrides the config (the head is then re-initialized when
@@ -101,6 +119,8 @@ typedef struct lp_model_options {
     lp_lora_options lora;       /* LoRA / QLoRA; lora.enabled false = plain model */
     bool no_grad;               /* inference only: no gradient block (every grad NULL; backward
                                    returns INVALID_ARG) */
+    lp_weight_format weights;   /* the Linear weights' format (not with lora.enabled, which has
+                                   its own base_dtype) */
 } lp_model_options;
 
 /* Defaults: AUTO task, config's labels, CLS pooling, EAGER, no checkpointing, eval mode,
@@ -245,8 +265,9 @@ typedef struct lp_lora_info {
 } lp_lora_info;
 void lp_model_lora_info(const lp_model *m, lp_lora_info *out);
 /* The quantized base weight of an encoder Linear by its HF weight name
- * ("distilbert.transformer.layer.0.attention.q_lin.weight"); NULL when that weight is not
- * quantized. Owned by the model. */
+ * ("distilbert.transformer.layer.0.attention.q_lin.weight"), or under "lm_head.weight" the
+ * quantized copy of a causal LM's head that an inference load (no_grad, weights not F32)
+ * makes; NULL when that weight is not quantized. Owned by the model. */
 const lp_qweight *lp_model_qweight(const lp_model *m, const char *name);
 
 /* Writes a PEFT adapter directory that PeftModel.from_pretrained loads onto the base model:

@@ -29,6 +29,7 @@ int lp_cmd_checkpoint(int argc, char **argv);
 int lp_cmd_template(int argc, char **argv);
 int lp_cmd_generate(int argc, char **argv);
 int lp_cmd_bench_gen(int argc, char **argv);
+int lp_cmd_quantize(int argc, char **argv);
 
 /* "loupe <cmd>: <message>" on stderr, then LP_EXIT_USAGE with a hint to --help. */
 int lp_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

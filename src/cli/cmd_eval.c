@@ -28,6 +28,9 @@ static const char usage_text[] =
     "  --model DIR              HF model directory (a config-only one is drawn from its seed, as train)\n"
     "  --adapter DIR            apply a PEFT LoRA adapter (as written by --save-adapter)\n"
     "  --base-dtype f32|int8|nf4  the frozen base under --adapter (nf4: as a QLoRA run trained it)\n"
+    "  --quantize q8_0|q4_0|nf4|stored  keep the layers' Linear weights quantized (converted at load,\n"
+    "                           or a GGUF's own blocks with 'stored'), run with the integer kernels\n"
+    "  --dequantize             f32 weights, a GGUF dequantized at load (the default)\n"
     "  --data FILE              CSV/TSV/JSONL: text (and label, for a classifier) columns\n"
     "  --task auto|seq-cls|causal-lm   what the model is (auto: its architecture)\n"
     "  --text-column, --text-pair-column, --label-column NAME\n"
@@ -45,6 +48,7 @@ typedef struct eval_args {
     const char *model, *adapter, *data, *text_col, *pair_col, *label_col, *save_preds;
     lp_model_task task;
     lp_dtype base_dtype;
+    lp_weight_format weights;
     bool skip_bad, json;
     long max_len, batch, threads;
 } eval_args;
@@ -108,6 +112,7 @@ static lp_status open_model(eval_run *E)
     mo.no_grad = true;
     mo.quiet = true;
     mo.exec = LP_EXEC_MODE_FUSED;
+    mo.weights = a->weights;
     mo.seed = init_seed(a->model);
     if (a->adapter) {
         mo.lora.enabled = true;
@@ -376,6 +381,8 @@ int lp_cmd_eval(int argc, char **argv)
         O_PREDS,
         O_JSON,
         O_BASE_DTYPE,
+        O_QUANTIZE,
+        O_DEQUANTIZE,
         O_HELP
     };
     static const struct option opts[] = {{"model", required_argument, NULL, O_MODEL},
@@ -392,6 +399,8 @@ int lp_cmd_eval(int argc, char **argv)
                                          {"save-predictions", required_argument, NULL, O_PREDS},
                                          {"json", no_argument, NULL, O_JSON},
                                          {"base-dtype", required_argument, NULL, O_BASE_DTYPE},
+                                         {"quantize", required_argument, NULL, O_QUANTIZE},
+                                         {"dequantize", no_argument, NULL, O_DEQUANTIZE},
                                          {"help", no_argument, NULL, O_HELP},
                                          {NULL, 0, NULL, 0}};
     eval_args a = {.task = LP_MODEL_TASK_AUTO, .base_dtype = LP_DTYPE_F32, .max_len = 128, .batch = 16};
@@ -446,6 +455,13 @@ int lp_cmd_eval(int argc, char **argv)
                 (a.base_dtype != LP_DTYPE_F32 && a.base_dtype != LP_DTYPE_INT8 &&
                  a.base_dtype != LP_DTYPE_NF4))
                 return lp_cli_usage_error("eval", "--base-dtype expects f32, int8 or nf4, got '%s'", optarg);
+            break;
+        case O_QUANTIZE:
+            if (lp_weight_format_parse(optarg, &a.weights) != LP_OK || a.weights == LP_WEIGHT_FORMAT_F32)
+                return lp_cli_usage_error("eval", "--quantize expects q8_0, q4_0, nf4 or stored, got '%s'", optarg);
+            break;
+        case O_DEQUANTIZE:
+            a.weights = LP_WEIGHT_FORMAT_F32;
             break;
         case 'h':
         case O_HELP:

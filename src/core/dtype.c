@@ -10,6 +10,7 @@ static const struct {
 } dtype_info[LP_DTYPE__COUNT] = {
     [LP_DTYPE_F32] = {"f32", 32}, [LP_DTYPE_BF16] = {"bf16", 16}, [LP_DTYPE_F16] = {"f16", 16},
     [LP_DTYPE_INT8] = {"int8", 8}, [LP_DTYPE_NF4] = {"nf4", 4},   [LP_DTYPE_I32] = {"i32", 32},
+    [LP_DTYPE_GGML] = {"ggml", 0},
 };
 
 const char *lp_dtype_name(lp_dtype dt)

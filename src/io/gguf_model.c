@@ -377,3 +377,74 @@ lp_status lp_gguf_chat_template(const char *path, char **out)
     lp_gguf_close(g);
     return st;
 }
+
+/* The GGUF tensor whose Hugging Face name is hf (the inverse of hf_name, by search: a
+ * model has a few hundred tensors and this runs once per Linear at load). */
+static const lp_gguf_tensor *find_hf(const lp_gguf_file *g, const char *hf)
+{
+    char nm[160];
+    for (size_t i = 0; i < lp_gguf_tensor_count(g); i++) {
+        const lp_gguf_tensor *t = lp_gguf_tensor_at(g, i);
+        if (hf_name(t->name, nm, sizeof nm) && !strcmp(nm, hf))
+            return t;
+    }
+    return NULL;
+}
+
+int32_t lp_gguf_model_weight_type(const lp_gguf_file *g, const char *hf)
+{
+    const lp_gguf_tensor *t = find_hf(g, hf);
+    return t && t->ndim == 2 ? (int32_t)t->type : -1;
+}
+
+lp_status lp_gguf_model_qweight(const lp_gguf_file *g, const char *hf, lp_qweight *out, const char *label)
+{
+    memset(out, 0, sizeof *out);
+    const char *path = lp_gguf_path(g);
+    const lp_gguf_tensor *t = find_hf(g, hf);
+    if (!t || t->ndim != 2)
+        return lp_err(LP_STATUS_NOT_FOUND, "%s: no 2-d tensor for %s", path, hf);
+    const lp_ggml_type ty = (lp_ggml_type)t->type;
+    if (!lp_ggml_type_runnable(ty))
+        return lp_err(LP_STATUS_UNSUPPORTED, "%s: tensor '%s' is %s, not a format loupe keeps at run time", path,
+                      t->name, lp_ggml_type_traits_get(t->type)->name);
+    const int64_t rows = t->ne[1], cols = t->ne[0];
+    lp_status st = lp_qweight_from_ggml(out, ty, t->data, rows, cols, label);
+    if (st != LP_OK)
+        return lp_err_wrap(st, "%s: tensor '%s'", path, t->name);
+    const arch_info *a = NULL;
+    if ((st = find_arch(g, &a)) != LP_OK || !a->permuted_qk ||
+        !(name_has(t->name, ".attn_q.") || name_has(t->name, ".attn_k.")))
+        goto done;
+    /* llama.cpp permuted whole rows of q/k: undo it on the rows of blocks (each row moves
+     * as a unit, so every block stays as stored) */
+    char k[128];
+    int64_t heads = 0, kv = -1;
+    if ((st = lp_gguf_get_int(g, akey(a, "attention.head_count", k, sizeof k), &heads)) != LP_OK ||
+        (st = opt_int(g, akey(a, "attention.head_count_kv", k, sizeof k), &kv)) != LP_OK)
+        goto done;
+    const int64_t hh = name_has(t->name, ".attn_q.") ? heads : kv < 0 ? heads : kv;
+    if (hh <= 0 || rows % (2 * hh)) {
+        st = lp_err(LP_STATUS_FORMAT, "%s: tensor '%s': %lld rows do not split into %lld heads of even size", path,
+                    t->name, (long long)rows, (long long)hh);
+        goto done;
+    }
+    const int64_t D = rows / hh, half = D / 2, rb = out->row_bytes;
+    uint8_t *tmp = malloc((size_t)(D * rb));
+    if (!tmp) {
+        st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
+        goto done;
+    }
+    for (int64_t h = 0; h < hh; h++) {
+        uint8_t *head = out->blocks + h * D * rb;
+        memcpy(tmp, head, (size_t)(D * rb));
+        for (int64_t s = 0; s < 2; s++)
+            for (int64_t j = 0; j < half; j++)
+                memcpy(head + (s * half + j) * rb, tmp + (2 * j + s) * rb, (size_t)rb);
+    }
+    free(tmp);
+done:
+    if (st != LP_OK)
+        lp_qweight_free(out);
+    return st;
+}

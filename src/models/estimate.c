@@ -16,7 +16,10 @@
  *   eager LoRA backward: dv (N,out) + du (N,r) + dx (N,in) [+ the dropped input (N,in)]
  *                        [+ the dequantized weight (out,in) for a quantized base]
  *   eager quantized base: the dequantized weight (out,in)
- *   fused quantized base: one dequantized slab of W at a time (lp_qmatmul_slab_width)
+ *   fused quantized base: one dequantized slab of W at a time (lp_qmatmul_slab_width);
+ *                        kept GGML formats forward with the activations quantized (N rows
+ *                        of 40 bytes per 32, or 292 per 256) or per-thread f32 tiles of 16
+ *                        rows (F16/BF16); NF4 for N <= 8 through the fused GEMV (none)
  *   fused LoRA backward:  g (N,r) beside the base's slab [with dropout: 256 dropped input
  *                        rows (256,in) or threads x 32 masked rows (32,in)]
  *   fused LoRA dropout forward: threads x 64 dropped rows (64,in)
@@ -36,7 +39,7 @@ static uint64_t max2(uint64_t a, uint64_t b)
 static uint64_t linear_scratch(const lp_model *m, const lp_model_linear *ml, uint64_t N, uint64_t th)
 {
     const uint64_t out = (uint64_t)ml->lin->out, in = (uint64_t)ml->lin->in;
-    const bool quant = m->lora.enabled && m->lora.base_dtype != LP_DTYPE_F32;
+    const bool quant = (m->lora.enabled && m->lora.base_dtype != LP_DTYPE_F32) || ml->quantized;
     const bool adapted = ml->adapted;
     const uint64_t r = adapted ? (uint64_t)m->lora.rank : 0;
     const bool drop = adapted && m->lora.dropout > 0;
@@ -50,6 +53,14 @@ static uint64_t linear_scratch(const lp_model *m, const lp_model_linear *ml, uin
      * (beside g) the dropped input for dA, the slab (ob, in), the masked LoRA rows */
     uint64_t fwd = max2(quant ? out * (uint64_t)lp_qmatmul_slab_width((int64_t)out, (int64_t)in) : 0,
                         drop ? th * 64 * in : 0);
+    if (ml->quantized && ml->qdtype == LP_DTYPE_GGML) /* the integer kernels: N quantized rows, or f16 tiles */
+        fwd = ml->qgtype == LP_GGML_TYPE_F16 || ml->qgtype == LP_GGML_TYPE_BF16
+                  ? th * 16 * in
+                  : (N * (in / (ml->qgtype == LP_GGML_TYPE_Q4_K || ml->qgtype == LP_GGML_TYPE_Q6_K ? 256 : 32)) *
+                         (ml->qgtype == LP_GGML_TYPE_Q4_K || ml->qgtype == LP_GGML_TYPE_Q6_K ? 292 : 40) +
+                     3) / 4;
+    else if (ml->quantized && N <= 8) /* NF4 decode: the fused GEMV, no scratch */
+        fwd = 0;
     uint64_t bwd = max2(quant ? (uint64_t)lp_qmatmul_slab_width((int64_t)in, (int64_t)out) * in : 0,
                         drop ? max2(256 * in, th * 32 * in) : 0);
     return max2(fwd, bwd + (adapted ? N * r : 0));
@@ -111,10 +122,16 @@ lp_status lp_model_estimate(const char *dir, const lp_model_options *opt, int64_
         out->lora_params += (uint64_t)m->adapters[i].lora.r * (uint64_t)(l->in + l->out);
     }
     const bool quant = m->lora.enabled && m->lora.base_dtype != LP_DTYPE_F32;
-    for (size_t i = 0; quant && i < m->n_lins; i++) { // quantized bases left the table
-        const lp_nn_linear *l = m->lins[i].lin;
+    for (size_t i = 0; i < m->n_lins; i++) { // quantized bases left the table
+        const lp_model_linear *ml = &m->lins[i];
+        const lp_nn_linear *l = ml->lin;
+        if (!quant && !ml->quantized)
+            continue;
         out->total_params += (uint64_t)(l->out * l->in);
-        out->quantized_weights += lp_qweight_plan_nbytes(m->lora.base_dtype, l->out, l->in, true);
+        out->quantized_weights += quant || ml->qdtype == LP_DTYPE_NF4
+                                      ? lp_qweight_plan_nbytes(quant ? m->lora.base_dtype : LP_DTYPE_NF4, l->out,
+                                                               l->in, true)
+                                      : lp_qweight_ggml_plan_nbytes(ml->qgtype, l->out, l->in);
     }
     out->parameters = 4 * (uint64_t)m->n_floats;
     out->gradients = 4 * grad_floats;

@@ -259,6 +259,7 @@ static lp_status wire(lp_model *m, const lp_st_set *w, const lp_param_map *map)
             ls->head.fwd_name = lp_model__prof_name(fam, "lm_head", "forward", &st);
             ls->head.bwd_name = lp_model__prof_name(fam, "lm_head", "backward", &st);
         }
+        m->lm_head = &ls->head; /* quant_setup.c may give it a quantized copy for inference */
     } else if (m->task == LP_MODEL_TASK_SEQ_CLS) {
         const lp_st_tensor *t;
         TRY(head_src(m, w, "score.weight", m->num_labels, C, &t));

@@ -28,6 +28,11 @@ typedef struct lp_model_linear {
     size_t wparam;           /* index of its weight in params (SIZE_MAX when quantized) */
     bool adapted;
     lp_qweight *q;           /* quantized base (owned), or NULL */
+    /* lp_model_options.weights: kept as qdtype (LP_DTYPE_NF4 or LP_DTYPE_GGML of qgtype)
+     * when quantized is set (decided by lp_model__quant_setup, filled by _quant_finish) */
+    bool quantized;
+    lp_dtype qdtype;
+    lp_ggml_type qgtype;
     const lp_st_tensor *qsrc; /* its checkpoint tensor while the model is built (NULL: initialize) */
 } lp_model_linear;
 
@@ -150,6 +155,10 @@ struct lp_model {
     size_t n_adapters;
     lp_st_file *adapter_file;  /* open while the model is built */
     lp_nn_ctx pass_ctx;        /* what adapters and quantized bases read during a pass */
+    lp_gguf_file *qgguf;       /* STORED weights: the GGUF, open from quant_setup to quant_finish */
+    lp_nn_linear *lm_head;     /* a causal LM's head (set by the family), or NULL */
+    lp_qweight *head_q;        /* inference with quantized weights: the LM head's quantized copy
+                                  (owned; the f32 weight stays for the embedding lookup) */
     lp_status pass_status;     /* first kernel error of the current pass (pass_ctx.status) */
     float *lora_act; uint8_t *lora_u8;
     int64_t lora_act_cap, lora_u8_cap;
@@ -214,6 +223,15 @@ lp_status lp_model__note_linear(lp_model *m, lp_nn_linear *lin, const char *modu
 /* After wire(): applies m->opt.lora (targets, frozen base, head trainable, adapter params and
  * the adapter file's tensors as their sources). No-op without LoRA. */
 lp_status lp_model__peft_setup(lp_model *m);
+/* Inference weights without LoRA (quant_setup.c): _setup marks the Linears that
+ * lp_model_options.weights keeps quantized and drops them from the parameter table (also
+ * plan-only); _finish makes their lp_qweight from the checkpoint (or the GGUF's blocks). */
+lp_status lp_model__quant_setup(lp_model *m);
+lp_status lp_model__quant_finish(lp_model *m);
+/* Drops the weights of the Linears with drop[i] set (NULL: all) from the parameter table,
+ * keeping each one's checkpoint tensor in qsrc; offsets and the kept Linears' wparam are
+ * recomputed (no block exists yet). */
+lp_status lp_model__drop_linear_params(lp_model *m, const bool *drop);
 /* After the blocks are filled: quantizes bases, closes the adapter file. */
 lp_status lp_model__peft_finish(lp_model *m);
 /* Sizes and binds the adapters' saved activations and scratch for a (B,T) batch. */

@@ -366,21 +366,27 @@ static const lp_st_tensor *adapter_tensor(const lp_model *m, const char *name, i
 }
 
 /* QLoRA: the encoder Linears' weights leave the f32 parameter table (they are stored
- * quantized by lp_model__peft_finish, from the checkpoint tensor kept in qsrc); offsets of the
- * remaining parameters are recomputed (no block exists yet). */
-static lp_status drop_quantized_params(lp_model *m)
+ * quantized by lp_model__peft_finish, from the checkpoint tensor kept in qsrc). */
+lp_status lp_model__drop_linear_params(lp_model *m, const bool *which)
 {
     bool *drop = lp_calloc(m->n_params + 1, sizeof *drop);
-    if (!drop)
+    size_t *to = lp_calloc(m->n_params + 1, sizeof *to);
+    if (!drop || !to) {
+        free(drop);
+        free(to);
         return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory");
+    }
     for (size_t i = 0; i < m->n_lins; i++) {
         lp_model_linear *ml = &m->lins[i];
+        if (which && !which[i])
+            continue;
         ml->qsrc = m->slots[ml->wparam].src;
         drop[ml->wparam] = true;
     }
     size_t k = 0;
     m->n_floats = 0;
     for (size_t i = 0; i < m->n_params; i++) {
+        to[i] = k;
         if (drop[i]) {
             free(m->names[i]);
             continue;
@@ -394,15 +400,20 @@ static lp_status drop_quantized_params(lp_model *m)
     }
     m->n_params = k;
     for (size_t i = 0; i < m->n_lins; i++)
-        m->lins[i].wparam = SIZE_MAX;
+        m->lins[i].wparam = which && !which[i] ? to[m->lins[i].wparam] : SIZE_MAX;
     free(drop);
+    free(to);
     return LP_OK;
 }
 
 lp_status lp_model__peft_setup(lp_model *m)
 {
     if (!m->opt.lora.enabled)
-        return LP_OK;
+        return lp_model__quant_setup(m);
+    if (m->opt.weights != LP_WEIGHT_FORMAT_F32)
+        return lp_err(LP_STATUS_INVALID_ARG,
+                      "%s: weights kept as %s and LoRA together: LoRA's base_dtype (nf4, int8) sets its base", m->dir,
+                      lp_weight_format_name(m->opt.weights));
     lp_lora_options *o = &m->lora;
     *o = m->opt.lora;
     if (!m->has_head)
@@ -506,7 +517,7 @@ lp_status lp_model__peft_setup(lp_model *m)
     if ((st = saved_targets(m)) != LP_OK)
         return st;
 
-    if (o->base_dtype != LP_DTYPE_F32 && (st = drop_quantized_params(m)) != LP_OK)
+    if (o->base_dtype != LP_DTYPE_F32 && (st = lp_model__drop_linear_params(m, NULL)) != LP_OK)
         return st;
 
     /* the base is frozen; the head (modules_to_save) is trained in full, from the adapter if given */
@@ -581,7 +592,9 @@ lp_status lp_model__peft_finish(lp_model *m)
 {
     lp_st_close(m->adapter_file); // every tensor was copied into the parameter block
     m->adapter_file = NULL;
-    if (!m->lora.enabled || m->lora.base_dtype == LP_DTYPE_F32)
+    if (!m->lora.enabled)
+        return lp_model__quant_finish(m);
+    if (m->lora.base_dtype == LP_DTYPE_F32)
         return LP_OK;
     lp_rng rng;
     lp_rng_init(&rng, m->opt.seed ^ 0x9e3779b97f4a7c15ull, LP_RNG_STREAM_INIT);
@@ -615,6 +628,8 @@ lp_status lp_model__peft_finish(lp_model *m)
 
 const lp_qweight *lp_model_qweight(const lp_model *m, const char *name)
 {
+    if (m->head_q && !strcmp(name, "lm_head.weight"))
+        return m->head_q;
     size_t n = strlen(name);
     for (size_t i = 0; i < m->n_lins; i++) {
         const lp_model_linear *ml = &m->lins[i];
@@ -680,6 +695,13 @@ void lp_model__peft_free(lp_model *m)
         }
     lp_st_close(m->adapter_file);
     m->adapter_file = NULL;
+    lp_gguf_close(m->qgguf);
+    m->qgguf = NULL;
+    if (m->head_q) {
+        lp_qweight_free(m->head_q);
+        free(m->head_q);
+        m->head_q = NULL;
+    }
     lp_free(m->lora_act);
     lp_free(m->lora_u8);
     free(m->adapters);

@@ -23,10 +23,13 @@
 #define B 3
 #define T 12
 
+static lp_weight_format g_weights; /* full fine-tuning with the layers' Linears kept quantized */
+
 static void run(const char *dir, lp_train_method method, lp_exec_mode exec, bool ckpt)
 {
     lp_model_options o;
     lp_model_options_init(&o);
+    o.weights = method == LP_TRAIN_METHOD_FULL ? g_weights : LP_WEIGHT_FORMAT_F32;
     o.exec = exec;
     o.grad_checkpointing = ckpt;
     o.training = true;
@@ -137,6 +140,21 @@ static void test_bert(void **state)
     sweep("models/default");
 }
 
+/* Inference weight formats (lp_model_options.weights): the quantized Linears leave the
+ * parameter table for QUANTIZED_WEIGHT, and their kernels' scratch is predicted too. */
+static void test_weight_formats(void **state)
+{
+    (void)state;
+    static const lp_weight_format f[] = {LP_WEIGHT_FORMAT_Q8_0, LP_WEIGHT_FORMAT_Q4_0, LP_WEIGHT_FORMAT_NF4};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        g_weights = f[i];
+        run("tests/golden/smollm_lm", LP_TRAIN_METHOD_FULL, LP_EXEC_MODE_FUSED, false);
+        run("tests/golden/llama_lm", LP_TRAIN_METHOD_FULL, LP_EXEC_MODE_FUSED, true);
+        run("tests/golden/qwen2_cls", LP_TRAIN_METHOD_FULL, LP_EXEC_MODE_EAGER, false);
+    }
+    g_weights = LP_WEIGHT_FORMAT_F32;
+}
+
 /* Refusals name what is wrong. */
 static void test_bad(void **state)
 {
@@ -157,7 +175,8 @@ int main(void)
     lp_threads_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama_lm), cmocka_unit_test(test_qwen2_cls), cmocka_unit_test(test_smollm_tied),
-        cmocka_unit_test(test_mistral_window), cmocka_unit_test(test_bert), cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_mistral_window), cmocka_unit_test(test_bert), cmocka_unit_test(test_weight_formats),
+        cmocka_unit_test(test_bad),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -38,6 +38,7 @@ GOLDENS = {
     "bench_cls": "gen_bench_cls.py",
     # GGUF input: ggml block dequantizers, tiny GGUF copies, the real SmolLM2 GGUF
     "ggml_dequant": "gen_ggml_dequant.py",
+    "ggml_quant": "gen_ggml_quant.py",
     "gguf_tiny": "gen_gguf_tiny.py",
     "gguf_smollm2": "gen_gguf_smollm2.py",
 }

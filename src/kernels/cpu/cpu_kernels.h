@@ -110,6 +110,47 @@ lp_status lp_k_linear_slabs_forward(float *out, const float *inp, const float *w
 lp_status lp_k_linear_slabs_backward(float *dinp, const float *dout, const float *wf, const lp_qweight *wq,
                                       const float *g, const float *A, float s, const uint8_t *keep, float p,
                                       int64_t N, int64_t C, int64_t OC, int64_t r);
+/* ---- GGML block formats at run time (integer kernels) ----
+ * Activations are quantized per block on the fly, as llama.cpp does: blocks of 32 (for
+ * Q8_0, Q4_0, Q4_1) or of 256 (for the K-quants). The scale stays f32 (llama.cpp rounds
+ * it to f16; f32 only removes error), s caches d * sum(q) for the formats with a minimum. */
+typedef struct lp_q8a {
+    float d, s;    /* scale (max|x| / 127) and d * sum(q) */
+    int8_t q[32];  /* round(x / d), in [-127, 127] */
+} lp_q8a;
+typedef struct lp_q8k {
+    float d;
+    int16_t bsum[16]; /* sums of q over each 16 consecutive elements */
+    int8_t q[256];
+} lp_q8k;
+/* y (n/32 or n/256 blocks) = x (n) quantized; n a multiple of the block. */
+void lp_k_quantize_q8a(lp_q8a *y, const float *x, int64_t n);
+void lp_k_quantize_q8k(lp_q8k *y, const float *x, int64_t n);
+/* Dot products of nb weight blocks (as stored) with nb activation blocks: integer sums
+ * inside a block, the block scales applied in f32 (qdot_<type>.c; AVX2 / AVX-512 VNNI /
+ * portable C inside each file). */
+float lp_k_dot_q8_0(int64_t nb, const uint8_t *w, const lp_q8a *a);
+float lp_k_dot_q4_0(int64_t nb, const uint8_t *w, const lp_q8a *a);
+float lp_k_dot_q4_1(int64_t nb, const uint8_t *w, const lp_q8a *a);
+/* 4 activation rows (ab blocks apart) against one weight row: out[0..3] (prefill). */
+void lp_k_dot_q8_0_x4(int64_t nb, const uint8_t *w, const lp_q8a *a, int64_t ab, float *out);
+void lp_k_dot_q4_0_x4(int64_t nb, const uint8_t *w, const lp_q8a *a, int64_t ab, float *out);
+float lp_k_dot_q4_k(int64_t nb, const uint8_t *w, const lp_q8k *a);
+float lp_k_dot_q6_k(int64_t nb, const uint8_t *w, const lp_q8k *a);
+/* out (n) = elements [start, start+n) of a GGML-format weight (partial blocks allowed). */
+void lp_k_ggml_dequantize_range(float *out, const lp_qweight *w, int64_t start, int64_t n);
+/* out (N,OC) = inp (N,C) @ W^T + bias with W in a GGML block format (qgemv_ggml.c):
+ * activations quantized once, rows of W split across the pool, each weight row block read
+ * once per pass over all N activation rows. */
+lp_status lp_k_ggml_matmul_forward(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N,
+                                   int64_t C, int64_t OC);
+/* NF4 fused dequant-GEMV (nf4_gemv.c) for a few activation rows: codes looked up and
+ * multiplied in registers, no f32 weight materialized. Needs C % 64 == 0 (blocks within
+ * rows) and the format's own block layout (not bnb_cpu_rows). */
+#define LP_NF4_GEMV_MAX_ROWS 8 /* above it, dequantized slabs through sgemm win */
+bool lp_k_nf4_gemv_fits(const lp_qweight *w);
+void lp_k_nf4_gemv(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N, int64_t C,
+                   int64_t OC);
 /* lora.c: argument checks shared by every LoRA entry (fwd: keep and rng needed when p > 0). */
 lp_status lp_k_lora_check(const lp_lora_base *base, float p, const void *keep, const lp_rng *rng, int64_t C,
                           int64_t OC, int64_t r, bool fwd);

@@ -7,6 +7,7 @@
  * made OpenBLAS re-pack the whole activation for every panel (0.56-0.89x sgemm). */
 #include <cblas.h>
 #include <omp.h>
+#include <string.h>
 
 #include "cpu_kernels.h"
 
@@ -19,6 +20,27 @@ static lp_status check_shape(const lp_qweight *w, int64_t C, int64_t OC, const c
     return LP_OK;
 }
 
+/* The GGML reference: each weight row dequantized exactly (ggml_dequant.c), then an f32
+ * dot accumulated in double: what the integer kernels approximate. */
+static lp_status ggml_forward_ref(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N,
+                                  int64_t C, int64_t OC)
+{
+    float *row = lp_alloc((size_t)C * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "dequantized row");
+    if (!row)
+        return LP_STATUS_NO_MEMORY;
+    for (int64_t o = 0; o < OC; o++) {
+        lp_k_ggml_dequantize_range(row, w, o * C, C);
+        for (int64_t i = 0; i < N; i++) {
+            double acc = bias ? bias[o] : 0.0;
+            for (int64_t k = 0; k < C; k++)
+                acc += (double)inp[i * C + k] * row[k];
+            out[i * OC + o] = (float)acc;
+        }
+    }
+    lp_free(row);
+    return LP_OK;
+}
+
 // out (N,OC) = inp (N,C) @ W^T (C,OC) + bias (OC)
 lp_status lp_k_qmatmul_forward_ref(float *out, const float *inp, const lp_qweight *w, const float *bias,
                                    int64_t N, int64_t C, int64_t OC)
@@ -26,6 +48,8 @@ lp_status lp_k_qmatmul_forward_ref(float *out, const float *inp, const lp_qweigh
     lp_status st = check_shape(w, C, OC, "qmatmul_forward");
     if (st)
         return st;
+    if (w->dtype == LP_DTYPE_GGML)
+        return ggml_forward_ref(out, inp, w, bias, N, C, OC);
     for (int64_t i = 0; i < N; i++)
         for (int64_t o = 0; o < OC; o++) {
             double acc = bias ? bias[o] : 0.0;
@@ -39,6 +63,32 @@ lp_status lp_k_qmatmul_forward_ref(float *out, const float *inp, const lp_qweigh
     return LP_OK;
 }
 
+/* dinp (N,C) = dout @ W for a GGML weight: rows dequantized once each (a per-element
+ * lookup would decode a whole block per element), sums in double. */
+static lp_status ggml_backward_ref(float *dinp, const float *dout, const lp_qweight *w, int64_t N, int64_t C,
+                                   int64_t OC)
+{
+    float *row = lp_alloc((size_t)C * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "dequantized row");
+    double *acc = lp_alloc((size_t)(N * C) * sizeof(double), LP_MEM_CATEGORY_TEMPORARY, "backward sums");
+    if (!row || !acc) {
+        lp_free(row);
+        lp_free(acc);
+        return LP_STATUS_NO_MEMORY;
+    }
+    memset(acc, 0, (size_t)(N * C) * sizeof(double));
+    for (int64_t o = 0; o < OC; o++) {
+        lp_k_ggml_dequantize_range(row, w, o * C, C);
+        for (int64_t i = 0; i < N; i++)
+            for (int64_t k = 0; k < C; k++)
+                acc[i * C + k] += (double)dout[i * OC + o] * row[k];
+    }
+    for (int64_t e = 0; e < N * C; e++)
+        dinp[e] = (float)acc[e];
+    lp_free(row);
+    lp_free(acc);
+    return LP_OK;
+}
+
 // dinp (N,C) = dout (N,OC) @ W (OC,C)
 lp_status lp_k_qmatmul_backward_ref(float *dinp, const float *dout, const lp_qweight *w, int64_t N, int64_t C,
                                     int64_t OC)
@@ -46,6 +96,8 @@ lp_status lp_k_qmatmul_backward_ref(float *dinp, const float *dout, const lp_qwe
     lp_status st = check_shape(w, C, OC, "qmatmul_backward");
     if (st)
         return st;
+    if (w->dtype == LP_DTYPE_GGML)
+        return ggml_backward_ref(dinp, dout, w, N, C, OC);
     for (int64_t i = 0; i < N; i++)
         for (int64_t k = 0; k < C; k++) {
             double acc = 0.0;
@@ -61,7 +113,9 @@ lp_status lp_k_qmatmul_backward_ref(float *dinp, const float *dout, const lp_qwe
 
 static void dequant_one_thread(float *out, const lp_qweight *w, int64_t start, int64_t n)
 {
-    if (w->dtype == LP_DTYPE_NF4)
+    if (w->dtype == LP_DTYPE_GGML)
+        lp_k_ggml_dequantize_range(out, w, start, n);
+    else if (w->dtype == LP_DTYPE_NF4)
         lp_k_nf4_dequantize_opt(out, w, start, n);
     else
         lp_k_int8_dequantize_opt(out, w, start, n);
@@ -171,6 +225,12 @@ lp_status lp_k_qmatmul_forward_opt(float *out, const float *inp, const lp_qweigh
     lp_status st = check_shape(w, C, OC, "qmatmul_forward");
     if (st || N <= 0)
         return st;
+    if (w->dtype == LP_DTYPE_GGML) /* integer kernels on the blocks as stored */
+        return lp_k_ggml_matmul_forward(out, inp, w, bias, N, C, OC);
+    if (N <= LP_NF4_GEMV_MAX_ROWS && lp_k_nf4_gemv_fits(w)) { /* decode: no f32 weight at all */
+        lp_k_nf4_gemv(out, inp, w, bias, N, C, OC);
+        return LP_OK;
+    }
     return lp_k_linear_slabs_forward(out, inp, NULL, w, bias, NULL, NULL, 0.0f, N, C, OC, 0);
 }
 

@@ -18,9 +18,37 @@ void lp_qweight_dequantize(float *out, const lp_qweight *w, int64_t start, int64
     if (w->dtype == LP_DTYPE_NF4) {
         LP_OP_BEGIN("lp::nf4_dequantize", 1.0 * n, 4.5 * n, 2, w->rows, w->cols);
         K->qweight_dequantize(out, w, start, n);
+    } else if (w->dtype == LP_DTYPE_GGML) {
+        LP_OP_BEGIN("lp::ggml_dequantize", 1.0 * n, 4.0 * n + (double)lp_qweight_nbytes(w) * n / (double)w->n, 2,
+                    w->rows, w->cols);
+        K->qweight_dequantize(out, w, start, n);
     } else {
         LP_OP_BEGIN("lp::int8_dequantize", 1.0 * n, 5.0 * n, 2, w->rows, w->cols);
         K->qweight_dequantize(out, w, start, n);
+    }
+}
+
+/* One profiler name per GGML format, so a profile tells a Q4_K layer from a Q6_K one. */
+#define GGML_FWD(T, name)                        \
+    case LP_GGML_TYPE_##T: {                     \
+        LP_OP_BEGIN(name, fl, by, 3, N, C, OC); \
+        return K->qmatmul_forward(out, inp, w, bias, N, C, OC); \
+    }
+
+static lp_status ggml_forward(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N,
+                              int64_t C, int64_t OC, double fl, double by)
+{
+    switch (w->gtype) {
+        GGML_FWD(Q8_0, "lp::q8_0_matmul_forward")
+        GGML_FWD(Q4_0, "lp::q4_0_matmul_forward")
+        GGML_FWD(Q4_1, "lp::q4_1_matmul_forward")
+        GGML_FWD(Q4_K, "lp::q4_k_matmul_forward")
+        GGML_FWD(Q6_K, "lp::q6_k_matmul_forward")
+        GGML_FWD(F16, "lp::f16_matmul_forward")
+    default: {
+        LP_OP_BEGIN("lp::bf16_matmul_forward", fl, by, 3, N, C, OC);
+        return K->qmatmul_forward(out, inp, w, bias, N, C, OC);
+    }
     }
 }
 
@@ -28,6 +56,8 @@ lp_status lp_qmatmul_forward(float *out, const float *inp, const lp_qweight *w, 
                              int64_t C, int64_t OC)
 {
     double fl = 2.0 * N * C * OC + (bias ? 1.0 * N * OC : 0.0), by = 4.0 * (N * C + N * OC) + wbytes(w);
+    if (w && w->dtype == LP_DTYPE_GGML)
+        return ggml_forward(out, inp, w, bias, N, C, OC, fl, by);
     if (w->dtype == LP_DTYPE_NF4) {
         LP_OP_BEGIN("lp::nf4_matmul_forward", fl, by, 3, N, C, OC);
         return K->qmatmul_forward(out, inp, w, bias, N, C, OC);
@@ -43,6 +73,9 @@ lp_status lp_qmatmul_backward(float *dinp, const float *dout, const lp_qweight *
     double fl = 2.0 * N * C * OC, by = 4.0 * (N * C + N * OC) + wbytes(w);
     if (w->dtype == LP_DTYPE_NF4) {
         LP_OP_BEGIN("lp::nf4_matmul_backward", fl, by, 3, N, C, OC);
+        return K->qmatmul_backward(dinp, dout, w, N, C, OC);
+    } else if (w->dtype == LP_DTYPE_GGML) {
+        LP_OP_BEGIN("lp::ggml_matmul_backward", fl, by, 3, N, C, OC);
         return K->qmatmul_backward(dinp, dout, w, N, C, OC);
     } else {
         LP_OP_BEGIN("lp::int8_matmul_backward", fl, by, 3, N, C, OC);

@@ -1,4 +1,4 @@
-/* Quantized base weights (NF4, int8): allocation in one QUANTIZED_WEIGHT block, sizes,
+/* Quantized base weights (NF4, int8; the GGML formats in qweight_ggml.c): allocation in one QUANTIZED_WEIGHT block, sizes,
  * the dequantize table entries (dispatching on the dtype) and the y += x helper. */
 #include <math.h>
 #include <string.h>
@@ -107,7 +107,9 @@ float lp_qweight_nf4_block_absmax(const lp_qweight *q, int64_t b)
 
 void lp_k_qweight_dequantize_ref(float *out, const lp_qweight *w, int64_t start, int64_t n)
 {
-    if (w->dtype == LP_DTYPE_NF4)
+    if (w->dtype == LP_DTYPE_GGML)
+        lp_k_ggml_dequantize_range(out, w, start, n);
+    else if (w->dtype == LP_DTYPE_NF4)
         lp_k_nf4_dequantize_ref(out, w, start, n);
     else
         lp_k_int8_dequantize_ref(out, w, start, n);
@@ -118,7 +120,9 @@ void lp_k_qweight_dequantize_opt(float *out, const lp_qweight *w, int64_t start,
     /* split large ranges across threads; each chunk starts on a block boundary */
     const int64_t chunk = 1 << 16;
     if (n < 2 * chunk) {
-        if (w->dtype == LP_DTYPE_NF4)
+        if (w->dtype == LP_DTYPE_GGML)
+            lp_k_ggml_dequantize_range(out, w, start, n);
+        else if (w->dtype == LP_DTYPE_NF4)
             lp_k_nf4_dequantize_opt(out, w, start, n);
         else
             lp_k_int8_dequantize_opt(out, w, start, n);
@@ -128,7 +132,9 @@ void lp_k_qweight_dequantize_opt(float *out, const lp_qweight *w, int64_t start,
 #pragma omp parallel for schedule(static)
     for (int64_t c = 0; c < nchunks; c++) {
         int64_t lo = c * chunk, len = lo + chunk < n ? chunk : n - lo;
-        if (w->dtype == LP_DTYPE_NF4)
+        if (w->dtype == LP_DTYPE_GGML)
+            lp_k_ggml_dequantize_range(out + lo, w, start + lo, len);
+        else if (w->dtype == LP_DTYPE_NF4)
             lp_k_nf4_dequantize_opt(out + lo, w, start + lo, len);
         else
             lp_k_int8_dequantize_opt(out + lo, w, start + lo, len);

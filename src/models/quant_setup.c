@@ -1,0 +1,170 @@
+/* Inference weights kept quantized without LoRA (lp_model_options.weights): a GGUF's
+ * blocks as stored, or an f32/bf16 checkpoint's Linears converted at load to Q8_0, Q4_0 or
+ * NF4. The Linears leave the f32 parameter table, as QLoRA's base does, and run through
+ * lp_qmatmul_* (integer kernels for the GGML formats, the fused GEMV for NF4 decode). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models_internal.h"
+
+static const char *const fmt_names[] = {"f32", "stored", "q8_0", "q4_0", "nf4"};
+
+const char *lp_weight_format_name(lp_weight_format f)
+{
+    return (unsigned)f < sizeof fmt_names / sizeof fmt_names[0] ? fmt_names[f] : "?";
+}
+
+lp_status lp_weight_format_parse(const char *s, lp_weight_format *out)
+{
+    for (size_t i = 0; s && i < sizeof fmt_names / sizeof fmt_names[0]; i++)
+        if (!strcmp(s, fmt_names[i])) {
+            *out = (lp_weight_format)i;
+            return LP_OK;
+        }
+    if (s && !strcmp(s, "dequantize")) {
+        *out = LP_WEIGHT_FORMAT_F32;
+        return LP_OK;
+    }
+    return lp_err(LP_STATUS_INVALID_ARG, "weight format '%s' (expected f32, stored, q8_0, q4_0 or nf4)",
+                  s ? s : "(null)");
+}
+
+/* How Linear ml is kept under the model's format: sets ml->quantized and its type. */
+static void plan_linear(lp_model *m, lp_model_linear *ml)
+{
+    const int64_t in = ml->lin->in;
+    ml->quantized = false;
+    switch (m->opt.weights) {
+    case LP_WEIGHT_FORMAT_STORED: {
+        if (!m->qgguf)
+            return;
+        char hf[300];
+        snprintf(hf, sizeof hf, "%s.weight", ml->module);
+        int32_t t = lp_gguf_model_weight_type(m->qgguf, hf);
+        if (t < 0 || t == LP_GGML_TYPE_F32 || !lp_ggml_type_runnable((lp_ggml_type)t))
+            return; /* f32 in the file, or a type only dequantized: f32 */
+        ml->quantized = true;
+        ml->qdtype = LP_DTYPE_GGML;
+        ml->qgtype = (lp_ggml_type)t;
+        return;
+    }
+    case LP_WEIGHT_FORMAT_Q8_0:
+    case LP_WEIGHT_FORMAT_Q4_0:
+        ml->quantized = in % 32 == 0;
+        ml->qdtype = LP_DTYPE_GGML;
+        ml->qgtype = m->opt.weights == LP_WEIGHT_FORMAT_Q8_0 ? LP_GGML_TYPE_Q8_0 : LP_GGML_TYPE_Q4_0;
+        return;
+    case LP_WEIGHT_FORMAT_NF4:
+        ml->quantized = in % LP_NF4_BLOCK == 0; /* blocks within rows: the fused GEMV applies */
+        ml->qdtype = LP_DTYPE_NF4;
+        return;
+    default:
+        return;
+    }
+}
+
+lp_status lp_model__quant_setup(lp_model *m)
+{
+    const lp_weight_format f = m->opt.weights;
+    if (f == LP_WEIGHT_FORMAT_F32)
+        return LP_OK;
+    if ((unsigned)f > LP_WEIGHT_FORMAT_NF4)
+        return lp_err(LP_STATUS_INVALID_ARG, "%s: unknown weight format %d", m->dir, (int)f);
+    lp_status st;
+    if (f == LP_WEIGHT_FORMAT_STORED && lp_path_is_gguf(m->dir) && (st = lp_gguf_open(m->dir, &m->qgguf)) != LP_OK)
+        return st;
+    bool *drop = lp_calloc(m->n_lins + 1, sizeof *drop);
+    if (!drop)
+        return lp_err(LP_STATUS_NO_MEMORY, "model: out of memory");
+    size_t n = 0;
+    for (size_t i = 0; i < m->n_lins; i++) {
+        plan_linear(m, &m->lins[i]);
+        n += drop[i] = m->lins[i].quantized;
+    }
+    st = n ? lp_model__drop_linear_params(m, drop) : LP_OK;
+    free(drop);
+    return st;
+}
+
+/* Inference (no_grad) only: the LM head, V x C and often the largest single weight a decode
+ * step reads (SmolLM2: 28 M of 135 M parameters), gets a quantized copy the head's forward
+ * uses; the f32 weight stays, since a tied head shares it with the embedding lookup (which
+ * reads a few rows per token). Kept as: a GGUF's own output.weight / token_embd.weight
+ * blocks (STORED), else the format asked for (STORED falls back to Q8_0). */
+static lp_status quantize_head(lp_model *m)
+{
+    lp_nn_linear *h = m->lm_head;
+    if (!h || !m->opt.no_grad || m->opt.weights == LP_WEIGHT_FORMAT_F32 || h->in % 32)
+        return LP_OK;
+    const lp_model_param *p = lp_model_param_find(m, "lm_head.weight");
+    const char *hf = p ? "lm_head.weight" : "model.embed_tokens.weight";
+    if (!p)
+        p = lp_model_param_find(m, hf);
+    if (!p || p->numel != h->in * h->out)
+        return LP_OK;
+    if (!(m->head_q = lp_calloc(1, sizeof *m->head_q)))
+        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory quantizing the LM head", m->dir);
+    lp_status st = LP_STATUS_NOT_FOUND;
+    if (m->qgguf) {
+        int32_t t = lp_gguf_model_weight_type(m->qgguf, hf);
+        if (t > LP_GGML_TYPE_F32 && lp_ggml_type_runnable((lp_ggml_type)t))
+            st = lp_gguf_model_qweight(m->qgguf, hf, m->head_q, "lm_head (quantized copy)");
+    }
+    if (st != LP_OK && m->opt.weights == LP_WEIGHT_FORMAT_NF4 && h->in % LP_NF4_BLOCK == 0)
+        st = lp_qweight_quantize(m->head_q, LP_DTYPE_NF4, p->data, h->out, h->in, true, "lm_head (quantized copy)");
+    else if (st != LP_OK)
+        st = lp_qweight_quantize_ggml(m->head_q,
+                                      m->opt.weights == LP_WEIGHT_FORMAT_Q4_0 ? LP_GGML_TYPE_Q4_0 : LP_GGML_TYPE_Q8_0,
+                                      p->data, h->out, h->in, "lm_head (quantized copy)");
+    if (st != LP_OK)
+        return lp_err_wrap(st, "%s: quantizing the LM head", m->dir);
+    h->qbase = m->head_q;
+    h->ctx = &m->pass_ctx;
+    return LP_OK;
+}
+
+lp_status lp_model__quant_finish(lp_model *m)
+{
+    lp_status st = LP_OK;
+    lp_rng rng;
+    lp_rng_init(&rng, m->opt.seed ^ 0x9e3779b97f4a7c15ull, LP_RNG_STREAM_INIT);
+    for (size_t i = 0; st == LP_OK && i < m->n_lins; i++) {
+        lp_model_linear *ml = &m->lins[i];
+        if (!ml->quantized)
+            continue;
+        const int64_t out = ml->lin->out, in = ml->lin->in;
+        if (!(ml->q = lp_calloc(1, sizeof *ml->q)))
+            return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory quantizing %s", m->dir, ml->module);
+        if (m->qgguf) {
+            char hf[300];
+            snprintf(hf, sizeof hf, "%s.weight", ml->module);
+            st = lp_gguf_model_qweight(m->qgguf, hf, ml->q, ml->module);
+        } else {
+            /* the f32 weight exists only for the moment it is quantized */
+            float *w = lp_malloc((size_t)(out * in) * sizeof *w);
+            if (!w)
+                return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory quantizing %s", m->dir, ml->module);
+            if (ml->qsrc)
+                lp_model__convert(w, ml->qsrc);
+            else
+                lp_rng_normal(&rng, w, out * in, 0.0f, (float)m->init_range);
+            st = ml->qdtype == LP_DTYPE_NF4 ? lp_qweight_quantize(ml->q, LP_DTYPE_NF4, w, out, in, true, ml->module)
+                                            : lp_qweight_quantize_ggml(ml->q, ml->qgtype, w, out, in, ml->module);
+            free(w);
+            if (st != LP_OK)
+                st = lp_err_wrap(st, "%s: quantizing %s.weight to %s", m->dir, ml->module,
+                                 lp_weight_format_name(m->opt.weights));
+        }
+        ml->qsrc = NULL;
+        ml->lin->w = NULL;
+        ml->lin->dw = NULL;
+        ml->lin->qbase = ml->q;
+        ml->lin->ctx = &m->pass_ctx;
+    }
+    if (st == LP_OK)
+        st = quantize_head(m);
+    lp_gguf_close(m->qgguf);
+    m->qgguf = NULL;
+    return st;
+}
