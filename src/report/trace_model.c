@@ -1,0 +1,818 @@
+/* The streaming trace model: events from the JSON reader pass through a reorder window
+ * (a min-heap by start, longer first) and leave it in time order into running tables:
+ *  - host events nest per thread as torch's EventList does (a child starts at or after its
+ *    parent and ends no later); self time = duration minus the children's; a node that is
+ *    its parent's only child and has its name is folded into it (torch's _remove_dup_nodes);
+ *  - a runtime call records its correlation id -> the call path of host ops around it; a
+ *    kernel/memcpy/memset finds its launch through that id (External id only as a
+ *    fallback) and adds its time to the innermost op (self device) and every op on the path
+ *    (device total);
+ *  - a sweep over time gives each instant to the first part active then (the breakdown);
+ *  - unions over the device events give busy, compute, communication and overlap time.
+ * Only the window, the stacks and the interned names/paths are kept. */
+#include "trace_json.h"
+#include "trace_model_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+void lp_trace_model_opts_init(lp_trace_model_opts *o)
+{
+    memset(o, 0, sizeof *o);
+}
+
+static const char *const part_names[LP_TRACE_PART__COUNT] = {
+    "kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other",
+};
+const char *lp_trace_part_name(lp_trace_part p) { return (unsigned)p < LP_TRACE_PART__COUNT ? part_names[p] : "?"; }
+
+static const char *const kind_names[LP_TRACE_KIND__COUNT] = {
+    "cpu_op", "user_annotation", "runtime", "driver", "kernel", "memcpy", "memset", "gpu_user_annotation",
+};
+const char *lp_trace_kind_name(lp_trace_kind k) { return (unsigned)k < LP_TRACE_KIND__COUNT ? kind_names[k] : "?"; }
+
+const char *lp_trace_class_name(lp_trace_class c)
+{
+    static const char *const n[LP_TRACE_CLASS__COUNT] = {"compute", "communication", "memory"};
+    return (unsigned)c < LP_TRACE_CLASS__COUNT ? n[c] : "?";
+}
+
+/* Category text -> kind; -1 for categories that are not ops (flows, python, sync, ...). */
+static int kind_of_cat(const char *c)
+{
+    static const struct { const char *cat; int kind; } map[] = {
+        {"cpu_op", LP_TRACE_KIND_CPU_OP},
+        {"operator", LP_TRACE_KIND_CPU_OP},
+        {"user_annotation", LP_TRACE_KIND_USER_ANNOTATION},
+        {"cuda_runtime", LP_TRACE_KIND_RUNTIME},
+        {"runtime", LP_TRACE_KIND_RUNTIME},
+        {"hip_runtime", LP_TRACE_KIND_RUNTIME},
+        {"cuda_driver", LP_TRACE_KIND_DRIVER},
+        {"hip_driver", LP_TRACE_KIND_DRIVER},
+        {"kernel", LP_TRACE_KIND_KERNEL},
+        {"cuda_profiler_range", LP_TRACE_KIND_KERNEL},
+        {"gpu_memcpy", LP_TRACE_KIND_MEMCPY},
+        {"memcpy", LP_TRACE_KIND_MEMCPY},
+        {"gpu_memset", LP_TRACE_KIND_MEMSET},
+        {"memset", LP_TRACE_KIND_MEMSET},
+        {"gpu_user_annotation", LP_TRACE_KIND_GPU_ANNOTATION},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (!strcasecmp(c, map[i].cat))
+            return map[i].kind;
+    return -1;
+}
+
+static int is_host(int k) { return k <= LP_TRACE_KIND_DRIVER; }
+static int is_device_work(int k) { return k >= LP_TRACE_KIND_KERNEL && k <= LP_TRACE_KIND_MEMSET; }
+
+/* torch's profiler drops these names before building its tree (_filter_name). */
+static int filtered_name(const char *n)
+{
+    static const char *const f[] = {"[memory]", "[OutOfMemory]", "profiler::_record_function_enter",
+                                    "profiler::_record_function_enter_new", "profiler::_record_function_exit",
+                                    "aten::is_leaf", "aten::output_nr", "aten::_version"};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (!strcmp(n, f[i]))
+            return 1;
+    return 0;
+}
+
+static int contains_ci(const char *s, const char *w)
+{
+    size_t n = strlen(w);
+    for (; *s; s++)
+        if (!strncasecmp(s, w, n))
+            return 1;
+    return 0;
+}
+
+static int is_comm_name(const char *n)
+{
+    return contains_ci(n, "nccl") || contains_ci(n, "rccl") || contains_ci(n, "gloo") || !strncmp(n, "c10d::", 6) ||
+           !strcmp(n, "record_param_comms");
+}
+
+/* ---- the window ---------------------------------------------------------------------- */
+
+static int tev_before(const tev *a, const tev *b)
+{
+    if (a->ts != b->ts)
+        return a->ts < b->ts;
+    if (a->dur != b->dur)
+        return a->dur > b->dur;
+    return a->seq < b->seq;
+}
+
+static void heap_push(tm_state *s, const tev *e)
+{
+    size_t i = s->nheap++;
+    while (i) {
+        size_t p = (i - 1) / 2;
+        if (!tev_before(e, &s->heap[p]))
+            break;
+        s->heap[i] = s->heap[p];
+        i = p;
+    }
+    s->heap[i] = *e;
+}
+
+static tev heap_pop(tm_state *s)
+{
+    tev top = s->heap[0];
+    tev last = s->heap[--s->nheap];
+    size_t i = 0, n = s->nheap;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        const tev *best = &last;
+        if (l < n && tev_before(&s->heap[l], best))
+            m = l, best = &s->heap[l];
+        if (r < n && tev_before(&s->heap[r], best))
+            m = r;
+        if (m == i)
+            break;
+        s->heap[i] = s->heap[m];
+        i = m;
+    }
+    if (n)
+        s->heap[i] = last;
+    return top;
+}
+
+/* ---- rows ---------------------------------------------------------------------------- */
+
+static lp_status oom(tm_state *s) { return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory building the trace model", s->name); }
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 1;
+    size_t c = *cap ? *cap * 2 : 64;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * elem);
+    if (!q)
+        return 0;
+    memset((char *)q + *cap * elem, 0, (c - *cap) * elem);
+    *p = q;
+    *cap = c;
+    return 1;
+}
+
+/* Row of (name, group[, shapes]) in a table, created on first use. -1: out of memory. */
+static int64_t row_of(tm_state *s, int by_shape, uint32_t name, int group, uint32_t shapes, int kind)
+{
+    uint32_t key[3] = {name, (uint32_t)group, by_shape ? shapes : 0};
+    lp_strtab *keys = by_shape ? &s->skeys : &s->keys;
+    size_t before = keys->n;
+    int64_t id = lp_strtab_intern(keys, (const char *)key, sizeof key);
+    if (id < 0)
+        return -1;
+    if ((size_t)id == before) {
+        lp_trace_op_row **rows = by_shape ? &s->m->ops_shape : &s->m->ops;
+        size_t *n = by_shape ? &s->m->n_ops_shape : &s->m->n_ops;
+        size_t *cap = by_shape ? &s->cap_srows : &s->cap_rows;
+        if (!grow((void **)rows, cap, *n + 1, sizeof **rows))
+            return -1;
+        lp_trace_op_row *r = &(*rows)[(*n)++];
+        r->name = s->names.str[name];
+        r->shapes = by_shape && shapes ? s->names.str[shapes - 1] : "";
+        r->kind = (lp_trace_kind)kind;
+        r->is_device = group >= 2;
+    }
+    return id;
+}
+
+static int group_of(int kind)
+{
+    return kind == LP_TRACE_KIND_USER_ANNOTATION ? 1 : kind == LP_TRACE_KIND_GPU_ANNOTATION ? 3 : is_device_work(kind) ? 2 : 0;
+}
+
+/* A finished host node's figures go to its rows. */
+static void flush(tm_state *s, const summ *x)
+{
+    lp_trace_op_row *r = &s->m->ops[x->row], *q = &s->m->ops_shape[x->srow];
+    int64_t self = x->dur - x->child_ns;
+    r->calls++, q->calls++;
+    r->cpu_total_ns += x->dur, q->cpu_total_ns += x->dur;
+    r->self_cpu_ns += self, q->self_cpu_ns += self;
+}
+
+/* Closes the innermost open node of thread t. */
+static void pop_frame(tm_state *s, tm_thread *t)
+{
+    frame *f = &t->st[--t->n];
+    summ me = {f->name, f->row, f->srow, f->end - f->ts, f->child_ns, f->n_children};
+    if (f->n_children == 1) {
+        if (f->only.name == f->name) { /* torch's _remove_dup_nodes: the child goes, its children stay */
+            me.child_ns = f->only.child_ns;
+            me.n_children = f->only.n_children;
+        } else {
+            flush(s, &f->only);
+        }
+    }
+    if (t->n == 0) {
+        flush(s, &me);
+        return;
+    }
+    frame *p = &t->st[t->n - 1];
+    p->child_ns += me.dur;
+    if (++p->n_children == 1) {
+        p->only = me;
+    } else {
+        if (p->n_children == 2)
+            flush(s, &p->only);
+        flush(s, &me);
+    }
+}
+
+static tm_thread *thread_at(tm_state *s, uint32_t id)
+{
+    if (!grow((void **)&s->threads, &s->cap_threads, (size_t)id + 1, sizeof *s->threads))
+        return NULL;
+    if (id >= s->n_threads)
+        s->n_threads = id + 1;
+    return &s->threads[id];
+}
+
+/* The call path of the open host ops of t (root first, runtime calls left out, a same-named
+ * child of a same-named parent left out as torch's fold will drop it), interned. */
+static int64_t path_of(tm_state *s, const tm_thread *t, uint32_t *innermost)
+{
+    size_t n = 0;
+    uint32_t last_name = UINT32_MAX;
+    *innermost = 0;
+    for (int i = 0; i < t->n; i++) {
+        const frame *f = &t->st[i];
+        if (f->kind == LP_TRACE_KIND_RUNTIME || f->kind == LP_TRACE_KIND_DRIVER)
+            continue;
+        if (f->name == last_name)
+            continue;
+        last_name = f->name;
+        if (!grow((void **)&s->pathbuf, &s->cap_path, 2 * n + 2, sizeof *s->pathbuf))
+            return -1;
+        s->pathbuf[2 * n] = f->row;
+        s->pathbuf[2 * n + 1] = f->srow;
+        n++;
+        *innermost = f->row + 1;
+    }
+    return lp_strtab_intern(&s->paths, (const char *)s->pathbuf, 2 * n * sizeof *s->pathbuf);
+}
+
+/* ---- the breakdown sweep --------------------------------------------------------------- */
+
+static void add_seg(tm_state *s, int64_t a, int64_t b, int part)
+{
+    if (b <= a)
+        return;
+    s->m->total.part_ns[part] += b - a;
+    if (s->m->n_steps == 0)
+        return;
+    lp_trace_step *st = &s->m->steps[s->m->n_steps - 1];
+    if (a >= s->step_limit) { /* past the step's CPU range and its device work so far */
+        s->pending[part] += b - a;
+        return;
+    }
+    if (b > s->step_limit) {
+        s->pending[part] += b - s->step_limit;
+        b = s->step_limit;
+    }
+    st->part_ns[part] += b - a;
+}
+
+static void sweep_to(tm_state *s, int64_t t)
+{
+    while (s->cursor < t) {
+        int p = LP_TRACE_PART_OTHER;
+        for (int q = 0; q < LP_TRACE_PART_OTHER; q++)
+            if (s->max_end[q] > s->cursor) {
+                p = q;
+                break;
+            }
+        int64_t e = p == LP_TRACE_PART_OTHER || s->max_end[p] > t ? t : s->max_end[p];
+        add_seg(s, s->cursor, e, p);
+        s->cursor = e;
+    }
+}
+
+static void extend_step(tm_state *s, int64_t end)
+{
+    if (end <= s->step_limit)
+        return;
+    s->step_limit = end;
+    lp_trace_step *st = &s->m->steps[s->m->n_steps - 1];
+    for (int p = 0; p < LP_TRACE_PART__COUNT; p++) /* the gap up to here was the step's after all */
+        st->part_ns[p] += s->pending[p], s->pending[p] = 0;
+}
+
+static lp_status start_step(tm_state *s, const tev *e, const char *name)
+{
+    lp_trace_model *m = s->m;
+    /* Time after the previous step's CPU range and device work, before this one, is in no
+     * step (the loop between steps); it stays in the trace's total. */
+    memset(s->pending, 0, sizeof s->pending);
+    if (!grow((void **)&m->steps, &s->cap_steps, m->n_steps + 1, sizeof *m->steps))
+        return oom(s);
+    lp_trace_step *st = &m->steps[m->n_steps++];
+    memset(st, 0, sizeof *st);
+    st->step = strtoll(name + 13, NULL, 10);
+    st->ts_ns = e->ts;
+    s->step_limit = e->ts + e->dur;
+    s->step_cpu_end = e->ts + e->dur;
+    m->has_steps = 1;
+    return LP_OK;
+}
+
+/* ---- unions over device time ---------------------------------------------------------- */
+
+static void union_add(tm_union *u, int64_t a, int64_t b)
+{
+    if (!u->any || a > u->end) {
+        if (u->any)
+            u->total += u->end - u->start;
+        u->start = a;
+        u->end = b;
+        u->any = 1;
+    } else if (b > u->end) {
+        u->end = b;
+    }
+}
+
+static int64_t union_total(const tm_union *u) { return u->any ? u->total + u->end - u->start : 0; }
+
+/* ---- the memory curve ------------------------------------------------------------------ */
+
+static lp_status mem_point(tm_state *s, tm_curve *c, int64_t ts, int64_t v)
+{
+    /* Thinning keeps each kept point the largest of its run, so the peak survives. */
+    if (!c->in_run || v > c->run.allocated)
+        c->run = (lp_trace_mem_point){ts, v};
+    c->in_run++;
+    if (c->in_run < c->stride)
+        return LP_OK;
+    c->in_run = 0;
+    if (c->n == LP_TRACE_MEM_POINTS) {
+        for (size_t i = 0; i < c->n / 2; i++)
+            c->pts[i] = c->pts[2 * i].allocated >= c->pts[2 * i + 1].allocated ? c->pts[2 * i] : c->pts[2 * i + 1];
+        c->n /= 2;
+        c->stride *= 2;
+    }
+    if (!c->pts && !(c->pts = malloc(LP_TRACE_MEM_POINTS * sizeof *c->pts)))
+        return oom(s);
+    c->pts[c->n++] = c->run;
+    (void)s;
+    return LP_OK;
+}
+
+/* ---- one event out of the window --------------------------------------------------------- */
+
+static lp_status process(tm_state *s, const tev *e)
+{
+    lp_trace_model *m = s->m;
+    if (s->any_out && e->ts < s->last_out)
+        m->n_late++;
+    s->last_out = e->ts > s->last_out || !s->any_out ? e->ts : s->last_out;
+    if (!s->any_out) {
+        s->cursor = e->ts;
+        m->first_ns = e->ts;
+        s->any_out = 1;
+    }
+    int64_t end = e->ts + e->dur;
+    if (end > m->last_ns)
+        m->last_ns = end;
+    tm_thread *t = thread_at(s, e->thread);
+    if (!t)
+        return oom(s);
+    const char *name = s->names.str[e->name];
+    sweep_to(s, e->ts);
+    m->n_used++;
+
+    if (e->kind == K_MEMORY) {
+        while (t->n && t->st[t->n - 1].end <= e->ts)
+            pop_frame(s, t);
+        if (e->a > 0 && t->n) {
+            frame *f = &t->st[t->n - 1];
+            m->ops[f->row].alloc_bytes += e->a;
+            m->ops_shape[f->srow].alloc_bytes += e->a;
+        }
+        m->n_mem_events++;
+        int dev = e->memdev > 0;
+        s->mem_dev_seen |= dev;
+        if (!s->peak_seen[dev] || e->b > s->peak[dev])
+            s->peak[dev] = e->b, s->peak_ts[dev] = e->ts, s->peak_seen[dev] = 1;
+        return mem_point(s, dev ? &s->curve_dev : &s->curve_cpu, e->ts, e->b);
+    }
+
+    if (is_host(e->kind)) {
+        /* torch: pop while the event cannot be the top's child */
+        while (t->n && (e->ts >= t->st[t->n - 1].end || end > t->st[t->n - 1].end))
+            pop_frame(s, t);
+        int part = e->kind == LP_TRACE_KIND_RUNTIME || e->kind == LP_TRACE_KIND_DRIVER ? LP_TRACE_PART_RUNTIME
+                   : !strncmp(name, "enumerate(DataLoader)", 21) || !strncmp(name, "enumerate(DataPipe)", 19)
+                       ? LP_TRACE_PART_DATALOADER
+                   : is_comm_name(name) ? LP_TRACE_PART_COMMUNICATION
+                                        : LP_TRACE_PART_CPU_EXEC;
+        int is_step = !strncmp(name, "ProfilerStep#", 13);
+        if (is_step) {
+            lp_status st = start_step(s, e, name);
+            if (st != LP_OK)
+                return st;
+        } else if (end > s->max_end[part]) {
+            s->max_end[part] = end;
+        }
+        if (m->n_steps && e->ts < s->step_cpu_end)
+            extend_step(s, end > s->step_cpu_end ? s->step_cpu_end : end);
+        uint32_t rname = is_step ? s->step_name : e->name;
+        int64_t row = row_of(s, 0, rname, group_of(e->kind), 0, e->kind);
+        int64_t srow = row_of(s, 1, rname, group_of(e->kind), e->shapes, e->kind);
+        if (row < 0 || srow < 0)
+            return oom(s);
+        if (e->kind == LP_TRACE_KIND_RUNTIME || e->kind == LP_TRACE_KIND_DRIVER) {
+            uint32_t inner;
+            int64_t path = path_of(s, t, &inner);
+            if (path < 0)
+                return oom(s);
+            lp_idmap_val v = {(uint32_t)path, m->n_steps && e->ts < s->step_cpu_end ? (int32_t)m->n_steps - 1 : -1,
+                              e->ts, inner};
+            if (e->corr >= 0 && !lp_idmap_put(&s->corr, e->corr, &v))
+                return oom(s);
+        }
+        if (t->n >= LP_TRACE_MAX_STACK) { /* absurd nesting: counted as a root */
+            summ x = {rname, (uint32_t)row, (uint32_t)srow, e->dur, 0, 0};
+            flush(s, &x);
+            return LP_OK;
+        }
+        if (!grow((void **)&t->st, &t->cap, (size_t)t->n + 1, sizeof *t->st))
+            return oom(s);
+        frame *f = &t->st[t->n++];
+        memset(f, 0, sizeof *f);
+        f->ts = e->ts;
+        f->end = end;
+        f->name = rname;
+        f->row = (uint32_t)row;
+        f->srow = (uint32_t)srow;
+        f->kind = e->kind;
+        if (e->kind == LP_TRACE_KIND_CPU_OP && e->ext >= 0) {
+            uint32_t inner;
+            int64_t path = path_of(s, t, &inner);
+            if (path < 0)
+                return oom(s);
+            lp_idmap_val v = {(uint32_t)path, -1, e->ts, inner};
+            if (!lp_idmap_put(&s->ext, e->ext, &v))
+                return oom(s);
+        }
+        return LP_OK;
+    }
+
+    /* device side */
+    int group = group_of(e->kind);
+    int64_t row = row_of(s, 0, e->name, group, 0, e->kind);
+    int64_t srow = row_of(s, 1, e->name, group, 0, e->kind);
+    if (row < 0 || srow < 0)
+        return oom(s);
+    lp_trace_op_row *r = &m->ops[row], *q = &m->ops_shape[srow];
+    r->calls++, q->calls++;
+    r->self_device_ns += e->dur, q->self_device_ns += e->dur;
+    r->device_total_ns += e->dur, q->device_total_ns += e->dur;
+    if (e->kind == LP_TRACE_KIND_GPU_ANNOTATION)
+        return LP_OK;
+    m->has_device = 1;
+
+    const lp_idmap_val *launch = e->corr >= 0 ? lp_idmap_get(&s->corr, e->corr) : NULL;
+    if ((!launch || !s->paths.len[launch->path]) && e->ext >= 0) {
+        const lp_idmap_val *alt = lp_idmap_get(&s->ext, e->ext);
+        if (alt)
+            launch = alt;
+    }
+    int comm = is_comm_name(name);
+    int cls = e->kind != LP_TRACE_KIND_KERNEL ? LP_TRACE_CLASS_MEMORY : comm ? LP_TRACE_CLASS_COMMUNICATION
+                                                                              : LP_TRACE_CLASS_COMPUTE;
+    /* kernel table */
+    size_t before = s->kkeys.n;
+    int64_t kid = lp_strtab_intern(&s->kkeys, (const char *)&e->name, sizeof e->name);
+    if (kid < 0)
+        return oom(s);
+    if ((size_t)kid == before) {
+        if (!grow((void **)&m->kernels, &s->cap_kernels, m->n_kernels + 1, sizeof *m->kernels))
+            return oom(s);
+        lp_trace_kernel_row *k = &m->kernels[m->n_kernels++];
+        k->name = name;
+        k->kind = (lp_trace_kind)e->kind;
+        k->cls = (lp_trace_class)cls;
+        k->min_ns = e->dur;
+        k->launch_op = "";
+    }
+    lp_trace_kernel_row *k = &m->kernels[kid];
+    k->calls++;
+    k->total_ns += e->dur;
+    if (e->dur < k->min_ns)
+        k->min_ns = e->dur;
+    if (e->dur > k->max_ns)
+        k->max_ns = e->dur;
+    if (e->kind != LP_TRACE_KIND_KERNEL && e->a > 0)
+        k->bytes += e->a;
+    if (launch && launch->launch_op && !k->launch_op[0])
+        k->launch_op = m->ops[launch->launch_op - 1].name;
+
+    /* device time up the call path */
+    if (launch && s->paths.len[launch->path]) {
+        const uint32_t *pp = (const uint32_t *)s->paths.str[launch->path];
+        size_t n = s->paths.len[launch->path] / (2 * sizeof *pp);
+        for (size_t i = 0; i < n; i++) {
+            m->ops[pp[2 * i]].device_total_ns += e->dur;
+            m->ops_shape[pp[2 * i + 1]].device_total_ns += e->dur;
+        }
+        m->ops[pp[2 * n - 2]].self_device_ns += e->dur;
+        m->ops_shape[pp[2 * n - 1]].self_device_ns += e->dur;
+    } else {
+        m->n_unlinked++;
+    }
+
+    /* breakdown, step extent, GPU unions and idle gaps */
+    int part = e->kind == LP_TRACE_KIND_MEMCPY ? LP_TRACE_PART_MEMCPY
+               : e->kind == LP_TRACE_KIND_MEMSET ? LP_TRACE_PART_MEMSET
+               : comm ? LP_TRACE_PART_COMMUNICATION
+                      : LP_TRACE_PART_KERNEL;
+    if (end > s->max_end[part])
+        s->max_end[part] = end;
+    if (m->n_steps && launch && launch->step == (int32_t)m->n_steps - 1)
+        extend_step(s, end);
+    if (!s->gpu_any || e->ts < m->gpu.first_ns)
+        m->gpu.first_ns = e->ts;
+    if (!s->gpu_any || end > m->gpu.last_ns)
+        m->gpu.last_ns = end;
+    s->gpu_any = 1;
+    union_add(&s->u_all, e->ts, end);
+    union_add(&s->u_cls[cls], e->ts, end);
+    if (cls != LP_TRACE_CLASS_MEMORY)
+        union_add(&s->u_cc, e->ts, end);
+    if (!t->is_stream) {
+        t->is_stream = 1;
+        m->gpu.n_streams++;
+    } else if (e->ts > t->last_end) {
+        int64_t gap = e->ts - t->last_end;
+        if (launch && launch->launch_ts >= t->last_end)
+            m->gpu.idle_host_wait_ns += gap;
+        else if (gap < LP_TRACE_KERNEL_WAIT_NS)
+            m->gpu.idle_kernel_wait_ns += gap;
+        else
+            m->gpu.idle_other_ns += gap;
+    }
+    if (end > t->last_end)
+        t->last_end = end;
+    return LP_OK;
+}
+
+/* ---- events in ----------------------------------------------------------------------------- */
+
+static lp_status intern_name(tm_state *s, const char *str, uint32_t *id)
+{
+    int64_t v = lp_strtab_intern(&s->names, str, strlen(str));
+    if (v < 0)
+        return oom(s);
+    *id = (uint32_t)v;
+    return LP_OK;
+}
+
+static lp_status on_item(void *ctx, const lp_trace_item *it)
+{
+    tm_state *s = ctx;
+    lp_trace_model *m = s->m;
+    m->n_events++;
+    const char *ph = it->ph;
+    if (!strcmp(ph, "M") || !strcmp(ph, "s") || !strcmp(ph, "f") || !strcmp(ph, "t"))
+        return LP_OK; /* metadata and flows: correlation comes from args.correlation */
+    if (!strcmp(ph, "B") || !strcmp(ph, "E")) {
+        m->n_begin_end++;
+        return LP_OK;
+    }
+    int is_x = !strcmp(ph, "X");
+    int is_mem = (!strcmp(ph, "i") || !strcmp(ph, "I")) && !strcmp(it->name, "[memory]");
+    if (!is_x && !is_mem)
+        return LP_OK;
+    if (!it->name[0] || !it->has_ts || it->bad_time || (is_x && (!it->has_dur || it->dur_ns < 0))) {
+        m->n_skipped++;
+        return LP_OK;
+    }
+    tev e;
+    memset(&e, 0, sizeof e);
+    if (is_mem) {
+        e.kind = K_MEMORY;
+        e.a = it->mem_bytes;
+        e.b = it->mem_total_allocated;
+        e.memdev = (int8_t)(it->mem_device_type > 0);
+    } else {
+        int k = kind_of_cat(it->cat);
+        if (k < 0)
+            return LP_OK; /* "Trace" window, python_function, cuda_sync, ... */
+        if (filtered_name(it->name))
+            return LP_OK;
+        e.kind = (uint8_t)k;
+        e.a = it->bytes;
+    }
+    e.ts = it->ts_ns;
+    e.dur = is_x ? it->dur_ns : 0;
+    if (e.ts > INT64_MAX / 2 || e.ts < INT64_MIN / 2 || e.dur > INT64_MAX / 4) {
+        m->n_skipped++;
+        return LP_OK;
+    }
+    e.corr = it->correlation;
+    e.ext = it->external_id;
+    e.seq = s->seq++;
+    lp_status st = intern_name(s, it->name, &e.name);
+    if (st != LP_OK)
+        return st;
+    if (it->shapes && !is_mem) {
+        uint32_t sid = 0;
+        if ((st = intern_name(s, it->shapes, &sid)) != LP_OK)
+            return st;
+        e.shapes = sid + 1;
+        m->has_shapes = 1;
+    }
+    /* a thread is (pid, tid) as written */
+    char key[256];
+    int kn = snprintf(key, sizeof key, "%s\x1f%s", it->pid, it->tid);
+    int64_t tid = lp_strtab_intern(&s->threads_tab, key, (size_t)(kn < (int)sizeof key ? kn : (int)sizeof key - 1));
+    if (tid < 0)
+        return oom(s);
+    e.thread = (uint32_t)tid;
+    if (s->nheap == s->window) {
+        tev out = heap_pop(s);
+        if ((st = process(s, &out)) != LP_OK)
+            return st;
+    }
+    heap_push(s, &e);
+    return LP_OK;
+}
+
+static lp_status sink(void *ctx, const char *data, size_t n)
+{
+    tm_state *s = ctx;
+    s->m->bytes += n;
+    return lp_trace_json_feed(s->json, data, n);
+}
+
+static void state_free(tm_state *s)
+{
+    for (size_t i = 0; i < s->n_threads; i++)
+        free(s->threads[i].st);
+    free(s->threads);
+    free(s->heap);
+    free(s->pathbuf);
+    free(s->curve_cpu.pts);
+    free(s->curve_dev.pts);
+    lp_strtab_free(&s->keys);
+    lp_strtab_free(&s->skeys);
+    lp_strtab_free(&s->kkeys);
+    lp_strtab_free(&s->paths);
+    lp_strtab_free(&s->threads_tab);
+    lp_idmap_free(&s->corr);
+    lp_idmap_free(&s->ext);
+    lp_trace_json_free(s->json);
+}
+
+/* Drains the window, closes every stack, and fills the derived figures. */
+static lp_status finish(tm_state *s)
+{
+    lp_trace_model *m = s->m;
+    while (s->nheap) {
+        tev e = heap_pop(s);
+        lp_status st = process(s, &e);
+        if (st != LP_OK)
+            return st;
+    }
+    for (size_t i = 0; i < s->n_threads; i++)
+        while (s->threads[i].n)
+            pop_frame(s, &s->threads[i]);
+    sweep_to(s, m->last_ns);
+    /* the last step ends where its CPU range or its device work does; later time is not its */
+    for (size_t i = 0; i < m->n_steps; i++) {
+        lp_trace_step *st = &m->steps[i];
+        st->dur_ns = 0;
+        for (int p = 0; p < LP_TRACE_PART__COUNT; p++)
+            st->dur_ns += st->part_ns[p];
+    }
+    m->total.ts_ns = m->first_ns;
+    m->total.dur_ns = m->last_ns - m->first_ns;
+    if (!m->has_steps) {
+        if (!(m->steps = malloc(sizeof *m->steps)))
+            return oom(s);
+        m->steps[0] = m->total;
+        m->n_steps = 1;
+    }
+    m->gpu.busy_ns = union_total(&s->u_all);
+    m->gpu.compute_ns = union_total(&s->u_cls[LP_TRACE_CLASS_COMPUTE]);
+    m->gpu.comm_ns = union_total(&s->u_cls[LP_TRACE_CLASS_COMMUNICATION]);
+    m->gpu.memory_ns = union_total(&s->u_cls[LP_TRACE_CLASS_MEMORY]);
+    m->gpu.compute_comm_ns = union_total(&s->u_cc);
+    m->gpu.comm_overlap_ns = m->gpu.compute_ns + m->gpu.comm_ns - m->gpu.compute_comm_ns;
+    tm_curve *c = s->mem_dev_seen ? &s->curve_dev : &s->curve_cpu;
+    if (c->in_run) { /* the last partial run */
+        c->in_run = 0;
+        if (c->n < LP_TRACE_MEM_POINTS)
+            c->pts[c->n++] = c->run;
+    }
+    m->mem = c->pts;
+    m->n_mem = c->n;
+    m->mem_is_device = s->mem_dev_seen;
+    m->mem_peak = s->peak[s->mem_dev_seen];
+    m->mem_peak_ts_ns = s->peak_ts[s->mem_dev_seen];
+    c->pts = NULL;
+    return lp_trace_model_collectives(m, &s->names);
+}
+
+static lp_status state_init(tm_state *s, const char *name, const lp_trace_model_opts *o, lp_trace_model **out)
+{
+    memset(s, 0, sizeof *s);
+    *out = NULL;
+    s->name = name;
+    s->window = o && o->window ? o->window : LP_TRACE_WINDOW;
+    s->m = calloc(1, sizeof *s->m);
+    s->heap = malloc(s->window * sizeof *s->heap);
+    if (!s->m || !s->heap || !lp_idmap_init(&s->corr, 1u << 20) || !lp_idmap_init(&s->ext, 1u << 20))
+        return oom(s);
+    snprintf(s->m->path, sizeof s->m->path, "%s", name);
+    s->curve_cpu.stride = s->curve_dev.stride = 1;
+    lp_status st = lp_trace_json_new(name, on_item, s, &s->json);
+    if (st != LP_OK)
+        return st;
+    return intern_name(s, "ProfilerStep*", &s->step_name);
+}
+
+/* Moves what the model keeps (names) out of the state and frees the rest. */
+static lp_status conclude(tm_state *s, lp_status st, lp_trace_model **out)
+{
+    if (st == LP_OK)
+        st = lp_trace_json_finish(s->json);
+    if (st == LP_OK)
+        st = finish(s);
+    lp_trace_model *m = s->m;
+    if (m) {
+        const lp_trace_top *top = lp_trace_json_top(s->json);
+        m->rank = top->rank;
+        m->world_size = top->world_size;
+        snprintf(m->backend, sizeof m->backend, "%s", top->backend);
+        snprintf(m->device_name, sizeof m->device_name, "%s", top->device_name);
+        m->device_count = top->device_count;
+        m->schema_version = top->schema_version;
+        m->is_array = top->is_array;
+        m->has_base_time = top->has_base_time;
+        m->base_time_ns = top->base_time_ns;
+        m->n_skipped += lp_trace_json_skipped(s->json);
+        lp_strtab *keep = malloc(sizeof *keep);
+        if (keep) {
+            *keep = s->names;
+            memset(&s->names, 0, sizeof s->names);
+        } else if (st == LP_OK) {
+            st = oom(s);
+        }
+        m->priv = keep;
+    }
+    lp_strtab_free(&s->names);
+    state_free(s);
+    if (st != LP_OK) {
+        lp_trace_model_free(m);
+        return st;
+    }
+    *out = m;
+    return LP_OK;
+}
+
+lp_status lp_trace_model_load(const char *path, const lp_trace_model_opts *o, lp_trace_model **out)
+{
+    tm_state s;
+    lp_status st = state_init(&s, path, o, out);
+    if (st == LP_OK) {
+        uint64_t total = 0;
+        st = lp_trace_stream(path, o ? o->max_bytes : 0, sink, &s, &total);
+    }
+    return conclude(&s, st, out);
+}
+
+lp_status lp_trace_model_parse(const char *name, const char *text, size_t len, const lp_trace_model_opts *o,
+                               lp_trace_model **out)
+{
+    tm_state s;
+    lp_status st = state_init(&s, name, o, out);
+    if (st == LP_OK)
+        st = sink(&s, text, len);
+    return conclude(&s, st, out);
+}
+
+void lp_trace_model_free(lp_trace_model *m)
+{
+    if (!m)
+        return;
+    if (m->priv) {
+        lp_strtab_free(m->priv);
+        free(m->priv);
+    }
+    free(m->ops);
+    free(m->ops_shape);
+    free(m->kernels);
+    free(m->steps);
+    free(m->mem);
+    free(m->colls);
+    free(m);
+}

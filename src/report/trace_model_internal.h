@@ -1,0 +1,87 @@
+/* The streaming trace model's working state (report layer only; trace_model.c). */
+#ifndef LP_REPORT_TRACE_MODEL_INTERNAL_H
+#define LP_REPORT_TRACE_MODEL_INTERNAL_H
+
+#include "loupe/report.h"
+#include "trace_json.h"
+#include "trace_store.h"
+
+/* Deepest host nesting kept per thread; deeper events count as roots. */
+#define LP_TRACE_MAX_STACK 4096
+/* Memory instants travel through the window as this kind. */
+#define K_MEMORY LP_TRACE_KIND__COUNT
+
+/* One event in the reorder window. */
+typedef struct tev {
+    int64_t ts, dur, corr, ext;
+    int64_t a, b;          /* [memory]: bytes, total allocated; memcpy/memset: bytes */
+    uint64_t seq;          /* arrival order: ties keep it */
+    uint32_t name, shapes; /* name id; shapes id + 1 (0: none) */
+    uint32_t thread;
+    uint8_t kind;
+    int8_t memdev;         /* [memory] on a device */
+} tev;
+
+/* A finished node waiting to be counted (its parent may fold it). */
+typedef struct summ {
+    uint32_t name, row, srow;
+    int64_t dur, child_ns;
+    int32_t n_children;
+} summ;
+
+typedef struct frame {
+    int64_t ts, end, child_ns;
+    uint32_t name, row, srow;
+    int32_t n_children;
+    uint8_t kind;
+    summ only;             /* the first child, counted once a second one comes or at close */
+} frame;
+
+typedef struct tm_thread {
+    frame *st;
+    int n;
+    size_t cap;
+    int is_stream;         /* device events seen on it */
+    int64_t last_end;      /* the stream's last device event end */
+} tm_thread;
+
+typedef struct tm_union {
+    int any;
+    int64_t start, end, total;
+} tm_union;
+
+typedef struct tm_curve {
+    lp_trace_mem_point *pts, run;
+    size_t n, stride, in_run;
+} tm_curve;
+
+typedef struct tm_state {
+    const char *name;
+    lp_trace_model *m;
+    lp_trace_json *json;
+    tev *heap;
+    size_t nheap, window;
+    uint64_t seq;
+    lp_strtab names, keys, skeys, kkeys, paths, threads_tab;
+    uint32_t step_name;
+    size_t cap_rows, cap_srows, cap_kernels, cap_steps, cap_threads, cap_path;
+    tm_thread *threads;
+    size_t n_threads;
+    uint32_t *pathbuf;
+    lp_idmap corr, ext;
+    int any_out;
+    int64_t last_out;
+    int64_t cursor, max_end[LP_TRACE_PART__COUNT];
+    int64_t step_limit, step_cpu_end, pending[LP_TRACE_PART__COUNT];
+    int gpu_any;
+    tm_union u_all, u_cls[LP_TRACE_CLASS__COUNT], u_cc;
+    int mem_dev_seen;
+    int64_t peak[2], peak_ts[2];
+    int peak_seen[2];
+    tm_curve curve_cpu, curve_dev;
+} tm_state;
+
+/* Per-collective rows from the model's communication kernels; names interned in names. */
+lp_status lp_trace_model_collectives(lp_trace_model *m, lp_strtab *names);
+
+#endif
