@@ -177,7 +177,7 @@ static int64_t row_of(tm_state *s, int by_shape, uint32_t name, int group, uint3
             return -1;
         lp_trace_op_row *r = &(*rows)[(*n)++];
         r->name = s->names.str[name];
-        r->shapes = by_shape && shapes ? s->names.str[shapes - 1] : "";
+        r->shapes = !by_shape ? "" : shapes ? s->names.str[shapes - 1] : "[]"; /* torch: str([]) */
         r->kind = (lp_trace_kind)kind;
         r->is_device = group >= 2;
     }
@@ -199,18 +199,50 @@ static void flush(tm_state *s, const summ *x)
     r->self_cpu_ns += self, q->self_cpu_ns += self;
 }
 
+/* Device time that went through a same-named child of f, once torch's fold of that child
+ * is known: folded, the child is gone and its kernels are f's (f's row already has the
+ * total); kept, the child's rows get it. */
+static void settle(tm_state *s, uint32_t a_row, uint32_t a_srow, uint32_t b_srow, int64_t total, int64_t self,
+                   int folded)
+{
+    lp_trace_model *m = s->m;
+    if (folded) {
+        m->ops[a_row].self_device_ns += self;
+        m->ops_shape[a_srow].self_device_ns += self;
+        return;
+    }
+    m->ops[a_row].device_total_ns += total; /* same name, same row */
+    m->ops_shape[b_srow].device_total_ns += total;
+    m->ops[a_row].self_device_ns += self;
+    m->ops_shape[b_srow].self_device_ns += self;
+}
+
+static void settle_child(tm_state *s, frame *f, int folded)
+{
+    settle(s, f->row, f->srow, f->pend_srow, f->pend_total, f->pend_self, folded);
+    f->pend_total = f->pend_self = 0;
+}
+
 /* Closes the innermost open node of thread t. */
 static void pop_frame(tm_state *s, tm_thread *t)
 {
     frame *f = &t->st[--t->n];
     summ me = {f->name, f->row, f->srow, f->end - f->ts, f->child_ns, f->n_children};
+    int folded = f->n_children == 1 && f->only.name == f->name;
     if (f->n_children == 1) {
-        if (f->only.name == f->name) { /* torch's _remove_dup_nodes: the child goes, its children stay */
+        if (folded) { /* torch's _remove_dup_nodes: the child goes, its children stay */
             me.child_ns = f->only.child_ns;
             me.n_children = f->only.n_children;
         } else {
             flush(s, &f->only);
         }
+    }
+    if (f->cand) {
+        settle_child(s, f, folded);
+        lp_idmap_val v = {0};
+        v.path = (uint32_t)folded;
+        if (!lp_idmap_put(&s->folds, (int64_t)f->serial, &v))
+            s->oom = 1;
     }
     if (t->n == 0) {
         flush(s, &me);
@@ -236,20 +268,27 @@ static tm_thread *thread_at(tm_state *s, uint32_t id)
     return &s->threads[id];
 }
 
-/* The call path of the open host ops of t (root first, runtime calls left out, a same-named
- * child of a same-named parent left out as torch's fold will drop it), interned. */
-static int64_t path_of(tm_state *s, const tm_thread *t, uint32_t *innermost)
+/* The call path of the open host ops of t (root first, runtime calls left out), interned,
+ * into v->path with the innermost op and the deepest fold candidate. Only that pair is
+ * settled exactly: a chain of three same-named ops counts the outer pair unfolded. */
+static int64_t path_of(tm_state *s, const tm_thread *t, uint32_t thread_id, lp_idmap_val *v)
 {
     size_t n = 0;
-    uint32_t last_name = UINT32_MAX;
+    uint32_t *innermost = &v->launch_op;
     *innermost = 0;
+    v->a_depth = -1;
+    int prev = -1;
     for (int i = 0; i < t->n; i++) {
         const frame *f = &t->st[i];
         if (f->kind == LP_TRACE_KIND_RUNTIME || f->kind == LP_TRACE_KIND_DRIVER)
             continue;
-        if (f->name == last_name)
-            continue;
-        last_name = f->name;
+        if (prev >= 0 && t->st[prev].name == f->name && prev == i - 1) { /* a fold candidate */
+            v->a_depth = prev;
+            v->a_serial = t->st[prev].serial;
+            v->a_thread = thread_id;
+            v->b_pos = (uint32_t)n;
+        }
+        prev = i;
         if (!grow((void **)&s->pathbuf, &s->cap_path, 2 * n + 2, sizeof *s->pathbuf))
             return -1;
         s->pathbuf[2 * n] = f->row;
@@ -429,12 +468,14 @@ static lp_status process(tm_state *s, const tev *e)
         if (row < 0 || srow < 0)
             return oom(s);
         if (e->kind == LP_TRACE_KIND_RUNTIME || e->kind == LP_TRACE_KIND_DRIVER) {
-            uint32_t inner;
-            int64_t path = path_of(s, t, &inner);
+            lp_idmap_val v;
+            memset(&v, 0, sizeof v);
+            int64_t path = path_of(s, t, e->thread, &v);
             if (path < 0)
                 return oom(s);
-            lp_idmap_val v = {(uint32_t)path, m->n_steps && e->ts < s->step_cpu_end ? (int32_t)m->n_steps - 1 : -1,
-                              e->ts, inner};
+            v.path = (uint32_t)path;
+            v.step = m->n_steps && e->ts < s->step_cpu_end ? (int32_t)m->n_steps - 1 : -1;
+            v.launch_ts = e->ts;
             if (e->corr >= 0 && !lp_idmap_put(&s->corr, e->corr, &v))
                 return oom(s);
         }
@@ -453,12 +494,18 @@ static lp_status process(tm_state *s, const tev *e)
         f->row = (uint32_t)row;
         f->srow = (uint32_t)srow;
         f->kind = e->kind;
+        f->serial = s->serial++;
+        if (t->n >= 2 && t->st[t->n - 2].name == rname)
+            t->st[t->n - 2].cand = 1;
         if (e->kind == LP_TRACE_KIND_CPU_OP && e->ext >= 0) {
-            uint32_t inner;
-            int64_t path = path_of(s, t, &inner);
+            lp_idmap_val v;
+            memset(&v, 0, sizeof v);
+            int64_t path = path_of(s, t, e->thread, &v);
             if (path < 0)
                 return oom(s);
-            lp_idmap_val v = {(uint32_t)path, -1, e->ts, inner};
+            v.path = (uint32_t)path;
+            v.step = -1;
+            v.launch_ts = e->ts;
             if (!lp_idmap_put(&s->ext, e->ext, &v))
                 return oom(s);
         }
@@ -467,8 +514,9 @@ static lp_status process(tm_state *s, const tev *e)
 
     /* device side */
     int group = group_of(e->kind);
-    int64_t row = row_of(s, 0, e->name, group, 0, e->kind);
-    int64_t srow = row_of(s, 1, e->name, group, 0, e->kind);
+    uint32_t rname = !strncmp(name, "ProfilerStep#", 13) ? s->step_name : e->name; /* torch renames on every event */
+    int64_t row = row_of(s, 0, rname, group, 0, e->kind);
+    int64_t srow = row_of(s, 1, rname, group, 0, e->kind);
     if (row < 0 || srow < 0)
         return oom(s);
     lp_trace_op_row *r = &m->ops[row], *q = &m->ops_shape[srow];
@@ -519,12 +567,32 @@ static lp_status process(tm_state *s, const tev *e)
     if (launch && s->paths.len[launch->path]) {
         const uint32_t *pp = (const uint32_t *)s->paths.str[launch->path];
         size_t n = s->paths.len[launch->path] / (2 * sizeof *pp);
+        size_t b = launch->a_depth >= 0 ? launch->b_pos : SIZE_MAX;
         for (size_t i = 0; i < n; i++) {
+            if (i == b)
+                continue;
             m->ops[pp[2 * i]].device_total_ns += e->dur;
             m->ops_shape[pp[2 * i + 1]].device_total_ns += e->dur;
         }
-        m->ops[pp[2 * n - 2]].self_device_ns += e->dur;
-        m->ops_shape[pp[2 * n - 1]].self_device_ns += e->dur;
+        if (b != n - 1) {
+            m->ops[pp[2 * n - 2]].self_device_ns += e->dur;
+            m->ops_shape[pp[2 * n - 1]].self_device_ns += e->dur;
+        }
+        if (b != SIZE_MAX) { /* through a same-named child: settle now or when its parent closes */
+            int64_t self = b == n - 1 ? e->dur : 0;
+            tm_thread *at = launch->a_thread < s->n_threads ? &s->threads[launch->a_thread] : NULL;
+            frame *a = at && launch->a_depth < at->n && at->st[launch->a_depth].serial == launch->a_serial
+                           ? &at->st[launch->a_depth]
+                           : NULL;
+            if (a && a->n_children < 2) {
+                a->pend_total += e->dur;
+                a->pend_self += self;
+                a->pend_srow = pp[2 * b + 1];
+            } else {
+                const lp_idmap_val *d = a ? NULL : lp_idmap_get(&s->folds, (int64_t)launch->a_serial);
+                settle(s, pp[2 * (b - 1)], pp[2 * (b - 1) + 1], pp[2 * b + 1], e->dur, self, d && d->path);
+            }
+        }
     } else {
         m->n_unlinked++;
     }
@@ -669,6 +737,7 @@ static void state_free(tm_state *s)
     lp_strtab_free(&s->threads_tab);
     lp_idmap_free(&s->corr);
     lp_idmap_free(&s->ext);
+    lp_idmap_free(&s->folds);
     lp_trace_json_free(s->json);
 }
 
@@ -686,12 +755,24 @@ static lp_status finish(tm_state *s)
         while (s->threads[i].n)
             pop_frame(s, &s->threads[i]);
     sweep_to(s, m->last_ns);
+    if (s->oom)
+        return oom(s);
     /* the last step ends where its CPU range or its device work does; later time is not its */
     for (size_t i = 0; i < m->n_steps; i++) {
         lp_trace_step *st = &m->steps[i];
         st->dur_ns = 0;
         for (int p = 0; p < LP_TRACE_PART__COUNT; p++)
             st->dur_ns += st->part_ns[p];
+    }
+    /* a same-named only child folded away was never counted: torch has no row for it */
+    lp_trace_op_row *tabs[2] = {m->ops, m->ops_shape};
+    size_t *ns[2] = {&m->n_ops, &m->n_ops_shape};
+    for (int t = 0; t < 2; t++) {
+        size_t k = 0;
+        for (size_t i = 0; i < *ns[t]; i++)
+            if (tabs[t][i].calls > 0)
+                tabs[t][k++] = tabs[t][i];
+        *ns[t] = k;
     }
     m->total.ts_ns = m->first_ns;
     m->total.dur_ns = m->last_ns - m->first_ns;
@@ -730,7 +811,8 @@ static lp_status state_init(tm_state *s, const char *name, const lp_trace_model_
     s->window = o && o->window ? o->window : LP_TRACE_WINDOW;
     s->m = calloc(1, sizeof *s->m);
     s->heap = malloc(s->window * sizeof *s->heap);
-    if (!s->m || !s->heap || !lp_idmap_init(&s->corr, 1u << 20) || !lp_idmap_init(&s->ext, 1u << 20))
+    if (!s->m || !s->heap || !lp_idmap_init(&s->corr, 1u << 20) || !lp_idmap_init(&s->ext, 1u << 20) ||
+        !lp_idmap_init(&s->folds, 1u << 16))
         return oom(s);
     snprintf(s->m->path, sizeof s->m->path, "%s", name);
     s->curve_cpu.stride = s->curve_dev.stride = 1;

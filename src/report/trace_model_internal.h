@@ -35,6 +35,10 @@ typedef struct frame {
     int32_t n_children;
     uint8_t kind;
     summ only;             /* the first child, counted once a second one comes or at close */
+    uint64_t serial;       /* this node, among all */
+    int cand;              /* a same-named child was opened: torch may fold it */
+    int64_t pend_total, pend_self; /* device time through that child, until the fold is known */
+    uint32_t pend_srow;    /* the child's by-shape row */
 } frame;
 
 typedef struct tm_thread {
@@ -69,6 +73,7 @@ typedef struct tm_state {
     size_t n_threads;
     uint32_t *pathbuf;
     lp_idmap corr, ext;
+    lp_idmap folds;        /* node serial -> folded (path = 1), for parents with a same-named child */
     int any_out;
     int64_t last_out;
     int64_t cursor, max_end[LP_TRACE_PART__COUNT];
@@ -78,6 +83,8 @@ typedef struct tm_state {
     int mem_dev_seen;
     int64_t peak[2], peak_ts[2];
     int peak_seen[2];
+    uint64_t serial;       /* nodes opened so far */
+    int oom;               /* an allocation failed where no status could be returned */
     tm_curve curve_cpu, curve_dev;
 } tm_state;
 

@@ -28,6 +28,12 @@ typedef struct lp_idmap_val {
     int32_t step;    /* step index of the launch, -1 outside steps */
     int64_t launch_ts;
     uint32_t launch_op; /* innermost host row id + 1 (0: none) */
+    /* The deepest parent/child pair of same-named ops on the path, which torch folds into
+     * one node when the child is the only one: the parent's node (thread, depth, serial)
+     * and the child's index in the path; a_depth -1 when the path has none. */
+    uint64_t a_serial;
+    uint32_t a_thread, b_pos;
+    int32_t a_depth;
 } lp_idmap_val;
 
 typedef struct lp_idmap {
