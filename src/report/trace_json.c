@@ -120,14 +120,14 @@ int lp_trace_us_text_to_ns(const char *s, size_t n, int64_t *ns)
     uint64_t mant = 0;
     int exp10 = 0, digits = 0, lost = 0; /* lost: nonzero digits beyond 19 */
     for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
-        if (mant < 100000000000000000ull)
+        if (mant <= (UINT64_MAX - 9) / 10)
             mant = mant * 10 + (uint64_t)(s[i] - '0');
         else
             exp10++, lost |= s[i] != '0';
     }
     if (i < n && s[i] == '.') {
         for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
-            if (mant < 100000000000000000ull) {
+            if (mant <= (UINT64_MAX - 9) / 10) {
                 mant = mant * 10 + (uint64_t)(s[i] - '0');
                 exp10--;
             }
@@ -221,6 +221,10 @@ static int dims_scalar(lp_trace_json *j, const char *s, size_t n, int quote)
 
 static int on_scalar_text(lp_trace_json *j, const char *s, size_t n, int is_num, int is_str)
 {
+    if (j->events_level && j->depth == j->events_level) { /* an entry that is not an object */
+        j->skipped++;
+        return 1;
+    }
     if (j->dims_level) {
         if (!dims_scalar(j, s, n, is_str))
             return stop(j, "out of memory");
