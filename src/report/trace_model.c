@@ -447,12 +447,12 @@ static lp_status process(tm_state *s, const tev *e)
         /* torch: pop while the event cannot be the top's child */
         while (t->n && (e->ts >= t->st[t->n - 1].end || end > t->st[t->n - 1].end))
             pop_frame(s, t);
+        uint8_t fl = s->name_flags[e->name];
         int part = e->kind == LP_TRACE_KIND_RUNTIME || e->kind == LP_TRACE_KIND_DRIVER ? LP_TRACE_PART_RUNTIME
-                   : !strncmp(name, "enumerate(DataLoader)", 21) || !strncmp(name, "enumerate(DataPipe)", 19)
-                       ? LP_TRACE_PART_DATALOADER
-                   : is_comm_name(name) ? LP_TRACE_PART_COMMUNICATION
-                                        : LP_TRACE_PART_CPU_EXEC;
-        int is_step = !strncmp(name, "ProfilerStep#", 13);
+                   : fl & NF_DATA                                                      ? LP_TRACE_PART_DATALOADER
+                   : fl & NF_COMM ? LP_TRACE_PART_COMMUNICATION
+                                  : LP_TRACE_PART_CPU_EXEC;
+        int is_step = (fl & NF_STEP) != 0;
         if (is_step) {
             lp_status st = start_step(s, e, name);
             if (st != LP_OK)
@@ -514,7 +514,7 @@ static lp_status process(tm_state *s, const tev *e)
 
     /* device side */
     int group = group_of(e->kind);
-    uint32_t rname = !strncmp(name, "ProfilerStep#", 13) ? s->step_name : e->name; /* torch renames on every event */
+    uint32_t rname = s->name_flags[e->name] & NF_STEP ? s->step_name : e->name; /* torch renames on every event */
     int64_t row = row_of(s, 0, rname, group, 0, e->kind);
     int64_t srow = row_of(s, 1, rname, group, 0, e->kind);
     if (row < 0 || srow < 0)
@@ -533,7 +533,7 @@ static lp_status process(tm_state *s, const tev *e)
         if (alt)
             launch = alt;
     }
-    int comm = is_comm_name(name);
+    int comm = (s->name_flags[e->name] & NF_COMM) != 0;
     int cls = e->kind != LP_TRACE_KIND_KERNEL ? LP_TRACE_CLASS_MEMORY : comm ? LP_TRACE_CLASS_COMMUNICATION
                                                                               : LP_TRACE_CLASS_COMPUTE;
     /* kernel table */
@@ -636,10 +636,22 @@ static lp_status process(tm_state *s, const tev *e)
 
 static lp_status intern_name(tm_state *s, const char *str, uint32_t *id)
 {
+    size_t before = s->names.n;
     int64_t v = lp_strtab_intern(&s->names, str, strlen(str));
     if (v < 0)
         return oom(s);
     *id = (uint32_t)v;
+    if ((size_t)v == before) { /* a new name: classify it once */
+        if (!grow((void **)&s->name_flags, &s->cap_flags, (size_t)v + 1, 1))
+            return oom(s);
+        s->name_flags[v] = (uint8_t)((is_comm_name(str) ? NF_COMM : 0) |
+                                     (!strncmp(str, "enumerate(DataLoader)", 21) ||
+                                              !strncmp(str, "enumerate(DataPipe)", 19)
+                                          ? NF_DATA
+                                          : 0) |
+                                     (!strncmp(str, "ProfilerStep#", 13) ? NF_STEP : 0) |
+                                     (filtered_name(str) ? NF_FILTERED : 0));
+    }
     return LP_OK;
 }
 
@@ -671,11 +683,16 @@ static lp_status on_item(void *ctx, const lp_trace_item *it)
         e.b = it->mem_total_allocated;
         e.memdev = (int8_t)(it->mem_device_type > 0);
     } else {
-        int k = kind_of_cat(it->cat);
+        int k;
+        if (s->last_cat_kind != INT32_MIN && !strcmp(it->cat, s->last_cat)) { /* categories repeat */
+            k = s->last_cat_kind;
+        } else {
+            k = kind_of_cat(it->cat);
+            snprintf(s->last_cat, sizeof s->last_cat, "%s", it->cat);
+            s->last_cat_kind = strlen(it->cat) < sizeof s->last_cat ? k : INT32_MIN;
+        }
         if (k < 0)
             return LP_OK; /* "Trace" window, python_function, cuda_sync, ... */
-        if (filtered_name(it->name))
-            return LP_OK;
         e.kind = (uint8_t)k;
         e.a = it->bytes;
     }
@@ -691,6 +708,8 @@ static lp_status on_item(void *ctx, const lp_trace_item *it)
     lp_status st = intern_name(s, it->name, &e.name);
     if (st != LP_OK)
         return st;
+    if (!is_mem && (s->name_flags[e.name] & NF_FILTERED))
+        return LP_OK; /* torch drops these before building its tree */
     if (it->shapes && !is_mem) {
         uint32_t sid = 0;
         if ((st = intern_name(s, it->shapes, &sid)) != LP_OK)
@@ -700,8 +719,13 @@ static lp_status on_item(void *ctx, const lp_trace_item *it)
     }
     /* a thread is (pid, tid) as written */
     char key[256];
-    int kn = snprintf(key, sizeof key, "%s\x1f%s", it->pid, it->tid);
-    int64_t tid = lp_strtab_intern(&s->threads_tab, key, (size_t)(kn < (int)sizeof key ? kn : (int)sizeof key - 1));
+    size_t pl = strlen(it->pid), tl = strlen(it->tid);
+    pl = pl > 127 ? 127 : pl;
+    tl = tl > 127 ? 127 : tl;
+    memcpy(key, it->pid, pl);
+    key[pl] = '\x1f';
+    memcpy(key + pl + 1, it->tid, tl);
+    int64_t tid = lp_strtab_intern(&s->threads_tab, key, pl + 1 + tl);
     if (tid < 0)
         return oom(s);
     e.thread = (uint32_t)tid;
@@ -728,6 +752,7 @@ static void state_free(tm_state *s)
     free(s->threads);
     free(s->heap);
     free(s->pathbuf);
+    free(s->name_flags);
     free(s->curve_cpu.pts);
     free(s->curve_dev.pts);
     lp_strtab_free(&s->keys);
@@ -816,6 +841,7 @@ static lp_status state_init(tm_state *s, const char *name, const lp_trace_model_
         return oom(s);
     snprintf(s->m->path, sizeof s->m->path, "%s", name);
     s->curve_cpu.stride = s->curve_dev.stride = 1;
+    s->last_cat_kind = INT32_MIN;
     lp_status st = lp_trace_json_new(name, on_item, s, &s->json);
     if (st != LP_OK)
         return st;

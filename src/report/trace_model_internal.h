@@ -59,6 +59,9 @@ typedef struct tm_curve {
     size_t n, stride, in_run;
 } tm_curve;
 
+/* What a name is, decided once per distinct name. */
+enum { NF_COMM = 1, NF_DATA = 2, NF_STEP = 4, NF_FILTERED = 8 };
+
 typedef struct tm_state {
     const char *name;
     lp_trace_model *m;
@@ -85,6 +88,10 @@ typedef struct tm_state {
     int peak_seen[2];
     uint64_t serial;       /* nodes opened so far */
     int oom;               /* an allocation failed where no status could be returned */
+    uint8_t *name_flags;   /* NF_* per name id */
+    size_t cap_flags;
+    char last_cat[32];     /* the last category met and its kind (INT32_MIN: none) */
+    int last_cat_kind;
     tm_curve curve_cpu, curve_dev;
 } tm_state;
 
