@@ -185,10 +185,12 @@ typedef struct lp_trace_gpu {
     int64_t compute_ns, comm_ns, memory_ns; /* union of each class */
     int64_t compute_comm_ns;              /* union of compute and communication */
     int64_t comm_overlap_ns;              /* communication time with compute running */
-    int64_t idle_host_wait_ns;            /* stream gaps the host had not launched into yet */
-    int64_t idle_kernel_wait_ns;          /* gaps under LP_TRACE_KERNEL_WAIT_NS after launch */
-    int64_t idle_other_ns;
+    /* per-stream gaps as HTA measures them (start minus the previous event's end, negative
+     * when they overlap): host wait when the launch came after the gap began, kernel wait
+     * when shorter than LP_TRACE_KERNEL_WAIT_NS, other */
+    int64_t idle_host_wait_ns, idle_kernel_wait_ns, idle_other_ns;
     int64_t n_streams;
+    int64_t n_events;                     /* device events counted */
 } lp_trace_gpu;
 /* HTA's consecutive-kernel delay: a shorter launched gap counts as kernel wait. */
 #define LP_TRACE_KERNEL_WAIT_NS 30000
@@ -211,6 +213,7 @@ typedef struct lp_trace_model {
     int is_array;              /* the pre-1.8 bare-array form */
     int has_base_time;
     int64_t base_time_ns;
+    int sub_us;                /* some ts/dur carry sub-µs digits (HTA floors these to µs) */
     uint64_t bytes;            /* the text's size */
     uint64_t n_events;         /* entries of traceEvents */
     uint64_t n_used;           /* events that went into the tables */
@@ -230,7 +233,9 @@ typedef struct lp_trace_model {
     size_t n_steps;
     int has_steps;
     lp_trace_step total;       /* the whole trace, first to last event */
-    lp_trace_gpu gpu;
+    lp_trace_gpu gpu;          /* HolisticTraceAnalysis's scope: with two steps or more, the
+                                  device work launched before the last step began */
+    lp_trace_gpu gpu_all;      /* every device event */
     int has_device;
     lp_trace_mem_point *mem;   /* the allocated curve (device memory when any, else CPU),
                                   thinned to at most LP_TRACE_MEM_POINTS */

@@ -100,7 +100,8 @@ static void item_reset(lp_trace_json *j)
 {
     memset(&j->it, 0, sizeof j->it);
     j->it.external_id = j->it.correlation = j->it.flow_id = -1;
-    j->it.mem_bytes = j->it.mem_total_allocated = 0;
+    j->it.mem_bytes = 0;
+    j->it.mem_total_allocated = INT64_MIN; /* absent */
     j->it.mem_device_type = -1;
     j->it.bytes = -1;
     j->name_b.set = j->cat_b.set = j->ph_b.set = j->pid_b.set = j->tid_b.set = j->argname_b.set = 0;

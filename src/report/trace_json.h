@@ -18,7 +18,7 @@ typedef struct lp_trace_item {
     int64_t ts_ns, dur_ns;
     int64_t external_id, correlation, flow_id; /* -1: absent */
     const char *shapes;          /* torch's str(input_shapes) ("[[2, 3], []]"); NULL: not recorded */
-    int64_t mem_bytes, mem_total_allocated, mem_device_type; /* [memory]: -1 type when absent */
+    int64_t mem_bytes, mem_total_allocated, mem_device_type; /* [memory]: total INT64_MIN, type -1 when absent */
     int64_t bytes;               /* memcpy/memset args.bytes; -1 absent */
     const char *meta_name;       /* "M" events: args.name */
 } lp_trace_item;

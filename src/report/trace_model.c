@@ -345,9 +345,15 @@ static void extend_step(tm_state *s, int64_t end)
         st->part_ns[p] += s->pending[p], s->pending[p] = 0;
 }
 
+static int fifo_commit(tm_state *s, int64_t t);
+
 static lp_status start_step(tm_state *s, const tev *e, const char *name)
 {
     lp_trace_model *m = s->m;
+    /* every device event out of the window so far started before this step: its launch too */
+    if (!fifo_commit(s, INT64_MAX))
+        return oom(s);
+    s->last_step_ts = e->ts;
     /* Time after the previous step's CPU range and device work, before this one, is in no
      * step (the loop between steps); it stays in the trace's total. */
     memset(s->pending, 0, sizeof s->pending);
@@ -379,6 +385,79 @@ static void union_add(tm_union *u, int64_t a, int64_t b)
 }
 
 static int64_t union_total(const tm_union *u) { return u->any ? u->total + u->end - u->start : 0; }
+
+/* ---- GPU figures over a set of device events (start order) ----------------------------- */
+
+static int gpu_account(tm_gpu *g, const gpu_ev *e)
+{
+    if (!g->any || e->ts < g->first)
+        g->first = e->ts;
+    if (!g->any || e->end > g->last)
+        g->last = e->end;
+    g->any = 1;
+    g->n_events++;
+    union_add(&g->u_all, e->ts, e->end);
+    if (e->in_class_union) {
+        union_add(&g->u_cls[e->cls], e->ts, e->end);
+        if (e->cls != LP_TRACE_CLASS_MEMORY)
+            union_add(&g->u_cc, e->ts, e->end);
+    }
+    if (!grow((void **)&g->prev_end, &g->cap_streams, (size_t)e->stream + 1, sizeof *g->prev_end) ||
+        !grow((void **)&g->seen, &g->cap_seen, (size_t)e->stream + 1, 1))
+        return 0;
+    if (!g->seen[e->stream]) {
+        g->seen[e->stream] = 1;
+        g->n_streams++;
+    } else {
+        /* HTA's idle interval: this start minus the previous event's end on the stream (negative
+         * when they overlap, summed as is); host wait when the launch came after that end */
+        int64_t prev = g->prev_end[e->stream], gap = e->ts - prev;
+        if (e->launch_ts != INT64_MIN && e->launch_ts > prev)
+            g->host_wait += gap;
+        else if (gap < LP_TRACE_KERNEL_WAIT_NS)
+            g->kernel_wait += gap;
+        else
+            g->other += gap;
+    }
+    g->prev_end[e->stream] = e->end;
+    return 1;
+}
+
+static void gpu_figures(const tm_gpu *g, lp_trace_gpu *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!g->any)
+        return;
+    out->first_ns = g->first;
+    out->last_ns = g->last;
+    out->busy_ns = union_total(&g->u_all);
+    out->compute_ns = union_total(&g->u_cls[LP_TRACE_CLASS_COMPUTE]);
+    out->comm_ns = union_total(&g->u_cls[LP_TRACE_CLASS_COMMUNICATION]);
+    out->memory_ns = union_total(&g->u_cls[LP_TRACE_CLASS_MEMORY]);
+    out->compute_comm_ns = union_total(&g->u_cc);
+    out->comm_overlap_ns = out->compute_ns + out->comm_ns - out->compute_comm_ns;
+    out->idle_host_wait_ns = g->host_wait;
+    out->idle_kernel_wait_ns = g->kernel_wait;
+    out->idle_other_ns = g->other;
+    out->n_streams = g->n_streams;
+    out->n_events = g->n_events;
+}
+
+static void gpu_free(tm_gpu *g)
+{
+    free(g->prev_end);
+    free(g->seen);
+}
+
+/* Commits held device events launched before t into HTA's scope (all when t is INT64_MAX). */
+static int fifo_commit(tm_state *s, int64_t t)
+{
+    for (size_t i = 0; i < s->n_fifo; i++)
+        if (s->fifo[i].launch_ts < t && !gpu_account(&s->g_hta, &s->fifo[i]))
+            return 0;
+    s->n_fifo = 0;
+    return 1;
+}
 
 /* ---- the memory curve ------------------------------------------------------------------ */
 
@@ -606,29 +685,17 @@ static lp_status process(tm_state *s, const tev *e)
         s->max_end[part] = end;
     if (m->n_steps && launch && launch->step == (int32_t)m->n_steps - 1)
         extend_step(s, end);
-    if (!s->gpu_any || e->ts < m->gpu.first_ns)
-        m->gpu.first_ns = e->ts;
-    if (!s->gpu_any || end > m->gpu.last_ns)
-        m->gpu.last_ns = end;
-    s->gpu_any = 1;
-    union_add(&s->u_all, e->ts, end);
-    union_add(&s->u_cls[cls], e->ts, end);
-    if (cls != LP_TRACE_CLASS_MEMORY)
-        union_add(&s->u_cc, e->ts, end);
-    if (!t->is_stream) {
-        t->is_stream = 1;
-        m->gpu.n_streams++;
-    } else if (e->ts > t->last_end) {
-        int64_t gap = e->ts - t->last_end;
-        if (launch && launch->launch_ts >= t->last_end)
-            m->gpu.idle_host_wait_ns += gap;
-        else if (gap < LP_TRACE_KERNEL_WAIT_NS)
-            m->gpu.idle_kernel_wait_ns += gap;
-        else
-            m->gpu.idle_other_ns += gap;
+    gpu_ev g = {e->ts, end, launch ? launch->launch_ts : INT64_MIN, e->thread, (uint8_t)cls,
+                (uint8_t)(cls != LP_TRACE_CLASS_COMPUTE || !(s->name_flags[e->name] & NF_NOT_COMPUTE))};
+    if (!gpu_account(&s->g_all, &g))
+        return oom(s);
+    /* HTA's scope (with two steps or more): device work whose launch it found before the last
+     * step began. Held while its step is the latest; committed when the next step starts. */
+    if (launch) {
+        if (!grow((void **)&s->fifo, &s->cap_fifo, s->n_fifo + 1, sizeof *s->fifo))
+            return oom(s);
+        s->fifo[s->n_fifo++] = g;
     }
-    if (end > t->last_end)
-        t->last_end = end;
     return LP_OK;
 }
 
@@ -650,7 +717,11 @@ static lp_status intern_name(tm_state *s, const char *str, uint32_t *id)
                                           ? NF_DATA
                                           : 0) |
                                      (!strncmp(str, "ProfilerStep#", 13) ? NF_STEP : 0) |
-                                     (filtered_name(str) ? NF_FILTERED : 0));
+                                     (filtered_name(str) ? NF_FILTERED : 0) |
+                                     /* HTA counts these kernels as neither compute nor memory */
+                                     (strstr(str, "Memcpy") || !strncmp(str, "Memset", 6) || strstr(str, "Sync")
+                                          ? NF_NOT_COMPUTE
+                                          : 0));
     }
     return LP_OK;
 }
@@ -680,7 +751,10 @@ static lp_status on_item(void *ctx, const lp_trace_item *it)
     if (is_mem) {
         e.kind = K_MEMORY;
         e.a = it->mem_bytes;
-        e.b = it->mem_total_allocated;
+        /* 1.8/1.9 traces write no "Total Allocated": keep a running sum of the bytes */
+        int dev = it->mem_device_type > 0;
+        s->mem_running[dev] += it->mem_bytes;
+        e.b = it->mem_total_allocated != INT64_MIN ? it->mem_total_allocated : s->mem_running[dev];
         e.memdev = (int8_t)(it->mem_device_type > 0);
     } else {
         int k;
@@ -698,6 +772,8 @@ static lp_status on_item(void *ctx, const lp_trace_item *it)
     }
     e.ts = it->ts_ns;
     e.dur = is_x ? it->dur_ns : 0;
+    if (e.ts % 1000 || e.dur % 1000)
+        m->sub_us = 1;
     if (e.ts > INT64_MAX / 2 || e.ts < INT64_MIN / 2 || e.dur > INT64_MAX / 4) {
         m->n_skipped++;
         return LP_OK;
@@ -763,6 +839,9 @@ static void state_free(tm_state *s)
     lp_idmap_free(&s->corr);
     lp_idmap_free(&s->ext);
     lp_idmap_free(&s->folds);
+    gpu_free(&s->g_all);
+    gpu_free(&s->g_hta);
+    free(s->fifo);
     lp_trace_json_free(s->json);
 }
 
@@ -807,12 +886,11 @@ static lp_status finish(tm_state *s)
         m->steps[0] = m->total;
         m->n_steps = 1;
     }
-    m->gpu.busy_ns = union_total(&s->u_all);
-    m->gpu.compute_ns = union_total(&s->u_cls[LP_TRACE_CLASS_COMPUTE]);
-    m->gpu.comm_ns = union_total(&s->u_cls[LP_TRACE_CLASS_COMMUNICATION]);
-    m->gpu.memory_ns = union_total(&s->u_cls[LP_TRACE_CLASS_MEMORY]);
-    m->gpu.compute_comm_ns = union_total(&s->u_cc);
-    m->gpu.comm_overlap_ns = m->gpu.compute_ns + m->gpu.comm_ns - m->gpu.compute_comm_ns;
+    /* the held events: launched before the last step began are in HTA's scope */
+    if (!fifo_commit(s, s->m->n_steps >= 2 ? s->last_step_ts : INT64_MAX))
+        return oom(s);
+    gpu_figures(&s->g_all, &m->gpu_all);
+    gpu_figures(m->n_steps >= 2 ? &s->g_hta : &s->g_all, &m->gpu);
     tm_curve *c = s->mem_dev_seen ? &s->curve_dev : &s->curve_cpu;
     if (c->in_run) { /* the last partial run */
         c->in_run = 0;

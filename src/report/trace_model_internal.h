@@ -45,8 +45,6 @@ typedef struct tm_thread {
     frame *st;
     int n;
     size_t cap;
-    int is_stream;         /* device events seen on it */
-    int64_t last_end;      /* the stream's last device event end */
 } tm_thread;
 
 typedef struct tm_union {
@@ -54,13 +52,31 @@ typedef struct tm_union {
     int64_t start, end, total;
 } tm_union;
 
+/* One device event for the GPU figures. */
+typedef struct gpu_ev {
+    int64_t ts, end, launch_ts; /* launch_ts INT64_MIN: launch not found */
+    uint32_t stream;
+    uint8_t cls, in_class_union;
+} gpu_ev;
+
+/* Unions and per-stream idle gaps over a set of device events. */
+typedef struct tm_gpu {
+    int any;
+    int64_t first, last;
+    tm_union u_all, u_cls[LP_TRACE_CLASS__COUNT], u_cc;
+    int64_t *prev_end;     /* per thread id: the stream's previous event's end */
+    uint8_t *seen;
+    size_t cap_streams, cap_seen;
+    int64_t n_streams, n_events, host_wait, kernel_wait, other;
+} tm_gpu;
+
 typedef struct tm_curve {
     lp_trace_mem_point *pts, run;
     size_t n, stride, in_run;
 } tm_curve;
 
 /* What a name is, decided once per distinct name. */
-enum { NF_COMM = 1, NF_DATA = 2, NF_STEP = 4, NF_FILTERED = 8 };
+enum { NF_COMM = 1, NF_DATA = 2, NF_STEP = 4, NF_FILTERED = 8, NF_NOT_COMPUTE = 16 };
 
 typedef struct tm_state {
     const char *name;
@@ -81,8 +97,10 @@ typedef struct tm_state {
     int64_t last_out;
     int64_t cursor, max_end[LP_TRACE_PART__COUNT];
     int64_t step_limit, step_cpu_end, pending[LP_TRACE_PART__COUNT];
-    int gpu_any;
-    tm_union u_all, u_cls[LP_TRACE_CLASS__COUNT], u_cc;
+    tm_gpu g_all, g_hta;   /* every device event; HTA's scope (launched before the last step) */
+    gpu_ev *fifo;          /* device events launched in the latest step, not yet in g_hta */
+    size_t n_fifo, cap_fifo;
+    int64_t last_step_ts;
     int mem_dev_seen;
     int64_t peak[2], peak_ts[2];
     int peak_seen[2];
@@ -92,6 +110,7 @@ typedef struct tm_state {
     size_t cap_flags;
     char last_cat[32];     /* the last category met and its kind (INT32_MIN: none) */
     int last_cat_kind;
+    int64_t mem_running[2]; /* bytes allocated so far by [memory] events, CPU / device */
     tm_curve curve_cpu, curve_dev;
 } tm_state;
 

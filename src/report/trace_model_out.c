@@ -196,8 +196,8 @@ static void write_gpu(FILE *f, const lp_trace_model *m)
         return;
     const lp_trace_gpu *g = &m->gpu;
     int64_t span = g->last_ns - g->first_ns, idle = span - g->busy_ns;
-    fprintf(f, "\nGPU (%lld streams, %.3f ms from the first device event to the last):\n", (long long)g->n_streams,
-            ms(span));
+    fprintf(f, "\nGPU (%lld streams, %.3f ms from the first device event to the last%s):\n", (long long)g->n_streams,
+            ms(span), m->has_steps && m->n_steps >= 2 ? "; as HTA, work launched before the last step" : "");
     fprintf(f, "  busy %.3f ms (%.1f%%): compute %.3f ms, communication %.3f ms, memory %.3f ms\n", ms(g->busy_ns),
             pct(g->busy_ns, span), ms(g->compute_ns), ms(g->comm_ns), ms(g->memory_ns));
     fprintf(f, "  idle %.3f ms (%.1f%%); stream gaps: host wait %.3f ms, kernel wait %.3f ms, other %.3f ms\n",
@@ -354,18 +354,24 @@ static void csv_steps(FILE *f, const void *a)
     }
 }
 
-static void csv_gpu(FILE *f, const void *a)
+static void gpu_row(FILE *f, const lp_trace_model *m, const char *scope, const lp_trace_gpu *g)
 {
-    const lp_trace_model *m = a;
-    const lp_trace_gpu *g = &m->gpu;
-    fprintf(f, "rank,streams,first_ns,last_ns,busy_ns,compute_ns,comm_ns,memory_ns,compute_comm_ns,comm_overlap_ns,"
-               "idle_host_wait_ns,idle_kernel_wait_ns,idle_other_ns,mem_peak_bytes,mem_is_device,skipped,late\n");
-    fprintf(f, "%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,%llu,%llu\n",
+    fprintf(f, "%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,%llu,%llu\n", scope,
             (long long)m->rank, (long long)g->n_streams, (long long)g->first_ns, (long long)g->last_ns,
             (long long)g->busy_ns, (long long)g->compute_ns, (long long)g->comm_ns, (long long)g->memory_ns,
             (long long)g->compute_comm_ns, (long long)g->comm_overlap_ns, (long long)g->idle_host_wait_ns,
             (long long)g->idle_kernel_wait_ns, (long long)g->idle_other_ns, (long long)m->mem_peak, m->mem_is_device,
             (unsigned long long)m->n_skipped, (unsigned long long)m->n_late);
+}
+
+static void csv_gpu(FILE *f, const void *a)
+{
+    const lp_trace_model *m = a;
+    fprintf(f, "scope,rank,streams,first_ns,last_ns,busy_ns,compute_ns,comm_ns,memory_ns,compute_comm_ns,"
+               "comm_overlap_ns,idle_host_wait_ns,idle_kernel_wait_ns,idle_other_ns,mem_peak_bytes,mem_is_device,"
+               "skipped,late\n");
+    gpu_row(f, m, "hta", &m->gpu);
+    gpu_row(f, m, "all", &m->gpu_all);
 }
 
 static void csv_memory(FILE *f, const void *a)

@@ -4,6 +4,8 @@
  *    wrote tests/report/data/foreign_keyavg.json.gz once): call counts equal row for row,
  *    self/total CPU and self/total device time within 1 µs per row (torch keeps µs floats;
  *    we keep exact ns, so the only slack is torch's float rounding);
+ *  - the same traces' GPU figures (temporal breakdown, idle breakdown, comm/compute overlap)
+ *    against HolisticTraceAnalysis (tools/trace_hta_reference.py wrote foreign_hta.json);
  *  - small traces written here whose answers are known by construction: exact ns from
  *    absolute stamps, kernels linked by correlation rather than a misleading External id,
  *    a folded duplicate keeping its kernels, steps extended by their device work with parts
@@ -160,6 +162,91 @@ static void test_foreign_traces_match_torch(void **state)
     }
     cJSON_Delete(ref);
     assert_int_equal(n_traces, 19);
+    assert_int_equal(bad, 0);
+}
+
+/* ---- foreign traces vs HolisticTraceAnalysis ----------------------------------------------- */
+
+/* One HTA figure against ours: within 1 % of HTA's value (1 µs at least). HTA floors ts and
+ * dur to whole µs on traces with sub-µs stamps (it warns "Rounding down ns resolution
+ * events"); there each of the n device events can move a figure by up to 1 µs. */
+static int hta_close(const char *trace, const char *what, double ours_us, double hta_us, int sub_us, int64_t n)
+{
+    double tol = hta_us * 0.01;
+    if (tol < 1.0)
+        tol = 1.0;
+    if (sub_us && tol < (double)n)
+        tol = (double)n;
+    if (ours_us - hta_us > tol || hta_us - ours_us > tol) {
+        fprintf(stderr, "%s: %s %.1f us, HTA %.1f us (tolerance %.1f)\n", trace, what, ours_us, hta_us, tol);
+        return 1;
+    }
+    return 0;
+}
+
+static void test_foreign_traces_match_hta(void **state)
+{
+    (void)state;
+    const char *dir = getenv("LP_FOREIGN_TRACES") ? getenv("LP_FOREIGN_TRACES") : "../shared/foreign-traces";
+    struct stat sb;
+    if (stat(dir, &sb) != 0) {
+        fprintf(stderr, "skip: %s not found (set LP_FOREIGN_TRACES)\n", dir);
+        skip();
+    }
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(lp_trace_read_text("tests/report/data/foreign_hta.json", &text, &len), LP_OK);
+    cJSON *ref = cJSON_ParseWithLength(text, len);
+    free(text);
+    assert_non_null(ref);
+    const cJSON *t;
+    int compared = 0, bad = 0;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(ref, "traces"))
+    {
+        /* HTA could not analyse it (CPU-only traces, the CUPTI range-profiler trace, the
+         * synthetic H100 one): nothing to hold ours to. */
+        if (cJSON_GetObjectItem(t, "error"))
+            continue;
+        /* HTA takes the CPU op "triton_poi_fused_add_cos_sin_0", which carries a "stream" arg,
+         * for GPU work (95.8 µs): its figures there are not device time. */
+        if (!strcmp(t->string, "hta-triton-compiled.json.gz"))
+            continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, t->string);
+        lp_trace_model *m = NULL;
+        assert_int_equal(lp_trace_model_load(path, NULL, &m), LP_OK);
+        const lp_trace_gpu *g = &m->gpu;
+        double span = (double)(g->last_ns - g->first_ns) / 1e3, busy = g->busy_ns / 1e3, comp = g->compute_ns / 1e3;
+        const struct { const char *key; double ours; } f[] = {
+            {"kernel_time_us", span},
+            {"idle_time_us", span - busy},
+            {"compute_time_us", comp},
+            {"non_compute_time_us", busy - comp},
+            {"idle_host_wait_us", g->idle_host_wait_ns / 1e3},
+            {"idle_kernel_wait_us", g->idle_kernel_wait_ns / 1e3},
+            {"idle_other_us", g->idle_other_ns / 1e3},
+        };
+        int b = 0;
+        for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
+            const cJSON *v = cJSON_GetObjectItem(t, f[k].key);
+            if (cJSON_IsNumber(v))
+                b += hta_close(t->string, f[k].key, f[k].ours, v->valuedouble, m->sub_us, g->n_events);
+        }
+        const cJSON *ov = cJSON_GetObjectItem(t, "comm_overlap_ratio");
+        if (cJSON_IsNumber(ov) && g->comm_ns > 0) { /* a ratio: within 1 percentage point */
+            double ours = (double)g->comm_overlap_ns / (double)g->comm_ns;
+            if (ours - ov->valuedouble > 0.01 || ov->valuedouble - ours > 0.01) {
+                fprintf(stderr, "%s: comm/compute overlap %.4f, HTA %.4f\n", t->string, ours, ov->valuedouble);
+                b++;
+            }
+        }
+        fprintf(stderr, "%-48s HTA figures: %d differences%s\n", t->string, b, m->sub_us ? " (sub-us stamps)" : "");
+        bad += b;
+        compared++;
+        lp_trace_model_free(m);
+    }
+    cJSON_Delete(ref);
+    assert_true(compared >= 12);
     assert_int_equal(bad, 0);
 }
 
@@ -354,6 +441,7 @@ int main(void)
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_job_from_directory),
         cmocka_unit_test(test_foreign_traces_match_torch),
+        cmocka_unit_test(test_foreign_traces_match_hta),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
