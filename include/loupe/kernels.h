@@ -131,6 +131,19 @@ static inline void lp_attn_key_range(const lp_attn_geom *g, int64_t i, int64_t *
     *lo = g->window > 0 && i - g->window + 1 > 0 ? i - g->window + 1 : 0;
 }
 
+/* The KV cache of one layer as the decode kernels read it: keys and values (B, Hkv, cap, D)
+ * each, f32 or f16 (f16: IEEE half, rounded to nearest even when written), columns 0..T-1
+ * filled; mask (B, cap) 1 where a column holds a real token of that sequence, 0 for padding
+ * (a column is shared by the batch: left or right padding leaves holes). */
+typedef struct lp_kv_geom {
+    int64_t B, H, Hkv, D;
+    int64_t cap;    /* columns allocated per (b, kv head) */
+    int64_t T;      /* columns filled, the query's own included: the query sits at column T-1 */
+    int64_t window; /* > 0: only columns j with (T-1) - j < window (lp_attn_key_range's rule) */
+    float scale;    /* 0 = 1/sqrt(D) */
+    bool f16;       /* keys and values stored as f16 (uint16_t) */
+} lp_kv_geom;
+
 typedef struct lp_kernel_table {
     const char *name; /* "ref" or "opt" */
     void (*sgemm)(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
@@ -202,6 +215,10 @@ typedef struct lp_kernel_table {
     lp_status (*lora_backward)(float *dinp, float *dA, float *dB, const float *dout, const float *inp,
                                const float *u, const uint8_t *keep, const lp_lora_base *base, const float *A,
                                const float *B, float s, float p, int64_t N, int64_t C, int64_t OC, int64_t r);
+    /* ---- KV-cache decoding ---- */
+    void (*kv_write)(void *kc, void *vc, const float *k, const float *v, const lp_kv_geom *g, int64_t t0, int64_t T);
+    void (*attention_decode)(float *out, const float *q, const void *kc, const void *vc, const int32_t *mask,
+                             const lp_kv_geom *g);
 } lp_kernel_table;
 
 typedef enum lp_kernels_impl { LP_KERNELS_IMPL_REF = 0, LP_KERNELS_IMPL_OPT } lp_kernels_impl;
@@ -342,6 +359,18 @@ static inline int64_t lp_attention_fused_backward_scratch_floats(const lp_attn_g
  * LP_STATUS_INVALID_ARG with a message naming `what` (a model file, a layer) and the field.
  * The kernels themselves only assert this: loaders check once, up front. */
 LP_WARN_UNUSED lp_status lp_attention_geom_check(const lp_attn_geom *g, const char *what);
+
+/* ---- KV-cache decoding (see lp_kv_geom for the cache layout) --------------------------- */
+
+/* Appends T tokens per sequence to one layer's cache at columns t0 .. t0+T-1:
+ * k, v (B,T,Hkv*D) token-major (rotated keys, values) -> kc, vc (B,Hkv,cap,D), converted to
+ * f16 when g->f16. Needs t0 + T <= g->cap. */
+void lp_kv_write(void *kc, void *vc, const float *k, const float *v, const lp_kv_geom *g, int64_t t0, int64_t T);
+/* One query row per sequence against its cached keys: out (B,H*D) = softmax(scale q.k^T) v over
+ * the columns j < g->T with mask[b,j] == 1 (and inside the window); q (B,H*D), query head h
+ * reads kv head h / (H/Hkv). A sequence whose query sees no column gets 0 (never NaN). */
+void lp_attention_decode(float *out, const float *q, const void *kc, const void *vc, const int32_t *mask,
+                         const lp_kv_geom *g);
 
 /* ---- loss --------------------------------------------------------------------------- */
 

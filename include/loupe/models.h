@@ -267,6 +267,55 @@ LP_WARN_UNUSED lp_status lp_model_save_adapter(const lp_model *m, const char *di
  * transformers model. Errors: IO naming the path. */
 LP_WARN_UNUSED lp_status lp_model_save_hf(const lp_model *m, const char *dir);
 
+/* Merges every LoRA adapter into its f32 base weight (W += scale * B @ A, PEFT's
+ * merge_and_unload) so later forwards run plain Linears; the adapter parameters stay in the
+ * table but no longer take part. Errors: UNSUPPORTED for a quantized base (naming the
+ * module), NO_MEMORY. */
+LP_WARN_UNUSED lp_status lp_model_merge_adapters(lp_model *m);
+
+/* ---- KV-cache generation (llama family: causal LMs) -------------------------------------
+ *
+ *   lp_kv_cache *kv;
+ *   lp_model_kv_init(m, B, T + max_new, LP_DTYPE_F32, &kv);      // category KV_CACHE
+ *   lp_model_prefill(m, kv, ids, mask, B, T, logits);              // logits (B,V): last real token
+ *   for (step...) { pick next[b] from logits; lp_model_decode(m, kv, next, logits); }
+ *   lp_kv_cache_free(kv);
+ *
+ * A cache column is shared by the batch: prompts are left- or right-padded (mask 0), and
+ * each decoded token takes the next column in every sequence. Positions count real tokens
+ * (cumsum(mask) - 1, as training and transformers' generate use), so a token's RoPE angle is
+ * its absolute position in its own sequence, whatever the padding. Attention sees the real
+ * columns up to the query's (sliding window counted in columns, as the prefill does). */
+typedef struct lp_kv_cache lp_kv_cache;
+
+/* Bytes a cache of B sequences x cap columns takes for the model's config (keys and values of
+ * every layer, dtype LP_DTYPE_F32 or LP_DTYPE_F16, plus its mask and positions). */
+uint64_t lp_model_kv_bytes(const lp_model_config *cfg, int64_t B, int64_t cap, lp_dtype dtype);
+/* A cache for B sequences of up to cap columns (prompt + generated), dtype F32 or F16,
+ * allocated under LP_MEM_CATEGORY_KV_CACHE. Errors: UNSUPPORTED (not a causal LM of the
+ * llama family; a head size above 512), INVALID_ARG (B, cap < 1, another dtype, cap beyond
+ * the model's positions, naming config.json), NO_MEMORY. *out owned by the caller. */
+LP_WARN_UNUSED lp_status lp_model_kv_init(lp_model *m, int32_t B, int32_t cap, lp_dtype dtype, lp_kv_cache **out);
+void lp_kv_cache_free(lp_kv_cache *kv);
+/* Empties the cache (keeps its memory) for the next prefill. */
+void lp_kv_cache_reset(lp_kv_cache *kv);
+/* Columns filled so far (prompt length + decoded steps). */
+int32_t lp_kv_cache_len(const lp_kv_cache *kv);
+/* Bytes of this cache's allocation. */
+uint64_t lp_kv_cache_nbytes(const lp_kv_cache *kv);
+
+/* Runs B prompts ids, mask (B,T) (mask NULL = all real; every row needs a real token) through
+ * the model, filling the empty cache's first T columns, and writes the next-token logits of
+ * each row's last real token to logits (B,V) (=; no (B,T,V) logits are formed). Errors: as
+ * lp_model_forward; INVALID_ARG for a B other than the cache's, a cache not empty, T beyond
+ * its capacity. */
+LP_WARN_UNUSED lp_status lp_model_prefill(lp_model *m, lp_kv_cache *kv, const int32_t *ids, const int32_t *mask,
+                                          int32_t B, int32_t T, float *logits);
+/* One decoding step: ids (B) are the tokens just chosen, one per sequence, appended at the
+ * next column; logits (B,V) = their next-token logits. Errors: INVALID_ARG (no prefill yet,
+ * the cache full), RANGE (an id outside the vocabulary), NO_MEMORY. */
+LP_WARN_UNUSED lp_status lp_model_decode(lp_model *m, lp_kv_cache *kv, const int32_t *ids, float *logits);
+
 #ifdef __cplusplus
 }
 #endif

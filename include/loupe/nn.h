@@ -325,6 +325,16 @@ void lp_nn_decoder_layer_backward(const lp_nn_decoder_layer *l, const lp_nn_ctx 
                                   const int32_t *mask, float *scratch, int64_t B, int64_t T);
 int64_t lp_nn_decoder_layer_scratch_floats(const lp_nn_decoder_layer *l, lp_exec_mode exec, int64_t B, int64_t T);
 
+/* One decoding step (inference only): x (B,C) holds the newest token of each sequence; its
+ * rotated key and value are appended to the layer's cache kc, vc at column g->T - 1 (g->T
+ * counts that column), then its query attends over the cache (lp_attention_decode, kv_mask
+ * (B, g->cap)). act is bound for (B,1) with rope_cos/rope_sin (B, D/2) at each token's
+ * position; act->out (B,C) =. The attention alone: lp_nn_attention_decode, act->out =. */
+void lp_nn_attention_decode(const lp_nn_attention *a, lp_nn_attention_act *act, const float *x, void *kc, void *vc,
+                            const int32_t *kv_mask, const lp_kv_geom *g);
+void lp_nn_decoder_layer_decode(const lp_nn_decoder_layer *l, lp_nn_decoder_layer_act *act, const float *x, void *kc,
+                                void *vc, const int32_t *kv_mask, const lp_kv_geom *g);
+
 /* ---- Pooling and classification heads ------------------------------------------------- */
 
 typedef enum lp_nn_head_kind {

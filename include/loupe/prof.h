@@ -55,11 +55,12 @@ typedef enum lp_mem_category {
     LP_MEM_CATEGORY_INPUT,
     LP_MEM_CATEGORY_QUANTIZED_WEIGHT,
     LP_MEM_CATEGORY_OTHER,
+    LP_MEM_CATEGORY_KV_CACHE, /* generation's key/value cache (after OTHER: saved traces keep their numbers) */
     LP_MEM_CATEGORY__COUNT
 } lp_mem_category;
 
 /* "parameter", "gradient", "optimizer_state", "activation", "temporary", "input",
- * "quantized_weight", "other"; "unknown" for out-of-range values. Never NULL. */
+ * "quantized_weight", "other", "kv_cache"; "unknown" for out-of-range values. Never NULL. */
 const char *lp_mem_category_name(lp_mem_category c);
 
 /* Records that bytes at addr were allocated / freed for category cat. Updates the

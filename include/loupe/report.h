@@ -348,6 +348,8 @@ typedef enum lp_chart_kind {
     LP_CHART_LINE = 0, /* markers joined by lines, one per series */
     LP_CHART_BAR,      /* grouped bars: series side by side at each x */
     LP_CHART_HEATMAP,  /* a matrix of coloured cells (lp_chart_panel.heatmap) */
+    LP_CHART_STACKED,  /* stacked bars: series on top of each other at each x (values < 0 as 0; no
+                        * error bars), e.g. a step's time split into data, forward, backward */
 } lp_chart_kind;
 
 typedef enum lp_chart_x_scale {
@@ -382,6 +384,7 @@ typedef struct lp_chart_panel {
     const char *const *x_categories; /* LP_CHART_X_CATEGORY: (n_categories) labels */
     int32_t n_categories;
     int y_from_zero;                 /* y from 0 (throughput, memory): error bars below 0 are cut */
+    int y_log;                       /* log10 y axis with ticks at decades; y <= 0 not drawn */
     const lp_chart_series *series;
     int32_t n_series;
     const lp_chart_heatmap *heatmap; /* LP_CHART_HEATMAP only */
@@ -411,6 +414,10 @@ LP_WARN_UNUSED lp_status lp_figure_write_svg(const lp_figure *f, const char *pat
 LP_WARN_UNUSED lp_status lp_figure_text_boxes(const lp_figure *f, lp_chart_box **out, size_t *n,
                                               lp_chart_box *areas);
 
+/* The figure as an SVG document in memory (the same drawing as lp_figure_write_svg): *out
+ * malloc'd and NUL-terminated, caller frees; *len its length (may be NULL). */
+LP_WARN_UNUSED lp_status lp_figure_svg(const lp_figure *f, char **out, size_t *len);
+
 /* "Nice" axis ticks (1, 2, 2.5, 5 x 10^k steps) covering [lo, hi] with at most max_ticks
  * ticks: writes them to ticks (cap >= max_ticks) and returns the count (>= 2 when
  * lo < hi and max_ticks >= 2). *step gets the spacing. lo == hi is widened first. */
@@ -422,6 +429,162 @@ void lp_chart_release_caches(void);
 /* Formats a tick value with as many decimals as step needs ("0.25", "1.5k", "2M" beyond
  * 10^4); writes at most cap bytes. */
 void lp_chart_format_tick(double v, double step, char *buf, size_t cap);
+
+/* ---- a run directory read back (report.html, loupe report) -----------------------------
+ *
+ *   lp_run_data *d;
+ *   if (lp_run_load("reports/r1", &d) == LP_OK) { ... lp_run_free(d); }
+ *
+ * A training run (loupe train / profile: summary.json, steps.csv, epoch_results.csv and,
+ * when profiled, profiler/ with a Kineto trace) or a bench run (baseline_metrics.json). */
+
+typedef enum lp_run_kind { LP_RUN_TRAIN = 0, LP_RUN_BENCH } lp_run_kind;
+
+/* One line of steps.csv (NaN where the column is absent or empty). */
+typedef struct lp_run_step {
+    double step, loss, lr, step_ms, data_ms, forward_ms, backward_ms, optimizer_ms, samples, tokens,
+        memory_bytes, rss_bytes;
+} lp_run_step;
+
+/* One line of epoch_results.csv. */
+typedef struct lp_run_epoch {
+    double epoch, train_loss, eval_loss, eval_accuracy, eval_macro_f1, samples_per_s;
+} lp_run_epoch;
+
+/* One op of the profiled window: torch's key averages (self / total host time, calls,
+ * FLOPs) plus the bytes moved that loupe's ops record; flops, bytes NaN when unknown. */
+typedef struct lp_run_op {
+    char name[96];
+    double calls, self_ms, total_ms, flops, bytes;
+} lp_run_op;
+
+/* Live bytes per memory category after one [memory] event of the trace. */
+typedef struct lp_run_mem_point {
+    double t_ms; /* from the profiled window's start */
+    double bytes[LP_MEM_CATEGORY__COUNT];
+} lp_run_mem_point;
+
+typedef struct lp_run_data {
+    char dir[1024];
+    lp_run_kind kind;
+    lp_run_summary sum;            /* LP_RUN_TRAIN: summary.json */
+    double achieved_gflops, mfu, peak_gflops, peak_rss_bytes, train_time_s, samples; /* NaN absent */
+    char model[128], task[32];
+    lp_run_step *steps;            /* (n_steps) */
+    int32_t n_steps;
+    lp_run_epoch *epochs;          /* (n_epochs) */
+    int32_t n_epochs;
+    lp_run_op *ops;                /* (n_ops) by self time, descending; from the trace when profiled */
+    int32_t n_ops;
+    lp_run_mem_point *mem;         /* (n_mem) the trace's memory timeline, thinned to <= 2000 points */
+    int32_t n_mem;
+    char trace[1024];              /* the trace file, relative to dir; "" when not profiled */
+    double step_parts_ms[8];       /* profiler/summary.json breakdown_ms, mean per profiled step */
+    char step_parts[8][24];
+    int32_t n_step_parts;
+    struct lp_bench_curve *bench;  /* LP_RUN_BENCH: baseline_metrics.json (owned) */
+} lp_run_data;
+
+/* Reads the run directory dir into *out (free with lp_run_free). Errors, each naming the
+ * file: NOT_FOUND for a directory that is not a run (neither summary.json nor
+ * baseline_metrics.json), FORMAT for a file that is not loupe's or is truncated (a
+ * steps.csv line with missing fields names its line), IO, NO_MEMORY; *out NULL then. */
+LP_WARN_UNUSED lp_status lp_run_load(const char *dir, lp_run_data **out);
+void lp_run_free(lp_run_data *d);
+
+/* This machine's ceilings, the denominators of the diagnosis (loupe peak's figures). */
+typedef struct lp_run_ceilings {
+    double gflops;   /* f32 FMA peak, all threads (NaN unknown) */
+    double gbs;      /* memory bandwidth, STREAM triad (NaN unknown) */
+    char source[64]; /* where they come from ("loupe peak on this machine") */
+} lp_run_ceilings;
+
+/* Writes dir/report.html (and dir/plots/NAME.{png,svg} for each chart) for the run d,
+ * judged against ceilings c (NULL: none known). Atomic; errors name the file. */
+LP_WARN_UNUSED lp_status lp_run_report_write(const lp_run_data *d, const lp_run_ceilings *c);
+/* Writes the runs side by side (n >= 1, training runs) to path: headline figures of each,
+ * loss and step-time curves overlaid, memory by category and top ops per run. Charts go to
+ * plots_dir (NULL: none). Atomic. */
+LP_WARN_UNUSED lp_status lp_compare_html_write(const lp_run_data *const *runs, int n, const char *path,
+                                               const char *plots_dir);
+
+/* ---- HTML pages (report.html, the compare page, loupe analyze --html) -------------------
+ *
+ *   lp_html *h = lp_html_new("Run r1", "runs/r1/plots");  // chart copies there; NULL: none
+ *   lp_html_h(h, 1, "Run r1");
+ *   lp_html_tabs_begin(h);
+ *   lp_html_tab_begin(h, "overview", "Overview");
+ *   lp_html_p(h, "Trained %d steps on %s", steps, data);          // escaped
+ *   lp_html_chart(h, "loss", &fig);          // inline SVG + plots/loss.png, plots/loss.svg
+ *   lp_html_table_begin(h, (const char *[]){"op", "calls", "self ms"}, 3);
+ *   lp_html_tr(h); lp_html_td(h, "aten::mm"); lp_html_td_num(h, 12, "%.0f"); lp_html_td_num(h, 3.5, "%.2f");
+ *   lp_html_table_end(h);                    // click a header to sort by it
+ *   lp_html_tab_end(h);
+ *   lp_html_tabs_end(h);
+ *   st = lp_html_write(h, "runs/r1/report.html");   // atomic; or the first error met
+ *   lp_html_free(h);
+ *
+ * The page is self-contained: inline CSS, charts as inline SVG, a few lines of inline JS
+ * (tabs, sorting), no network. Without JS every tab shows, one after another; with it,
+ * "#all" in the address shows every tab at once (for printing and screenshots). Builder
+ * calls never fail on their own: the first error (out of memory, a chart that cannot be
+ * drawn or written) is kept, later calls do nothing, and lp_html_write returns it. */
+
+typedef struct lp_html lp_html;
+
+/* A new page titled title (escaped). plots_dir: where lp_html_chart writes the PNG and SVG
+ * copies (created when the first chart is written; copied); NULL for none. NULL when out
+ * of memory (lp_err_msg says so). */
+lp_html *lp_html_new(const char *title, const char *plots_dir);
+void lp_html_free(lp_html *h);
+/* The first error met while building the page (LP_OK when none). */
+lp_status lp_html_status(const lp_html *h);
+
+/* Text is escaped (& < > " ' and control characters); raw is trusted markup. */
+void lp_html_text(lp_html *h, const char *s);
+void lp_html_textf(lp_html *h, const char *fmt, ...) LP_PRINTF(2, 3);
+void lp_html_raw(lp_html *h, const char *markup);
+/* <hN> (level 1..4) and <p> holding escaped text; a note is a <p> in small grey type. */
+void lp_html_h(lp_html *h, int level, const char *text);
+void lp_html_p(lp_html *h, const char *fmt, ...) LP_PRINTF(2, 3);
+void lp_html_note(lp_html *h, const char *fmt, ...) LP_PRINTF(2, 3);
+/* A <section> with an <h2> title; id (letters, digits, '-', '_') may be NULL. */
+void lp_html_section_begin(lp_html *h, const char *id, const char *title);
+void lp_html_section_end(lp_html *h);
+/* Tabs: a row of buttons (built by the page's script from each tab's label) over one
+ * panel per tab; the first is shown. id: letters, digits, '-', '_'. */
+void lp_html_tabs_begin(lp_html *h);
+void lp_html_tab_begin(lp_html *h, const char *id, const char *label);
+void lp_html_tab_end(lp_html *h);
+void lp_html_tabs_end(lp_html *h);
+/* Headline figures: a row of boxes, each a label over a value (both escaped). */
+void lp_html_stats_begin(lp_html *h);
+void lp_html_stat(lp_html *h, const char *label, const char *fmt, ...) LP_PRINTF(3, 4);
+void lp_html_stats_end(lp_html *h);
+/* A sortable table: n header cells, then rows of cells. lp_html_tr starts a row (ending the
+ * previous one); td cells hold escaped text, td_num a number printed with fmt (one double
+ * conversion, e.g. "%.2f") that sorts numerically; non-finite numbers print as "-" and sort
+ * last. A header starting with '#' sorts as a number without the '#' shown. */
+void lp_html_table_begin(lp_html *h, const char *const *headers, int32_t n);
+void lp_html_tr(lp_html *h);
+void lp_html_td(lp_html *h, const char *text);
+void lp_html_tdf(lp_html *h, const char *fmt, ...) LP_PRINTF(2, 3);
+void lp_html_td_num(lp_html *h, double v, const char *fmt);
+void lp_html_table_end(lp_html *h);
+/* f drawn as inline SVG in a <figure class="lp-chart" data-chart="name"> with f's title as
+ * caption, and, with a plots directory, written to plots_dir/name.png and .svg (atomic).
+ * name: letters, digits, '-', '_' (a file name and an id). Returns (and keeps) the first
+ * error: INVALID_ARG for a bad figure or name, IO naming a plot file. */
+lp_status lp_html_chart(lp_html *h, const char *name, const lp_figure *f);
+/* Ends the document and writes it to path atomically (the page appears complete or not at
+ * all). Returns the first error met while building, writing nothing then; IO naming path. */
+LP_WARN_UNUSED lp_status lp_html_write(lp_html *h, const char *path);
+/* The page so far, NUL-terminated (borrowed; valid until the next call on h). */
+const char *lp_html_data(const lp_html *h, size_t *len);
+
+/* s with & < > " ' escaped as entities and control characters other than tab and newline
+ * dropped, in a fresh string (caller frees); NULL when out of memory. */
+char *lp_html_escape(const char *s);
 
 /* ---- bench plots and bench comparison (loupe bench, loupe bench --compare) -------------
  *

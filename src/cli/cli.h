@@ -27,6 +27,8 @@ int lp_cmd_peak(int argc, char **argv);
 int lp_cmd_tokenize(int argc, char **argv);
 int lp_cmd_checkpoint(int argc, char **argv);
 int lp_cmd_template(int argc, char **argv);
+int lp_cmd_generate(int argc, char **argv);
+int lp_cmd_bench_gen(int argc, char **argv);
 
 /* "loupe <cmd>: <message>" on stderr, then LP_EXIT_USAGE with a hint to --help. */
 int lp_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -40,6 +42,11 @@ int lp_cli_not_built(const char *cmd, const char *what);
 /* Parses a decimal integer flag value within [min, max]; prints a usage error naming
  * the flag and returns -1 on failure. */
 int lp_cli_parse_long(const char *cmd, const char *flag, const char *text, long min, long max, long *out);
+
+/* Writes dir/report.html and dir/plots/ for a run directory (cli_report.c), with the
+ * machine's ceilings from dir/peak.json or measured and saved there; prints
+ * "report: DIR/report.html" unless quiet. LP_EXIT_FAIL with lp_err_msg() set on error. */
+int lp_cli_write_report(const char *dir, int quiet);
 
 /* The version string: "loupe 0.1.0 (<git revision>)". */
 const char *lp_cli_version(void);

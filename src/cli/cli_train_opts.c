@@ -537,6 +537,9 @@ int lp_cli_train_main(const char *cmd, int argc, char **argv, bool profile)
         printf("\n");
         if (c.profile && st == LP_OK)
             printf("profiler: %s/profiler/\n", r.run_dir);
+        fflush(stdout);
+        if (lp_cli_write_report(r.run_dir, 0) != LP_EXIT_OK) // the run stands without its page
+            fprintf(stderr, "loupe %s: report.html not written: %s\n", cmd, lp_err_msg());
         rc = st == LP_OK ? LP_EXIT_OK : 130;
     } else if (st == LP_STATUS_INVALID_ARG) { // a flag's value the model refuses (--targets nope)
         // UNSUPPORTED is not here: it comes from a file loupe cannot use (an adapter of another

@@ -403,6 +403,9 @@ static int bench_main(opts_ctx *o)
         printf("\n");
     } else
         printf("run: %s\nno batch size was measured\n", run_dir);
+    fflush(stdout);
+    if (r && r->best >= 0 && lp_cli_write_report(run_dir, 0) != LP_EXIT_OK) // the run stands without it
+        fprintf(stderr, "loupe bench: report.html not written: %s\n", lp_err_msg());
     int rc = LP_EXIT_OK;
     if (f.plot_st != LP_OK) {
         fprintf(stderr, "loupe bench: plots: %s\n", plot_err);

@@ -234,6 +234,13 @@ static cJSON *build_json(const char *dir, const lp_model_config *cfg, const lp_s
         cJSON_AddNumberToObject(b, "total", (double)e->total);
         cJSON_AddNumberToObject(mem, "temporary_transient", (double)e->temporary_transient);
     }
+    if (m->task == LP_MODEL_TASK_CAUSAL_LM && cfg->family == LP_MODEL_FAMILY_LLAMA) { // loupe generate's cache
+        cJSON *kv = cJSON_AddObjectToObject(r, "kv_cache");
+        cJSON_AddNumberToObject(kv, "batch_size", (double)o->batch_size);
+        cJSON_AddNumberToObject(kv, "tokens", (double)o->seq_len);
+        cJSON_AddNumberToObject(kv, "bytes_f32", (double)lp_model_kv_bytes(cfg, o->batch_size, o->seq_len, LP_DTYPE_F32));
+        cJSON_AddNumberToObject(kv, "bytes_f16", (double)lp_model_kv_bytes(cfg, o->batch_size, o->seq_len, LP_DTYPE_F16));
+    }
     return r;
 }
 
@@ -309,6 +316,10 @@ static void print_text(const char *dir, const lp_model_config *cfg, const lp_st_
     if (c->final_norm)
         printf("  final norm  %s\n", commas(c->final_norm, a));
     printf("  head        %s\n", commas(c->head, d));
+    if (m->task == LP_MODEL_TASK_CAUSAL_LM && cfg->family == LP_MODEL_FAMILY_LLAMA) // what loupe generate allocates
+        printf("kv cache      batch %" PRId64 " x %" PRId64 " tokens: %s (f32), %s (f16)\n", o->batch_size, o->seq_len,
+               mib(lp_model_kv_bytes(cfg, o->batch_size, o->seq_len, LP_DTYPE_F32), a),
+               mib(lp_model_kv_bytes(cfg, o->batch_size, o->seq_len, LP_DTYPE_F16), b));
     if (!e)
         return;
     printf("\npredicted peak training memory: %s, batch %" PRId64 ", seq len %" PRId64, method_name(o->method),

@@ -23,6 +23,8 @@ static const struct {
     {"tokenize", lp_cmd_tokenize, "print token ids for lines on stdin"},
     {"checkpoint", lp_cmd_checkpoint, "verify checkpoints against their checksums"},
     {"template", lp_cmd_template, "render conversations through a model's chat template"},
+    {"generate", lp_cmd_generate, "generate text with a KV cache (greedy or sampled, streamed)"},
+    {"bench-gen", lp_cmd_bench_gen, "generation speed as llama-bench measures it (pp/tg tokens/s, GB/s)"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

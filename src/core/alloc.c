@@ -31,6 +31,7 @@ static const char *const cat_names[LP_MEM_CATEGORY__COUNT] = {
     [LP_MEM_CATEGORY_INPUT] = "input",
     [LP_MEM_CATEGORY_QUANTIZED_WEIGHT] = "quantized_weight",
     [LP_MEM_CATEGORY_OTHER] = "other",
+    [LP_MEM_CATEGORY_KV_CACHE] = "kv_cache",
 };
 
 

@@ -528,6 +528,59 @@ static double llama_forward_flops(const lp_model *m, int64_t B, int64_t T)
     return f;
 }
 
+/* ---- KV-cache generation ---------------------------------------------------------------- */
+
+static void llama_kv_store(lp_model *m, int64_t l, int64_t slot, lp_kv_cache *kv, int64_t B, int64_t T)
+{
+    (void)B;
+    llama_state *ls = st_of(m);
+    const lp_kv_geom g = lp_kv__geom(kv, ls->H);
+    lp_kv_write(kv->k[l], kv->v[l], ls->lact[slot].attn.k, ls->lact[slot].attn.v, &g, 0, T);
+}
+
+static void llama_last_logits(lp_model *m, float *logits, int64_t B, int64_t T)
+{
+    (void)T;
+    llama_state *ls = st_of(m);
+    sync_tied(ls);
+    range_push(ls->head_fwd);
+    // RMSNorm is per row: gathering first norms B rows instead of B*T
+    lp_rows_gather(ls->pooled, lp_model_hidden(m, (int32_t)m->L), ls->last, B, ls->C);
+    lp_nn_rmsnorm_forward(&ls->norm, ls->hn, ls->rstd, ls->pooled, B);
+    lp_nn_linear_forward(&ls->head, logits, ls->hn, B);
+    range_pop(ls->head_fwd);
+}
+
+static lp_status llama_decode_step(lp_model *m, lp_kv_cache *kv, const int32_t *ids, float *logits)
+{
+    llama_state *ls = st_of(m);
+    const int64_t B = kv->B, C = ls->C;
+    TRY(lp_model__ensure(m, B, 1, true, false));
+    llama_bind(m, B, 1, true);
+    TRY(lp_model__peft_bind(m, B, 1));
+    m->fwd_ok = m->loss_ok = false; // the hidden states of the last forward are gone
+    m->pass_status = LP_OK;
+    m->pass_ctx = (lp_nn_ctx){.training = false, .exec = m->exec, .rng = NULL, .status = &m->pass_status};
+    range_push(ls->emb_fwd);
+    lp_status st = lp_embedding_forward(ls->emb, ids, NULL, ls->wte, NULL, NULL, B, 1, C, ls->V, 0, 0, 0);
+    range_pop(ls->emb_fwd);
+    if (st != LP_OK)
+        return st;
+    lp_rope_cache(ls->cos, ls->sin, kv->pos, ls->inv_freq, ls->attn_factor, B, ls->D);
+    const lp_kv_geom g = lp_kv__geom(kv, ls->H);
+    lp_nn_decoder_layer_act *a = &ls->lact[0];
+    for (int64_t l = 0; l < m->L; l++) {
+        lp_nn_decoder_layer_decode(&ls->layers[l], a, ls->emb, kv->k[l], kv->v[l], kv->mask, &g);
+        memcpy(ls->emb, a->out, (size_t)(B * C) * sizeof(float)); // the next layer's input
+    }
+    sync_tied(ls);
+    range_push(ls->head_fwd);
+    lp_nn_rmsnorm_forward(&ls->norm, ls->hn, ls->rstd, ls->emb, B);
+    lp_nn_linear_forward(&ls->head, logits, ls->hn, B);
+    range_pop(ls->head_fwd);
+    return m->pass_status == LP_OK ? LP_OK : lp_err_wrap(m->pass_status, "model decode");
+}
+
 const lp_family lp_family_llama = {
     .name = "llama",
     .build = llama_build,
@@ -542,4 +595,7 @@ const lp_family lp_family_llama = {
     .head_forward = llama_head_forward,
     .head_backward = llama_head_backward,
     .forward_flops = llama_forward_flops,
+    .kv_store = llama_kv_store,
+    .last_logits = llama_last_logits,
+    .decode_step = llama_decode_step,
 };

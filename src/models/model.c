@@ -42,7 +42,7 @@ void lp_model_options_init(lp_model_options *o)
 
 /* ---- blocks ----------------------------------------------------------------------------- */
 
-static lp_status ensure(lp_model *m, int64_t B, int64_t T, bool shared, bool backward)
+lp_status lp_model__ensure(lp_model *m, int64_t B, int64_t T, bool shared, bool backward)
 {
     if (!lp_model__batch_sizes_ok(m, B, T))
         return lp_err(LP_STATUS_RANGE, "%s/config.json: a batch of %lld x %lld overflows the activation sizes",
@@ -179,7 +179,7 @@ lp_status lp_model__open(const char *dir, const lp_model_options *opt, bool plan
         goto fail;
     }
     if (!plan_only && m->opt.max_batch > 0 && m->opt.max_seq > 0 &&
-        (st = ensure(m, m->opt.max_batch, m->opt.max_seq, m->ckpt || m->opt.no_grad, !m->opt.no_grad)) != LP_OK)
+        (st = lp_model__ensure(m, m->opt.max_batch, m->opt.max_seq, m->ckpt || m->opt.no_grad, !m->opt.no_grad)) != LP_OK)
         goto fail;
     *out = m;
     return LP_OK;
@@ -259,7 +259,7 @@ static lp_nn_ctx run_ctx(lp_model *m, lp_rng *rng)
 }
 
 /* Embeddings and the layer stack; the last hidden state is lp_model_hidden(m, L). */
-static lp_status run_stack(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
+lp_status lp_model__run_stack(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
                            int32_t B, int32_t T, bool need_grad)
 {
     // without a backward to feed, the layers share one activation block whatever the mode
@@ -273,7 +273,7 @@ static lp_status run_stack(lp_model *m, const int32_t *ids, const int32_t *mask,
                       (long long)m->cfg.max_position_embeddings, m->dir);
     if (!ids)
         return lp_err(LP_STATUS_INVALID_ARG, "model forward: no token ids");
-    lp_status st = ensure(m, B, T, shared, need_grad);
+    lp_status st = lp_model__ensure(m, B, T, shared, need_grad);
     if (st != LP_OK)
         return st;
     m->fam->bind(m, B, T, shared);
@@ -310,6 +310,8 @@ static lp_status run_stack(lp_model *m, const int32_t *ids, const int32_t *mask,
     for (int64_t l = 0; l < m->L; l++) {
         m->layer_rng[l] = m->rng; // the recompute replays this layer's dropout masks
         const float *y = m->fam->layer_forward(m, l, shared ? 0 : l, &ctx, x, B, T);
+        if (m->kv_fill) // a prefill: the layer's keys and values stay for decoding
+            m->fam->kv_store(m, l, shared ? 0 : l, m->kv_fill, B, T);
         if (shared) {
             memcpy(m->ckpt_out[l], y, (size_t)N * m->cfg.hidden_size * sizeof(float));
             y = m->ckpt_out[l];
@@ -349,7 +351,7 @@ static lp_status forward(lp_model *m, const int32_t *ids, const int32_t *mask, c
                       "lp_model_embed, or load with task seq_cls",
                       m->dir);
     LP_PROF_SCOPE(m->prof_forward);
-    lp_status st = run_stack(m, ids, mask, type_ids, B, T, need_grad);
+    lp_status st = lp_model__run_stack(m, ids, mask, type_ids, B, T, need_grad);
     if (st != LP_OK)
         return st;
     lp_nn_ctx ctx = run_ctx(m, &m->rng);
@@ -464,7 +466,7 @@ lp_status lp_model_embed(lp_model *m, const int32_t *ids, const int32_t *mask, c
     LP_PROF_SCOPE(m->prof_embed);
     bool tr = m->training;
     m->training = false;
-    lp_status st = run_stack(m, ids, mask, type_ids, B, T, false);
+    lp_status st = lp_model__run_stack(m, ids, mask, type_ids, B, T, false);
     m->training = tr;
     if (st != LP_OK)
         return st;

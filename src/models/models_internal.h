@@ -82,7 +82,30 @@ typedef struct lp_family {
     void (*head_backward)(lp_model *m, float *dhidden, const float *dlogits, float *scratch, int64_t B, int64_t T);
     /* Forward FLOPs of a (B,T) batch (matmuls and attention). */
     double (*forward_flops)(const lp_model *m, int64_t B, int64_t T);
+    /* KV-cache generation (generate.c); NULL where the family has none. kv_store: after layer
+     * l's forward in a prefill, its rotated keys and values into kv's columns 0..T-1.
+     * last_logits: logits (B, n_classes) = the head on each row's last real token of the last
+     * forward. decode_step: one token per row (ids (B), kv->T already counts its column,
+     * kv->pos its positions) -> logits (B, n_classes) =. */
+    void (*kv_store)(lp_model *m, int64_t l, int64_t slot, lp_kv_cache *kv, int64_t B, int64_t T);
+    void (*last_logits)(lp_model *m, float *logits, int64_t B, int64_t T);
+    lp_status (*decode_step)(lp_model *m, lp_kv_cache *kv, const int32_t *ids, float *logits);
 } lp_family;
+
+/* A KV cache (generate.c): per layer, keys and values (B, Hkv, cap, D) in one KV_CACHE block. */
+struct lp_kv_cache {
+    lp_model *m;              /* borrowed: the model it was made for */
+    int64_t B, cap, T;        /* sequences, columns allocated, columns filled */
+    int64_t L, Hkv, D;
+    bool f16;
+    void **k, **v;            /* (L) pointers into block (owned array) */
+    int32_t *mask;            /* (B, cap) 1 = a real token in that column */
+    int32_t *pos;             /* (B) real tokens so far: the next token's position */
+    void *block;              /* owned: one lp_alloc (KV_CACHE) */
+    uint64_t nbytes;
+};
+/* The cache's geometry for its current fill (H from the model's attention). */
+lp_kv_geom lp_kv__geom(const lp_kv_cache *kv, int64_t H);
 
 extern const lp_family lp_family_bert, lp_family_llama;
 
@@ -157,9 +180,17 @@ struct lp_model {
     int64_t B, T; /* of the last forward */
     bool fwd_ok, loss_ok;
     float loss;
+    lp_kv_cache *kv_fill;  /* set during a prefill: each layer's keys and values go here */
     lp_exec_mode fwd_exec; /* layout of the last forward */
     bool fwd_training, fwd_ckpt;
 };
+
+/* Embeddings and the layer stack (the forward without the head); need_grad keeps every
+ * layer's activations for a backward. */
+lp_status lp_model__run_stack(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
+                              int32_t B, int32_t T, bool need_grad);
+/* Grows the blocks to a (B,T) batch's plan. */
+lp_status lp_model__ensure(lp_model *m, int64_t B, int64_t T, bool shared, bool backward);
 
 /* lp_model_load; plan_only stops after the parameter table and the PEFT setup (no blocks,
  * nothing quantized, weights never read): what lp_model_estimate sizes. */

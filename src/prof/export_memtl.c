@@ -63,8 +63,9 @@ lp_status lp_prof__mem_series(const lp_prof_events *ev, lp_prof_mem_pt **pts, si
 
 /* loupe category -> torch _memory_profiler index (0 parameter, 1 optimizer_state, 2 input,
  * 3 temporary, 4 activation, 5 gradient, 6 autograd_detail, 7 unknown). Quantized base
- * weights are the model's (frozen) parameters; "other" is torch's unknown. */
-static const int torch_index[LP_MEM_CATEGORY__COUNT] = {0, 5, 1, 4, 3, 2, 0, 7};
+ * weights are the model's (frozen) parameters; "other" is torch's unknown; a KV cache is what
+ * torch's generate keeps as activations. */
+static const int torch_index[LP_MEM_CATEGORY__COUNT] = {0, 5, 1, 4, 3, 2, 0, 7, 4};
 
 static int ends_with(const char *s, const char *suf)
 {
@@ -116,7 +117,7 @@ static lp_status write_json(const lp_prof_events *ev, const lp_prof_mem_pt *p, s
 }
 
 static const char *const colors[LP_MEM_CATEGORY__COUNT] = {
-    "darkgreen", "mediumblue", "goldenrod", "red", "mediumpurple", "black", "seagreen", "grey"};
+    "darkgreen", "mediumblue", "goldenrod", "red", "mediumpurple", "black", "seagreen", "grey", "darkorange"};
 
 /* A "nice" tick step (1, 2 or 5 times a power of ten) giving about n ticks over span. */
 static double nice_step(double span, int n)

@@ -12,7 +12,7 @@ static _Atomic uint64_t n_allocs, n_frees;
 
 static const char *const cat_names[LP_MEM_CATEGORY__COUNT] = {
     "parameter", "gradient", "optimizer_state", "activation",
-    "temporary", "input",    "quantized_weight", "other",
+    "temporary", "input",    "quantized_weight", "other", "kv_cache",
 };
 
 const char *lp_mem_category_name(lp_mem_category c)

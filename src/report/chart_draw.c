@@ -50,12 +50,32 @@ static int point_ok(const lp_chart_panel *p, const lp_chart_series *s, int32_t i
 {
     if (!isfinite(s->x[i]) || !isfinite(s->y[i]))
         return 0;
+    if (p->y_log && s->y[i] <= 0)
+        return 0;
     return p->x_scale != LP_CHART_X_LOG2 || s->x[i] > 0;
 }
 
 static double xpos(const lp_chart_panel *p, double x)
 {
     return p->x_scale == LP_CHART_X_LOG2 ? log2(x) : x;
+}
+
+/* y in axis units: log10 on a log axis, where the ticks are decades */
+static double ypos(const lp_chart_panel *p, double y)
+{
+    return p->y_log ? log10(y) : y;
+}
+
+/* Stacked bars: the sum of the earlier series' finite values at the same x (bars stack
+ * from 0 upwards, so a negative value is drawn as 0). */
+static double stack_base(const lp_chart_panel *p, int32_t s, double x)
+{
+    double b = 0;
+    for (int32_t t = 0; t < s; t++)
+        for (int32_t j = 0; j < p->series[t].n; j++)
+            if (p->series[t].x[j] == x && isfinite(p->series[t].y[j]))
+                b += fmax(0, p->series[t].y[j]);
+    return b;
 }
 
 /* x and y ranges over the drawable points (error bars included); 0 when there are none. */
@@ -70,10 +90,18 @@ static int data_range(const lp_chart_panel *p, double *xlo, double *xhi, double 
             if (!point_ok(p, se, i))
                 continue;
             double e = se->err && isfinite(se->err[i]) ? fabs(se->err[i]) : 0, x = xpos(p, se->x[i]);
+            double lo = se->y[i] - e, hi = se->y[i] + e;
+            if (p->kind == LP_CHART_STACKED) {
+                lo = 0;
+                hi = stack_base(p, s, se->x[i]) + fmax(0, se->y[i]);
+            } else if (p->y_log) {
+                lo = ypos(p, lo > 0 ? lo : se->y[i]); // an error bar reaching 0 is cut there
+                hi = ypos(p, hi);
+            }
             *xlo = fmin(*xlo, x);
             *xhi = fmax(*xhi, x);
-            *ylo = fmin(*ylo, se->y[i] - e);
-            *yhi = fmax(*yhi, se->y[i] + e);
+            *ylo = fmin(*ylo, lo);
+            *yhi = fmax(*yhi, hi);
             any = 1;
         }
     }
@@ -179,7 +207,7 @@ static double legend(lp_chart_ctx *c, const lp_chart_panel *p, double x, double 
         if (draw) {
             const double *col = palette[s % N_PALETTE];
             cairo_set_source_rgb(c->cr, col[0], col[1], col[2]);
-            if (p->kind == LP_CHART_BAR)
+            if (p->kind == LP_CHART_BAR || p->kind == LP_CHART_STACKED)
                 cairo_rectangle(c->cr, cx + 2, cy + h * 0.2, sw - 4, h * 0.6);
             else {
                 cairo_move_to(c->cr, cx, cy + h / 2);
@@ -248,8 +276,9 @@ static void draw_series(lp_chart_ctx *c, const lp_chart_panel *p, const frame *F
     cairo_save(cr);
     cairo_rectangle(cr, F->l, F->t, F->r - F->l, F->b - F->t);
     cairo_clip(cr);
-    double group = p->kind == LP_CHART_BAR ? fmin(min_gap_px(p, F), (F->r - F->l) / 2) * 0.8 : 0;
-    double bw = p->n_series > 0 ? group / p->n_series : 0;
+    int bars = p->kind == LP_CHART_BAR || p->kind == LP_CHART_STACKED;
+    double group = bars ? fmin(min_gap_px(p, F), (F->r - F->l) / 2) * 0.8 : 0;
+    double bw = p->kind == LP_CHART_STACKED ? group : p->n_series > 0 ? group / p->n_series : 0;
     double base = fy(F, fmax(F->ylo, fmin(0, F->yhi)));
     for (int32_t s = 0; s < p->n_series; s++) {
         const lp_chart_series *se = &p->series[s];
@@ -262,7 +291,7 @@ static void draw_series(lp_chart_ctx *c, const lp_chart_panel *p, const frame *F
                     started = 0; // a gap where a value is missing
                     continue;
                 }
-                double x = fx(F, xpos(p, se->x[i])), y = fy(F, se->y[i]);
+                double x = fx(F, xpos(p, se->x[i])), y = fy(F, ypos(p, se->y[i]));
                 if (started)
                     cairo_line_to(cr, x, y);
                 else
@@ -275,8 +304,14 @@ static void draw_series(lp_chart_ctx *c, const lp_chart_panel *p, const frame *F
         for (int32_t i = 0; i < se->n; i++) {
             if (!point_ok(p, se, i))
                 continue;
-            double x = fx(F, xpos(p, se->x[i])), y = fy(F, se->y[i]);
+            double x = fx(F, xpos(p, se->x[i])), y = fy(F, ypos(p, se->y[i]));
             cairo_set_source_rgb(cr, col[0], col[1], col[2]);
+            if (p->kind == LP_CHART_STACKED) {
+                double b0 = stack_base(p, s, se->x[i]), y0 = fy(F, b0), y1 = fy(F, b0 + fmax(0, se->y[i]));
+                cairo_rectangle(cr, x - bw * 0.45, y1, bw * 0.9, y0 - y1);
+                cairo_fill(cr);
+                continue; // a stack has no error bars: they would hide the segments above
+            }
             if (p->kind == LP_CHART_BAR) {
                 x = x - group / 2 + bw * s + bw / 2;
                 cairo_rectangle(cr, x - bw * 0.45, fmin(y, base), bw * 0.9, fabs(base - y));
@@ -288,7 +323,10 @@ static void draw_series(lp_chart_ctx *c, const lp_chart_panel *p, const frame *F
             if (se->err && isfinite(se->err[i]) && se->err[i] != 0) {
                 double e = fabs(se->err[i]);
                 cairo_set_source_rgb(cr, 0.15, 0.15, 0.15);
-                error_bar(cr, x, fy(F, se->y[i] - e), fy(F, se->y[i] + e), fmin(4, fmax(2, bw * 0.2)));
+                double lo = se->y[i] - e;
+                if (p->y_log && lo <= 0)
+                    lo = se->y[i];
+                error_bar(cr, x, fy(F, ypos(p, lo)), fy(F, ypos(p, se->y[i] + e)), fmin(4, fmax(2, bw * 0.2)));
             }
         }
     }
@@ -296,6 +334,25 @@ static void draw_series(lp_chart_ctx *c, const lp_chart_panel *p, const frame *F
 }
 
 /* ---- one panel ---------------------------------------------------------------------- */
+
+/* Log-axis ticks: whole decades (log10 units) covering [lo, hi], every k-th decade so
+ * that at most max fit; a range within one decade still gets its two bounding decades. */
+static int32_t log_ticks(double lo, double hi, int32_t max, double *t)
+{
+    double first = floor(lo + 1e-9), last = ceil(hi - 1e-9);
+    if (last <= first)
+        last = first + 1;
+    int32_t k = 1;
+    while ((last - first) / k + 1 > max)
+        k++;
+    int32_t n = 0;
+    for (double v = first; n < MAX_TICKS; v += k) {
+        t[n++] = v;
+        if (v >= last)
+            break;
+    }
+    return n;
+}
 
 static void draw_panel(lp_chart_ctx *c, const lp_chart_panel *p, double x0, double y0, double x1, double y1)
 {
@@ -323,7 +380,7 @@ static void draw_panel(lp_chart_ctx *c, const lp_chart_panel *p, double x0, doub
         xlo = ylo = 0;
         xhi = yhi = 1;
     }
-    if (p->y_from_zero) {       // a quantity that cannot go negative: the axis starts at 0 and
+    if (p->y_from_zero && !p->y_log) { // a quantity that cannot go negative: the axis starts at 0 and
         double ymin = INFINITY; // error bars reaching below it are cut there
         for (int32_t k = 0; k < p->n_series; k++)
             for (int32_t i = 0; i < p->series[k].n; i++)
@@ -343,13 +400,16 @@ static void draw_panel(lp_chart_ctx *c, const lp_chart_panel *p, double x0, doub
     if (plot_b - plot_t < 10)
         plot_b = plot_t + 10;
     /* y ticks: as many as the height holds two label heights apart */
-    double yt[MAX_TICKS], ystep;
+    double yt[MAX_TICKS], ystep = 1;
     int32_t ny_max = (int32_t)fmin(MAX_TICKS, fmax(2, (plot_b - plot_t) / (th * 2.2)));
-    int32_t ny = lp_chart_nice_ticks(ylo, yhi, ny_max, yt, &ystep);
+    int32_t ny = p->y_log ? log_ticks(ylo, yhi, ny_max, yt) : lp_chart_nice_ticks(ylo, yhi, ny_max, yt, &ystep);
     char ylab[MAX_TICKS][32];
     double yt_w = 0;
     for (int32_t i = 0; i < ny; i++) {
-        lp_chart_format_tick(yt[i], ystep, ylab[i], sizeof ylab[i]);
+        if (p->y_log)
+            lp_chart_format_tick(pow(10, yt[i]), pow(10, yt[i]), ylab[i], sizeof ylab[i]);
+        else
+            lp_chart_format_tick(yt[i], ystep, ylab[i], sizeof ylab[i]);
         yt_w = fmax(yt_w, lp_chart__text_w(c, ylab[i], size, 0));
     }
     double yl_w = p->ylabel && *p->ylabel ? th + 4 : 0;
@@ -368,7 +428,7 @@ static void draw_panel(lp_chart_ctx *c, const lp_chart_panel *p, double x0, doub
     }
     xticks xt;
     make_xticks(c, p, &F.xlo, &F.xhi, F.r - F.l, size, &xt);
-    if (p->x_scale == LP_CHART_X_LINEAR && p->kind == LP_CHART_BAR) { // room for the outer bars
+    if (p->x_scale == LP_CHART_X_LINEAR && (p->kind == LP_CHART_BAR || p->kind == LP_CHART_STACKED)) { // room for the outer bars
         double span = F.xhi - F.xlo;
         F.xlo -= span * 0.06;
         F.xhi += span * 0.06;

@@ -76,6 +76,55 @@ lp_status lp_figure_write_svg(const lp_figure *f, const char *path)
     return lp_atomic_commit(&af);
 }
 
+typedef struct membuf {
+    char *p;
+    size_t len, cap;
+    int oom;
+} membuf;
+
+static cairo_status_t to_mem(void *closure, const unsigned char *data, unsigned int len)
+{
+    membuf *m = closure;
+    char *p = lp_grow(m->p, &m->cap, m->len + len + 1, 1, 1 << 16);
+    if (!p) {
+        m->oom = 1;
+        return CAIRO_STATUS_WRITE_ERROR;
+    }
+    m->p = p;
+    memcpy(m->p + m->len, data, len);
+    m->len += len;
+    m->p[m->len] = 0;
+    return CAIRO_STATUS_SUCCESS;
+}
+
+lp_status lp_figure_svg(const lp_figure *f, char **out, size_t *len)
+{
+    *out = NULL;
+    if (len)
+        *len = 0;
+    lp_status st = lp_chart__validate(f);
+    if (st != LP_OK)
+        return st;
+    membuf m = {0};
+    cairo_surface_t *s = cairo_svg_surface_create_for_stream(to_mem, &m, f->width, f->height);
+    lp_chart_ctx c = {0};
+    st = draw_on(s, f, &c);
+    cairo_surface_finish(s);
+    cairo_status_t cs = cairo_surface_status(s);
+    cairo_surface_destroy(s);
+    if (st == LP_OK && (m.oom || cs != CAIRO_STATUS_SUCCESS || !m.p))
+        st = lp_err(LP_STATUS_NO_MEMORY, "chart: rendering the SVG failed: %s",
+                    m.oom ? "out of memory" : cairo_status_to_string(cs));
+    if (st != LP_OK) {
+        free(m.p);
+        return st;
+    }
+    *out = m.p;
+    if (len)
+        *len = m.len;
+    return LP_OK;
+}
+
 lp_status lp_figure_text_boxes(const lp_figure *f, lp_chart_box **out, size_t *n, lp_chart_box *areas)
 {
     *out = NULL;

@@ -34,7 +34,9 @@ static long read_pid(int fd)
 static int contents(const char *dir)
 {
     static const char *const run_files[] = {"config.json", "steps.csv",   "epoch_results.csv", "summary.json",
-                                            "tensorboard", "checkpoints", "profiler",          NULL};
+                                            "tensorboard", "checkpoints", "profiler",
+                                            /* the CLI's page of the run (cli_report.c) */
+                                            "report.html", "plots", "peak.json", NULL};
     DIR *d = opendir(dir);
     if (!d)
         return 2;

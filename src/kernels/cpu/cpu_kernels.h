@@ -126,4 +126,15 @@ static inline void lp_k_split(int64_t n, int tid, int nthreads, int64_t *lo, int
  * costs more than it saves. */
 #define LP_PAR_MIN 32768
 
+/* C (M,N) = alpha A (M,K) B^T + beta C with B stored (N,K) and M <= LP_SGEMM_SMALL_M: each
+ * row of B read once (gemm_small.c); the optimized sgemm's path for such shapes. */
+#define LP_SGEMM_SMALL_M 16
+void lp_k__sgemm_small_m(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *B,
+                         int64_t ldb, float beta, float *C, int64_t ldc);
+/* ---- KV-cache decoding ---- */
+LP_DECLARE_BOTH(void, kv_write, void *kc, void *vc, const float *k, const float *v, const lp_kv_geom *g, int64_t t0,
+                int64_t T)
+LP_DECLARE_BOTH(void, attention_decode, float *out, const float *q, const void *kc, const void *vc,
+                const int32_t *mask, const lp_kv_geom *g)
+
 #endif

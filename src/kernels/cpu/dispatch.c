@@ -28,6 +28,7 @@
         ENTRY(impl, mean_pool_forward), ENTRY(impl, mean_pool_backward), ENTRY(impl, l2_normalize), /* pooling */   \
         ENTRY(impl, qweight_dequantize), ENTRY(impl, qmatmul_forward), ENTRY(impl, qmatmul_backward),               \
         ENTRY(impl, add_inplace), ENTRY(impl, lora_forward), ENTRY(impl, lora_backward), /* quant section */        \
+        ENTRY(impl, kv_write), ENTRY(impl, attention_decode), /* KV-cache decoding */                                 \
     }
 
 static const lp_kernel_table table_ref = TABLE(ref);

@@ -31,6 +31,10 @@ void lp_k_sgemm_opt(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                 C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
         return;
     }
+    if (!trans_a && trans_b && M <= LP_SGEMM_SMALL_M) { // a Linear on a few rows: decoding
+        lp_k__sgemm_small_m(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, (int)M,
                 (int)N, (int)K, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
