@@ -296,6 +296,12 @@ void lp_trace_job_free(lp_trace_job *j);
 void lp_trace_job_write_text(FILE *f, const lp_trace_job *j);
 LP_WARN_UNUSED lp_status lp_trace_job_write_csv(const lp_trace_job *j, const char *dir);
 
+/* loupe analyze --html: one self-contained page (inline SVG, no network) with the Overview,
+ * Operator, Kernel, Memory, Distributed and Trace views of m (a job's views when j is not
+ * NULL; m is then the rank shown in the single-trace views). Atomic; errors name path. */
+LP_WARN_UNUSED lp_status lp_trace_html_write(const lp_trace_model *m, const lp_trace_job *j, const char *path);
+
+
 /* ---- run comparison (loupe compare) ---------------------------------------------------
  *
  *   lp_run_summary *r;

@@ -14,7 +14,7 @@
 
 static const char usage[] =
     "usage: loupe analyze TRACE|DIR [--sort COLUMN] [--top N] [--group-by-shape] [--csv FILE.csv|DIR]\n"
-    "                     [--all-steps] [--max-trace-bytes N]\n"
+    "                     [--all-steps] [--max-trace-bytes N] [--html FILE]\n"
     "\n"
     "Key averages, per-step time breakdown, device kernels, GPU utilisation and memory of a\n"
     "Kineto trace (*.json or .json.gz, any PyTorch version, loupe's or torch.profiler's; \"-\" reads\n"
@@ -29,6 +29,8 @@ static const char usage[] =
     "  --csv FILE.csv     also write the key-average rows as CSV (times in us)\n"
     "  --csv DIR          also write every table as CSV into DIR (ops, ops_by_shape, kernels,\n"
     "                     steps, gpu, memory, collectives; ranks.csv and rankN/ for a job; ns)\n"
+    "  --html FILE        also write one self-contained page: Overview, Operator, Kernel, Memory,\n"
+    "                     Distributed and Trace views (open it in any browser)\n"
     "  --all-steps        list every step in the breakdown (default: first and last 10 of a long trace)\n"
     "  --max-trace-bytes N  refuse a trace whose (decompressed) text passes N bytes; K, M, G\n"
     "                     suffixes are powers of 1024 (default 8G)\n"
@@ -98,11 +100,12 @@ int lp_cmd_analyze(int argc, char **argv)
         {"group-by-shape", no_argument, NULL, 'g'}, {"csv", required_argument, NULL, 'c'},
         {"all-steps", no_argument, NULL, 'a'},    {"help", no_argument, NULL, 'h'},
         {"max-trace-bytes", required_argument, NULL, 'm'},
+        {"html", required_argument, NULL, 'H'},
         {NULL, 0, NULL, 0},
     };
     lp_prof_keyavg_opts ko;
     lp_prof_keyavg_opts_init(&ko);
-    const char *csv = NULL;
+    const char *csv = NULL, *html = NULL;
     long top = 100;
     int c, all_steps = 0;
     uint64_t max_bytes = 0; /* 0: LP_TRACE_MAX_BYTES_DEFAULT */
@@ -124,6 +127,9 @@ int lp_cmd_analyze(int argc, char **argv)
             break;
         case 'c':
             csv = optarg;
+            break;
+        case 'H':
+            html = optarg;
             break;
         case 'm':
             if (parse_bytes(optarg, &max_bytes) != 0)
@@ -183,6 +189,10 @@ int lp_cmd_analyze(int argc, char **argv)
             goto out;
         if (csv)
             printf("\nWrote the tables of %zu ranks under %s\n", job->n, csv);
+        if (html && lp_trace_html_write(job->ranks[0], job, html) != LP_OK)
+            goto out;
+        if (html)
+            printf("Wrote %s\n", html);
         rc = LP_EXIT_OK;
         goto out;
     }
@@ -216,6 +226,10 @@ int lp_cmd_analyze(int argc, char **argv)
         if (csv)
             printf("\nWrote every table as CSV under %s\n", csv);
     }
+    if (html && lp_trace_html_write(m, NULL, html) != LP_OK)
+        goto out;
+    if (html)
+        printf("Wrote %s\n", html);
     rc = LP_EXIT_OK;
 out:
     if (rc != LP_EXIT_OK)
