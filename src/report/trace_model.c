@@ -94,6 +94,9 @@ static int is_comm_name(const char *n)
            !strcmp(n, "record_param_comms");
 }
 
+/* The key of an ac2g flow's end: the stream and the start of the kernel it lands on. */
+static int64_t flow_key(int64_t thread, int64_t ts) { return (int64_t)((uint64_t)ts * 1000003u + (uint64_t)thread); }
+
 /* ---- the window ---------------------------------------------------------------------- */
 
 static int tev_before(const tev *a, const tev *b)
@@ -606,7 +609,13 @@ static lp_status process(tm_state *s, const tev *e)
         return LP_OK;
     m->has_device = 1;
 
-    const lp_idmap_val *launch = e->corr >= 0 ? lp_idmap_get(&s->corr, e->corr) : NULL;
+    int64_t corr = e->corr;
+    if (corr < 0) { /* no args.correlation: the ac2g flow ending on this kernel */
+        const lp_idmap_val *f = lp_idmap_get(&s->flows, flow_key(e->thread, e->ts));
+        if (f)
+            corr = f->launch_ts;
+    }
+    const lp_idmap_val *launch = corr >= 0 ? lp_idmap_get(&s->corr, corr) : NULL;
     if ((!launch || !s->paths.len[launch->path]) && e->ext >= 0) {
         const lp_idmap_val *alt = lp_idmap_get(&s->ext, e->ext);
         if (alt)
@@ -726,14 +735,40 @@ static lp_status intern_name(tm_state *s, const char *str, uint32_t *id)
     return LP_OK;
 }
 
+/* A thread is (pid, tid) as written; its dense id, -1 when out of memory. */
+static int64_t thread_of(tm_state *s, const lp_trace_item *it)
+{
+    char key[256];
+    size_t pl = strlen(it->pid), tl = strlen(it->tid);
+    pl = pl > 127 ? 127 : pl;
+    tl = tl > 127 ? 127 : tl;
+    memcpy(key, it->pid, pl);
+    key[pl] = '\x1f';
+    memcpy(key + pl + 1, it->tid, tl);
+    return lp_strtab_intern(&s->threads_tab, key, pl + 1 + tl);
+}
+
 static lp_status on_item(void *ctx, const lp_trace_item *it)
 {
     tm_state *s = ctx;
     lp_trace_model *m = s->m;
     m->n_events++;
     const char *ph = it->ph;
+    if (!strcmp(ph, "f") && !strcasecmp(it->cat, "ac2g") && it->flow_id >= 0 && it->has_ts) {
+        /* the flow's end sits on the kernel (same thread and start): its id is the
+         * correlation, for kernels written without args.correlation */
+        int64_t th = thread_of(s, it);
+        if (th < 0)
+            return oom(s);
+        lp_idmap_val v;
+        memset(&v, 0, sizeof v);
+        v.launch_ts = it->flow_id;
+        if (!lp_idmap_put(&s->flows, flow_key(th, it->ts_ns), &v))
+            return oom(s);
+        return LP_OK;
+    }
     if (!strcmp(ph, "M") || !strcmp(ph, "s") || !strcmp(ph, "f") || !strcmp(ph, "t"))
-        return LP_OK; /* metadata and flows: correlation comes from args.correlation */
+        return LP_OK; /* metadata and other flows */
     if (!strcmp(ph, "B") || !strcmp(ph, "E")) {
         m->n_begin_end++;
         return LP_OK;
@@ -793,15 +828,7 @@ static lp_status on_item(void *ctx, const lp_trace_item *it)
         e.shapes = sid + 1;
         m->has_shapes = 1;
     }
-    /* a thread is (pid, tid) as written */
-    char key[256];
-    size_t pl = strlen(it->pid), tl = strlen(it->tid);
-    pl = pl > 127 ? 127 : pl;
-    tl = tl > 127 ? 127 : tl;
-    memcpy(key, it->pid, pl);
-    key[pl] = '\x1f';
-    memcpy(key + pl + 1, it->tid, tl);
-    int64_t tid = lp_strtab_intern(&s->threads_tab, key, pl + 1 + tl);
+    int64_t tid = thread_of(s, it);
     if (tid < 0)
         return oom(s);
     e.thread = (uint32_t)tid;
@@ -839,6 +866,7 @@ static void state_free(tm_state *s)
     lp_idmap_free(&s->corr);
     lp_idmap_free(&s->ext);
     lp_idmap_free(&s->folds);
+    lp_idmap_free(&s->flows);
     gpu_free(&s->g_all);
     gpu_free(&s->g_hta);
     free(s->fifo);
@@ -915,7 +943,7 @@ static lp_status state_init(tm_state *s, const char *name, const lp_trace_model_
     s->m = calloc(1, sizeof *s->m);
     s->heap = malloc(s->window * sizeof *s->heap);
     if (!s->m || !s->heap || !lp_idmap_init(&s->corr, 1u << 20) || !lp_idmap_init(&s->ext, 1u << 20) ||
-        !lp_idmap_init(&s->folds, 1u << 16))
+        !lp_idmap_init(&s->folds, 1u << 16) || !lp_idmap_init(&s->flows, 1u << 16))
         return oom(s);
     snprintf(s->m->path, sizeof s->m->path, "%s", name);
     s->curve_cpu.stride = s->curve_dev.stride = 1;

@@ -92,6 +92,7 @@ typedef struct tm_state {
     size_t n_threads;
     uint32_t *pathbuf;
     lp_idmap corr, ext;
+    lp_idmap flows;        /* (stream, start) of an ac2g flow's end -> its id (in launch_ts) */
     lp_idmap folds;        /* node serial -> folded (path = 1), for parents with a same-named child */
     int any_out;
     int64_t last_out;

@@ -293,6 +293,23 @@ static void test_kernels_link_by_correlation(void **state)
     lp_trace_model_free(m);
 }
 
+/* A kernel written without args.correlation: the ac2g flow ending on it carries the id. */
+static void test_kernels_link_by_flow(void **state)
+{
+    (void)state;
+    lp_trace_model *m = parse_ok(
+        "{\"traceEvents\": ["
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":50},"
+        "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":10,"
+        "\"dur\":5,\"args\":{\"correlation\":42}},"
+        "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":42,\"pid\":1,\"tid\":1,\"ts\":10},"
+        "{\"ph\":\"f\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":42,\"pid\":0,\"tid\":7,\"ts\":60,\"bp\":\"e\"},"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":60,\"dur\":20}]}");
+    assert_int_equal(row(m, "aten::mm", 0)->self_device_ns, 20000);
+    assert_int_equal(m->n_unlinked, 0);
+    lp_trace_model_free(m);
+}
+
 static void test_folded_duplicate_keeps_its_kernels(void **state)
 {
     (void)state;
@@ -436,6 +453,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exact_ns_from_absolute_stamps),
         cmocka_unit_test(test_kernels_link_by_correlation),
+        cmocka_unit_test(test_kernels_link_by_flow),
         cmocka_unit_test(test_folded_duplicate_keeps_its_kernels),
         cmocka_unit_test(test_steps_span_device_work_and_parts_sum),
         cmocka_unit_test(test_malformed),
