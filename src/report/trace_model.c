@@ -700,7 +700,10 @@ static lp_status process(tm_state *s, const tev *e)
         return oom(s);
     /* HTA's scope (with two steps or more): device work whose launch it found before the last
      * step began. Held while its step is the latest; committed when the next step starts. */
-    if (launch) {
+    if (launch && !m->n_steps) { /* before any step: in HTA's scope whatever comes */
+        if (!gpu_account(&s->g_hta, &g))
+            return oom(s);
+    } else if (launch) { /* bounded by one step's device work */
         if (!grow((void **)&s->fifo, &s->cap_fifo, s->n_fifo + 1, sizeof *s->fifo))
             return oom(s);
         s->fifo[s->n_fifo++] = g;
