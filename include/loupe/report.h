@@ -147,7 +147,8 @@ typedef struct lp_trace_kernel_row {
     lp_trace_kind kind;
     lp_trace_class cls;
     int64_t calls, total_ns, min_ns, max_ns;
-    int64_t bytes;         /* memcpy/memset args.bytes summed (0 when not written) */
+    int64_t bytes;         /* memcpy/memset args.bytes; communication: the launching
+                              record_param_comms' "In msg nelems" x dtype size; summed (0 unknown) */
     const char *launch_op; /* innermost host op of the first linked launch; "" when unlinked */
 } lp_trace_kernel_row;
 

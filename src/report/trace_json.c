@@ -66,7 +66,7 @@ typedef enum field {
     F_NONE = 0,
     F_NAME, F_CAT, F_PH, F_PID, F_TID, F_TS, F_DUR, F_ID,
     F_ARG_EXT, F_ARG_CORR, F_ARG_DIMS, F_ARG_BYTES_MEM, F_ARG_TOTAL_ALLOC, F_ARG_DEV_TYPE, F_ARG_BYTES,
-    F_ARG_NAME,
+    F_ARG_NAME, F_ARG_NELEMS, F_ARG_DTYPE,
     F_TOP_BASE, F_TOP_SCHEMA, F_DIST_RANK, F_DIST_WORLD, F_DIST_BACKEND, F_DEV_NAME,
 } field;
 
@@ -86,7 +86,7 @@ struct lp_trace_json {
     int64_t dev_index;   /* deviceProperties entry being read */
     /* the current event */
     int in_event, in_args, bad;
-    fbuf name_b, cat_b, ph_b, pid_b, tid_b, argname_b, shapes_b;
+    fbuf name_b, cat_b, ph_b, pid_b, tid_b, argname_b, shapes_b, dtype_b;
     int dims_level;      /* level of the Input Dims array, 0 outside it */
     int dims_first;      /* next element is its container's first */
     int dims_overflow;
@@ -104,6 +104,8 @@ static void item_reset(lp_trace_json *j)
     j->it.mem_total_allocated = INT64_MIN; /* absent */
     j->it.mem_device_type = -1;
     j->it.bytes = -1;
+    j->it.msg_nelems = -1;
+    j->dtype_b.set = 0;
     j->name_b.set = j->cat_b.set = j->ph_b.set = j->pid_b.set = j->tid_b.set = j->argname_b.set = 0;
     j->shapes_b.set = 0;
     j->shapes_b.n = 0;
@@ -297,6 +299,14 @@ static int on_scalar_text(lp_trace_json *j, const char *s, size_t n, int is_num,
         if (is_str && !fbuf_put(&j->argname_b, s, n))
             return stop(j, "out of memory");
         return 1;
+    case F_ARG_NELEMS:
+        if ((is_num || is_str) && text_to_i64(s, n, &v) && v >= 0)
+            j->it.msg_nelems = v;
+        return 1;
+    case F_ARG_DTYPE:
+        if (is_str && !fbuf_put(&j->dtype_b, s, n))
+            return stop(j, "out of memory");
+        return 1;
     case F_ARG_DIMS:
         return 1; /* not a list: shapes not recorded */
     case F_TOP_BASE:
@@ -351,6 +361,8 @@ static field event_key(const char *k, size_t n, int in_args)
     if (K("Device Type")) return F_ARG_DEV_TYPE;
     if (K("bytes")) return F_ARG_BYTES;
     if (K("name")) return F_ARG_NAME;
+    if (K("In msg nelems")) return F_ARG_NELEMS;
+    if (K("dtype")) return F_ARG_DTYPE;
     return F_NONE;
 #undef K
 }
@@ -462,6 +474,7 @@ static int emit(lp_trace_json *j)
     it->pid = fbuf_str(&j->pid_b);
     it->tid = fbuf_str(&j->tid_b);
     it->meta_name = j->argname_b.set ? j->argname_b.p : NULL;
+    it->dtype = fbuf_str(&j->dtype_b);
     it->shapes = j->shapes_b.set && !j->dims_overflow ? j->shapes_b.p : NULL;
     if (j->bad || !j->ph_b.set) {
         j->skipped++;
@@ -595,7 +608,7 @@ void lp_trace_json_free(lp_trace_json *j)
     if (!j)
         return;
     yajl_free(j->h);
-    fbuf *b[] = {&j->name_b, &j->cat_b, &j->ph_b, &j->pid_b, &j->tid_b, &j->argname_b, &j->shapes_b};
+    fbuf *b[] = {&j->name_b, &j->cat_b, &j->ph_b, &j->pid_b, &j->tid_b, &j->argname_b, &j->shapes_b, &j->dtype_b};
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
         free(b[i]->p);
     free(j);

@@ -20,6 +20,8 @@ typedef struct lp_trace_item {
     const char *shapes;          /* torch's str(input_shapes) ("[[2, 3], []]"); NULL: not recorded */
     int64_t mem_bytes, mem_total_allocated, mem_device_type; /* [memory]: total INT64_MIN, type -1 when absent */
     int64_t bytes;               /* memcpy/memset args.bytes; -1 absent */
+    int64_t msg_nelems;          /* record_param_comms "In msg nelems"; -1 absent */
+    const char *dtype;           /* its "dtype" ("Float", "BFloat16", ...); "" absent */
     const char *meta_name;       /* "M" events: args.name */
 } lp_trace_item;
 

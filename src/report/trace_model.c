@@ -67,6 +67,20 @@ static int kind_of_cat(const char *c)
 static int is_host(int k) { return k <= LP_TRACE_KIND_DRIVER; }
 static int is_device_work(int k) { return k >= LP_TRACE_KIND_KERNEL && k <= LP_TRACE_KIND_MEMSET; }
 
+/* Bytes of one element of a record_param_comms "dtype"; 0 when unknown. */
+static int64_t dtype_size(const char *d)
+{
+    static const struct { const char *n; int64_t b; } t[] = {
+        {"Float", 4}, {"Double", 8}, {"Half", 2}, {"BFloat16", 2}, {"Int", 4}, {"Long", 8}, {"Short", 2},
+        {"Char", 1}, {"Byte", 1}, {"Bool", 1}, {"ComplexFloat", 8}, {"ComplexDouble", 16},
+        {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (!strcmp(d, t[i].n))
+            return t[i].b;
+    return 0;
+}
+
 /* torch's profiler drops these names before building its tree (_filter_name). */
 static int filtered_name(const char *n)
 {
@@ -558,6 +572,9 @@ static lp_status process(tm_state *s, const tev *e)
             v.path = (uint32_t)path;
             v.step = m->n_steps && e->ts < s->step_cpu_end ? (int32_t)m->n_steps - 1 : -1;
             v.launch_ts = e->ts;
+            v.msg_bytes = -1;
+            for (int i = t->n - 1; i >= 0 && v.msg_bytes < 0; i--)
+                v.msg_bytes = t->st[i].msg_bytes;
             if (e->corr >= 0 && !lp_idmap_put(&s->corr, e->corr, &v))
                 return oom(s);
         }
@@ -577,6 +594,7 @@ static lp_status process(tm_state *s, const tev *e)
         f->srow = (uint32_t)srow;
         f->kind = e->kind;
         f->serial = s->serial++;
+        f->msg_bytes = e->a;
         if (t->n >= 2 && t->st[t->n - 2].name == rname)
             t->st[t->n - 2].cand = 1;
         if (e->kind == LP_TRACE_KIND_CPU_OP && e->ext >= 0) {
@@ -648,6 +666,8 @@ static lp_status process(tm_state *s, const tev *e)
         k->max_ns = e->dur;
     if (e->kind != LP_TRACE_KIND_KERNEL && e->a > 0)
         k->bytes += e->a;
+    else if (comm && launch && launch->msg_bytes > 0)
+        k->bytes += launch->msg_bytes;
     if (launch && launch->launch_op && !k->launch_op[0])
         k->launch_op = m->ops[launch->launch_op - 1].name;
 
@@ -807,6 +827,10 @@ static lp_status on_item(void *ctx, const lp_trace_item *it)
             return LP_OK; /* "Trace" window, python_function, cuda_sync, ... */
         e.kind = (uint8_t)k;
         e.a = it->bytes;
+        if (is_host(k)) { /* a collective's message size, for the Distributed view */
+            int64_t sz = dtype_size(it->dtype);
+            e.a = it->msg_nelems >= 0 && sz && it->msg_nelems <= INT64_MAX / sz ? it->msg_nelems * sz : -1;
+        }
     }
     e.ts = it->ts_ns;
     e.dur = is_x ? it->dur_ns : 0;

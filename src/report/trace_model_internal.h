@@ -39,6 +39,7 @@ typedef struct frame {
     int cand;              /* a same-named child was opened: torch may fold it */
     int64_t pend_total, pend_self; /* device time through that child, until the fold is known */
     uint32_t pend_srow;    /* the child's by-shape row */
+    int64_t msg_bytes;     /* record_param_comms: its message's bytes; -1 */
 } frame;
 
 typedef struct tm_thread {

@@ -34,6 +34,7 @@ typedef struct lp_idmap_val {
     uint64_t a_serial;
     uint32_t a_thread, b_pos;
     int32_t a_depth;
+    int64_t msg_bytes;  /* the collective's message (record_param_comms around the launch); -1 */
 } lp_idmap_val;
 
 typedef struct lp_idmap {

@@ -310,6 +310,26 @@ static void test_kernels_link_by_flow(void **state)
     lp_trace_model_free(m);
 }
 
+/* A collective's size: the record_param_comms around its launch, nelems x dtype size. */
+static void test_collective_bytes(void **state)
+{
+    (void)state;
+    lp_trace_model *m = parse_ok(
+        "{\"traceEvents\": ["
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"record_param_comms\",\"pid\":1,\"tid\":1,\"ts\":0,"
+        "\"dur\":50,\"args\":{\"In msg nelems\":1000,\"dtype\":\"BFloat16\"}},"
+        "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":10,"
+        "\"dur\":5,\"args\":{\"correlation\":3}},"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllGather_RING_LL(ncclDevComm*)\",\"pid\":0,"
+        "\"tid\":9,\"ts\":60,\"dur\":20,\"args\":{\"correlation\":3}}]}");
+    assert_int_equal(m->n_colls, 1);
+    assert_string_equal(m->colls[0].name, "AllGather");
+    assert_int_equal(m->colls[0].bytes, 2000);
+    assert_int_equal(m->colls[0].total_ns, 20000);
+    assert_int_equal(m->kernels[0].cls, LP_TRACE_CLASS_COMMUNICATION);
+    lp_trace_model_free(m);
+}
+
 static void test_folded_duplicate_keeps_its_kernels(void **state)
 {
     (void)state;
@@ -454,6 +474,7 @@ int main(void)
         cmocka_unit_test(test_exact_ns_from_absolute_stamps),
         cmocka_unit_test(test_kernels_link_by_correlation),
         cmocka_unit_test(test_kernels_link_by_flow),
+        cmocka_unit_test(test_collective_bytes),
         cmocka_unit_test(test_folded_duplicate_keeps_its_kernels),
         cmocka_unit_test(test_steps_span_device_work_and_parts_sum),
         cmocka_unit_test(test_malformed),
