@@ -8,12 +8,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-static double ms(int64_t ns) { return (double)ns / 1e6; }
-static double pct(int64_t a, int64_t b) { return b > 0 ? 100.0 * (double)a / (double)b : 0.0; }
+static double ms(int64_t ns)
+{
+    return (double)ns / 1e6;
+}
+static double pct(int64_t a, int64_t b)
+{
+    return b > 0 ? 100.0 * (double)a / (double)b : 0.0;
+}
 
 static lp_figure figure(const lp_chart_panel *p, const char *title)
 {
-    return (lp_figure){.title = title, .rows = 1, .cols = 1, .width = 1100, .height = 380, .panels = p, .n_panels = 1};
+    return (lp_figure){
+        .title = title, .rows = 1, .cols = 1, .width = 1100, .height = 380, .panels = p, .n_panels = 1};
 }
 
 /* Recommendations, each with the threshold it used and the value measured. */
@@ -27,40 +34,50 @@ static void recommendations(lp_html *h, const lp_trace_model *m)
     if (m->has_device && span > 0 && pct(idle, span) > 30.0) {
         any = 1;
         int host = g->idle_host_wait_ns >= g->idle_kernel_wait_ns && g->idle_host_wait_ns >= g->idle_other_ns;
-        lp_html_p(h,
-                  "GPU idle %.1f %% of its span (threshold 30 %%). %s: host wait %.3f ms, kernel wait %.3f ms, "
-                  "other %.3f ms.%s",
-                  pct(idle, span), host ? "Most of it is the host launching too late" : "Idle time by cause",
-                  ms(g->idle_host_wait_ns), ms(g->idle_kernel_wait_ns), ms(g->idle_other_ns),
-                  host ? " Larger batches, fewer small ops (fusion, torch.compile) or CUDA graphs cut launch gaps." : "");
+        lp_html_p(
+            h,
+            "GPU idle %.1f %% of its span (threshold 30 %%). %s: host wait %.3f ms, kernel wait %.3f ms, "
+            "other %.3f ms.%s",
+            pct(idle, span), host ? "Most of it is the host launching too late" : "Idle time by cause",
+            ms(g->idle_host_wait_ns), ms(g->idle_kernel_wait_ns), ms(g->idle_other_ns),
+            host ? " Larger batches, fewer small ops (fusion, torch.compile) or CUDA graphs cut launch gaps."
+                 : "");
     }
     if (t->dur_ns > 0 && pct(t->part_ns[LP_TRACE_PART_DATALOADER], t->dur_ns) > 10.0) {
         any = 1;
-        lp_html_p(h, "Data loading takes %.1f %% of the trace (threshold 10 %%): more DataLoader workers, "
-                     "pin_memory or prefetching overlap it with compute.",
+        lp_html_p(h,
+                  "Data loading takes %.1f %% of the trace (threshold 10 %%): more DataLoader workers, "
+                  "pin_memory or prefetching overlap it with compute.",
                   pct(t->part_ns[LP_TRACE_PART_DATALOADER], t->dur_ns));
     }
     if (t->dur_ns > 0 && pct(t->part_ns[LP_TRACE_PART_MEMCPY], t->dur_ns) > 10.0) {
         any = 1;
-        lp_html_p(h, "Memory copies take %.1f %% of the trace (threshold 10 %%): keep tensors on the device, copy "
-                     "asynchronously from pinned memory.",
-                  pct(t->part_ns[LP_TRACE_PART_MEMCPY], t->dur_ns));
+        lp_html_p(
+            h,
+            "Memory copies take %.1f %% of the trace (threshold 10 %%): keep tensors on the device, copy "
+            "asynchronously from pinned memory.",
+            pct(t->part_ns[LP_TRACE_PART_MEMCPY], t->dur_ns));
     }
     if (g->comm_ns > 0 && pct(g->comm_overlap_ns, g->comm_ns) < 50.0) {
         any = 1;
-        lp_html_p(h, "Only %.1f %% of communication overlaps compute (threshold 50 %%): bucketed all-reduce during "
-                     "backward (DDP's default) or FSDP prefetch hides more of it.",
-                  pct(g->comm_overlap_ns, g->comm_ns));
+        lp_html_p(
+            h,
+            "Only %.1f %% of communication overlaps compute (threshold 50 %%): bucketed all-reduce during "
+            "backward (DDP's default) or FSDP prefetch hides more of it.",
+            pct(g->comm_overlap_ns, g->comm_ns));
     }
     if (t->dur_ns > 0 && pct(t->part_ns[LP_TRACE_PART_RUNTIME], t->dur_ns) > 20.0) {
         any = 1;
-        lp_html_p(h, "Runtime calls (launches, synchronisation) take %.1f %% of the trace (threshold 20 %%): look for "
-                     "cudaStreamSynchronize / .item() calls in the loop.",
-                  pct(t->part_ns[LP_TRACE_PART_RUNTIME], t->dur_ns));
+        lp_html_p(
+            h,
+            "Runtime calls (launches, synchronisation) take %.1f %% of the trace (threshold 20 %%): look for "
+            "cudaStreamSynchronize / .item() calls in the loop.",
+            pct(t->part_ns[LP_TRACE_PART_RUNTIME], t->dur_ns));
     }
     if (!any)
-        lp_html_p(h, "Nothing crossed a threshold (GPU idle 30 %%, data loading 10 %%, memcpy 10 %%, communication "
-                     "overlap 50 %%, runtime 20 %%).");
+        lp_html_p(
+            h, "Nothing crossed a threshold (GPU idle 30 %%, data loading 10 %%, memcpy 10 %%, communication "
+               "overlap 50 %%, runtime 20 %%).");
 }
 
 static void overview(lp_html *h, const lp_trace_model *m)
@@ -83,7 +100,7 @@ static void overview(lp_html *h, const lp_trace_model *m)
     size_t n = m->n_steps;
     double *x = calloc(n ? n : 1, sizeof *x), *y = calloc((n ? n : 1) * LP_TRACE_PART__COUNT, sizeof *y);
     const char **cats = calloc(n ? n : 1, sizeof *cats);
-    char (*labels)[24] = calloc(n ? n : 1, sizeof *labels);
+    char(*labels)[24] = calloc(n ? n : 1, sizeof *labels);
     if (x && y && cats && labels && n) {
         lp_chart_series se[LP_TRACE_PART__COUNT];
         for (size_t i = 0; i < n; i++) {
@@ -94,22 +111,29 @@ static void overview(lp_html *h, const lp_trace_model *m)
                 y[p * n + i] = ms(m->steps[i].part_ns[p]);
         }
         for (int p = 0; p < LP_TRACE_PART__COUNT; p++)
-            se[p] = (lp_chart_series){.name = lp_trace_part_name((lp_trace_part)p), .x = x, .y = y + p * n,
-                                      .n = (int32_t)n};
-        lp_chart_panel pn = {.title = "Step time breakdown", .xlabel = m->has_steps ? "step" : "", .ylabel = "ms",
-                             .kind = LP_CHART_STACKED, .x_scale = LP_CHART_X_CATEGORY, .x_categories = cats,
-                             .n_categories = (int32_t)n, .y_from_zero = 1, .series = se,
+            se[p] = (lp_chart_series){
+                .name = lp_trace_part_name((lp_trace_part)p), .x = x, .y = y + p * n, .n = (int32_t)n};
+        lp_chart_panel pn = {.title = "Step time breakdown",
+                             .xlabel = m->has_steps ? "step" : "",
+                             .ylabel = "ms",
+                             .kind = LP_CHART_STACKED,
+                             .x_scale = LP_CHART_X_CATEGORY,
+                             .x_categories = cats,
+                             .n_categories = (int32_t)n,
+                             .y_from_zero = 1,
+                             .series = se,
                              .n_series = LP_TRACE_PART__COUNT};
-        lp_figure f = figure(&pn, "Each step's time: kernel, memcpy, memset, communication, runtime, data loading, "
-                                  "CPU exec, other");
+        lp_figure f =
+            figure(&pn, "Each step's time: kernel, memcpy, memset, communication, runtime, data loading, "
+                        "CPU exec, other");
         lp_html_chart(h, "steps", &f);
     }
     free(x);
     free(y);
     free(cats);
     free(labels);
-    const char *hd[] = {"step", "time ms", "kernel", "memcpy", "memset", "communication", "runtime", "dataloader",
-                        "cpu_exec", "other"};
+    const char *hd[] = {"step",          "time ms", "kernel",     "memcpy",   "memset",
+                        "communication", "runtime", "dataloader", "cpu_exec", "other"};
     lp_html_table_begin(h, hd, 10);
     for (size_t i = 0; i < n; i++) {
         lp_html_tr(h);
@@ -122,13 +146,15 @@ static void overview(lp_html *h, const lp_trace_model *m)
     if (m->has_device) {
         const lp_trace_gpu *g = &m->gpu;
         lp_html_h(h, 3, "GPU");
-        lp_html_p(h,
-                  "Busy %.3f ms: compute %.3f ms, communication %.3f ms (%.1f %% overlapped by compute), memory %.3f "
-                  "ms. Idle %.3f ms, split as HolisticTraceAnalysis does: host wait %.3f ms, kernel wait %.3f ms "
-                  "(gaps under %d us), other %.3f ms.",
-                  ms(g->busy_ns), ms(g->compute_ns), ms(g->comm_ns), pct(g->comm_overlap_ns, g->comm_ns),
-                  ms(g->memory_ns), ms(g->last_ns - g->first_ns - g->busy_ns), ms(g->idle_host_wait_ns),
-                  ms(g->idle_kernel_wait_ns), LP_TRACE_KERNEL_WAIT_NS / 1000, ms(g->idle_other_ns));
+        lp_html_p(
+            h,
+            "Busy %.3f ms: compute %.3f ms, communication %.3f ms (%.1f %% overlapped by compute), memory "
+            "%.3f "
+            "ms. Idle %.3f ms, split as HolisticTraceAnalysis does: host wait %.3f ms, kernel wait %.3f ms "
+            "(gaps under %d us), other %.3f ms.",
+            ms(g->busy_ns), ms(g->compute_ns), ms(g->comm_ns), pct(g->comm_overlap_ns, g->comm_ns),
+            ms(g->memory_ns), ms(g->last_ns - g->first_ns - g->busy_ns), ms(g->idle_host_wait_ns),
+            ms(g->idle_kernel_wait_ns), LP_TRACE_KERNEL_WAIT_NS / 1000, ms(g->idle_other_ns));
     }
     recommendations(h, m);
     lp_html_tab_end(h);
@@ -136,13 +162,13 @@ static void overview(lp_html *h, const lp_trace_model *m)
 
 static void op_table(lp_html *h, const lp_trace_op_row *r, size_t n, int shapes)
 {
-    const char *hd[] = {"name", "input shapes", "calls", "self CPU us", "CPU total us", "self device us",
-                        "device total us", "allocated bytes"};
+    const char *hd[] = {"name",         "input shapes",   "calls",           "self CPU us",
+                        "CPU total us", "self device us", "device total us", "allocated bytes"};
     if (shapes) {
         lp_html_table_begin(h, hd, 8);
     } else {
-        const char *hd2[] = {"name", "calls", "self CPU us", "CPU total us", "self device us", "device total us",
-                             "allocated bytes"};
+        const char *hd2[] = {"name",           "calls",           "self CPU us",    "CPU total us",
+                             "self device us", "device total us", "allocated bytes"};
         lp_html_table_begin(h, hd2, 7);
     }
     for (size_t i = 0; i < n; i++) {
@@ -163,9 +189,10 @@ static void op_table(lp_html *h, const lp_trace_op_row *r, size_t n, int shapes)
 static void operators(lp_html *h, const lp_trace_model *m)
 {
     lp_html_tab_begin(h, "operator", "Operator");
-    lp_html_p(h, "torch's key averages: host ops and runtime calls, and one device row per kernel, memcpy and "
-                 "memset name. Device time reaches an op through the runtime call that launched it (correlation "
-                 "id), as torch's own key_averages() does. Click a header to sort.");
+    lp_html_p(h,
+              "torch's key averages: host ops and runtime calls, and one device row per kernel, memcpy and "
+              "memset name. Device time reaches an op through the runtime call that launched it (correlation "
+              "id), as torch's own key_averages() does. Click a header to sort.");
     op_table(h, m->ops, m->n_ops, 0);
     if (m->has_shapes) {
         lp_html_h(h, 3, "By operator and input shapes");
@@ -195,9 +222,15 @@ static void kernels(lp_html *h, const lp_trace_model *m)
     for (size_t i = 0; i < m->n_kernels; i++)
         y[m->kernels[i].cls] += ms(m->kernels[i].total_ns);
     lp_chart_series se = {.name = "total ms", .x = x, .y = y, .n = LP_TRACE_CLASS__COUNT};
-    lp_chart_panel pn = {.title = "Device time by class", .ylabel = "ms", .kind = LP_CHART_BAR,
-                         .x_scale = LP_CHART_X_CATEGORY, .x_categories = cats, .n_categories = LP_TRACE_CLASS__COUNT,
-                         .y_from_zero = 1, .series = &se, .n_series = 1};
+    lp_chart_panel pn = {.title = "Device time by class",
+                         .ylabel = "ms",
+                         .kind = LP_CHART_BAR,
+                         .x_scale = LP_CHART_X_CATEGORY,
+                         .x_categories = cats,
+                         .n_categories = LP_TRACE_CLASS__COUNT,
+                         .y_from_zero = 1,
+                         .series = &se,
+                         .n_series = 1};
     lp_figure f = figure(&pn, "Kernels, memcpy and memset: compute, communication, memory");
     lp_html_chart(h, "kernel_classes", &f);
     const char *hd[] = {"kernel", "class", "calls", "total us", "mean us", "min us", "max us", "launched by"};
@@ -231,15 +264,20 @@ static void memory(lp_html *h, const lp_trace_model *m)
     lp_html_stat(h, "at", "%.3f ms", ms(m->mem_peak_ts_ns - m->first_ns));
     lp_html_stat(h, "[memory] events", "%lld", (long long)m->n_mem_events);
     lp_html_stats_end(h);
-    double *x = malloc((m->n_mem ? m->n_mem : 1) * sizeof *x), *y = malloc((m->n_mem ? m->n_mem : 1) * sizeof *y);
+    double *x = malloc((m->n_mem ? m->n_mem : 1) * sizeof *x),
+           *y = malloc((m->n_mem ? m->n_mem : 1) * sizeof *y);
     if (x && y && m->n_mem >= 2) { /* one point is no curve */
         for (size_t i = 0; i < m->n_mem; i++) {
             x[i] = ms(m->mem[i].ts_ns - m->first_ns);
             y[i] = m->mem[i].allocated / 1e6;
         }
         lp_chart_series se = {.name = "allocated", .x = x, .y = y, .n = (int32_t)m->n_mem};
-        lp_chart_panel pn = {.title = "Allocated memory", .xlabel = "ms", .ylabel = "MB", .y_from_zero = 1,
-                             .series = &se, .n_series = 1};
+        lp_chart_panel pn = {.title = "Allocated memory",
+                             .xlabel = "ms",
+                             .ylabel = "MB",
+                             .y_from_zero = 1,
+                             .series = &se,
+                             .n_series = 1};
         lp_figure f = figure(&pn, "Allocated memory over time (the largest value of each thinned run kept)");
         lp_html_chart(h, "memory", &f);
     }
@@ -256,9 +294,11 @@ static void memory(lp_html *h, const lp_trace_model *m)
             lp_html_td_num(h, (double)m->ops[i].calls, "%.0f");
         }
     lp_html_table_end(h);
-    lp_html_note(h, "Each event's allocation counts for the innermost op open on its thread. The events themselves "
-                    "are not kept (memory bounded by the curve's %d points); --csv writes the curve.",
-                 LP_TRACE_MEM_POINTS);
+    lp_html_note(
+        h,
+        "Each event's allocation counts for the innermost op open on its thread. The events themselves "
+        "are not kept (memory bounded by the curve's %d points); --csv writes the curve.",
+        LP_TRACE_MEM_POINTS);
     lp_html_tab_end(h);
 }
 
@@ -269,7 +309,7 @@ static void distributed(lp_html *h, const lp_trace_model *m, const lp_trace_job 
         size_t n = j->n;
         double *x = calloc(n, sizeof *x), *y = calloc(4 * n, sizeof *y);
         const char **cats = calloc(n, sizeof *cats);
-        char (*labels)[24] = calloc(n, sizeof *labels);
+        char(*labels)[24] = calloc(n, sizeof *labels);
         if (x && y && cats && labels) {
             for (size_t i = 0; i < n; i++) {
                 const lp_trace_rank_row *r = &j->rows[i];
@@ -285,9 +325,16 @@ static void distributed(lp_html *h, const lp_trace_model *m, const lp_trace_job 
                                     {.name = "overlap", .x = x, .y = y + n, .n = (int32_t)n},
                                     {.name = "communication only", .x = x, .y = y + 2 * n, .n = (int32_t)n},
                                     {.name = "other (idle)", .x = x, .y = y + 3 * n, .n = (int32_t)n}};
-            lp_chart_panel pn = {.title = "Per rank", .xlabel = "rank", .ylabel = "ms", .kind = LP_CHART_STACKED,
-                                 .x_scale = LP_CHART_X_CATEGORY, .x_categories = cats, .n_categories = (int32_t)n,
-                                 .y_from_zero = 1, .series = se, .n_series = 4};
+            lp_chart_panel pn = {.title = "Per rank",
+                                 .xlabel = "rank",
+                                 .ylabel = "ms",
+                                 .kind = LP_CHART_STACKED,
+                                 .x_scale = LP_CHART_X_CATEGORY,
+                                 .x_categories = cats,
+                                 .n_categories = (int32_t)n,
+                                 .y_from_zero = 1,
+                                 .series = se,
+                                 .n_series = 4};
             lp_figure f = figure(&pn, "Compute, communication, their overlap and idle time per rank");
             lp_html_chart(h, "ranks", &f);
         }
@@ -295,8 +342,8 @@ static void distributed(lp_html *h, const lp_trace_model *m, const lp_trace_job 
         free(y);
         free(cats);
         free(labels);
-        const char *hd[] = {"rank", "span ms", "compute ms", "communication ms", "overlap ms", "other ms",
-                            "comm wait ms"};
+        const char *hd[] = {"rank",       "span ms",  "compute ms",  "communication ms",
+                            "overlap ms", "other ms", "comm wait ms"};
         lp_html_table_begin(h, hd, 7);
         for (size_t i = 0; i < n; i++) {
             const lp_trace_rank_row *r = &j->rows[i];
@@ -337,10 +384,12 @@ static void trace_view(lp_html *h, const lp_trace_model *m, const lp_trace_job *
 {
     lp_html_tab_begin(h, "trace", "Trace");
     const char *p = j && j->n ? j->ranks[0]->path : m->path, *base = strrchr(p, '/');
-    lp_html_p(h, "The timeline: open https://ui.perfetto.dev, choose \"Open trace file\" and pick %s (keep the trace "
-                 "next to this page). Perfetto reads Kineto traces, gzip included, in the browser; nothing is "
-                 "uploaded.",
-              base ? base + 1 : p);
+    lp_html_p(
+        h,
+        "The timeline: open https://ui.perfetto.dev, choose \"Open trace file\" and pick %s (keep the trace "
+        "next to this page). Perfetto reads Kineto traces, gzip included, in the browser; nothing is "
+        "uploaded.",
+        base ? base + 1 : p);
     lp_html_tab_end(h);
 }
 

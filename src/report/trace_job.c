@@ -44,7 +44,10 @@ static int cmp_rank(const void *a, const void *b)
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 void lp_trace_job_free(lp_trace_job *j)
 {
@@ -94,13 +97,14 @@ static void job_figures(lp_trace_job *j)
         for (size_t i = 0; i < j->n; i++)
             if (j->rows[i].comm_wait_ns > max_wait)
                 max_wait = j->rows[i].comm_wait_ns;
-        snprintf(j->slowest_why, sizeof j->slowest_why,
-                 "rank %lld computes longest (%.3f ms); its communication is %.3f ms, %.3f ms above the fastest "
-                 "rank's, while other ranks spend up to %.3f ms more than the least in communication: %s",
-                 (long long)r->rank, (double)r->compute_ns / 1e6, (double)r->comm_ns / 1e6,
-                 (double)r->comm_wait_ns / 1e6, (double)max_wait / 1e6,
-                 r->comm_wait_ns * 2 < max_wait ? "they are waiting for it (a straggler)"
-                                                : "its collectives themselves are slow (transferring)");
+        snprintf(
+            j->slowest_why, sizeof j->slowest_why,
+            "rank %lld computes longest (%.3f ms); its communication is %.3f ms, %.3f ms above the fastest "
+            "rank's, while other ranks spend up to %.3f ms more than the least in communication: %s",
+            (long long)r->rank, (double)r->compute_ns / 1e6, (double)r->comm_ns / 1e6,
+            (double)r->comm_wait_ns / 1e6, (double)max_wait / 1e6,
+            r->comm_wait_ns * 2 < max_wait ? "they are waiting for it (a straggler)"
+                                           : "its collectives themselves are slow (transferring)");
     }
 }
 
@@ -183,12 +187,13 @@ lp_status lp_trace_job_load(const char *dir, const lp_trace_model_opts *o, lp_tr
 void lp_trace_job_write_text(FILE *f, const lp_trace_job *j)
 {
     fprintf(f, "\nDistributed job: %zu ranks (ms; GPU time when the traces have device events)\n", j->n);
-    fprintf(f, "%6s %12s %12s %14s %12s %12s %12s\n", "Rank", "Span", "Compute", "Communication", "Overlap", "Other",
-            "Comm wait");
+    fprintf(f, "%6s %12s %12s %14s %12s %12s %12s\n", "Rank", "Span", "Compute", "Communication", "Overlap",
+            "Other", "Comm wait");
     for (size_t i = 0; i < j->n; i++) {
         const lp_trace_rank_row *r = &j->rows[i];
         fprintf(f, "%6lld %12.3f %12.3f %14.3f %12.3f %12.3f %12.3f\n", (long long)r->rank, r->span_ns / 1e6,
-                r->compute_ns / 1e6, r->comm_ns / 1e6, r->overlap_ns / 1e6, r->other_ns / 1e6, r->comm_wait_ns / 1e6);
+                r->compute_ns / 1e6, r->comm_ns / 1e6, r->overlap_ns / 1e6, r->other_ns / 1e6,
+                r->comm_wait_ns / 1e6);
     }
     fprintf(f, "Slowest rank: %lld: %s\n", (long long)j->slowest_rank, j->slowest_why);
     for (size_t i = 0; i < j->n; i++) {
@@ -208,13 +213,14 @@ lp_status lp_trace_job_write_csv(const lp_trace_job *j, const char *dir)
     char *buf = malloc(cap);
     if (!buf)
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", dir);
-    size_t len = (size_t)snprintf(buf, cap, "rank,span_ns,compute_ns,comm_ns,overlap_ns,other_ns,comm_wait_ns,slowest\n");
+    size_t len = (size_t)snprintf(
+        buf, cap, "rank,span_ns,compute_ns,comm_ns,overlap_ns,other_ns,comm_wait_ns,slowest\n");
     for (size_t i = 0; i < j->n && len < cap; i++) {
         const lp_trace_rank_row *r = &j->rows[i];
-        len += (size_t)snprintf(buf + len, cap - len, "%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d\n", (long long)r->rank,
-                                (long long)r->span_ns, (long long)r->compute_ns, (long long)r->comm_ns,
-                                (long long)r->overlap_ns, (long long)r->other_ns, (long long)r->comm_wait_ns,
-                                r->rank == j->slowest_rank);
+        len += (size_t)snprintf(buf + len, cap - len, "%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d\n",
+                                (long long)r->rank, (long long)r->span_ns, (long long)r->compute_ns,
+                                (long long)r->comm_ns, (long long)r->overlap_ns, (long long)r->other_ns,
+                                (long long)r->comm_wait_ns, r->rank == j->slowest_rank);
     }
     size_t need = strlen(dir) + 16;
     char *path = malloc(need);

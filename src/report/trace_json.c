@@ -59,15 +59,38 @@ static int fbuf_cat(fbuf *b, const char *s, size_t n)
     return 1;
 }
 
-static const char *fbuf_str(const fbuf *b) { return b->set && b->p ? b->p : ""; }
+static const char *fbuf_str(const fbuf *b)
+{
+    return b->set && b->p ? b->p : "";
+}
 
 /* Which event field the next value belongs to. */
 typedef enum field {
     F_NONE = 0,
-    F_NAME, F_CAT, F_PH, F_PID, F_TID, F_TS, F_DUR, F_ID,
-    F_ARG_EXT, F_ARG_CORR, F_ARG_DIMS, F_ARG_BYTES_MEM, F_ARG_TOTAL_ALLOC, F_ARG_DEV_TYPE, F_ARG_BYTES,
-    F_ARG_NAME, F_ARG_NELEMS, F_ARG_DTYPE,
-    F_TOP_BASE, F_TOP_SCHEMA, F_DIST_RANK, F_DIST_WORLD, F_DIST_BACKEND, F_DEV_NAME,
+    F_NAME,
+    F_CAT,
+    F_PH,
+    F_PID,
+    F_TID,
+    F_TS,
+    F_DUR,
+    F_ID,
+    F_ARG_EXT,
+    F_ARG_CORR,
+    F_ARG_DIMS,
+    F_ARG_BYTES_MEM,
+    F_ARG_TOTAL_ALLOC,
+    F_ARG_DEV_TYPE,
+    F_ARG_BYTES,
+    F_ARG_NAME,
+    F_ARG_NELEMS,
+    F_ARG_DTYPE,
+    F_TOP_BASE,
+    F_TOP_SCHEMA,
+    F_DIST_RANK,
+    F_DIST_WORLD,
+    F_DIST_BACKEND,
+    F_DEV_NAME,
 } field;
 
 struct lp_trace_json {
@@ -78,17 +101,17 @@ struct lp_trace_json {
     lp_status cb_status; /* a callback's failure, reported after yajl stops */
     char why[160];       /* our own reason for stopping yajl */
     int depth;
-    int events_level;    /* level of the traceEvents array (0: not inside it) */
+    int events_level; /* level of the traceEvents array (0: not inside it) */
     int top_is_map;
-    field pending;       /* the key just read */
-    int top_key;         /* 1: distributedInfo, 2: deviceProperties, 3: traceEvents */
-    int section;         /* the open top-level section (same codes) */
-    int64_t dev_index;   /* deviceProperties entry being read */
+    field pending;     /* the key just read */
+    int top_key;       /* 1: distributedInfo, 2: deviceProperties, 3: traceEvents */
+    int section;       /* the open top-level section (same codes) */
+    int64_t dev_index; /* deviceProperties entry being read */
     /* the current event */
     int in_event, in_args, bad;
     fbuf name_b, cat_b, ph_b, pid_b, tid_b, argname_b, shapes_b, dtype_b;
-    int dims_level;      /* level of the Input Dims array, 0 outside it */
-    int dims_first;      /* next element is its container's first */
+    int dims_level; /* level of the Input Dims array, 0 outside it */
+    int dims_first; /* next element is its container's first */
     int dims_overflow;
     lp_trace_item it;
     lp_trace_top top;
@@ -246,7 +269,12 @@ static int on_scalar_text(lp_trace_json *j, const char *s, size_t n, int is_num,
             j->bad = 1;
             return 1;
         }
-        return fbuf_put(f == F_NAME ? &j->name_b : f == F_CAT ? &j->cat_b : &j->ph_b, s, n) ? 1 : stop(j, "out of memory");
+        return fbuf_put(f == F_NAME  ? &j->name_b
+                        : f == F_CAT ? &j->cat_b
+                                     : &j->ph_b,
+                        s, n)
+                   ? 1
+                   : stop(j, "out of memory");
     case F_PID:
     case F_TID:
         if (!is_str && !is_num)
@@ -334,35 +362,65 @@ static int on_scalar_text(lp_trace_json *j, const char *s, size_t n, int is_num,
     return 1;
 }
 
-static int cb_null(void *c) { return on_scalar_text(c, "None", 4, 0, 0); }
-static int cb_bool(void *c, int b) { return on_scalar_text(c, b ? "True" : "False", b ? 4 : 5, 0, 0); }
-static int cb_number(void *c, const char *s, size_t n) { return on_scalar_text(c, s, n, 1, 0); }
-static int cb_string(void *c, const unsigned char *s, size_t n) { return on_scalar_text(c, (const char *)s, n, 0, 1); }
+static int cb_null(void *c)
+{
+    return on_scalar_text(c, "None", 4, 0, 0);
+}
+static int cb_bool(void *c, int b)
+{
+    return on_scalar_text(c, b ? "True" : "False", b ? 4 : 5, 0, 0);
+}
+static int cb_number(void *c, const char *s, size_t n)
+{
+    return on_scalar_text(c, s, n, 1, 0);
+}
+static int cb_string(void *c, const unsigned char *s, size_t n)
+{
+    return on_scalar_text(c, (const char *)s, n, 0, 1);
+}
 
 static field event_key(const char *k, size_t n, int in_args)
 {
 #define K(s) (n == sizeof(s) - 1 && !memcmp(k, s, n))
     if (!in_args) {
-        if (K("name")) return F_NAME;
-        if (K("cat")) return F_CAT;
-        if (K("ph")) return F_PH;
-        if (K("pid")) return F_PID;
-        if (K("tid")) return F_TID;
-        if (K("ts")) return F_TS;
-        if (K("dur")) return F_DUR;
-        if (K("id")) return F_ID;
+        if (K("name"))
+            return F_NAME;
+        if (K("cat"))
+            return F_CAT;
+        if (K("ph"))
+            return F_PH;
+        if (K("pid"))
+            return F_PID;
+        if (K("tid"))
+            return F_TID;
+        if (K("ts"))
+            return F_TS;
+        if (K("dur"))
+            return F_DUR;
+        if (K("id"))
+            return F_ID;
         return F_NONE;
     }
-    if (K("External id") || K("external id")) return F_ARG_EXT;
-    if (K("correlation")) return F_ARG_CORR;
-    if (K("Input Dims") || K("Input dims")) return F_ARG_DIMS;
-    if (K("Bytes")) return F_ARG_BYTES_MEM;
-    if (K("Total Allocated")) return F_ARG_TOTAL_ALLOC;
-    if (K("Device Type")) return F_ARG_DEV_TYPE;
-    if (K("bytes")) return F_ARG_BYTES;
-    if (K("name")) return F_ARG_NAME;
-    if (K("In msg nelems")) return F_ARG_NELEMS;
-    if (K("dtype")) return F_ARG_DTYPE;
+    if (K("External id") || K("external id"))
+        return F_ARG_EXT;
+    if (K("correlation"))
+        return F_ARG_CORR;
+    if (K("Input Dims") || K("Input dims"))
+        return F_ARG_DIMS;
+    if (K("Bytes"))
+        return F_ARG_BYTES_MEM;
+    if (K("Total Allocated"))
+        return F_ARG_TOTAL_ALLOC;
+    if (K("Device Type"))
+        return F_ARG_DEV_TYPE;
+    if (K("bytes"))
+        return F_ARG_BYTES;
+    if (K("name"))
+        return F_ARG_NAME;
+    if (K("In msg nelems"))
+        return F_ARG_NELEMS;
+    if (K("dtype"))
+        return F_ARG_DTYPE;
     return F_NONE;
 #undef K
 }
@@ -385,17 +443,26 @@ static int cb_map_key(void *c, const unsigned char *key, size_t n)
     }
 #define K(s) (n == sizeof(s) - 1 && !memcmp(k, s, n))
     if (j->depth == 1 && j->top_is_map) {
-        if (K("traceEvents")) j->top_key = 3;
-        else if (K("distributedInfo")) j->top_key = 1;
-        else if (K("deviceProperties")) j->top_key = 2;
-        else if (K("baseTimeNanoseconds")) j->pending = F_TOP_BASE;
-        else if (K("schemaVersion")) j->pending = F_TOP_SCHEMA;
+        if (K("traceEvents"))
+            j->top_key = 3;
+        else if (K("distributedInfo"))
+            j->top_key = 1;
+        else if (K("deviceProperties"))
+            j->top_key = 2;
+        else if (K("baseTimeNanoseconds"))
+            j->pending = F_TOP_BASE;
+        else if (K("schemaVersion"))
+            j->pending = F_TOP_SCHEMA;
     } else if (j->depth == 2 && j->section == 1) {
-        if (K("rank")) j->pending = F_DIST_RANK;
-        else if (K("world_size")) j->pending = F_DIST_WORLD;
-        else if (K("backend")) j->pending = F_DIST_BACKEND;
+        if (K("rank"))
+            j->pending = F_DIST_RANK;
+        else if (K("world_size"))
+            j->pending = F_DIST_WORLD;
+        else if (K("backend"))
+            j->pending = F_DIST_BACKEND;
     } else if (j->depth == 3 && j->section == 2) {
-        if (K("name")) j->pending = F_DEV_NAME;
+        if (K("name"))
+            j->pending = F_DEV_NAME;
     }
 #undef K
     return 1;
@@ -518,13 +585,25 @@ static int close_container(lp_trace_json *j, int is_array)
     return 1;
 }
 
-static int cb_start_map(void *c) { return open_container(c, 0); }
-static int cb_end_map(void *c) { return close_container(c, 0); }
-static int cb_start_array(void *c) { return open_container(c, 1); }
-static int cb_end_array(void *c) { return close_container(c, 1); }
+static int cb_start_map(void *c)
+{
+    return open_container(c, 0);
+}
+static int cb_end_map(void *c)
+{
+    return close_container(c, 0);
+}
+static int cb_start_array(void *c)
+{
+    return open_container(c, 1);
+}
+static int cb_end_array(void *c)
+{
+    return close_container(c, 1);
+}
 
 static const yajl_callbacks callbacks = {
-    cb_null, cb_bool, NULL, NULL, cb_number, cb_string,
+    cb_null,      cb_bool,    NULL,       NULL,           cb_number,    cb_string,
     cb_start_map, cb_map_key, cb_end_map, cb_start_array, cb_end_array,
 };
 
@@ -592,23 +671,31 @@ lp_status lp_trace_json_finish(lp_trace_json *j)
     if (ys != yajl_status_ok) {
         if (j->cb_status != LP_OK || j->why[0])
             return fail(j, NULL, 0);
-        return lp_err(LP_STATUS_FORMAT, "%s: not valid JSON (unexpected end of data at line %llu (truncated file?))",
-                      j->name, (unsigned long long)j->line);
+        return lp_err(LP_STATUS_FORMAT,
+                      "%s: not valid JSON (unexpected end of data at line %llu (truncated file?))", j->name,
+                      (unsigned long long)j->line);
     }
     if (!j->top.has_events)
         return lp_err(LP_STATUS_FORMAT, "%s: not a Kineto trace: no \"traceEvents\" array", j->name);
     return LP_OK;
 }
 
-const lp_trace_top *lp_trace_json_top(const lp_trace_json *j) { return &j->top; }
-uint64_t lp_trace_json_skipped(const lp_trace_json *j) { return j->skipped; }
+const lp_trace_top *lp_trace_json_top(const lp_trace_json *j)
+{
+    return &j->top;
+}
+uint64_t lp_trace_json_skipped(const lp_trace_json *j)
+{
+    return j->skipped;
+}
 
 void lp_trace_json_free(lp_trace_json *j)
 {
     if (!j)
         return;
     yajl_free(j->h);
-    fbuf *b[] = {&j->name_b, &j->cat_b, &j->ph_b, &j->pid_b, &j->tid_b, &j->argname_b, &j->shapes_b, &j->dtype_b};
+    fbuf *b[] = {&j->name_b, &j->cat_b,     &j->ph_b,     &j->pid_b,
+                 &j->tid_b,  &j->argname_b, &j->shapes_b, &j->dtype_b};
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
         free(b[i]->p);
     free(j);

@@ -17,24 +17,25 @@ typedef struct lp_trace_item {
     int bad_time;                /* ts/dur present but not a usable number */
     int64_t ts_ns, dur_ns;
     int64_t external_id, correlation, flow_id; /* -1: absent */
-    const char *shapes;          /* torch's str(input_shapes) ("[[2, 3], []]"); NULL: not recorded */
-    int64_t mem_bytes, mem_total_allocated, mem_device_type; /* [memory]: total INT64_MIN, type -1 when absent */
-    int64_t bytes;               /* memcpy/memset args.bytes; -1 absent */
-    int64_t msg_nelems;          /* record_param_comms "In msg nelems"; -1 absent */
-    const char *dtype;           /* its "dtype" ("Float", "BFloat16", ...); "" absent */
-    const char *meta_name;       /* "M" events: args.name */
+    const char *shapes; /* torch's str(input_shapes) ("[[2, 3], []]"); NULL: not recorded */
+    int64_t mem_bytes, mem_total_allocated,
+        mem_device_type;   /* [memory]: total INT64_MIN, type -1 when absent */
+    int64_t bytes;         /* memcpy/memset args.bytes; -1 absent */
+    int64_t msg_nelems;    /* record_param_comms "In msg nelems"; -1 absent */
+    const char *dtype;     /* its "dtype" ("Float", "BFloat16", ...); "" absent */
+    const char *meta_name; /* "M" events: args.name */
 } lp_trace_item;
 
 /* Trace-wide fields met at the top level (any order: Kineto writes some after the events). */
 typedef struct lp_trace_top {
-    int is_array;                /* a bare array of events (pre-1.8 Chrome form) */
-    int has_events;              /* a traceEvents array was met */
+    int is_array;   /* a bare array of events (pre-1.8 Chrome form) */
+    int has_events; /* a traceEvents array was met */
     int has_base_time;
-    int64_t base_time_ns;        /* exact, from the number's text */
-    int64_t rank, world_size;    /* distributedInfo; -1 absent */
+    int64_t base_time_ns;     /* exact, from the number's text */
+    int64_t rank, world_size; /* distributedInfo; -1 absent */
     char backend[32];
-    char device_name[128];       /* deviceProperties[0].name */
-    int64_t device_count;        /* entries in deviceProperties */
+    char device_name[128]; /* deviceProperties[0].name */
+    int64_t device_count;  /* entries in deviceProperties */
     int64_t schema_version;
 } lp_trace_top;
 
@@ -43,7 +44,8 @@ typedef lp_status (*lp_trace_item_fn)(void *ctx, const lp_trace_item *it);
 typedef struct lp_trace_json lp_trace_json;
 
 /* A parser for one file's text; name is used in messages. Errors: NO_MEMORY. */
-LP_WARN_UNUSED lp_status lp_trace_json_new(const char *name, lp_trace_item_fn fn, void *ctx, lp_trace_json **out);
+LP_WARN_UNUSED lp_status lp_trace_json_new(const char *name, lp_trace_item_fn fn, void *ctx,
+                                           lp_trace_json **out);
 /* Feeds the next n bytes; FORMAT (naming the file, with the byte offset) on bad JSON,
  * nesting deeper than LP_TRACE_MAX_DEPTH, or a callback's status. */
 LP_WARN_UNUSED lp_status lp_trace_json_feed(lp_trace_json *j, const char *data, size_t n);

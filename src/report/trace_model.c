@@ -25,12 +25,18 @@ void lp_trace_model_opts_init(lp_trace_model_opts *o)
 static const char *const part_names[LP_TRACE_PART__COUNT] = {
     "kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other",
 };
-const char *lp_trace_part_name(lp_trace_part p) { return (unsigned)p < LP_TRACE_PART__COUNT ? part_names[p] : "?"; }
+const char *lp_trace_part_name(lp_trace_part p)
+{
+    return (unsigned)p < LP_TRACE_PART__COUNT ? part_names[p] : "?";
+}
 
 static const char *const kind_names[LP_TRACE_KIND__COUNT] = {
     "cpu_op", "user_annotation", "runtime", "driver", "kernel", "memcpy", "memset", "gpu_user_annotation",
 };
-const char *lp_trace_kind_name(lp_trace_kind k) { return (unsigned)k < LP_TRACE_KIND__COUNT ? kind_names[k] : "?"; }
+const char *lp_trace_kind_name(lp_trace_kind k)
+{
+    return (unsigned)k < LP_TRACE_KIND__COUNT ? kind_names[k] : "?";
+}
 
 const char *lp_trace_class_name(lp_trace_class c)
 {
@@ -41,7 +47,10 @@ const char *lp_trace_class_name(lp_trace_class c)
 /* Category text -> kind; -1 for categories that are not ops (flows, python, sync, ...). */
 static int kind_of_cat(const char *c)
 {
-    static const struct { const char *cat; int kind; } map[] = {
+    static const struct {
+        const char *cat;
+        int kind;
+    } map[] = {
         {"cpu_op", LP_TRACE_KIND_CPU_OP},
         {"operator", LP_TRACE_KIND_CPU_OP},
         {"user_annotation", LP_TRACE_KIND_USER_ANNOTATION},
@@ -64,16 +73,25 @@ static int kind_of_cat(const char *c)
     return -1;
 }
 
-static int is_host(int k) { return k <= LP_TRACE_KIND_DRIVER; }
-static int is_device_work(int k) { return k >= LP_TRACE_KIND_KERNEL && k <= LP_TRACE_KIND_MEMSET; }
+static int is_host(int k)
+{
+    return k <= LP_TRACE_KIND_DRIVER;
+}
+static int is_device_work(int k)
+{
+    return k >= LP_TRACE_KIND_KERNEL && k <= LP_TRACE_KIND_MEMSET;
+}
 
 /* Bytes of one element of a record_param_comms "dtype"; 0 when unknown. */
 static int64_t dtype_size(const char *d)
 {
-    static const struct { const char *n; int64_t b; } t[] = {
-        {"Float", 4}, {"Double", 8}, {"Half", 2}, {"BFloat16", 2}, {"Int", 4}, {"Long", 8}, {"Short", 2},
-        {"Char", 1}, {"Byte", 1}, {"Bool", 1}, {"ComplexFloat", 8}, {"ComplexDouble", 16},
-        {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1},
+    static const struct {
+        const char *n;
+        int64_t b;
+    } t[] = {
+        {"Float", 4},        {"Double", 8},         {"Half", 2},          {"BFloat16", 2},    {"Int", 4},
+        {"Long", 8},         {"Short", 2},          {"Char", 1},          {"Byte", 1},        {"Bool", 1},
+        {"ComplexFloat", 8}, {"ComplexDouble", 16}, {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (!strcmp(d, t[i].n))
@@ -84,9 +102,14 @@ static int64_t dtype_size(const char *d)
 /* torch's profiler drops these names before building its tree (_filter_name). */
 static int filtered_name(const char *n)
 {
-    static const char *const f[] = {"[memory]", "[OutOfMemory]", "profiler::_record_function_enter",
-                                    "profiler::_record_function_enter_new", "profiler::_record_function_exit",
-                                    "aten::is_leaf", "aten::output_nr", "aten::_version"};
+    static const char *const f[] = {"[memory]",
+                                    "[OutOfMemory]",
+                                    "profiler::_record_function_enter",
+                                    "profiler::_record_function_enter_new",
+                                    "profiler::_record_function_exit",
+                                    "aten::is_leaf",
+                                    "aten::output_nr",
+                                    "aten::_version"};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (!strcmp(n, f[i]))
             return 1;
@@ -104,12 +127,15 @@ static int contains_ci(const char *s, const char *w)
 
 static int is_comm_name(const char *n)
 {
-    return contains_ci(n, "nccl") || contains_ci(n, "rccl") || contains_ci(n, "gloo") || !strncmp(n, "c10d::", 6) ||
-           !strcmp(n, "record_param_comms");
+    return contains_ci(n, "nccl") || contains_ci(n, "rccl") || contains_ci(n, "gloo") ||
+           !strncmp(n, "c10d::", 6) || !strcmp(n, "record_param_comms");
 }
 
 /* The key of an ac2g flow's end: the stream and the start of the kernel it lands on. */
-static int64_t flow_key(int64_t thread, int64_t ts) { return (int64_t)((uint64_t)ts * 1000003u + (uint64_t)thread); }
+static int64_t flow_key(int64_t thread, int64_t ts)
+{
+    return (int64_t)((uint64_t)ts * 1000003u + (uint64_t)thread);
+}
 
 /* ---- the window ---------------------------------------------------------------------- */
 
@@ -159,9 +185,12 @@ static tev heap_pop(tm_state *s)
 
 /* ---- rows ---------------------------------------------------------------------------- */
 
-static lp_status oom(tm_state *s) { return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory building the trace model", s->name); }
+lp_status lp_tm_oom(tm_state *s)
+{
+    return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory building the trace model", s->name);
+}
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
+int lp_tm_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return 1;
@@ -190,7 +219,7 @@ static int64_t row_of(tm_state *s, int by_shape, uint32_t name, int group, uint3
         lp_trace_op_row **rows = by_shape ? &s->m->ops_shape : &s->m->ops;
         size_t *n = by_shape ? &s->m->n_ops_shape : &s->m->n_ops;
         size_t *cap = by_shape ? &s->cap_srows : &s->cap_rows;
-        if (!grow((void **)rows, cap, *n + 1, sizeof **rows))
+        if (!lp_tm_grow((void **)rows, cap, *n + 1, sizeof **rows))
             return -1;
         lp_trace_op_row *r = &(*rows)[(*n)++];
         r->name = s->names.str[name];
@@ -203,7 +232,10 @@ static int64_t row_of(tm_state *s, int by_shape, uint32_t name, int group, uint3
 
 static int group_of(int kind)
 {
-    return kind == LP_TRACE_KIND_USER_ANNOTATION ? 1 : kind == LP_TRACE_KIND_GPU_ANNOTATION ? 3 : is_device_work(kind) ? 2 : 0;
+    return kind == LP_TRACE_KIND_USER_ANNOTATION  ? 1
+           : kind == LP_TRACE_KIND_GPU_ANNOTATION ? 3
+           : is_device_work(kind)                 ? 2
+                                                  : 0;
 }
 
 /* A finished host node's figures go to its rows. */
@@ -278,7 +310,7 @@ static void pop_frame(tm_state *s, tm_thread *t)
 
 static tm_thread *thread_at(tm_state *s, uint32_t id)
 {
-    if (!grow((void **)&s->threads, &s->cap_threads, (size_t)id + 1, sizeof *s->threads))
+    if (!lp_tm_grow((void **)&s->threads, &s->cap_threads, (size_t)id + 1, sizeof *s->threads))
         return NULL;
     if (id >= s->n_threads)
         s->n_threads = id + 1;
@@ -306,7 +338,7 @@ static int64_t path_of(tm_state *s, const tm_thread *t, uint32_t thread_id, lp_i
             v->b_pos = (uint32_t)n;
         }
         prev = i;
-        if (!grow((void **)&s->pathbuf, &s->cap_path, 2 * n + 2, sizeof *s->pathbuf))
+        if (!lp_tm_grow((void **)&s->pathbuf, &s->cap_path, 2 * n + 2, sizeof *s->pathbuf))
             return -1;
         s->pathbuf[2 * n] = f->row;
         s->pathbuf[2 * n + 1] = f->srow;
@@ -314,190 +346,6 @@ static int64_t path_of(tm_state *s, const tm_thread *t, uint32_t thread_id, lp_i
         *innermost = f->row + 1;
     }
     return lp_strtab_intern(&s->paths, (const char *)s->pathbuf, 2 * n * sizeof *s->pathbuf);
-}
-
-/* ---- the breakdown sweep --------------------------------------------------------------- */
-
-static void add_seg(tm_state *s, int64_t a, int64_t b, int part)
-{
-    if (b <= a)
-        return;
-    s->m->total.part_ns[part] += b - a;
-    if (s->m->n_steps == 0)
-        return;
-    lp_trace_step *st = &s->m->steps[s->m->n_steps - 1];
-    if (a >= s->step_limit) { /* past the step's CPU range and its device work so far */
-        s->pending[part] += b - a;
-        return;
-    }
-    if (b > s->step_limit) {
-        s->pending[part] += b - s->step_limit;
-        b = s->step_limit;
-    }
-    st->part_ns[part] += b - a;
-}
-
-static void sweep_to(tm_state *s, int64_t t)
-{
-    while (s->cursor < t) {
-        int p = LP_TRACE_PART_OTHER;
-        for (int q = 0; q < LP_TRACE_PART_OTHER; q++)
-            if (s->max_end[q] > s->cursor) {
-                p = q;
-                break;
-            }
-        int64_t e = p == LP_TRACE_PART_OTHER || s->max_end[p] > t ? t : s->max_end[p];
-        add_seg(s, s->cursor, e, p);
-        s->cursor = e;
-    }
-}
-
-static void extend_step(tm_state *s, int64_t end)
-{
-    if (end <= s->step_limit)
-        return;
-    s->step_limit = end;
-    lp_trace_step *st = &s->m->steps[s->m->n_steps - 1];
-    for (int p = 0; p < LP_TRACE_PART__COUNT; p++) /* the gap up to here was the step's after all */
-        st->part_ns[p] += s->pending[p], s->pending[p] = 0;
-}
-
-static int fifo_commit(tm_state *s, int64_t t);
-
-static lp_status start_step(tm_state *s, const tev *e, const char *name)
-{
-    lp_trace_model *m = s->m;
-    /* every device event out of the window so far started before this step: its launch too */
-    if (!fifo_commit(s, INT64_MAX))
-        return oom(s);
-    s->last_step_ts = e->ts;
-    /* Time after the previous step's CPU range and device work, before this one, is in no
-     * step (the loop between steps); it stays in the trace's total. */
-    memset(s->pending, 0, sizeof s->pending);
-    if (!grow((void **)&m->steps, &s->cap_steps, m->n_steps + 1, sizeof *m->steps))
-        return oom(s);
-    lp_trace_step *st = &m->steps[m->n_steps++];
-    memset(st, 0, sizeof *st);
-    st->step = strtoll(name + 13, NULL, 10);
-    st->ts_ns = e->ts;
-    s->step_limit = e->ts + e->dur;
-    s->step_cpu_end = e->ts + e->dur;
-    m->has_steps = 1;
-    return LP_OK;
-}
-
-/* ---- unions over device time ---------------------------------------------------------- */
-
-static void union_add(tm_union *u, int64_t a, int64_t b)
-{
-    if (!u->any || a > u->end) {
-        if (u->any)
-            u->total += u->end - u->start;
-        u->start = a;
-        u->end = b;
-        u->any = 1;
-    } else if (b > u->end) {
-        u->end = b;
-    }
-}
-
-static int64_t union_total(const tm_union *u) { return u->any ? u->total + u->end - u->start : 0; }
-
-/* ---- GPU figures over a set of device events (start order) ----------------------------- */
-
-static int gpu_account(tm_gpu *g, const gpu_ev *e)
-{
-    if (!g->any || e->ts < g->first)
-        g->first = e->ts;
-    if (!g->any || e->end > g->last)
-        g->last = e->end;
-    g->any = 1;
-    g->n_events++;
-    union_add(&g->u_all, e->ts, e->end);
-    if (e->in_class_union) {
-        union_add(&g->u_cls[e->cls], e->ts, e->end);
-        if (e->cls != LP_TRACE_CLASS_MEMORY)
-            union_add(&g->u_cc, e->ts, e->end);
-    }
-    if (!grow((void **)&g->prev_end, &g->cap_streams, (size_t)e->stream + 1, sizeof *g->prev_end) ||
-        !grow((void **)&g->seen, &g->cap_seen, (size_t)e->stream + 1, 1))
-        return 0;
-    if (!g->seen[e->stream]) {
-        g->seen[e->stream] = 1;
-        g->n_streams++;
-    } else {
-        /* HTA's idle interval: this start minus the previous event's end on the stream (negative
-         * when they overlap, summed as is); host wait when the launch came after that end */
-        int64_t prev = g->prev_end[e->stream], gap = e->ts - prev;
-        if (e->launch_ts != INT64_MIN && e->launch_ts > prev)
-            g->host_wait += gap;
-        else if (gap < LP_TRACE_KERNEL_WAIT_NS)
-            g->kernel_wait += gap;
-        else
-            g->other += gap;
-    }
-    g->prev_end[e->stream] = e->end;
-    return 1;
-}
-
-static void gpu_figures(const tm_gpu *g, lp_trace_gpu *out)
-{
-    memset(out, 0, sizeof *out);
-    if (!g->any)
-        return;
-    out->first_ns = g->first;
-    out->last_ns = g->last;
-    out->busy_ns = union_total(&g->u_all);
-    out->compute_ns = union_total(&g->u_cls[LP_TRACE_CLASS_COMPUTE]);
-    out->comm_ns = union_total(&g->u_cls[LP_TRACE_CLASS_COMMUNICATION]);
-    out->memory_ns = union_total(&g->u_cls[LP_TRACE_CLASS_MEMORY]);
-    out->compute_comm_ns = union_total(&g->u_cc);
-    out->comm_overlap_ns = out->compute_ns + out->comm_ns - out->compute_comm_ns;
-    out->idle_host_wait_ns = g->host_wait;
-    out->idle_kernel_wait_ns = g->kernel_wait;
-    out->idle_other_ns = g->other;
-    out->n_streams = g->n_streams;
-    out->n_events = g->n_events;
-}
-
-static void gpu_free(tm_gpu *g)
-{
-    free(g->prev_end);
-    free(g->seen);
-}
-
-/* Commits held device events launched before t into HTA's scope (all when t is INT64_MAX). */
-static int fifo_commit(tm_state *s, int64_t t)
-{
-    for (size_t i = 0; i < s->n_fifo; i++)
-        if (s->fifo[i].launch_ts < t && !gpu_account(&s->g_hta, &s->fifo[i]))
-            return 0;
-    s->n_fifo = 0;
-    return 1;
-}
-
-/* ---- the memory curve ------------------------------------------------------------------ */
-
-static lp_status mem_point(tm_state *s, tm_curve *c, int64_t ts, int64_t v)
-{
-    /* Thinning keeps each kept point the largest of its run, so the peak survives. */
-    if (!c->in_run || v > c->run.allocated)
-        c->run = (lp_trace_mem_point){ts, v};
-    c->in_run++;
-    if (c->in_run < c->stride)
-        return LP_OK;
-    c->in_run = 0;
-    if (c->n == LP_TRACE_MEM_POINTS) {
-        for (size_t i = 0; i < c->n / 2; i++)
-            c->pts[i] = c->pts[2 * i].allocated >= c->pts[2 * i + 1].allocated ? c->pts[2 * i] : c->pts[2 * i + 1];
-        c->n /= 2;
-        c->stride *= 2;
-    }
-    if (!c->pts && !(c->pts = malloc(LP_TRACE_MEM_POINTS * sizeof *c->pts)))
-        return oom(s);
-    c->pts[c->n++] = c->run;
-    (void)s;
-    return LP_OK;
 }
 
 /* ---- one event out of the window --------------------------------------------------------- */
@@ -518,9 +366,9 @@ static lp_status process(tm_state *s, const tev *e)
         m->last_ns = end;
     tm_thread *t = thread_at(s, e->thread);
     if (!t)
-        return oom(s);
+        return lp_tm_oom(s);
     const char *name = s->names.str[e->name];
-    sweep_to(s, e->ts);
+    lp_tm_sweep_to(s, e->ts);
     m->n_used++;
 
     if (e->kind == K_MEMORY) {
@@ -536,7 +384,7 @@ static lp_status process(tm_state *s, const tev *e)
         s->mem_dev_seen |= dev;
         if (!s->peak_seen[dev] || e->b > s->peak[dev])
             s->peak[dev] = e->b, s->peak_ts[dev] = e->ts, s->peak_seen[dev] = 1;
-        return mem_point(s, dev ? &s->curve_dev : &s->curve_cpu, e->ts, e->b);
+        return lp_tm_mem_point(s, dev ? &s->curve_dev : &s->curve_cpu, e->ts, e->b);
     }
 
     if (is_host(e->kind)) {
@@ -545,30 +393,30 @@ static lp_status process(tm_state *s, const tev *e)
             pop_frame(s, t);
         uint8_t fl = s->name_flags[e->name];
         int part = e->kind == LP_TRACE_KIND_RUNTIME || e->kind == LP_TRACE_KIND_DRIVER ? LP_TRACE_PART_RUNTIME
-                   : fl & NF_DATA                                                      ? LP_TRACE_PART_DATALOADER
+                   : fl & NF_DATA ? LP_TRACE_PART_DATALOADER
                    : fl & NF_COMM ? LP_TRACE_PART_COMMUNICATION
                                   : LP_TRACE_PART_CPU_EXEC;
         int is_step = (fl & NF_STEP) != 0;
         if (is_step) {
-            lp_status st = start_step(s, e, name);
+            lp_status st = lp_tm_start_step(s, e, name);
             if (st != LP_OK)
                 return st;
         } else if (end > s->max_end[part]) {
             s->max_end[part] = end;
         }
         if (m->n_steps && e->ts < s->step_cpu_end)
-            extend_step(s, end > s->step_cpu_end ? s->step_cpu_end : end);
+            lp_tm_extend_step(s, end > s->step_cpu_end ? s->step_cpu_end : end);
         uint32_t rname = is_step ? s->step_name : e->name;
         int64_t row = row_of(s, 0, rname, group_of(e->kind), 0, e->kind);
         int64_t srow = row_of(s, 1, rname, group_of(e->kind), e->shapes, e->kind);
         if (row < 0 || srow < 0)
-            return oom(s);
+            return lp_tm_oom(s);
         if (e->kind == LP_TRACE_KIND_RUNTIME || e->kind == LP_TRACE_KIND_DRIVER) {
             lp_idmap_val v;
             memset(&v, 0, sizeof v);
             int64_t path = path_of(s, t, e->thread, &v);
             if (path < 0)
-                return oom(s);
+                return lp_tm_oom(s);
             v.path = (uint32_t)path;
             v.step = m->n_steps && e->ts < s->step_cpu_end ? (int32_t)m->n_steps - 1 : -1;
             v.launch_ts = e->ts;
@@ -576,15 +424,15 @@ static lp_status process(tm_state *s, const tev *e)
             for (int i = t->n - 1; i >= 0 && v.msg_bytes < 0; i--)
                 v.msg_bytes = t->st[i].msg_bytes;
             if (e->corr >= 0 && !lp_idmap_put(&s->corr, e->corr, &v))
-                return oom(s);
+                return lp_tm_oom(s);
         }
         if (t->n >= LP_TRACE_MAX_STACK) { /* absurd nesting: counted as a root */
             summ x = {rname, (uint32_t)row, (uint32_t)srow, e->dur, 0, 0};
             flush(s, &x);
             return LP_OK;
         }
-        if (!grow((void **)&t->st, &t->cap, (size_t)t->n + 1, sizeof *t->st))
-            return oom(s);
+        if (!lp_tm_grow((void **)&t->st, &t->cap, (size_t)t->n + 1, sizeof *t->st))
+            return lp_tm_oom(s);
         frame *f = &t->st[t->n++];
         memset(f, 0, sizeof *f);
         f->ts = e->ts;
@@ -602,23 +450,24 @@ static lp_status process(tm_state *s, const tev *e)
             memset(&v, 0, sizeof v);
             int64_t path = path_of(s, t, e->thread, &v);
             if (path < 0)
-                return oom(s);
+                return lp_tm_oom(s);
             v.path = (uint32_t)path;
             v.step = -1;
             v.launch_ts = e->ts;
             if (!lp_idmap_put(&s->ext, e->ext, &v))
-                return oom(s);
+                return lp_tm_oom(s);
         }
         return LP_OK;
     }
 
     /* device side */
     int group = group_of(e->kind);
-    uint32_t rname = s->name_flags[e->name] & NF_STEP ? s->step_name : e->name; /* torch renames on every event */
+    uint32_t rname =
+        s->name_flags[e->name] & NF_STEP ? s->step_name : e->name; /* torch renames on every event */
     int64_t row = row_of(s, 0, rname, group, 0, e->kind);
     int64_t srow = row_of(s, 1, rname, group, 0, e->kind);
     if (row < 0 || srow < 0)
-        return oom(s);
+        return lp_tm_oom(s);
     lp_trace_op_row *r = &m->ops[row], *q = &m->ops_shape[srow];
     r->calls++, q->calls++;
     r->self_device_ns += e->dur, q->self_device_ns += e->dur;
@@ -640,16 +489,17 @@ static lp_status process(tm_state *s, const tev *e)
             launch = alt;
     }
     int comm = (s->name_flags[e->name] & NF_COMM) != 0;
-    int cls = e->kind != LP_TRACE_KIND_KERNEL ? LP_TRACE_CLASS_MEMORY : comm ? LP_TRACE_CLASS_COMMUNICATION
-                                                                              : LP_TRACE_CLASS_COMPUTE;
+    int cls = e->kind != LP_TRACE_KIND_KERNEL ? LP_TRACE_CLASS_MEMORY
+              : comm                          ? LP_TRACE_CLASS_COMMUNICATION
+                                              : LP_TRACE_CLASS_COMPUTE;
     /* kernel table */
     size_t before = s->kkeys.n;
     int64_t kid = lp_strtab_intern(&s->kkeys, (const char *)&e->name, sizeof e->name);
     if (kid < 0)
-        return oom(s);
+        return lp_tm_oom(s);
     if ((size_t)kid == before) {
-        if (!grow((void **)&m->kernels, &s->cap_kernels, m->n_kernels + 1, sizeof *m->kernels))
-            return oom(s);
+        if (!lp_tm_grow((void **)&m->kernels, &s->cap_kernels, m->n_kernels + 1, sizeof *m->kernels))
+            return lp_tm_oom(s);
         lp_trace_kernel_row *k = &m->kernels[m->n_kernels++];
         k->name = name;
         k->kind = (lp_trace_kind)e->kind;
@@ -706,26 +556,30 @@ static lp_status process(tm_state *s, const tev *e)
     }
 
     /* breakdown, step extent, GPU unions and idle gaps */
-    int part = e->kind == LP_TRACE_KIND_MEMCPY ? LP_TRACE_PART_MEMCPY
+    int part = e->kind == LP_TRACE_KIND_MEMCPY   ? LP_TRACE_PART_MEMCPY
                : e->kind == LP_TRACE_KIND_MEMSET ? LP_TRACE_PART_MEMSET
-               : comm ? LP_TRACE_PART_COMMUNICATION
-                      : LP_TRACE_PART_KERNEL;
+               : comm                            ? LP_TRACE_PART_COMMUNICATION
+                                                 : LP_TRACE_PART_KERNEL;
     if (end > s->max_end[part])
         s->max_end[part] = end;
     if (m->n_steps && launch && launch->step == (int32_t)m->n_steps - 1)
-        extend_step(s, end);
-    gpu_ev g = {e->ts, end, launch ? launch->launch_ts : INT64_MIN, e->thread, (uint8_t)cls,
+        lp_tm_extend_step(s, end);
+    gpu_ev g = {e->ts,
+                end,
+                launch ? launch->launch_ts : INT64_MIN,
+                e->thread,
+                (uint8_t)cls,
                 (uint8_t)(cls != LP_TRACE_CLASS_COMPUTE || !(s->name_flags[e->name] & NF_NOT_COMPUTE))};
-    if (!gpu_account(&s->g_all, &g))
-        return oom(s);
+    if (!lp_tm_gpu_account(&s->g_all, &g))
+        return lp_tm_oom(s);
     /* HTA's scope (with two steps or more): device work whose launch it found before the last
      * step began. Held while its step is the latest; committed when the next step starts. */
     if (launch && !m->n_steps) { /* before any step: in HTA's scope whatever comes */
-        if (!gpu_account(&s->g_hta, &g))
-            return oom(s);
+        if (!lp_tm_gpu_account(&s->g_hta, &g))
+            return lp_tm_oom(s);
     } else if (launch) { /* bounded by one step's device work */
-        if (!grow((void **)&s->fifo, &s->cap_fifo, s->n_fifo + 1, sizeof *s->fifo))
-            return oom(s);
+        if (!lp_tm_grow((void **)&s->fifo, &s->cap_fifo, s->n_fifo + 1, sizeof *s->fifo))
+            return lp_tm_oom(s);
         s->fifo[s->n_fifo++] = g;
     }
     return LP_OK;
@@ -738,22 +592,22 @@ static lp_status intern_name(tm_state *s, const char *str, uint32_t *id)
     size_t before = s->names.n;
     int64_t v = lp_strtab_intern(&s->names, str, strlen(str));
     if (v < 0)
-        return oom(s);
+        return lp_tm_oom(s);
     *id = (uint32_t)v;
     if ((size_t)v == before) { /* a new name: classify it once */
-        if (!grow((void **)&s->name_flags, &s->cap_flags, (size_t)v + 1, 1))
-            return oom(s);
-        s->name_flags[v] = (uint8_t)((is_comm_name(str) ? NF_COMM : 0) |
-                                     (!strncmp(str, "enumerate(DataLoader)", 21) ||
-                                              !strncmp(str, "enumerate(DataPipe)", 19)
-                                          ? NF_DATA
-                                          : 0) |
-                                     (!strncmp(str, "ProfilerStep#", 13) ? NF_STEP : 0) |
-                                     (filtered_name(str) ? NF_FILTERED : 0) |
-                                     /* HTA counts these kernels as neither compute nor memory */
-                                     (strstr(str, "Memcpy") || !strncmp(str, "Memset", 6) || strstr(str, "Sync")
-                                          ? NF_NOT_COMPUTE
-                                          : 0));
+        if (!lp_tm_grow((void **)&s->name_flags, &s->cap_flags, (size_t)v + 1, 1))
+            return lp_tm_oom(s);
+        s->name_flags[v] =
+            (uint8_t)((is_comm_name(str) ? NF_COMM : 0) |
+                      (!strncmp(str, "enumerate(DataLoader)", 21) || !strncmp(str, "enumerate(DataPipe)", 19)
+                           ? NF_DATA
+                           : 0) |
+                      (!strncmp(str, "ProfilerStep#", 13) ? NF_STEP : 0) |
+                      (filtered_name(str) ? NF_FILTERED : 0) |
+                      /* HTA counts these kernels as neither compute nor memory */
+                      (strstr(str, "Memcpy") || !strncmp(str, "Memset", 6) || strstr(str, "Sync")
+                           ? NF_NOT_COMPUTE
+                           : 0));
     }
     return LP_OK;
 }
@@ -782,12 +636,12 @@ static lp_status on_item(void *ctx, const lp_trace_item *it)
          * correlation, for kernels written without args.correlation */
         int64_t th = thread_of(s, it);
         if (th < 0)
-            return oom(s);
+            return lp_tm_oom(s);
         lp_idmap_val v;
         memset(&v, 0, sizeof v);
         v.launch_ts = it->flow_id;
         if (!lp_idmap_put(&s->flows, flow_key(th, it->ts_ns), &v))
-            return oom(s);
+            return lp_tm_oom(s);
         return LP_OK;
     }
     if (!strcmp(ph, "M") || !strcmp(ph, "s") || !strcmp(ph, "f") || !strcmp(ph, "t"))
@@ -857,7 +711,7 @@ static lp_status on_item(void *ctx, const lp_trace_item *it)
     }
     int64_t tid = thread_of(s, it);
     if (tid < 0)
-        return oom(s);
+        return lp_tm_oom(s);
     e.thread = (uint32_t)tid;
     if (s->nheap == s->window) {
         tev out = heap_pop(s);
@@ -894,8 +748,8 @@ static void state_free(tm_state *s)
     lp_idmap_free(&s->ext);
     lp_idmap_free(&s->folds);
     lp_idmap_free(&s->flows);
-    gpu_free(&s->g_all);
-    gpu_free(&s->g_hta);
+    lp_tm_gpu_free(&s->g_all);
+    lp_tm_gpu_free(&s->g_hta);
     free(s->fifo);
     lp_trace_json_free(s->json);
 }
@@ -913,9 +767,9 @@ static lp_status finish(tm_state *s)
     for (size_t i = 0; i < s->n_threads; i++)
         while (s->threads[i].n)
             pop_frame(s, &s->threads[i]);
-    sweep_to(s, m->last_ns);
+    lp_tm_sweep_to(s, m->last_ns);
     if (s->oom)
-        return oom(s);
+        return lp_tm_oom(s);
     /* the last step ends where its CPU range or its device work does; later time is not its */
     for (size_t i = 0; i < m->n_steps; i++) {
         lp_trace_step *st = &m->steps[i];
@@ -937,15 +791,15 @@ static lp_status finish(tm_state *s)
     m->total.dur_ns = m->last_ns - m->first_ns;
     if (!m->has_steps) {
         if (!(m->steps = malloc(sizeof *m->steps)))
-            return oom(s);
+            return lp_tm_oom(s);
         m->steps[0] = m->total;
         m->n_steps = 1;
     }
     /* the held events: launched before the last step began are in HTA's scope */
-    if (!fifo_commit(s, s->m->n_steps >= 2 ? s->last_step_ts : INT64_MAX))
-        return oom(s);
-    gpu_figures(&s->g_all, &m->gpu_all);
-    gpu_figures(m->n_steps >= 2 ? &s->g_hta : &s->g_all, &m->gpu);
+    if (!lp_tm_fifo_commit(s, s->m->n_steps >= 2 ? s->last_step_ts : INT64_MAX))
+        return lp_tm_oom(s);
+    lp_tm_gpu_figures(&s->g_all, &m->gpu_all);
+    lp_tm_gpu_figures(m->n_steps >= 2 ? &s->g_hta : &s->g_all, &m->gpu);
     tm_curve *c = s->mem_dev_seen ? &s->curve_dev : &s->curve_cpu;
     if (c->in_run) { /* the last partial run */
         c->in_run = 0;
@@ -971,7 +825,7 @@ static lp_status state_init(tm_state *s, const char *name, const lp_trace_model_
     s->heap = malloc(s->window * sizeof *s->heap);
     if (!s->m || !s->heap || !lp_idmap_init(&s->corr, 1u << 20) || !lp_idmap_init(&s->ext, 1u << 20) ||
         !lp_idmap_init(&s->folds, 1u << 16) || !lp_idmap_init(&s->flows, 1u << 16))
-        return oom(s);
+        return lp_tm_oom(s);
     snprintf(s->m->path, sizeof s->m->path, "%s", name);
     s->curve_cpu.stride = s->curve_dev.stride = 1;
     s->last_cat_kind = INT32_MIN;
@@ -1006,7 +860,7 @@ static lp_status conclude(tm_state *s, lp_status st, lp_trace_model **out)
             *keep = s->names;
             memset(&s->names, 0, sizeof s->names);
         } else if (st == LP_OK) {
-            st = oom(s);
+            st = lp_tm_oom(s);
         }
         m->priv = keep;
     }

@@ -19,7 +19,7 @@ typedef struct tev {
     uint32_t name, shapes; /* name id; shapes id + 1 (0: none) */
     uint32_t thread;
     uint8_t kind;
-    int8_t memdev;         /* [memory] on a device */
+    int8_t memdev; /* [memory] on a device */
 } tev;
 
 /* A finished node waiting to be counted (its parent may fold it). */
@@ -34,12 +34,12 @@ typedef struct frame {
     uint32_t name, row, srow;
     int32_t n_children;
     uint8_t kind;
-    summ only;             /* the first child, counted once a second one comes or at close */
-    uint64_t serial;       /* this node, among all */
-    int cand;              /* a same-named child was opened: torch may fold it */
+    summ only;                     /* the first child, counted once a second one comes or at close */
+    uint64_t serial;               /* this node, among all */
+    int cand;                      /* a same-named child was opened: torch may fold it */
     int64_t pend_total, pend_self; /* device time through that child, until the fold is known */
-    uint32_t pend_srow;    /* the child's by-shape row */
-    int64_t msg_bytes;     /* record_param_comms: its message's bytes; -1 */
+    uint32_t pend_srow;            /* the child's by-shape row */
+    int64_t msg_bytes;             /* record_param_comms: its message's bytes; -1 */
 } frame;
 
 typedef struct tm_thread {
@@ -65,7 +65,7 @@ typedef struct tm_gpu {
     int any;
     int64_t first, last;
     tm_union u_all, u_cls[LP_TRACE_CLASS__COUNT], u_cc;
-    int64_t *prev_end;     /* per thread id: the stream's previous event's end */
+    int64_t *prev_end; /* per thread id: the stream's previous event's end */
     uint8_t *seen;
     size_t cap_streams, cap_seen;
     int64_t n_streams, n_events, host_wait, kernel_wait, other;
@@ -93,28 +93,40 @@ typedef struct tm_state {
     size_t n_threads;
     uint32_t *pathbuf;
     lp_idmap corr, ext;
-    lp_idmap flows;        /* (stream, start) of an ac2g flow's end -> its id (in launch_ts) */
-    lp_idmap folds;        /* node serial -> folded (path = 1), for parents with a same-named child */
+    lp_idmap flows; /* (stream, start) of an ac2g flow's end -> its id (in launch_ts) */
+    lp_idmap folds; /* node serial -> folded (path = 1), for parents with a same-named child */
     int any_out;
     int64_t last_out;
     int64_t cursor, max_end[LP_TRACE_PART__COUNT];
     int64_t step_limit, step_cpu_end, pending[LP_TRACE_PART__COUNT];
-    tm_gpu g_all, g_hta;   /* every device event; HTA's scope (launched before the last step) */
-    gpu_ev *fifo;          /* device events launched in the latest step, not yet in g_hta */
+    tm_gpu g_all, g_hta; /* every device event; HTA's scope (launched before the last step) */
+    gpu_ev *fifo;        /* device events launched in the latest step, not yet in g_hta */
     size_t n_fifo, cap_fifo;
     int64_t last_step_ts;
     int mem_dev_seen;
     int64_t peak[2], peak_ts[2];
     int peak_seen[2];
-    uint64_t serial;       /* nodes opened so far */
-    int oom;               /* an allocation failed where no status could be returned */
-    uint8_t *name_flags;   /* NF_* per name id */
+    uint64_t serial;     /* nodes opened so far */
+    int oom;             /* an allocation failed where no status could be returned */
+    uint8_t *name_flags; /* NF_* per name id */
     size_t cap_flags;
-    char last_cat[32];     /* the last category met and its kind (INT32_MIN: none) */
+    char last_cat[32]; /* the last category met and its kind (INT32_MIN: none) */
     int last_cat_kind;
     int64_t mem_running[2]; /* bytes allocated so far by [memory] events, CPU / device */
     tm_curve curve_cpu, curve_dev;
 } tm_state;
+
+/* Shared by trace_model.c and trace_model_time.c. */
+lp_status lp_tm_oom(tm_state *s);                                /* NO_MEMORY naming the trace */
+int lp_tm_grow(void **p, size_t *cap, size_t need, size_t elem); /* zero-filled growth; 0 OOM */
+void lp_tm_sweep_to(tm_state *s, int64_t t);                     /* breakdown: attribute time up to t */
+void lp_tm_extend_step(tm_state *s, int64_t end);                /* the latest step lasts at least to end */
+lp_status lp_tm_start_step(tm_state *s, const tev *e, const char *name); /* a ProfilerStep#N */
+int lp_tm_gpu_account(tm_gpu *g, const gpu_ev *e);                       /* 0 when out of memory */
+void lp_tm_gpu_figures(const tm_gpu *g, lp_trace_gpu *out);
+void lp_tm_gpu_free(tm_gpu *g);
+int lp_tm_fifo_commit(tm_state *s, int64_t t); /* held events launched before t into HTA's scope */
+lp_status lp_tm_mem_point(tm_state *s, tm_curve *c, int64_t ts, int64_t v);
 
 /* Per-collective rows from the model's communication kernels; names interned in names. */
 lp_status lp_trace_model_collectives(lp_trace_model *m, lp_strtab *names);

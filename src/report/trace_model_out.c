@@ -55,15 +55,25 @@ lp_status lp_trace_model_collectives(lp_trace_model *m, lp_strtab *names)
 
 static int cmp_kernel(const void *a, const void *b)
 {
-    const lp_trace_kernel_row *x = *(const lp_trace_kernel_row *const *)a, *y = *(const lp_trace_kernel_row *const *)b;
+    const lp_trace_kernel_row *x = *(const lp_trace_kernel_row *const *)a,
+                              *y = *(const lp_trace_kernel_row *const *)b;
     if (x->total_ns != y->total_ns)
         return x->total_ns < y->total_ns ? 1 : -1;
     return x < y ? -1 : x > y;
 }
 
-static double us(int64_t ns) { return (double)ns / 1e3; }
-static double ms(int64_t ns) { return (double)ns / 1e6; }
-static double pct(int64_t a, int64_t b) { return b > 0 ? 100.0 * (double)a / (double)b : 0.0; }
+static double us(int64_t ns)
+{
+    return (double)ns / 1e3;
+}
+static double ms(int64_t ns)
+{
+    return (double)ns / 1e6;
+}
+static double pct(int64_t a, int64_t b)
+{
+    return b > 0 ? 100.0 * (double)a / (double)b : 0.0;
+}
 
 lp_status lp_trace_model_keyavg(const lp_trace_model *m, int by_shape, lp_prof_keyavg *out)
 {
@@ -172,8 +182,8 @@ static void write_kernels(FILE *f, const lp_trace_model *m, size_t top)
     qsort(ord, m->n_kernels, sizeof *ord, cmp_kernel);
     fprintf(f, "\nDevice kernels (us): compute %.1f%%, communication %.1f%%, memory %.1f%% of %.3f ms\n",
             pct(cls[0], all), pct(cls[1], all), pct(cls[2], all), ms(all));
-    fprintf(f, "%-60s %8s %12s %10s %10s %10s %-13s %s\n", "Kernel", "Calls", "Total", "Mean", "Min", "Max", "Class",
-            "Launched by");
+    fprintf(f, "%-60s %8s %12s %10s %10s %10s %-13s %s\n", "Kernel", "Calls", "Total", "Mean", "Min", "Max",
+            "Class", "Launched by");
     for (size_t i = 0; i < m->n_kernels && (!top || i < top); i++) {
         const lp_trace_kernel_row *k = ord[i];
         char nm[61];
@@ -181,9 +191,9 @@ static void write_kernels(FILE *f, const lp_trace_model *m, size_t top)
             snprintf(nm, sizeof nm, "%.57s...", k->name);
         else
             snprintf(nm, sizeof nm, "%s", k->name);
-        fprintf(f, "%-60s %8lld %12.3f %10.3f %10.3f %10.3f %-13s %s\n", nm, (long long)k->calls, us(k->total_ns),
-                us(k->total_ns) / (double)k->calls, us(k->min_ns), us(k->max_ns), lp_trace_class_name(k->cls),
-                k->launch_op[0] ? k->launch_op : "-");
+        fprintf(f, "%-60s %8lld %12.3f %10.3f %10.3f %10.3f %-13s %s\n", nm, (long long)k->calls,
+                us(k->total_ns), us(k->total_ns) / (double)k->calls, us(k->min_ns), us(k->max_ns),
+                lp_trace_class_name(k->cls), k->launch_op[0] ? k->launch_op : "-");
     }
     if (top && m->n_kernels > top)
         fprintf(f, "(%zu more kernels)\n", m->n_kernels - top);
@@ -196,21 +206,25 @@ static void write_gpu(FILE *f, const lp_trace_model *m)
         return;
     const lp_trace_gpu *g = &m->gpu;
     int64_t span = g->last_ns - g->first_ns, idle = span - g->busy_ns;
-    fprintf(f, "\nGPU (%lld streams, %.3f ms from the first device event to the last%s):\n", (long long)g->n_streams,
-            ms(span), m->has_steps && m->n_steps >= 2 ? "; as HTA, work launched before the last step" : "");
-    fprintf(f, "  busy %.3f ms (%.1f%%): compute %.3f ms, communication %.3f ms, memory %.3f ms\n", ms(g->busy_ns),
-            pct(g->busy_ns, span), ms(g->compute_ns), ms(g->comm_ns), ms(g->memory_ns));
-    fprintf(f, "  idle %.3f ms (%.1f%%); stream gaps: host wait %.3f ms, kernel wait %.3f ms, other %.3f ms\n",
-            ms(idle), pct(idle, span), ms(g->idle_host_wait_ns), ms(g->idle_kernel_wait_ns), ms(g->idle_other_ns));
+    fprintf(f, "\nGPU (%lld streams, %.3f ms from the first device event to the last%s):\n",
+            (long long)g->n_streams, ms(span),
+            m->has_steps && m->n_steps >= 2 ? "; as HTA, work launched before the last step" : "");
+    fprintf(f, "  busy %.3f ms (%.1f%%): compute %.3f ms, communication %.3f ms, memory %.3f ms\n",
+            ms(g->busy_ns), pct(g->busy_ns, span), ms(g->compute_ns), ms(g->comm_ns), ms(g->memory_ns));
+    fprintf(f,
+            "  idle %.3f ms (%.1f%%); stream gaps: host wait %.3f ms, kernel wait %.3f ms, other %.3f ms\n",
+            ms(idle), pct(idle, span), ms(g->idle_host_wait_ns), ms(g->idle_kernel_wait_ns),
+            ms(g->idle_other_ns));
     if (g->comm_ns)
         fprintf(f, "  communication overlapped by compute: %.3f ms (%.1f%% of communication)\n",
                 ms(g->comm_overlap_ns), pct(g->comm_overlap_ns, g->comm_ns));
     for (size_t i = 0; i < m->n_colls; i++)
-        fprintf(f, "  collective %-24s %8lld calls %12.3f ms\n", m->colls[i].name, (long long)m->colls[i].calls,
-                ms(m->colls[i].total_ns));
+        fprintf(f, "  collective %-24s %8lld calls %12.3f ms\n", m->colls[i].name,
+                (long long)m->colls[i].calls, ms(m->colls[i].total_ns));
 }
 
-lp_status lp_trace_model_write_text(FILE *f, const lp_trace_model *m, const lp_prof_keyavg_opts *o, int all_steps)
+lp_status lp_trace_model_write_text(FILE *f, const lp_trace_model *m, const lp_prof_keyavg_opts *o,
+                                    int all_steps)
 {
     lp_prof_keyavg_opts ko = *o;
     int by_shape = ko.group_by_input_shape && m->has_shapes;
@@ -241,9 +255,12 @@ lp_status lp_trace_model_write_text(FILE *f, const lp_trace_model *m, const lp_p
         fprintf(f, ", %lld x %s", (long long)m->device_count, m->device_name);
     fprintf(f, "\n");
     if (m->n_skipped || m->n_late || m->n_begin_end)
-        fprintf(f, "warning: ignored %llu malformed and %llu begin/end events; %llu events came out of order beyond "
-                   "the reorder window\n",
-                (unsigned long long)m->n_skipped, (unsigned long long)m->n_begin_end, (unsigned long long)m->n_late);
+        fprintf(
+            f,
+            "warning: ignored %llu malformed and %llu begin/end events; %llu events came out of order beyond "
+            "the reorder window\n",
+            (unsigned long long)m->n_skipped, (unsigned long long)m->n_begin_end,
+            (unsigned long long)m->n_late);
     fprintf(f, "\n");
     fputs(table, f);
     free(table);
@@ -253,8 +270,8 @@ lp_status lp_trace_model_write_text(FILE *f, const lp_trace_model *m, const lp_p
     write_gpu(f, m);
     if (m->n_mem_events)
         fprintf(f, "\nMemory (%s): peak allocated %.3f MB at %.3f ms; %lld [memory] events\n",
-                m->mem_is_device ? "device" : "CPU", (double)m->mem_peak / 1e6, ms(m->mem_peak_ts_ns - m->first_ns),
-                (long long)m->n_mem_events);
+                m->mem_is_device ? "device" : "CPU", (double)m->mem_peak / 1e6,
+                ms(m->mem_peak_ts_ns - m->first_ns), (long long)m->n_mem_events);
     return LP_OK;
 }
 
@@ -296,8 +313,9 @@ static lp_status write_csv_file(const char *dir, const char *file, csv_fn fn, co
 
 static void ops_rows(FILE *f, const lp_trace_op_row *r, size_t n)
 {
-    fprintf(f, "name,input_shapes,kind,is_device,calls,self_cpu_ns,cpu_total_ns,self_device_ns,device_total_ns,"
-               "alloc_bytes\n");
+    fprintf(f,
+            "name,input_shapes,kind,is_device,calls,self_cpu_ns,cpu_total_ns,self_device_ns,device_total_ns,"
+            "alloc_bytes\n");
     for (size_t i = 0; i < n; i++) {
         csv_str(f, r[i].name);
         fputc(',', f);
@@ -326,9 +344,10 @@ static void csv_kernels(FILE *f, const void *a)
     for (size_t i = 0; i < m->n_kernels; i++) {
         const lp_trace_kernel_row *k = &m->kernels[i];
         csv_str(f, k->name);
-        fprintf(f, ",%s,%s,%lld,%lld,%lld,%lld,%lld,%lld,", lp_trace_kind_name(k->kind), lp_trace_class_name(k->cls),
-                (long long)k->calls, (long long)k->total_ns, (long long)(k->total_ns / k->calls), (long long)k->min_ns,
-                (long long)k->max_ns, (long long)k->bytes);
+        fprintf(f, ",%s,%s,%lld,%lld,%lld,%lld,%lld,%lld,", lp_trace_kind_name(k->kind),
+                lp_trace_class_name(k->cls), (long long)k->calls, (long long)k->total_ns,
+                (long long)(k->total_ns / k->calls), (long long)k->min_ns, (long long)k->max_ns,
+                (long long)k->bytes);
         csv_str(f, k->launch_op);
         fputc('\n', f);
     }
@@ -356,20 +375,21 @@ static void csv_steps(FILE *f, const void *a)
 
 static void gpu_row(FILE *f, const lp_trace_model *m, const char *scope, const lp_trace_gpu *g)
 {
-    fprintf(f, "%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,%llu,%llu\n", scope,
-            (long long)m->rank, (long long)g->n_streams, (long long)g->first_ns, (long long)g->last_ns,
+    fprintf(f, "%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,%llu,%llu\n",
+            scope, (long long)m->rank, (long long)g->n_streams, (long long)g->first_ns, (long long)g->last_ns,
             (long long)g->busy_ns, (long long)g->compute_ns, (long long)g->comm_ns, (long long)g->memory_ns,
             (long long)g->compute_comm_ns, (long long)g->comm_overlap_ns, (long long)g->idle_host_wait_ns,
-            (long long)g->idle_kernel_wait_ns, (long long)g->idle_other_ns, (long long)m->mem_peak, m->mem_is_device,
-            (unsigned long long)m->n_skipped, (unsigned long long)m->n_late);
+            (long long)g->idle_kernel_wait_ns, (long long)g->idle_other_ns, (long long)m->mem_peak,
+            m->mem_is_device, (unsigned long long)m->n_skipped, (unsigned long long)m->n_late);
 }
 
 static void csv_gpu(FILE *f, const void *a)
 {
     const lp_trace_model *m = a;
-    fprintf(f, "scope,rank,streams,first_ns,last_ns,busy_ns,compute_ns,comm_ns,memory_ns,compute_comm_ns,"
-               "comm_overlap_ns,idle_host_wait_ns,idle_kernel_wait_ns,idle_other_ns,mem_peak_bytes,mem_is_device,"
-               "skipped,late\n");
+    fprintf(
+        f, "scope,rank,streams,first_ns,last_ns,busy_ns,compute_ns,comm_ns,memory_ns,compute_comm_ns,"
+           "comm_overlap_ns,idle_host_wait_ns,idle_kernel_wait_ns,idle_other_ns,mem_peak_bytes,mem_is_device,"
+           "skipped,late\n");
     gpu_row(f, m, "hta", &m->gpu);
     gpu_row(f, m, "all", &m->gpu_all);
 }
@@ -398,9 +418,13 @@ lp_status lp_trace_model_write_csv(const lp_trace_model *m, const char *dir)
     lp_status st = lp_mkdir_p(dir);
     if (st != LP_OK)
         return st;
-    static const struct { const char *file; csv_fn fn; } t[] = {
-        {"ops.csv", csv_ops},         {"ops_by_shape.csv", csv_ops_shape}, {"kernels.csv", csv_kernels},
-        {"steps.csv", csv_steps},     {"gpu.csv", csv_gpu},                {"memory.csv", csv_memory},
+    static const struct {
+        const char *file;
+        csv_fn fn;
+    } t[] = {
+        {"ops.csv", csv_ops},           {"ops_by_shape.csv", csv_ops_shape},
+        {"kernels.csv", csv_kernels},   {"steps.csv", csv_steps},
+        {"gpu.csv", csv_gpu},           {"memory.csv", csv_memory},
         {"collectives.csv", csv_colls},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0] && st == LP_OK; i++)

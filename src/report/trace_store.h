@@ -9,11 +9,11 @@
 
 /* Interned byte strings -> dense ids 0, 1, ... (copies kept until free). */
 typedef struct lp_strtab {
-    char **str;      /* (n) NUL-terminated copies */
-    size_t *len;     /* (n) byte lengths (strings may hold NUL for binary keys) */
+    char **str;  /* (n) NUL-terminated copies */
+    size_t *len; /* (n) byte lengths (strings may hold NUL for binary keys) */
     size_t n, cap;
-    uint32_t *slot;  /* open addressing: id + 1, 0 = empty */
-    uint64_t *hash;  /* (cap of str) */
+    uint32_t *slot; /* open addressing: id + 1, 0 = empty */
+    uint64_t *hash; /* (cap of str) */
     size_t nslot;
 } lp_strtab;
 
@@ -24,8 +24,8 @@ void lp_strtab_free(lp_strtab *t);
 /* int64 key -> payload (launch facts), bounded: past `limit` keys the oldest inserted
  * half is forgotten (keys of a trace grow: correlation ids, External ids). */
 typedef struct lp_idmap_val {
-    uint32_t path;   /* interned call path (uint32 row ids, root first) */
-    int32_t step;    /* step index of the launch, -1 outside steps */
+    uint32_t path; /* interned call path (uint32 row ids, root first) */
+    int32_t step;  /* step index of the launch, -1 outside steps */
     int64_t launch_ts;
     uint32_t launch_op; /* innermost host row id + 1 (0: none) */
     /* The deepest parent/child pair of same-named ops on the path, which torch folds into
@@ -34,13 +34,13 @@ typedef struct lp_idmap_val {
     uint64_t a_serial;
     uint32_t a_thread, b_pos;
     int32_t a_depth;
-    int64_t msg_bytes;  /* the collective's message (record_param_comms around the launch); -1 */
+    int64_t msg_bytes; /* the collective's message (record_param_comms around the launch); -1 */
 } lp_idmap_val;
 
 typedef struct lp_idmap {
-    int64_t *keys;   /* open addressing; INT64_MIN = empty */
+    int64_t *keys; /* open addressing; INT64_MIN = empty */
     lp_idmap_val *vals;
-    uint64_t *age;   /* insertion counter per slot */
+    uint64_t *age; /* insertion counter per slot */
     size_t cap, n, limit;
     uint64_t clock;
 } lp_idmap;

@@ -80,7 +80,8 @@ static int compare_table(const char *trace, const lp_trace_model *m, const cJSON
         nref++;
         const char *name = cJSON_GetObjectItem(x, "name")->valuestring;
         const char *shapes = cJSON_GetObjectItem(x, "shapes")->valuestring;
-        int dev = cJSON_IsTrue(cJSON_GetObjectItem(x, "device")), ann = cJSON_IsTrue(cJSON_GetObjectItem(x, "annotation"));
+        int dev = cJSON_IsTrue(cJSON_GetObjectItem(x, "device")),
+            ann = cJSON_IsTrue(cJSON_GetObjectItem(x, "annotation"));
         int grp = dev && ann ? 3 : dev ? 2 : ann ? 1 : 0;
         const lp_trace_op_row *r = NULL;
         for (size_t i = 0; i < n && !r; i++)
@@ -97,13 +98,18 @@ static int compare_table(const char *trace, const lp_trace_model *m, const cJSON
         int64_t calls = (int64_t)cJSON_GetObjectItem(x, "calls")->valuedouble;
         if (r->calls != calls) {
             if (bad++ < 5)
-                fprintf(stderr, "%s: '%s' %s: %lld calls, torch %lld\n", trace, name, shapes, (long long)r->calls,
-                        (long long)calls);
+                fprintf(stderr, "%s: '%s' %s: %lld calls, torch %lld\n", trace, name, shapes,
+                        (long long)r->calls, (long long)calls);
             continue;
         }
-        const struct { const char *f; int64_t ns; } v[] = {
-            {"self_cpu_us", r->self_cpu_ns}, {"cpu_total_us", r->cpu_total_ns},
-            {"self_device_us", r->self_device_ns}, {"device_total_us", r->device_total_ns},
+        const struct {
+            const char *f;
+            int64_t ns;
+        } v[] = {
+            {"self_cpu_us", r->self_cpu_ns},
+            {"cpu_total_us", r->cpu_total_ns},
+            {"self_device_us", r->self_device_ns},
+            {"device_total_us", r->device_total_ns},
         };
         for (size_t k = 0; k < 4; k++) {
             double want = cJSON_GetObjectItem(x, v[k].f)->valuedouble, got = (double)v[k].ns / 1e3;
@@ -111,15 +117,16 @@ static int compare_table(const char *trace, const lp_trace_model *m, const cJSON
                 if (known_chain_row(trace, name, v[k].f))
                     continue;
                 if (bad++ < 5)
-                    fprintf(stderr, "%s: '%s' %s: %s %.3f, torch %.3f\n", trace, name, shapes, v[k].f, got, want);
+                    fprintf(stderr, "%s: '%s' %s: %s %.3f, torch %.3f\n", trace, name, shapes, v[k].f, got,
+                            want);
             }
         }
     }
     for (size_t i = 0; i < n; i++)
         if (!used[i]) {
             if (bad++ < 5)
-                fprintf(stderr, "%s: our row '%s' %s (%lld calls) is not torch's\n", trace, rows[i].name, rows[i].shapes,
-                        (long long)rows[i].calls);
+                fprintf(stderr, "%s: our row '%s' %s (%lld calls) is not torch's\n", trace, rows[i].name,
+                        rows[i].shapes, (long long)rows[i].calls);
         }
     free(used);
     assert_true(nref > 0);
@@ -155,7 +162,8 @@ static void test_foreign_traces_match_torch(void **state)
         int b = compare_table(t->string, m, cJSON_GetObjectItem(t, "by_name"), 0);
         if (cJSON_GetObjectItem(t, "by_shape"))
             b += compare_table(t->string, m, cJSON_GetObjectItem(t, "by_shape"), 1);
-        fprintf(stderr, "%-48s %zu rows (%zu by shape): %d differences\n", t->string, m->n_ops, m->n_ops_shape, b);
+        fprintf(stderr, "%-48s %zu rows (%zu by shape): %d differences\n", t->string, m->n_ops,
+                m->n_ops_shape, b);
         bad += b;
         n_traces++;
         lp_trace_model_free(m);
@@ -170,7 +178,8 @@ static void test_foreign_traces_match_torch(void **state)
 /* One HTA figure against ours: within 1 % of HTA's value (1 µs at least). HTA floors ts and
  * dur to whole µs on traces with sub-µs stamps (it warns "Rounding down ns resolution
  * events"); there each of the n device events can move a figure by up to 1 µs. */
-static int hta_close(const char *trace, const char *what, double ours_us, double hta_us, int sub_us, int64_t n)
+static int hta_close(const char *trace, const char *what, double ours_us, double hta_us, int sub_us,
+                     int64_t n)
 {
     double tol = hta_us * 0.01;
     if (tol < 1.0)
@@ -216,8 +225,12 @@ static void test_foreign_traces_match_hta(void **state)
         lp_trace_model *m = NULL;
         assert_int_equal(lp_trace_model_load(path, NULL, &m), LP_OK);
         const lp_trace_gpu *g = &m->gpu;
-        double span = (double)(g->last_ns - g->first_ns) / 1e3, busy = g->busy_ns / 1e3, comp = g->compute_ns / 1e3;
-        const struct { const char *key; double ours; } f[] = {
+        double span = (double)(g->last_ns - g->first_ns) / 1e3, busy = g->busy_ns / 1e3,
+               comp = g->compute_ns / 1e3;
+        const struct {
+            const char *key;
+            double ours;
+        } f[] = {
             {"kernel_time_us", span},
             {"idle_time_us", span - busy},
             {"compute_time_us", comp},
@@ -236,11 +249,13 @@ static void test_foreign_traces_match_hta(void **state)
         if (cJSON_IsNumber(ov) && g->comm_ns > 0) { /* a ratio: within 1 percentage point */
             double ours = (double)g->comm_overlap_ns / (double)g->comm_ns;
             if (ours - ov->valuedouble > 0.01 || ov->valuedouble - ours > 0.01) {
-                fprintf(stderr, "%s: comm/compute overlap %.4f, HTA %.4f\n", t->string, ours, ov->valuedouble);
+                fprintf(stderr, "%s: comm/compute overlap %.4f, HTA %.4f\n", t->string, ours,
+                        ov->valuedouble);
                 b++;
             }
         }
-        fprintf(stderr, "%-48s HTA figures: %d differences%s\n", t->string, b, m->sub_us ? " (sub-us stamps)" : "");
+        fprintf(stderr, "%-48s HTA figures: %d differences%s\n", t->string, b,
+                m->sub_us ? " (sub-us stamps)" : "");
         bad += b;
         compared++;
         lp_trace_model_free(m);
@@ -272,9 +287,12 @@ static void test_exact_ns_from_absolute_stamps(void **state)
  * correlation names the runtime call nested in "right": torch links by correlation. */
 static const char *linked_trace =
     "{\"traceEvents\": ["
-    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"wrong\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":10,\"args\":{\"External id\":7}},"
-    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"right\",\"pid\":1,\"tid\":1,\"ts\":20,\"dur\":30,\"args\":{\"External id\":8}},"
-    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":25,\"dur\":5,"
+    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"wrong\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":10,\"args\":{"
+    "\"External id\":7}},"
+    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"right\",\"pid\":1,\"tid\":1,\"ts\":20,\"dur\":30,\"args\":{"
+    "\"External id\":8}},"
+    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":25,"
+    "\"dur\":5,"
     "\"args\":{\"correlation\":99}},"
     "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":40,\"dur\":100,"
     "\"args\":{\"correlation\":99,\"External id\":7}}]}";
@@ -303,7 +321,8 @@ static void test_kernels_link_by_flow(void **state)
         "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":10,"
         "\"dur\":5,\"args\":{\"correlation\":42}},"
         "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":42,\"pid\":1,\"tid\":1,\"ts\":10},"
-        "{\"ph\":\"f\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":42,\"pid\":0,\"tid\":7,\"ts\":60,\"bp\":\"e\"},"
+        "{\"ph\":\"f\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":42,\"pid\":0,\"tid\":7,\"ts\":60,\"bp\":"
+        "\"e\"},"
         "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":60,\"dur\":20}]}");
     assert_int_equal(row(m, "aten::mm", 0)->self_device_ns, 20000);
     assert_int_equal(m->n_unlinked, 0);
@@ -320,7 +339,8 @@ static void test_collective_bytes(void **state)
         "\"dur\":50,\"args\":{\"In msg nelems\":1000,\"dtype\":\"BFloat16\"}},"
         "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":10,"
         "\"dur\":5,\"args\":{\"correlation\":3}},"
-        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllGather_RING_LL(ncclDevComm*)\",\"pid\":0,"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllGather_RING_LL(ncclDevComm*)\",\"pid\":"
+        "0,"
         "\"tid\":9,\"ts\":60,\"dur\":20,\"args\":{\"correlation\":3}}]}");
     assert_int_equal(m->n_colls, 1);
     assert_string_equal(m->colls[0].name, "AllGather");
@@ -339,7 +359,8 @@ static void test_folded_duplicate_keeps_its_kernels(void **state)
         "{\"traceEvents\": ["
         "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::to\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":100},"
         "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::to\",\"pid\":1,\"tid\":1,\"ts\":10,\"dur\":80},"
-        "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":20,\"dur\":10,"
+        "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":20,"
+        "\"dur\":10,"
         "\"args\":{\"correlation\":5}},"
         "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"copy\",\"pid\":0,\"tid\":7,\"ts\":200,\"dur\":30,"
         "\"args\":{\"correlation\":5}}]}");
@@ -357,13 +378,16 @@ static void test_steps_span_device_work_and_parts_sum(void **state)
     (void)state;
     /* step 1 runs 0-100 µs on the CPU; its kernel runs 150-250: the step ends at 250. */
     lp_trace_model *m = parse_ok(
-        "[{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":100},"
+        "[{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"pid\":1,\"tid\":1,\"ts\":0,"
+        "\"dur\":100},"
         "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":1,\"tid\":1,\"ts\":10,\"dur\":50},"
-        "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":20,\"dur\":10,"
+        "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":20,"
+        "\"dur\":10,"
         "\"args\":{\"correlation\":1}},"
         "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":150,\"dur\":100,"
         "\"args\":{\"correlation\":1}},"
-        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclKernel_AllReduce_RING_LL_Sum_float\",\"pid\":0,\"tid\":8,"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclKernel_AllReduce_RING_LL_Sum_float\",\"pid\":0,"
+        "\"tid\":8,"
         "\"ts\":200,\"dur\":100}]");
     assert_true(m->is_array);
     assert_int_equal(m->n_steps, 1);
@@ -447,12 +471,14 @@ static void test_job_from_directory(void **state)
         FILE *f = fopen(p, "w");
         assert_non_null(f);
         /* rank 1 computes 3x longer; rank 0 then waits in its all-reduce */
-        fprintf(f,
-                "{\"distributedInfo\": {\"rank\": %d, \"world_size\": 2, \"backend\": \"nccl\"}, \"traceEvents\": ["
-                "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":0,\"dur\":%d},"
-                "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\",\"pid\":0,"
-                "\"tid\":8,\"ts\":%d,\"dur\":%d}]}",
-                r, r ? 300 : 100, r ? 300 : 100, r ? 50 : 250);
+        fprintf(
+            f,
+            "{\"distributedInfo\": {\"rank\": %d, \"world_size\": 2, \"backend\": \"nccl\"}, "
+            "\"traceEvents\": ["
+            "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":0,\"dur\":%d},"
+            "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\",\"pid\":0,"
+            "\"tid\":8,\"ts\":%d,\"dur\":%d}]}",
+            r, r ? 300 : 100, r ? 300 : 100, r ? 50 : 250);
         fclose(f);
     }
     lp_trace_job *j = NULL;

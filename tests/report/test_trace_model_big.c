@@ -108,8 +108,8 @@ static void write_copies(const source *s, int fd, size_t copies)
         for (size_t i = 0; i < s->n; i++) {
             int64_t t = s->p[i].ts_ns + off;
             const char *rest = s->p[i].rest;
-            if (fprintf(f, "%s{\"ts\":%lld.%03lld%s%s\n", first ? "" : ",", (long long)(t / 1000), (long long)(t % 1000),
-                        rest[0] == '}' ? "" : ",", rest) < 0)
+            if (fprintf(f, "%s{\"ts\":%lld.%03lld%s%s\n", first ? "" : ",", (long long)(t / 1000),
+                        (long long)(t % 1000), rest[0] == '}' ? "" : ",", rest) < 0)
                 _exit(4);
             first = 0;
         }
@@ -146,8 +146,10 @@ static lp_trace_model *through_pipe(const source *s, size_t copies, uint64_t *by
     assert_int_equal(st, LP_OK);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     *bytes = m->bytes;
-    *cpu_s = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) + (r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) / 1e6 +
-             (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) + (r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e6;
+    *cpu_s = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) +
+             (r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) / 1e6 +
+             (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
+             (r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e6;
     return m;
 }
 
@@ -166,7 +168,8 @@ static void test_two_gb_through_a_pipe(void **state)
     lp_trace_model *big = through_pipe(&s, copies, &bytes, &cpu);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    fprintf(stderr, "%zu copies, %.3f GB of JSON, %.1f s CPU: %.0f MB/s; peak RSS %.1f MB; %zu rows, %zu kernels\n",
+    fprintf(stderr,
+            "%zu copies, %.3f GB of JSON, %.1f s CPU: %.0f MB/s; peak RSS %.1f MB; %zu rows, %zu kernels\n",
             copies, bytes / 1e9, cpu, bytes / 1e6 / cpu, ru.ru_maxrss / 1024.0, big->n_ops, big->n_kernels);
     assert_true(bytes >= TARGET_BYTES);
     assert_true(ru.ru_maxrss < RSS_LIMIT_KB);
