@@ -31,6 +31,8 @@ static int strtab_rehash(lp_strtab *t, size_t nslot)
 
 int64_t lp_strtab_intern(lp_strtab *t, const char *s, size_t n)
 {
+    if (!n)
+        s = ""; /* an empty key may come as NULL (an empty call path) */
     uint64_t h = fnv(s, n);
     if (t->nslot) {
         for (size_t k = h & (t->nslot - 1); t->slot[k]; k = (k + 1) & (t->nslot - 1)) {
