@@ -234,6 +234,8 @@ int lp_cmd_analyze(int argc, char **argv)
 out:
     if (rc != LP_EXIT_OK)
         lp_cli_fail("analyze");
+    if (html)
+        lp_chart_release_caches(); /* the page's font caches, so leak checkers see none */
     lp_trace_model_free(m);
     lp_trace_job_free(job);
     free(dir_trace);
