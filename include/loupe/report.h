@@ -137,6 +137,9 @@ typedef struct lp_trace_op_row {
     int64_t self_cpu_ns, cpu_total_ns;
     int64_t self_device_ns, device_total_ns; /* kernels linked by correlation */
     int64_t alloc_bytes;   /* bytes allocated ([memory] > 0) while it was the innermost op */
+    int64_t cpu_mem, self_cpu_mem, device_mem, self_device_mem; /* torch's memory columns: [memory]
+                              bytes (frees negative) in [start, end] on any thread, self less children */
+    double flops;          /* "FLOPs" args summed */
     lp_trace_kind kind;    /* of the row's first event */
     int is_device;
 } lp_trace_op_row;
@@ -227,7 +230,7 @@ typedef struct lp_trace_model {
     size_t n_ops;
     lp_trace_op_row *ops_shape; /* by name and input shapes */
     size_t n_ops_shape;
-    int has_shapes;
+    int has_shapes, has_flops;
     lp_trace_kernel_row *kernels;
     size_t n_kernels;
     lp_trace_step *steps;      /* ProfilerStep#N in order; none: one row for the whole trace */

@@ -45,16 +45,28 @@ static int is_trace_file(const char *n)
     return (len > 5 && !strcmp(n + len - 5, ".json")) || (len > 8 && !strcmp(n + len - 8, ".json.gz"));
 }
 
-/* Traces in a directory: the count, and the path of the last one met (malloc'd). */
+static int is_pt_trace(const char *n)
+{
+    size_t len = strlen(n);
+    return (len > 14 && !strcmp(n + len - 14, ".pt.trace.json")) || (len > 17 && !strcmp(n + len - 17, ".pt.trace.json.gz"));
+}
+
+/* Traces in a directory: the count, and the path of the last one met (malloc'd). Files named
+ * *.pt.trace.json[.gz] when there are any (a run directory also holds summary.json and the
+ * like), else every *.json[.gz] (HTA's rank-N.json.gz). lp_trace_job_load picks the same. */
 static int traces_in_dir(const char *dir, char **one)
 {
     *one = NULL;
     DIR *d = opendir(dir);
     if (!d)
         return -1;
+    int pt = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        pt |= e->d_name[0] != '.' && is_pt_trace(e->d_name);
+    rewinddir(d);
     int n = 0;
     for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.' || !is_trace_file(e->d_name))
+        if (e->d_name[0] == '.' || !(pt ? is_pt_trace(e->d_name) : is_trace_file(e->d_name)))
             continue;
         n++;
         free(*one);

@@ -9,6 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int is_pt_trace(const char *n)
+{
+    size_t l = strlen(n);
+    return (l > 14 && !strcmp(n + l - 14, ".pt.trace.json")) ||
+           (l > 17 && !strcmp(n + l - 17, ".pt.trace.json.gz"));
+}
+
 static int is_trace_name(const char *n)
 {
     size_t l = strlen(n);
@@ -117,8 +124,14 @@ lp_status lp_trace_job_load(const char *dir, const lp_trace_model_opts *o, lp_tr
     char **names = NULL;
     size_t n = 0, cap = 0;
     lp_status st = LP_OK;
+    /* *.pt.trace.json[.gz] when there are any (run directories hold other JSON), else every
+     * *.json[.gz] (HTA's rank-N.json.gz) */
+    int pt = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        pt |= e->d_name[0] != '.' && is_pt_trace(e->d_name);
+    rewinddir(d);
     for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.' || !is_trace_name(e->d_name))
+        if (e->d_name[0] == '.' || !(pt ? is_pt_trace(e->d_name) : is_trace_name(e->d_name)))
             continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 16;

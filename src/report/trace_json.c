@@ -85,6 +85,7 @@ typedef enum field {
     F_ARG_NAME,
     F_ARG_NELEMS,
     F_ARG_DTYPE,
+    F_ARG_FLOPS,
     F_TOP_BASE,
     F_TOP_SCHEMA,
     F_DIST_RANK,
@@ -128,6 +129,7 @@ static void item_reset(lp_trace_json *j)
     j->it.mem_device_type = -1;
     j->it.bytes = -1;
     j->it.msg_nelems = -1;
+    j->it.flops = -1;
     j->dtype_b.set = 0;
     j->name_b.set = j->cat_b.set = j->ph_b.set = j->pid_b.set = j->tid_b.set = j->argname_b.set = 0;
     j->shapes_b.set = 0;
@@ -331,6 +333,15 @@ static int on_scalar_text(lp_trace_json *j, const char *s, size_t n, int is_num,
         if ((is_num || is_str) && text_to_i64(s, n, &v) && v >= 0)
             j->it.msg_nelems = v;
         return 1;
+    case F_ARG_FLOPS:
+        if (is_num) {
+            char buf[64];
+            snprintf(buf, sizeof buf, "%.*s", (int)(n < 63 ? n : 63), s);
+            double d = strtod(buf, NULL);
+            if (d >= 0 && d < 1e30)
+                j->it.flops = d;
+        }
+        return 1;
     case F_ARG_DTYPE:
         if (is_str && !fbuf_put(&j->dtype_b, s, n))
             return stop(j, "out of memory");
@@ -421,6 +432,8 @@ static field event_key(const char *k, size_t n, int in_args)
         return F_ARG_NELEMS;
     if (K("dtype"))
         return F_ARG_DTYPE;
+    if (K("FLOPs") || K("flops"))
+        return F_ARG_FLOPS;
     return F_NONE;
 #undef K
 }

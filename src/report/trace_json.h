@@ -23,6 +23,7 @@ typedef struct lp_trace_item {
     int64_t bytes;         /* memcpy/memset args.bytes; -1 absent */
     int64_t msg_nelems;    /* record_param_comms "In msg nelems"; -1 absent */
     const char *dtype;     /* its "dtype" ("Float", "BFloat16", ...); "" absent */
+    double flops;          /* "FLOPs" / "flops"; -1 absent */
     const char *meta_name; /* "M" events: args.name */
 } lp_trace_item;
 

@@ -241,11 +241,20 @@ static int group_of(int kind)
 /* A finished host node's figures go to its rows. */
 static void flush(tm_state *s, const summ *x)
 {
-    lp_trace_op_row *r = &s->m->ops[x->row], *q = &s->m->ops_shape[x->srow];
+    lp_trace_op_row *rows[2] = {&s->m->ops[x->row], &s->m->ops_shape[x->srow]};
     int64_t self = x->dur - x->child_ns;
-    r->calls++, q->calls++;
-    r->cpu_total_ns += x->dur, q->cpu_total_ns += x->dur;
-    r->self_cpu_ns += self, q->self_cpu_ns += self;
+    for (int k = 0; k < 2; k++) {
+        lp_trace_op_row *r = rows[k];
+        r->calls++;
+        r->cpu_total_ns += x->dur;
+        r->self_cpu_ns += self;
+        r->cpu_mem += x->mem[0];
+        r->self_cpu_mem += x->mem[0] - x->child_mem[0];
+        r->device_mem += x->mem[1];
+        r->self_device_mem += x->mem[1] - x->child_mem[1];
+        if (x->flops > 0)
+            r->flops += x->flops;
+    }
 }
 
 /* Device time that went through a same-named child of f, once torch's fold of that child
@@ -276,12 +285,22 @@ static void settle_child(tm_state *s, frame *f, int folded)
 static void pop_frame(tm_state *s, tm_thread *t)
 {
     frame *f = &t->st[--t->n];
-    summ me = {f->name, f->row, f->srow, f->end - f->ts, f->child_ns, f->n_children};
+    summ me = {f->name,
+               f->row,
+               f->srow,
+               f->end - f->ts,
+               f->child_ns,
+               f->n_children,
+               {f->mem[0], f->mem[1]},
+               {f->child_mem[0], f->child_mem[1]},
+               f->flops};
     int folded = f->n_children == 1 && f->only.name == f->name;
     if (f->n_children == 1) {
         if (folded) { /* torch's _remove_dup_nodes: the child goes, its children stay */
             me.child_ns = f->only.child_ns;
             me.n_children = f->only.n_children;
+            me.child_mem[0] = f->only.child_mem[0];
+            me.child_mem[1] = f->only.child_mem[1];
         } else {
             flush(s, &f->only);
         }
@@ -299,6 +318,8 @@ static void pop_frame(tm_state *s, tm_thread *t)
     }
     frame *p = &t->st[t->n - 1];
     p->child_ns += me.dur;
+    p->child_mem[0] += me.mem[0];
+    p->child_mem[1] += me.mem[1];
     if (++p->n_children == 1) {
         p->only = me;
     } else {
@@ -380,6 +401,14 @@ static lp_status process(tm_state *s, const tev *e)
             m->ops_shape[f->srow].alloc_bytes += e->a;
         }
         m->n_mem_events++;
+        /* torch's CPU/device Mem: the event counts for every host op whose [start, end]
+         * holds it, on any thread (frames already ended but not yet closed are skipped) */
+        for (size_t i = 0; i < s->n_threads; i++)
+            for (int k = 0; k < s->threads[i].n; k++) {
+                frame *f = &s->threads[i].st[k];
+                if (f->end >= e->ts && f->ts <= e->ts)
+                    f->mem[e->memdev > 0] += e->a;
+            }
         int dev = e->memdev > 0;
         s->mem_dev_seen |= dev;
         if (!s->peak_seen[dev] || e->b > s->peak[dev])
@@ -427,7 +456,7 @@ static lp_status process(tm_state *s, const tev *e)
                 return lp_tm_oom(s);
         }
         if (t->n >= LP_TRACE_MAX_STACK) { /* absurd nesting: counted as a root */
-            summ x = {rname, (uint32_t)row, (uint32_t)srow, e->dur, 0, 0};
+            summ x = {rname, (uint32_t)row, (uint32_t)srow, e->dur, 0, 0, {0, 0}, {0, 0}, e->flops};
             flush(s, &x);
             return LP_OK;
         }
@@ -443,6 +472,9 @@ static lp_status process(tm_state *s, const tev *e)
         f->kind = e->kind;
         f->serial = s->serial++;
         f->msg_bytes = e->a;
+        f->flops = e->flops;
+        if (e->flops >= 0)
+            m->has_flops = 1;
         if (t->n >= 2 && t->st[t->n - 2].name == rname)
             t->st[t->n - 2].cand = 1;
         if (e->kind == LP_TRACE_KIND_CPU_OP && e->ext >= 0) {
@@ -660,6 +692,7 @@ static lp_status on_item(void *ctx, const lp_trace_item *it)
     }
     tev e;
     memset(&e, 0, sizeof e);
+    e.flops = -1;
     if (is_mem) {
         e.kind = K_MEMORY;
         e.a = it->mem_bytes;
@@ -681,6 +714,7 @@ static lp_status on_item(void *ctx, const lp_trace_item *it)
             return LP_OK; /* "Trace" window, python_function, cuda_sync, ... */
         e.kind = (uint8_t)k;
         e.a = it->bytes;
+        e.flops = it->flops;
         if (is_host(k)) { /* a collective's message size, for the Distributed view */
             int64_t sz = dtype_size(it->dtype);
             e.a = it->msg_nelems >= 0 && sz && it->msg_nelems <= INT64_MAX / sz ? it->msg_nelems * sz : -1;

@@ -20,6 +20,7 @@ typedef struct tev {
     uint32_t thread;
     uint8_t kind;
     int8_t memdev; /* [memory] on a device */
+    double flops;  /* "FLOPs" / "flops" arg; < 0 unknown */
 } tev;
 
 /* A finished node waiting to be counted (its parent may fold it). */
@@ -27,6 +28,8 @@ typedef struct summ {
     uint32_t name, row, srow;
     int64_t dur, child_ns;
     int32_t n_children;
+    int64_t mem[2], child_mem[2]; /* [memory] bytes inside it (CPU, device), and its children's */
+    double flops;                 /* its "FLOPs" arg; < 0 unknown */
 } summ;
 
 typedef struct frame {
@@ -40,6 +43,8 @@ typedef struct frame {
     int64_t pend_total, pend_self; /* device time through that child, until the fold is known */
     uint32_t pend_srow;            /* the child's by-shape row */
     int64_t msg_bytes;             /* record_param_comms: its message's bytes; -1 */
+    int64_t mem[2], child_mem[2];  /* [memory] bytes in [ts, end] on any thread, CPU / device */
+    double flops;
 } frame;
 
 typedef struct tm_thread {

@@ -98,12 +98,20 @@ lp_status lp_trace_model_keyavg(const lp_trace_model *m, int by_shape, lp_prof_k
         k->self_device_us = (double)r->self_device_ns / 1e3;
         k->device_total_us = (double)r->device_total_ns / 1e3;
         k->is_device = r->is_device;
+        k->cpu_mem = r->cpu_mem;
+        k->self_cpu_mem = r->self_cpu_mem;
+        k->device_mem = r->device_mem;
+        k->self_device_mem = r->self_device_mem;
+        k->flops = r->flops;
+        out->has_device_mem |= r->device_mem != 0;
         out->sum_self_cpu_us += k->self_cpu_us;
         /* torch's footer sums device self time over device events, annotations excluded */
         if (r->is_device && r->kind != LP_TRACE_KIND_GPU_ANNOTATION)
             out->sum_self_device_us += k->self_device_us;
     }
     out->has_device_time = m->has_device;
+    out->profile_memory = m->n_mem_events > 0;
+    out->has_flops = m->has_flops;
     out->has_input_shapes = by_shape && m->has_shapes;
     return LP_OK;
 }
@@ -229,8 +237,6 @@ lp_status lp_trace_model_write_text(FILE *f, const lp_trace_model *m, const lp_p
     lp_prof_keyavg_opts ko = *o;
     int by_shape = ko.group_by_input_shape && m->has_shapes;
     ko.group_by_input_shape = by_shape;
-    ko.profile_memory = 0;
-    ko.with_flops = 0;
     lp_prof_keyavg ka;
     char *table = NULL;
     lp_status st = lp_trace_model_keyavg(m, by_shape, &ka);
