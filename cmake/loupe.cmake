@@ -15,7 +15,8 @@ macro(lp_find_dependencies)
   pkg_check_modules(LP_CAIRO REQUIRED IMPORTED_TARGET cairo)
   pkg_check_modules(LP_FONTCONFIG REQUIRED IMPORTED_TARGET fontconfig) # charts: its caches freed at exit
   pkg_check_modules(LP_CMOCKA REQUIRED IMPORTED_TARGET cmocka)
-  foreach(dep OPENBLAS CJSON UTF8PROC PCRE2 YAML CAIRO FONTCONFIG CMOCKA)
+  pkg_check_modules(LP_YAJL REQUIRED IMPORTED_TARGET yajl) # the streaming trace reader
+  foreach(dep OPENBLAS CJSON UTF8PROC PCRE2 YAML CAIRO FONTCONFIG CMOCKA YAJL)
     string(TOLOWER ${dep} lower)
     add_library(lp::${lower} ALIAS PkgConfig::LP_${dep})
   endforeach()

@@ -1,8 +1,12 @@
-/* libFuzzer target for the Kineto trace reader: the bytes are a trace file, gzip or
- * plain (decided by the magic, as lp_trace_read_text does), parsed into an event list,
- * then averaged and broken down by step as `loupe analyze` does. Any input must end in
- * LP_OK or an error message, never a crash, leak or sanitizer report. */
+/* libFuzzer target for the Kineto trace readers: the bytes are a trace file, gzip or
+ * plain (decided by the magic, as lp_trace_read_text does), parsed into an event list
+ * (lp_trace_parse), and streamed through the trace model `loupe analyze` uses, with a
+ * tiny reorder window so late events and evictions are exercised, then printed. Any input
+ * must end in LP_OK or an error message, never a crash, leak or sanitizer report; the
+ * model's steps must sum to their parts. */
+#define _GNU_SOURCE /* open_memstream */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +35,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort(); /* the reader promises dur >= 0 */
     }
     lp_prof_events_free(ev);
+    lp_trace_model_opts o;
+    lp_trace_model_opts_init(&o);
+    o.window = 8;
+    lp_trace_model *m = NULL;
+    if (lp_trace_model_parse("fuzz.json", text, len, &o, &m) == LP_OK) {
+        for (size_t i = 0; i < m->n_steps; i++) {
+            int64_t sum = 0;
+            for (int p = 0; p < LP_TRACE_PART__COUNT; p++)
+                sum += m->steps[i].part_ns[p];
+            if (sum != m->steps[i].dur_ns)
+                abort(); /* the breakdown promises parts that sum to the step */
+        }
+        char *out = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&out, &n);
+        lp_prof_keyavg_opts ko;
+        lp_prof_keyavg_opts_init(&ko);
+        ko.group_by_input_shape = 1;
+        if (f) {
+            (void)lp_trace_model_write_text(f, m, &ko, 1);
+            fclose(f);
+        }
+        free(out);
+        lp_trace_model_free(m);
+    }
     free(text);
     return 0;
 }

@@ -63,6 +63,11 @@ typedef lp_status (*lp_trace_sink_fn)(void *ctx, const char *data, size_t n);
 LP_WARN_UNUSED lp_status lp_trace_gunzip_stream(const char *path, uint64_t max_bytes, lp_trace_sink_fn sink,
                                                 void *ctx, uint64_t *total);
 
+/* Like lp_trace_gunzip_stream for any trace: gzip (recognised by its magic, not its name)
+ * or plain text, from a file, a pipe or "-" (stdin), read once and never rewound. */
+LP_WARN_UNUSED lp_status lp_trace_stream(const char *path, uint64_t max_bytes, lp_trace_sink_fn sink, void *ctx,
+                                         uint64_t *total);
+
 /* Decompresses in-memory gzip data (one or more members) into a fresh NUL-terminated
  * buffer; name is used in error messages. Caller frees *out. */
 LP_WARN_UNUSED lp_status lp_trace_gunzip(const char *name, const void *data, size_t len, char **out,
@@ -83,6 +88,223 @@ LP_WARN_UNUSED lp_status lp_trace_load(const char *path, lp_prof_events **out, l
 /* Same with a cap on the decompressed text (0 = LP_TRACE_MAX_BYTES_DEFAULT). */
 LP_WARN_UNUSED lp_status lp_trace_load_max(const char *path, uint64_t max_bytes, lp_prof_events **out,
                                            lp_trace_info *info);
+
+/* ---- the streaming trace model (loupe analyze) -----------------------------------------
+ *
+ *   lp_trace_model *m;
+ *   lp_trace_model_opts o; lp_trace_model_opts_init(&o);
+ *   if (lp_trace_model_load("rank0.pt.trace.json.gz", &o, &m) != LP_OK)
+ *       fprintf(stderr, "%s\n", lp_err_msg());       // names the file and the problem
+ *   for (size_t i = 0; i < m->n_ops; i++) ... m->ops[i] ...;
+ *   lp_trace_model_free(m);
+ *
+ * One pass over the text (gzip or plain, any size): events go through a reorder window of
+ * LP_TRACE_WINDOW events sorted by start, then into running tables, so memory is bounded
+ * by the distinct names, shapes, threads and call paths plus that window, never by the
+ * file's size. Times are exact integer ns. Everything loupe analyze prints, writes as CSV
+ * or draws comes from these tables. */
+
+/* Events held for reordering: traces interleave categories (Kineto writes all CPU ops,
+ * then runtime calls and kernels), so a runtime call must still find its enclosing op. */
+#define LP_TRACE_WINDOW (1u << 19)
+
+typedef enum lp_trace_kind {
+    LP_TRACE_KIND_CPU_OP = 0,      /* cpu_op; 1.8/1.9 "Operator" */
+    LP_TRACE_KIND_USER_ANNOTATION, /* user_annotation (record_function, ProfilerStep#) */
+    LP_TRACE_KIND_RUNTIME,         /* cuda_runtime; "Runtime"; ROCm's hip calls */
+    LP_TRACE_KIND_DRIVER,          /* cuda_driver (cuLaunchKernel) */
+    LP_TRACE_KIND_KERNEL,          /* kernel; "Kernel"; cuda_profiler_range */
+    LP_TRACE_KIND_MEMCPY,          /* gpu_memcpy; "Memcpy" */
+    LP_TRACE_KIND_MEMSET,          /* gpu_memset; "Memset" */
+    LP_TRACE_KIND_GPU_ANNOTATION,  /* gpu_user_annotation */
+    LP_TRACE_KIND__COUNT
+} lp_trace_kind;
+
+/* What a device event does (the Kernel view's split). */
+typedef enum lp_trace_class {
+    LP_TRACE_CLASS_COMPUTE = 0,
+    LP_TRACE_CLASS_COMMUNICATION, /* nccl / rccl / gloo kernels */
+    LP_TRACE_CLASS_MEMORY,        /* memcpy, memset */
+    LP_TRACE_CLASS__COUNT
+} lp_trace_class;
+
+/* One key-averages row (torch's key_averages(): host rows and one row per device event
+ * name). Times in ns. */
+typedef struct lp_trace_op_row {
+    const char *name;      /* ProfilerStep#N rows aggregate as "ProfilerStep*" (owned by the model) */
+    const char *shapes;    /* str(input shapes) in the by-shape table, else "" */
+    int64_t calls;
+    int64_t self_cpu_ns, cpu_total_ns;
+    int64_t self_device_ns, device_total_ns; /* kernels linked by correlation */
+    int64_t alloc_bytes;   /* bytes allocated ([memory] > 0) while it was the innermost op */
+    int64_t cpu_mem, self_cpu_mem, device_mem, self_device_mem; /* torch's memory columns: [memory]
+                              bytes (frees negative) in [start, end] on any thread, self less children */
+    double flops;          /* "FLOPs" args summed */
+    lp_trace_kind kind;    /* of the row's first event */
+    int is_device;
+} lp_trace_op_row;
+
+/* One device event name (Kernel view). */
+typedef struct lp_trace_kernel_row {
+    const char *name;
+    lp_trace_kind kind;
+    lp_trace_class cls;
+    int64_t calls, total_ns, min_ns, max_ns;
+    int64_t bytes;         /* memcpy/memset args.bytes; communication: the launching
+                              record_param_comms' "In msg nelems" x dtype size; summed (0 unknown) */
+    const char *launch_op; /* innermost host op of the first linked launch; "" when unlinked */
+} lp_trace_kernel_row;
+
+/* Parts of a step, in priority order: each instant belongs to the first one active then,
+ * so the parts sum to the step. */
+typedef enum lp_trace_part {
+    LP_TRACE_PART_KERNEL = 0,    /* compute kernels */
+    LP_TRACE_PART_MEMCPY,
+    LP_TRACE_PART_MEMSET,
+    LP_TRACE_PART_COMMUNICATION, /* nccl/gloo kernels and host ops */
+    LP_TRACE_PART_RUNTIME,       /* runtime and driver calls */
+    LP_TRACE_PART_DATALOADER,    /* enumerate(DataLoader)#... ranges */
+    LP_TRACE_PART_CPU_EXEC,      /* any other host op */
+    LP_TRACE_PART_OTHER,         /* nothing recorded */
+    LP_TRACE_PART__COUNT
+} lp_trace_part;
+/* "kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other". */
+const char *lp_trace_part_name(lp_trace_part p);
+const char *lp_trace_kind_name(lp_trace_kind k);
+const char *lp_trace_class_name(lp_trace_class c);
+
+typedef struct lp_trace_step {
+    int64_t step;                        /* N of ProfilerStep#N; 0 for the whole trace */
+    int64_t ts_ns, dur_ns;               /* from the step's start to the next's (the last: to
+                                            the end of its CPU range or of the device work it
+                                            launched, whichever is later) */
+    int64_t part_ns[LP_TRACE_PART__COUNT]; /* sums to dur_ns */
+} lp_trace_step;
+
+/* GPU time over the device events' span (HTA's temporal, idle and overlap figures). Unions
+ * over all streams, ns. */
+typedef struct lp_trace_gpu {
+    int64_t first_ns, last_ns;            /* first device event's start, last one's end */
+    int64_t busy_ns;                      /* union of kernels, memcpy, memset */
+    int64_t compute_ns, comm_ns, memory_ns; /* union of each class */
+    int64_t compute_comm_ns;              /* union of compute and communication */
+    int64_t comm_overlap_ns;              /* communication time with compute running */
+    /* per-stream gaps as HTA measures them (start minus the previous event's end, negative
+     * when they overlap): host wait when the launch came after the gap began, kernel wait
+     * when shorter than LP_TRACE_KERNEL_WAIT_NS, other */
+    int64_t idle_host_wait_ns, idle_kernel_wait_ns, idle_other_ns;
+    int64_t n_streams;
+    int64_t n_events;                     /* device events counted */
+} lp_trace_gpu;
+/* HTA's consecutive-kernel delay: a shorter launched gap counts as kernel wait. */
+#define LP_TRACE_KERNEL_WAIT_NS 30000
+
+typedef struct lp_trace_mem_point {
+    int64_t ts_ns, allocated; /* "Total Allocated" after the event */
+} lp_trace_mem_point;
+
+/* Per-collective figures (Distributed view), from communication kernels. */
+typedef struct lp_trace_coll_row {
+    const char *name;      /* the collective, e.g. "AllReduce" (from the kernel's name) */
+    int64_t calls, total_ns, bytes; /* bytes: from the launching record_param_comms when written */
+} lp_trace_coll_row;
+
+typedef struct lp_trace_model {
+    char path[1024];
+    int64_t rank, world_size;  /* distributedInfo, or the rank in the file name; -1 unknown */
+    char backend[32], device_name[128];
+    int64_t device_count, schema_version;
+    int is_array;              /* the pre-1.8 bare-array form */
+    int has_base_time;
+    int64_t base_time_ns;
+    int sub_us;                /* some ts/dur carry sub-µs digits (HTA floors these to µs) */
+    uint64_t bytes;            /* the text's size */
+    uint64_t n_events;         /* entries of traceEvents */
+    uint64_t n_used;           /* events that went into the tables */
+    uint64_t n_skipped;        /* malformed: not an object, no name/ts, wrong types, negative dur */
+    uint64_t n_late;           /* arrived further out of order than the window: processed late */
+    uint64_t n_unlinked;       /* device events whose launch was not found */
+    uint64_t n_begin_end;      /* "B"/"E" pairs, which Kineto never writes */
+    int64_t first_ns, last_ns; /* the trace's events, ns as written (relative to base time) */
+    lp_trace_op_row *ops;      /* by name; first-seen order (n_ops) */
+    size_t n_ops;
+    lp_trace_op_row *ops_shape; /* by name and input shapes */
+    size_t n_ops_shape;
+    int has_shapes, has_flops;
+    lp_trace_kernel_row *kernels;
+    size_t n_kernels;
+    lp_trace_step *steps;      /* ProfilerStep#N in order; none: one row for the whole trace */
+    size_t n_steps;
+    int has_steps;
+    lp_trace_step total;       /* the whole trace, first to last event */
+    lp_trace_gpu gpu;          /* HolisticTraceAnalysis's scope: with two steps or more, the
+                                  device work launched before the last step began */
+    lp_trace_gpu gpu_all;      /* every device event */
+    int has_device;
+    lp_trace_mem_point *mem;   /* the allocated curve (device memory when any, else CPU),
+                                  thinned to at most LP_TRACE_MEM_POINTS */
+    size_t n_mem;
+    int64_t mem_peak, mem_peak_ts_ns, n_mem_events;
+    int mem_is_device;
+    lp_trace_coll_row *colls;
+    size_t n_colls;
+    void *priv;                /* the string store */
+} lp_trace_model;
+#define LP_TRACE_MEM_POINTS 4096
+
+typedef struct lp_trace_model_opts {
+    uint64_t max_bytes;        /* cap on the decompressed text; 0 = LP_TRACE_MAX_BYTES_DEFAULT */
+    size_t window;             /* reorder window in events; 0 = LP_TRACE_WINDOW */
+} lp_trace_model_opts;
+void lp_trace_model_opts_init(lp_trace_model_opts *o);
+
+/* Streams the trace at path ("-" = stdin; gzip recognised by its magic) into a new model
+ * (*out, free with lp_trace_model_free). Errors name the file: IO, FORMAT (not JSON, no
+ * traceEvents, truncated, nesting too deep), RANGE (over the cap), NO_MEMORY. Malformed
+ * single events are counted in n_skipped, not errors. */
+LP_WARN_UNUSED lp_status lp_trace_model_load(const char *path, const lp_trace_model_opts *o, lp_trace_model **out);
+/* The same over text already in memory (name for messages). */
+LP_WARN_UNUSED lp_status lp_trace_model_parse(const char *name, const char *text, size_t len,
+                                              const lp_trace_model_opts *o, lp_trace_model **out);
+void lp_trace_model_free(lp_trace_model *m);
+
+/* The key averages as lp_prof_keyavg rows (by name, or by name and input shapes), so torch's
+ * table, sort and CSV code prints them. Free with lp_prof_keyavg_free. */
+LP_WARN_UNUSED lp_status lp_trace_model_keyavg(const lp_trace_model *m, int by_shape, lp_prof_keyavg *out);
+/* Everything as text: a header, torch's key-averages table (o: sort, rows, by shape), the
+ * per-step breakdown (the first and last 10 steps unless all_steps), the kernel table, the
+ * GPU figures and the memory peak. */
+LP_WARN_UNUSED lp_status lp_trace_model_write_text(FILE *f, const lp_trace_model *m, const lp_prof_keyavg_opts *o,
+                                                   int all_steps);
+/* Every table as CSV in dir (created): ops.csv, ops_by_shape.csv, kernels.csv, steps.csv,
+ * gpu.csv, memory.csv, collectives.csv. Times in ns. */
+LP_WARN_UNUSED lp_status lp_trace_model_write_csv(const lp_trace_model *m, const char *dir);
+
+/* A multi-rank job: every trace of a directory (files named by rank, or carrying
+ * distributedInfo.rank), sorted by rank. */
+typedef struct lp_trace_rank_row {
+    int64_t rank;
+    int64_t span_ns, compute_ns, comm_ns, overlap_ns, other_ns; /* other: idle GPU time */
+    int64_t comm_wait_ns;  /* communication beyond the fastest rank's: time spent waiting */
+} lp_trace_rank_row;
+
+typedef struct lp_trace_job {
+    lp_trace_model **ranks;
+    size_t n;
+    lp_trace_rank_row *rows;  /* (n) */
+    int64_t slowest_rank;     /* most compute+memory time: the others wait for it */
+    char slowest_why[256];
+} lp_trace_job;
+LP_WARN_UNUSED lp_status lp_trace_job_load(const char *dir, const lp_trace_model_opts *o, lp_trace_job **out);
+void lp_trace_job_free(lp_trace_job *j);
+void lp_trace_job_write_text(FILE *f, const lp_trace_job *j);
+LP_WARN_UNUSED lp_status lp_trace_job_write_csv(const lp_trace_job *j, const char *dir);
+
+/* loupe analyze --html: one self-contained page (inline SVG, no network) with the Overview,
+ * Operator, Kernel, Memory, Distributed and Trace views of m (a job's views when j is not
+ * NULL; m is then the rank shown in the single-trace views). Atomic; errors name path. */
+LP_WARN_UNUSED lp_status lp_trace_html_write(const lp_trace_model *m, const lp_trace_job *j, const char *path);
+
 
 /* ---- run comparison (loupe compare) ---------------------------------------------------
  *

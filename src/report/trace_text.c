@@ -27,6 +27,12 @@ static lp_status gz_fill(const char *name, gz_source *src, z_stream *zs)
 {
     if (zs->avail_in > 0 || src->eof)
         return LP_OK;
+    if (src->fp && src->mem_left) { /* bytes already read to sniff the format, first */
+        zs->next_in = (Bytef *)src->mem;
+        zs->avail_in = (uInt)src->mem_left;
+        src->mem_left = 0;
+        return LP_OK;
+    }
     if (src->fp) {
         size_t r = fread(src->chunk, 1, LP_TRACE_CHUNK, src->fp);
         if (r < LP_TRACE_CHUNK) {
@@ -216,4 +222,58 @@ lp_status lp_trace_read_text_max(const char *path, uint64_t max_bytes, char **ou
 lp_status lp_trace_read_text(const char *path, char **out, size_t *out_len)
 {
     return lp_trace_read_text_max(path, 0, out, out_len);
+}
+
+lp_status lp_trace_stream(const char *path, uint64_t max_bytes, lp_trace_sink_fn sink, void *ctx, uint64_t *total)
+{
+    *total = 0;
+    if (!max_bytes)
+        max_bytes = LP_TRACE_MAX_BYTES_DEFAULT;
+    int is_stdin = !strcmp(path, "-");
+    FILE *fp = is_stdin ? stdin : fopen(path, "rb");
+    if (!fp)
+        return lp_err(LP_STATUS_IO, "%s: cannot open: %s", path, strerror(errno));
+    unsigned char *chunk = malloc(LP_TRACE_CHUNK), *head = malloc(LP_TRACE_CHUNK);
+    lp_status st = LP_OK;
+    if (!chunk || !head) {
+        st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
+        goto out;
+    }
+    /* Sniff the gzip magic from the first bytes read (a pipe cannot be rewound). */
+    size_t got = fread(head, 1, LP_TRACE_CHUNK, fp);
+    if (ferror(fp)) {
+        st = lp_err(LP_STATUS_IO, "%s: read failed: %s", path, strerror(errno));
+        goto out;
+    }
+    if (got >= 2 && head[0] == 0x1f && head[1] == 0x8b) {
+        gz_source src = {.fp = fp, .chunk = chunk, .mem = head, .mem_left = got, .eof = 0};
+        st = gz_stream(path, &src, max_bytes, sink, ctx, total);
+        goto out;
+    }
+    uint64_t n = 0;
+    for (;;) {
+        if (got > max_bytes - n) {
+            st = cap_error(path, max_bytes);
+            break;
+        }
+        n += got;
+        if (got && (st = sink(ctx, (const char *)head, got)) != LP_OK)
+            break;
+        if (feof(fp))
+            break;
+        got = fread(head, 1, LP_TRACE_CHUNK, fp);
+        if (ferror(fp)) {
+            st = lp_err(LP_STATUS_IO, "%s: read failed: %s", path, strerror(errno));
+            break;
+        }
+        if (!got && feof(fp))
+            break;
+    }
+    *total = n;
+out:
+    free(chunk);
+    free(head);
+    if (!is_stdin)
+        fclose(fp);
+    return st;
 }

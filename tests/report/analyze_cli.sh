@@ -86,6 +86,25 @@ grep -Eq '^ +aten::mm .* 25 *$' "$T/out" || bad "long trace: aten::mm not 25 cal
 expect 0 'ProfilerStep' -- "$L" analyze --all-steps "$T/long.json"
 [ "$(grep -cE '^ +[0-9]+ +0\.900 ' "$T/out")" = 25 ] || bad "--all-steps: not 25 step rows"
 
+# --- the streaming model's inputs and outputs -------------------------------------------
+# stdin, a bare array (pre-1.8), --csv DIR with every table, a directory of ranks as a job
+expect 0 'ProfilerStep\*' -- sh -c "gzip -dc $FIX/worker0.pt.trace.json.gz | \"$L\" analyze -"
+printf '[{"ph":"X","cat":"Operator","name":"aten::mm","pid":1,"tid":"7","ts":1610366728298146,"dur":90}]' > "$T/bare.json"
+expect 0 'aten::mm' -- "$L" analyze "$T/bare.json"
+grep -q 'bare-array trace' "$T/out" || bad "bare array not reported as such"
+expect 0 'Wrote every table as CSV' -- "$L" analyze --csv "$T/tables" $FIX/worker0.pt.trace.json.gz
+for f in ops ops_by_shape kernels steps gpu memory collectives; do
+  [ -s "$T/tables/$f.csv" ] || bad "--csv DIR: no $f.csv"
+done
+grep -q '^"aten::addmm",' "$T/tables/ops.csv" || bad "ops.csv lacks aten::addmm"
+mkdir -p "$T/job"
+for r in 0 1; do
+  printf '{"distributedInfo": {"rank": %d, "world_size": 2}, "traceEvents": [{"ph":"X","cat":"kernel","name":"ncclKernel_AllReduce_RING_LL_Sum_float","pid":0,"tid":7,"ts":0,"dur":%d}]}' "$r" "$((r * 100 + 50))" > "$T/job/rank$r.json"
+done
+expect 0 'Distributed job: 2 ranks' -- "$L" analyze --csv "$T/jobcsv" "$T/job"
+grep -q 'rank 1 AllReduce' "$T/out" || bad "job: no per-collective row for rank 1"
+[ -s "$T/jobcsv/ranks.csv" ] && [ -s "$T/jobcsv/rank1/kernels.csv" ] || bad "job: CSV tables missing"
+
 # --- bad input: exit 1, the file named, no CSV left behind -----------------------------
 head -c 5000 $FIX/worker0.pt.trace.json.gz > "$T/cut.json.gz"
 expect 1 "$T/cut.json.gz: truncated gzip" -- "$L" analyze --csv "$T/bad.csv" "$T/cut.json.gz"
