@@ -81,6 +81,16 @@ static lp_status vocab_from_tokens(const lp_gguf_file *g, int64_t *out)
     return LP_OK;
 }
 
+/* Appends item to a cJSON array; when either allocation failed, frees the item and clears
+ * *ok, so a half-built document is refused as out of memory instead of leaking. */
+static void json_push(cJSON *arr, cJSON *item, bool *ok)
+{
+    if (!arr || !item || !cJSON_AddItemToArray(arr, item)) {
+        cJSON_Delete(item);
+        *ok = false;
+    }
+}
+
 static lp_status build_config(const lp_gguf_file *g, const arch_info *a, char **out)
 {
     char k[128];
@@ -123,39 +133,40 @@ static lp_status build_config(const lp_gguf_file *g, const arch_info *a, char **
         (st = lp_gguf_get_str(g, k, &rope_type)) != LP_OK)
         return st;
     cJSON *j = cJSON_CreateObject();
+    bool ok = j != NULL;
     cJSON *arr = cJSON_AddArrayToObject(j, "architectures");
-    cJSON_AddItemToArray(arr, cJSON_CreateString(a->hf_class));
-    cJSON_AddStringToObject(j, "model_type", a->model_type);
-    cJSON_AddNumberToObject(j, "vocab_size", (double)vocab);
-    cJSON_AddNumberToObject(j, "hidden_size", (double)hidden);
-    cJSON_AddNumberToObject(j, "intermediate_size", (double)ffn);
-    cJSON_AddNumberToObject(j, "num_hidden_layers", (double)layers);
-    cJSON_AddNumberToObject(j, "num_attention_heads", (double)heads);
-    cJSON_AddNumberToObject(j, "num_key_value_heads", (double)kv_heads);
+    json_push(arr, cJSON_CreateString(a->hf_class), &ok);
+    ok &= cJSON_AddStringToObject(j, "model_type", a->model_type) != NULL;
+    ok &= cJSON_AddNumberToObject(j, "vocab_size", (double)vocab) != NULL;
+    ok &= cJSON_AddNumberToObject(j, "hidden_size", (double)hidden) != NULL;
+    ok &= cJSON_AddNumberToObject(j, "intermediate_size", (double)ffn) != NULL;
+    ok &= cJSON_AddNumberToObject(j, "num_hidden_layers", (double)layers) != NULL;
+    ok &= cJSON_AddNumberToObject(j, "num_attention_heads", (double)heads) != NULL;
+    ok &= cJSON_AddNumberToObject(j, "num_key_value_heads", (double)kv_heads) != NULL;
     if (head_dim > 0 && heads > 0 && head_dim != hidden / heads)
-        cJSON_AddNumberToObject(j, "head_dim", (double)head_dim);
-    cJSON_AddNumberToObject(j, "max_position_embeddings", (double)ctx);
-    cJSON_AddNumberToObject(j, "rms_norm_eps", eps);
-    cJSON_AddNumberToObject(j, "rope_theta", theta);
-    cJSON_AddStringToObject(j, "hidden_act", "silu");
-    cJSON_AddBoolToObject(j, "tie_word_embeddings", lp_gguf_find_tensor(g, "output.weight") == NULL);
-    cJSON_AddStringToObject(j, "torch_dtype", "float32");
+        ok &= cJSON_AddNumberToObject(j, "head_dim", (double)head_dim) != NULL;
+    ok &= cJSON_AddNumberToObject(j, "max_position_embeddings", (double)ctx) != NULL;
+    ok &= cJSON_AddNumberToObject(j, "rms_norm_eps", eps) != NULL;
+    ok &= cJSON_AddNumberToObject(j, "rope_theta", theta) != NULL;
+    ok &= cJSON_AddStringToObject(j, "hidden_act", "silu") != NULL;
+    ok &= cJSON_AddBoolToObject(j, "tie_word_embeddings", lp_gguf_find_tensor(g, "output.weight") == NULL) != NULL;
+    ok &= cJSON_AddStringToObject(j, "torch_dtype", "float32") != NULL;
     if (bos >= 0)
-        cJSON_AddNumberToObject(j, "bos_token_id", (double)bos);
+        ok &= cJSON_AddNumberToObject(j, "bos_token_id", (double)bos) != NULL;
     if (eos >= 0)
-        cJSON_AddNumberToObject(j, "eos_token_id", (double)eos);
+        ok &= cJSON_AddNumberToObject(j, "eos_token_id", (double)eos) != NULL;
     if (pad >= 0)
-        cJSON_AddNumberToObject(j, "pad_token_id", (double)pad);
+        ok &= cJSON_AddNumberToObject(j, "pad_token_id", (double)pad) != NULL;
     if (rope_type && strcmp(rope_type, "none")) {
         cJSON *rs = cJSON_AddObjectToObject(j, "rope_scaling");
-        cJSON_AddStringToObject(rs, "rope_type", rope_type);
-        cJSON_AddNumberToObject(rs, "factor", rope_factor);
+        ok &= cJSON_AddStringToObject(rs, "rope_type", rope_type) != NULL;
+        ok &= cJSON_AddNumberToObject(rs, "factor", rope_factor) != NULL;
         if (rope_orig > 0)
-            cJSON_AddNumberToObject(rs, "original_max_position_embeddings", (double)rope_orig);
+            ok &= cJSON_AddNumberToObject(rs, "original_max_position_embeddings", (double)rope_orig) != NULL;
     }
     free(rope_type);
-    cJSON_AddStringToObject(j, "loupe_source", lp_gguf_path(g));
-    *out = cJSON_PrintUnformatted(j);
+    ok &= cJSON_AddStringToObject(j, "loupe_source", lp_gguf_path(g)) != NULL;
+    *out = ok ? cJSON_PrintUnformatted(j) : NULL;
     cJSON_Delete(j);
     if (!*out)
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", lp_gguf_path(g));
@@ -247,6 +258,7 @@ static lp_status build_weights(const lp_gguf_file *g, const arch_info *a, lp_st_
     if (kv_heads < 0)
         kv_heads = heads;
     cJSON *hdr = cJSON_CreateObject();
+    bool ok = true;
     uint64_t data_bytes = 0;
     char(*names)[160] = calloc(n + 1, sizeof *names);
     bool *keep = calloc(n + 1, sizeof *keep);
@@ -275,17 +287,17 @@ static lp_status build_weights(const lp_gguf_file *g, const arch_info *a, lp_st_
             goto out;
         }
         cJSON *e = cJSON_AddObjectToObject(hdr, names[i]);
-        cJSON_AddStringToObject(e, "dtype", "F32");
+        ok &= cJSON_AddStringToObject(e, "dtype", "F32") != NULL;
         cJSON *shape = cJSON_AddArrayToObject(e, "shape");
         for (int d = (int)t->ndim - 1; d >= 0; d--) // ggml's ne[0] is the innermost dimension
-            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->ne[d]));
+            json_push(shape, cJSON_CreateNumber((double)t->ne[d]), &ok);
         cJSON *off = cJSON_AddArrayToObject(e, "data_offsets");
-        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)data_bytes));
-        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)at[i]));
+        json_push(off, cJSON_CreateNumber((double)data_bytes), &ok);
+        json_push(off, cJSON_CreateNumber((double)at[i]), &ok);
         at[i] = data_bytes;
         data_bytes += nb;
     }
-    char *h = cJSON_PrintUnformatted(hdr);
+    char *h = ok ? cJSON_PrintUnformatted(hdr) : NULL;
     if (!h) {
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
         goto out;
