@@ -159,6 +159,7 @@ struct lp_model {
     float loss;
     lp_exec_mode fwd_exec; /* layout of the last forward */
     bool fwd_training, fwd_ckpt;
+    bool segments; /* the last forward's mask held sample ids above 1 (packing) */
 };
 
 /* lp_model_load; plan_only stops after the parameter table and the PEFT setup (no blocks,
