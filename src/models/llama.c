@@ -25,12 +25,12 @@ typedef struct llama_state {
     float attn_factor;
     const char *emb_fwd, *emb_bwd, *head_fwd, *head_bwd;
     /* activations for the current batch */
-    float *emb;                    /* (N,C) */
-    lp_nn_decoder_layer_act *lact; /* (L), or one shared entry */
-    float *cos, *sin;              /* (N, D/2) */
-    float *hn, *rstd;              /* (N,C) final norm output, (N) */
-    float *pooled;                 /* (B,C) last real token's hidden (SEQ_CLS) */
-    int64_t *last;                 /* (B) flat index of each row's last real token */
+    float *emb;                     /* (N,C) */
+    lp_nn_decoder_layer_act *lact;  /* (L), or one shared entry */
+    float *cos, *sin;               /* (N, D/2) */
+    float *hn, *rstd;               /* (N,C) final norm output, (N) */
+    float *pooled;                  /* (B,C) last real token's hidden (SEQ_CLS) */
+    int64_t *last;                  /* (B) flat index of each row's last real token */
 } llama_state;
 
 static void range_push(const char *name)
@@ -76,19 +76,17 @@ static lp_status head_src(const lp_model *m, const lp_st_set *w, const char *nam
     if (t->ndim != 2 || t->shape[1] != cols || t->shape[0] != rows) {
         if (!strcmp(name, "score.weight") && t->ndim == 2 && t->shape[1] == cols) {
             if (!m->opt.quiet)
-                fprintf(stderr,
-                        "loupe: %s: '%s' has %lld rows but the model has %lld labels: re-initialized\n",
+                fprintf(stderr, "loupe: %s: '%s' has %lld rows but the model has %lld labels: re-initialized\n",
                         t->file, name, (long long)t->shape[0], (long long)rows);
             return LP_OK;
         }
-        return lp_err(LP_STATUS_FORMAT,
-                      "%s: tensor '%s' does not have the shape [%lld, %lld] the config implies", t->file,
-                      name, (long long)rows, (long long)cols);
+        return lp_err(LP_STATUS_FORMAT, "%s: tensor '%s' does not have the shape [%lld, %lld] the config implies",
+                      t->file, name, (long long)rows, (long long)cols);
     }
     if (t->dtype != LP_ST_DTYPE_F32 && t->dtype != LP_ST_DTYPE_F16 && t->dtype != LP_ST_DTYPE_BF16 &&
         t->dtype != LP_ST_DTYPE_F64)
-        return lp_err(LP_STATUS_FORMAT, "%s: tensor '%s' has dtype %s; weights must be floating point",
-                      t->file, name, lp_st_dtype_name(t->dtype));
+        return lp_err(LP_STATUS_FORMAT, "%s: tensor '%s' has dtype %s; weights must be floating point", t->file,
+                      name, lp_st_dtype_name(t->dtype));
     *out = t;
     return LP_OK;
 }
@@ -131,23 +129,20 @@ static lp_status check_limits(const lp_model *m)
     const lp_model_config *c = &m->cfg;
     const char *f = m->dir;
     if (c->head_dim % 2)
-        return lp_err(LP_STATUS_UNSUPPORTED,
-                      "%s/config.json: head_dim %lld is odd; rotary embeddings need it even", f,
-                      (long long)c->head_dim);
+        return lp_err(LP_STATUS_UNSUPPORTED, "%s/config.json: head_dim %lld is odd; rotary embeddings need it even",
+                      f, (long long)c->head_dim);
     if (c->activation != LP_ACTIVATION_SILU)
         return lp_err(LP_STATUS_UNSUPPORTED, "%s/config.json: hidden_act '%s' is not supported (silu)", f,
                       c->activation_name);
     if (c->attention_dropout > 0)
-        return lp_err(
-            LP_STATUS_UNSUPPORTED,
-            "%s/config.json: attention_dropout %g is not supported for decoders (0 in released models)", f,
-            c->attention_dropout);
-    if (c->vocab_size > INT32_MAX || c->max_position_embeddings > INT32_MAX)
         return lp_err(LP_STATUS_UNSUPPORTED,
-                      "%s/config.json: vocab_size or max_position_embeddings beyond 2^31", f);
+                      "%s/config.json: attention_dropout %g is not supported for decoders (0 in released models)", f,
+                      c->attention_dropout);
+    if (c->vocab_size > INT32_MAX || c->max_position_embeddings > INT32_MAX)
+        return lp_err(LP_STATUS_UNSUPPORTED, "%s/config.json: vocab_size or max_position_embeddings beyond 2^31", f);
     if (c->pad_token_id >= c->vocab_size)
-        return lp_err(LP_STATUS_FORMAT, "%s/config.json: pad_token_id %lld is outside the vocabulary of %lld",
-                      f, (long long)c->pad_token_id, (long long)c->vocab_size);
+        return lp_err(LP_STATUS_FORMAT, "%s/config.json: pad_token_id %lld is outside the vocabulary of %lld", f,
+                      (long long)c->pad_token_id, (long long)c->vocab_size);
     return LP_OK;
 }
 
@@ -203,12 +198,9 @@ static lp_status wire(lp_model *m, const lp_st_set *w, const lp_param_map *map)
         lp_param_role role;
         const char *sub, *role_name;
     } lin[] = {
-        {LP_PARAM_ROLE_Q_W, "self_attn.q_proj", "q"},
-        {LP_PARAM_ROLE_K_W, "self_attn.k_proj", "k"},
-        {LP_PARAM_ROLE_V_W, "self_attn.v_proj", "v"},
-        {LP_PARAM_ROLE_O_W, "self_attn.o_proj", "o"},
-        {LP_PARAM_ROLE_FFN_GATE_W, "mlp.gate_proj", "ffn_gate"},
-        {LP_PARAM_ROLE_FFN_IN_W, "mlp.up_proj", "ffn_in"},
+        {LP_PARAM_ROLE_Q_W, "self_attn.q_proj", "q"},      {LP_PARAM_ROLE_K_W, "self_attn.k_proj", "k"},
+        {LP_PARAM_ROLE_V_W, "self_attn.v_proj", "v"},      {LP_PARAM_ROLE_O_W, "self_attn.o_proj", "o"},
+        {LP_PARAM_ROLE_FFN_GATE_W, "mlp.gate_proj", "ffn_gate"}, {LP_PARAM_ROLE_FFN_IN_W, "mlp.up_proj", "ffn_in"},
         {LP_PARAM_ROLE_FFN_OUT_W, "mlp.down_proj", "ffn_out"},
     };
     for (int32_t i = 0; i < (int32_t)m->L; i++) {
@@ -226,12 +218,8 @@ static lp_status wire(lp_model *m, const lp_st_set *w, const lp_param_map *map)
         TRY(add_norm(m, &l->ln1, fam, mod, src_of(map, LP_PARAM_ROLE_ATTN_NORM_W, i)));
         lp_nn_linear *mods[] = {&a->q, &a->k, &a->v, &a->o, &l->mlp.gate, &l->mlp.up, &l->mlp.down};
         const int64_t outs[] = {QD, KD, KD, C, I, I, C}, ins[] = {C, C, C, QD, C, C, I};
-        const bool bias[] = {c->attention_qkv_bias,
-                             c->attention_qkv_bias,
-                             c->attention_qkv_bias,
-                             c->attention_out_bias,
-                             c->mlp_bias,
-                             c->mlp_bias,
+        const bool bias[] = {c->attention_qkv_bias, c->attention_qkv_bias, c->attention_qkv_bias,
+                             c->attention_out_bias, c->mlp_bias,           c->mlp_bias,
                              c->mlp_bias};
         for (int j = 0; j < 7; j++) {
             if (j == 4) {
@@ -302,12 +290,11 @@ static lp_status llama_build(lp_model *m, const lp_st_set *w)
     const bool mistral = a == LP_HF_ARCH_MISTRAL_CAUSAL_LM || a == LP_HF_ARCH_MISTRAL_SEQ_CLS;
     m->prof_name = qwen2 ? "qwen2" : mistral ? "mistral" : "llama";
     m->default_targets = "q_proj,v_proj"; // PEFT's default for llama, mistral and qwen2
-    m->save_arch = m->task == LP_MODEL_TASK_SEQ_CLS ? (qwen2     ? LP_HF_ARCH_QWEN2_SEQ_CLS
-                                                       : mistral ? LP_HF_ARCH_MISTRAL_SEQ_CLS
-                                                                 : LP_HF_ARCH_LLAMA_SEQ_CLS)
-                                                    : (qwen2     ? LP_HF_ARCH_QWEN2_CAUSAL_LM
-                                                       : mistral ? LP_HF_ARCH_MISTRAL_CAUSAL_LM
-                                                                 : LP_HF_ARCH_LLAMA_CAUSAL_LM);
+    m->save_arch = m->task == LP_MODEL_TASK_SEQ_CLS
+                       ? (qwen2 ? LP_HF_ARCH_QWEN2_SEQ_CLS : mistral ? LP_HF_ARCH_MISTRAL_SEQ_CLS
+                                                                     : LP_HF_ARCH_LLAMA_SEQ_CLS)
+                       : (qwen2 ? LP_HF_ARCH_QWEN2_CAUSAL_LM : mistral ? LP_HF_ARCH_MISTRAL_CAUSAL_LM
+                                                                       : LP_HF_ARCH_LLAMA_CAUSAL_LM);
     ls->V = c->vocab_size;
     ls->C = c->hidden_size;
     ls->D = c->head_dim;
@@ -365,8 +352,7 @@ static lp_model_plan llama_plan(const lp_model *m, int64_t B, int64_t T, bool sh
     s.act = up16(N * C) + (shared ? la + m->L * up16(N * C) : m->L * la) + 2 * up16(N * ls->D / 2) +
             up16(N * C) + up16(N) + up16(B * C) + up16(rows * m->n_classes) + up16(rows);
     if (backward) {
-        int64_t sl = lp_nn_decoder_layer_scratch_floats(&ls->layers[0], m->exec, B, T),
-                sh = head_scratch(m, B, T);
+        int64_t sl = lp_nn_decoder_layer_scratch_floats(&ls->layers[0], m->exec, B, T), sh = head_scratch(m, B, T);
         s.tmp = 2 * up16(N * C) + (sl > sh ? sl : sh) + up16(rows * m->n_classes);
     }
     s.in = 5 * N + 2 * B + 64; // ids, mask, types, labels, pos; last (int64)
@@ -416,8 +402,7 @@ static lp_status llama_embed_forward(lp_model *m, const lp_nn_ctx *ctx, int64_t 
 {
     (void)ctx;
     llama_state *ls = st_of(m);
-    for (int64_t i = 0; m->has_types && i < B * T;
-         i++) // all-zero type ids (a single sentence) change nothing
+    for (int64_t i = 0; m->has_types && i < B * T; i++) // all-zero type ids (a single sentence) change nothing
         if (m->types[i] != 0)
             return lp_err(LP_STATUS_INVALID_ARG, "model forward: %s takes no token type ids (sentence pairs)",
                           m->dir);
@@ -442,8 +427,7 @@ static lp_status llama_embed_forward(lp_model *m, const lp_nn_ctx *ctx, int64_t 
         ls->last[b] = last;
     }
     range_push(ls->emb_fwd);
-    lp_status st =
-        lp_embedding_forward(ls->emb, m->ids, NULL, ls->wte, NULL, NULL, B, T, ls->C, ls->V, 0, 0, 0);
+    lp_status st = lp_embedding_forward(ls->emb, m->ids, NULL, ls->wte, NULL, NULL, B, T, ls->C, ls->V, 0, 0, 0);
     range_pop(ls->emb_fwd);
     if (st != LP_OK)
         return st;

@@ -45,9 +45,8 @@ void lp_model_options_init(lp_model_options *o)
 static lp_status ensure(lp_model *m, int64_t B, int64_t T, bool shared, bool backward)
 {
     if (!lp_model__batch_sizes_ok(m, B, T))
-        return lp_err(LP_STATUS_RANGE,
-                      "%s/config.json: a batch of %lld x %lld overflows the activation sizes", m->dir,
-                      (long long)B, (long long)T);
+        return lp_err(LP_STATUS_RANGE, "%s/config.json: a batch of %lld x %lld overflows the activation sizes",
+                      m->dir, (long long)B, (long long)T);
     lp_model_plan s = m->fam->plan(m, B, T, shared, backward);
     if (s.act > m->act_cap_floats) {
         lp_free(m->act_block);
@@ -106,8 +105,7 @@ lp_status lp_model__open(const char *dir, const lp_model_options *opt, bool plan
         goto fail;
     }
     snprintf(path, sizeof path, lp_path_is_gguf(dir) ? "%s" : "%s/config.json", dir);
-    if (lp_path_is_gguf(
-            dir)) { // a GGUF file: config.json text from its metadata, f32 weights from its tensors
+    if (lp_path_is_gguf(dir)) { // a GGUF file: config.json text from its metadata, f32 weights from its tensors
         if ((st = lp_gguf_model_open(dir, &m->config_json, &w)) != LP_OK)
             goto fail;
         len = strlen(m->config_json);
@@ -128,8 +126,7 @@ lp_status lp_model__open(const char *dir, const lp_model_options *opt, bool plan
         const cJSON *ir = cJSON_GetObjectItemCaseSensitive(root, "initializer_range");
         if (cJSON_IsNumber(ir) && ir->valuedouble > 0 && ir->valuedouble < 10)
             m->init_range = ir->valuedouble;
-        const cJSON *lpool =
-            cJSON_GetObjectItemCaseSensitive(root, "loupe_pooling"); // as lp_model_save_hf wrote it
+        const cJSON *lpool = cJSON_GetObjectItemCaseSensitive(root, "loupe_pooling"); // as lp_model_save_hf wrote it
         m->pooling_saved = cJSON_IsString(lpool);
         if (cJSON_IsString(lpool) && lp_pooling_parse(lpool->valuestring, &m->pooling) != LP_OK) {
             cJSON_Delete(root);
@@ -157,9 +154,8 @@ lp_status lp_model__open(const char *dir, const lp_model_options *opt, bool plan
     if (!lp_path_is_gguf(dir) && (st = lp_st_set_open_weights(dir, &w)) != LP_OK)
         goto fail;
     if (!w && !m->opt.quiet) // config only: initialize everything from the seed
-        fprintf(stderr,
-                "loupe: %s has no weights: every parameter initialized from seed %llu (normal(0, %g))\n", dir,
-                (unsigned long long)m->opt.seed, m->init_range);
+        fprintf(stderr, "loupe: %s has no weights: every parameter initialized from seed %llu (normal(0, %g))\n",
+                dir, (unsigned long long)m->opt.seed, m->init_range);
     if ((st = m->fam->build(m, w)) != LP_OK ||
         (st = plan_only ? lp_model__peft_setup(m) : lp_model__fill_params(m)) != LP_OK)
         goto fail;
@@ -183,8 +179,7 @@ lp_status lp_model__open(const char *dir, const lp_model_options *opt, bool plan
         goto fail;
     }
     if (!plan_only && m->opt.max_batch > 0 && m->opt.max_seq > 0 &&
-        (st = ensure(m, m->opt.max_batch, m->opt.max_seq, m->ckpt || m->opt.no_grad, !m->opt.no_grad)) !=
-            LP_OK)
+        (st = ensure(m, m->opt.max_batch, m->opt.max_seq, m->ckpt || m->opt.no_grad, !m->opt.no_grad)) != LP_OK)
         goto fail;
     *out = m;
     return LP_OK;
@@ -260,11 +255,8 @@ void lp_model_set_dloss_scale(lp_model *m, float scale)
 
 static lp_nn_ctx run_ctx(lp_model *m, lp_rng *rng)
 {
-    return (lp_nn_ctx){.training = m->training,
-                       .exec = m->exec,
-                       .rng = rng,
-                       .status = &m->pass_status,
-                       .segments = m->segments};
+    return (lp_nn_ctx){
+        .training = m->training, .exec = m->exec, .rng = rng, .status = &m->pass_status, .segments = m->segments};
 }
 
 /* Embeddings and the layer stack; the last hidden state is lp_model_hidden(m, L). */
@@ -300,15 +292,13 @@ static lp_status run_stack(lp_model *m, const int32_t *ids, const int32_t *mask,
         for (int64_t t = 0; t < T; t++) {
             int32_t v = mask ? mask[b * T + t] : 1;
             if (v < 0 || (v > 1 && !packs))
-                return lp_err(LP_STATUS_INVALID_ARG,
-                              "model forward: attention mask [%lld, %lld] is %d (not 0/1%s)", (long long)b,
-                              (long long)t, v, packs ? " or a sample id" : "");
+                return lp_err(LP_STATUS_INVALID_ARG, "model forward: attention mask [%lld, %lld] is %d (not 0/1%s)",
+                              (long long)b, (long long)t, v, packs ? " or a sample id" : "");
             if (v && v < prev)
-                return lp_err(
-                    LP_STATUS_INVALID_ARG,
-                    "model forward: attention mask [%lld, %lld]: sample %d after sample %d (each packed "
-                    "sample must be one run, in increasing order)",
-                    (long long)b, (long long)t, v, prev);
+                return lp_err(LP_STATUS_INVALID_ARG,
+                              "model forward: attention mask [%lld, %lld]: sample %d after sample %d (each packed "
+                              "sample must be one run, in increasing order)",
+                              (long long)b, (long long)t, v, prev);
             prev = v ? v : prev;
             m->segments = m->segments || v > 1;
             m->mask[b * T + t] = v;
@@ -437,8 +427,7 @@ lp_status lp_model_backward(lp_model *m)
     m->pass_status = LP_OK;
     const bool emb_grad = m->fam->embed_trainable(m);
 
-    lp_cross_entropy_backward(dlogits, m->logits, m->lse, m->labels, rows, m->n_classes, -100,
-                              m->dloss_scale);
+    lp_cross_entropy_backward(dlogits, m->logits, m->lse, m->labels, rows, m->n_classes, -100, m->dloss_scale);
     m->fam->head_backward(m, dA, dlogits, scratch, B, T);
     for (int64_t l = m->L - 1; l >= 0; l--) {
         const float *x = lp_model_hidden(m, (int32_t)l);
@@ -485,15 +474,9 @@ double lp_model_grad_clip(lp_model *m, double max_norm)
     return max_norm > 0 ? lp_grad_clip(&g, &n, 1, max_norm) : lp_grad_norm(&g, &n, 1);
 }
 
-void lp_model_rng_get(const lp_model *m, lp_rng *out)
-{
-    *out = m->rng;
-}
+void lp_model_rng_get(const lp_model *m, lp_rng *out) { *out = m->rng; }
 
-void lp_model_rng_set(lp_model *m, const lp_rng *r)
-{
-    m->rng = *r;
-}
+void lp_model_rng_set(lp_model *m, const lp_rng *r) { m->rng = *r; }
 
 lp_status lp_model_embed(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
                          int32_t B, int32_t T, bool normalize, float *out)

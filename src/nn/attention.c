@@ -30,8 +30,8 @@ static bool sees_a_key(const lp_attn_geom *g, const int32_t *mb, int64_t i)
 }
 
 void lp_nn__attention_composed_forward(float *ctx, float *att, float *att_drop, uint8_t *keep, const float *q,
-                                       const float *k, const float *v, const int32_t *mask,
-                                       const lp_attn_geom *g, float p, lp_rng *rng)
+                                       const float *k, const float *v, const int32_t *mask, const lp_attn_geom *g,
+                                       float p, lp_rng *rng)
 {
     const int64_t B = g->B, T = g->T, H = g->H, D = g->D, grp = H / g->Hkv, C = H * D, TT = T * T;
     const int64_t ldq = g->ldq, ldkv = g->ldkv;
@@ -81,8 +81,8 @@ void lp_nn__attention_composed_forward(float *ctx, float *att, float *att_drop, 
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++)
             // ctx_bh (T,D; ld C) = Pd (T,T) @ V_bg (T,D; ld ldkv)
-            K->sgemm(false, false, T, D, T, 1.0f, att_drop + (b * H + h) * TT, T,
-                     v + b * T * ldkv + (h / grp) * D, ldkv, 0.0f, ctx + b * T * C + h * D, C);
+            K->sgemm(false, false, T, D, T, 1.0f, att_drop + (b * H + h) * TT, T, v + b * T * ldkv + (h / grp) * D,
+                     ldkv, 0.0f, ctx + b * T * C + h * D, C);
 }
 
 void lp_nn__attention_composed_backward(float *dq, float *dk, float *dv, float *datt, const float *dctx,
@@ -103,16 +103,16 @@ void lp_nn__attention_composed_backward(float *dq, float *dk, float *dv, float *
 #pragma omp parallel for collapse(2) schedule(static)
         for (int64_t b = 0; b < B; b++)
             for (int64_t h = 0; h < H; h++)
-                K->sgemm(false, true, T, T, D, 1.0f, dctx + b * T * C + h * D, C,
-                         v + b * T * ldkv + (h / grp) * D, ldkv, 0.0f, datt + (b * H + h) * TT, T);
-                // dV_bg (T,D) = sum over the group of Pd_bh^T (T,T) @ dctx_bh (T,D): one owner per kv head
+                K->sgemm(false, true, T, T, D, 1.0f, dctx + b * T * C + h * D, C, v + b * T * ldkv + (h / grp) * D,
+                         ldkv, 0.0f, datt + (b * H + h) * TT, T);
+        // dV_bg (T,D) = sum over the group of Pd_bh^T (T,T) @ dctx_bh (T,D): one owner per kv head
 #pragma omp parallel for collapse(2) schedule(static)
         for (int64_t b = 0; b < B; b++)
             for (int64_t kv = 0; kv < Hkv; kv++)
                 for (int64_t hh = 0; hh < grp; hh++) {
                     const int64_t h = kv * grp + hh;
-                    K->sgemm(true, false, T, D, T, 1.0f, Pd + (b * H + h) * TT, T, dctx + b * T * C + h * D,
-                             C, hh ? 1.0f : 0.0f, dv + b * T * ldkv + kv * D, ldkv);
+                    K->sgemm(true, false, T, D, T, 1.0f, Pd + (b * H + h) * TT, T, dctx + b * T * C + h * D, C,
+                             hh ? 1.0f : 0.0f, dv + b * T * ldkv + kv * D, ldkv);
                 }
     }
     // the kernels' optimized loops take restrict pointers: never in place, ping-pong instead
@@ -130,31 +130,24 @@ void lp_nn__attention_composed_backward(float *dq, float *dk, float *dv, float *
 #pragma omp parallel for collapse(2) schedule(static)
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++)
-            K->sgemm(false, false, T, D, T, scale, dS_all + (b * H + h) * TT, T,
-                     k + b * T * ldkv + (h / grp) * D, ldkv, 0.0f, dq + b * T * ldq + h * D, ldq);
-            // dK_bg = scale * sum over the group of dS_bh^T @ Q_bh
+            K->sgemm(false, false, T, D, T, scale, dS_all + (b * H + h) * TT, T, k + b * T * ldkv + (h / grp) * D,
+                     ldkv, 0.0f, dq + b * T * ldq + h * D, ldq);
+    // dK_bg = scale * sum over the group of dS_bh^T @ Q_bh
 #pragma omp parallel for collapse(2) schedule(static)
     for (int64_t b = 0; b < B; b++)
         for (int64_t kv = 0; kv < Hkv; kv++)
             for (int64_t hh = 0; hh < grp; hh++) {
                 const int64_t h = kv * grp + hh;
-                K->sgemm(true, false, T, D, T, scale, dS_all + (b * H + h) * TT, T, q + b * T * ldq + h * D,
-                         ldq, hh ? 1.0f : 0.0f, dk + b * T * ldkv + kv * D, ldkv);
+                K->sgemm(true, false, T, D, T, scale, dS_all + (b * H + h) * TT, T, q + b * T * ldq + h * D, ldq,
+                         hh ? 1.0f : 0.0f, dk + b * T * ldkv + kv * D, ldkv);
             }
 }
 
 /* The module's attention geometry: separate q (N,H*D) and k, v (N,Hkv*D) buffers. */
 static lp_attn_geom geom_of(const lp_nn_attention *a, const lp_nn_ctx *ctx, int64_t B, int64_t T)
 {
-    return (lp_attn_geom){.B = B,
-                          .T = T,
-                          .H = a->H,
-                          .Hkv = a->Hkv,
-                          .D = a->D,
-                          .ldq = a->H * a->D,
-                          .ldkv = a->Hkv * a->D,
-                          .causal = a->causal,
-                          .window = a->window,
+    return (lp_attn_geom){.B = B, .T = T, .H = a->H, .Hkv = a->Hkv, .D = a->D, .ldq = a->H * a->D,
+                          .ldkv = a->Hkv * a->D, .causal = a->causal, .window = a->window,
                           .segments = ctx->segments};
 }
 
@@ -174,8 +167,7 @@ void lp_nn_attention_forward(const lp_nn_attention *a, const lp_nn_ctx *ctx, lp_
     act->att_dropped = false;
     if (ctx->exec == LP_EXEC_MODE_FUSED) {
         if (ctx->training && a->attn_dropout > 0.0f && ctx->rng) {
-            act->drop =
-                (lp_attn_dropout){a->attn_dropout, ctx->rng->seed, ctx->rng->stream, ctx->rng->offset};
+            act->drop = (lp_attn_dropout){a->attn_dropout, ctx->rng->seed, ctx->rng->stream, ctx->rng->offset};
             lp_rng_skip(ctx->rng, B * a->H * T * T); /* what the eager path draws */
             act->att_dropped = true;
         }
@@ -195,8 +187,7 @@ void lp_nn_attention_forward(const lp_nn_attention *a, const lp_nn_ctx *ctx, lp_
 int64_t lp_nn_attention_scratch_floats(const lp_nn_attention *a, lp_exec_mode exec, int64_t B, int64_t T)
 {
     const int64_t N = B * T, QD = a->H * a->D, KD = a->Hkv * a->D;
-    int64_t n =
-        2 * N * QD + 2 * N * KD + (N * a->C > N * QD ? N * a->C - N * QD : 0); // dctx | part, dq, dk, dv
+    int64_t n = 2 * N * QD + 2 * N * KD + (N * a->C > N * QD ? N * a->C - N * QD : 0); // dctx | part, dq, dk, dv
     if (exec == LP_EXEC_MODE_EAGER)
         n += 2 * B * a->H * T * T; // datt and its ping-pong partner (composed path)
     return n;

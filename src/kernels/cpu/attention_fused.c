@@ -36,8 +36,7 @@
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
 /* S (nq,BK) = A (nq,D; row stride lda) @ Bt (D,BK): rows of A against a transposed, packed key tile. */
-ALWAYS_INLINE void tile_qkt(float (*S)[BK], const float *A, int64_t lda, const float (*Bt)[BK], int64_t nq,
-                            int64_t D)
+ALWAYS_INLINE void tile_qkt(float (*S)[BK], const float *A, int64_t lda, const float (*Bt)[BK], int64_t nq, int64_t D)
 {
     for (int64_t r = 0; r < nq; r++) {
         float acc[BK];
@@ -54,8 +53,7 @@ ALWAYS_INLINE void tile_qkt(float (*S)[BK], const float *A, int64_t lda, const f
 }
 
 /* Copies rows [j0, j0+nk) of a (T,D) head slice with stride ld into Xp (nk, D; row stride ldx). */
-ALWAYS_INLINE void pack_rows(float *Xp, int64_t ldx, const float *x, int64_t ld, int64_t j0, int64_t nk,
-                             int64_t D)
+ALWAYS_INLINE void pack_rows(float *Xp, int64_t ldx, const float *x, int64_t ld, int64_t j0, int64_t nk, int64_t D)
 {
     for (int64_t c = 0; c < nk; c++)
         memcpy(Xp + c * ldx, x + (j0 + c) * ld, (size_t)D * sizeof(float));
@@ -78,8 +76,8 @@ ALWAYS_INLINE void pack_t(float (*Dt)[BK], const float *x, int64_t ld, int64_t j
 /* a[0..D) += sum_{c<n} w[c*ws] * X[c*ldx + 0..D): the row accumulations of P@V, dS@K,
  * P^T@dO and dS^T@Q. The accumulator row lives in vector registers for the whole sum
  * (a plain loop over a[] would load and store it once per term). */
-ALWAYS_INLINE void acc_rows(float *restrict a, const float *w, int64_t ws, const float *X, int64_t ldx,
-                            int64_t n, int64_t D)
+ALWAYS_INLINE void acc_rows(float *restrict a, const float *w, int64_t ws, const float *X, int64_t ldx, int64_t n,
+                            int64_t D)
 {
     int64_t d0 = 0;
 #if defined(__AVX512F__)
@@ -130,8 +128,8 @@ ALWAYS_INLINE void acc_rows(float *restrict a, const float *w, int64_t ws, const
 /* Four rows at once: a_i[0..D) += sum_{c<n} w_i[c*ws] * X[c*ldx + 0..D) for i < 4.
  * Sixteen (AVX-512; eight with AVX2) independent accumulators cover the FMA latency, and
  * each load of X feeds four FMAs. Tails narrower than a vector group go to acc_rows. */
-ALWAYS_INLINE void acc_rows4(float *const a[4], const float *const w[4], int64_t ws, const float *X,
-                             int64_t ldx, int64_t n, int64_t D)
+ALWAYS_INLINE void acc_rows4(float *const a[4], const float *const w[4], int64_t ws, const float *X, int64_t ldx,
+                             int64_t n, int64_t D)
 {
     int64_t d0 = 0;
 #if defined(__AVX512F__)
@@ -288,16 +286,16 @@ static inline void tile_mask(float *bias, const int32_t *mb, int64_t j0, int64_t
  * and the key/value row tile (BK, ldt) live in the thread's fixed tiles (ldt = TMAX) for
  * D <= TMAX, or in a heap slice sized by D (lp_attention_fused_tile_floats) above it. */
 typedef struct fixed_tiles {
-    float Qs[BQ][TMAX];  /* query tile (scaled in the forward) */
-    float dO[BQ][TMAX];  /* dout tile (backward) */
-    float acc[BQ][TMAX]; /* output accumulator (forward) */
-    float Kt[TMAX][BK];  /* keys, transposed */
-    float Vt[TMAX][BK];  /* values, transposed (backward) */
-    float Xp[BK][TMAX];  /* values (forward) or keys (backward), rows packed: the token
-                            stride (e.g. 3C floats) maps rows onto few L1 sets */
+    float Qs[BQ][TMAX];   /* query tile (scaled in the forward) */
+    float dO[BQ][TMAX];   /* dout tile (backward) */
+    float acc[BQ][TMAX];  /* output accumulator (forward) */
+    float Kt[TMAX][BK];   /* keys, transposed */
+    float Vt[TMAX][BK];   /* values, transposed (backward) */
+    float Xp[BK][TMAX];   /* values (forward) or keys (backward), rows packed: the token
+                             stride (e.g. 3C floats) maps rows onto few L1 sets */
     float S[BQ][BK], P2[BQ][BK];
-    float bias[BK]; /* the key tile's padding mask as 0 / -inf */
-    float z[BK];    /* one row's dropout keep factors */
+    float bias[BK];       /* the key tile's padding mask as 0 / -inf */
+    float z[BK];          /* one row's dropout keep factors */
 } fixed_tiles;
 
 /* Per-thread tile storage: too large for a worker's stack under sanitizers, and reused
@@ -315,8 +313,7 @@ typedef struct tiles {
 static tiles tiles_bind(float *heap, int64_t D)
 {
     fixed_tiles *f = &tiles_tls;
-    tiles w = {&f->Qs[0][0], &f->dO[0][0], &f->acc[0][0], &f->Xp[0][0], f->Kt,
-               f->Vt,        f->S,         f->P2,         f->bias,      f->z};
+    tiles w = {&f->Qs[0][0], &f->dO[0][0], &f->acc[0][0], &f->Xp[0][0], f->Kt, f->Vt, f->S, f->P2, f->bias, f->z};
     if (heap) {
         const int64_t ldt = (D + 15) / 16 * 16;
         w.Qs = heap, w.dO = w.Qs + BQ * ldt, w.acc = w.dO + BQ * ldt, w.Xp = w.acc + BQ * ldt;
@@ -330,8 +327,7 @@ static tiles tiles_bind(float *heap, int64_t D)
  * block i0 for the keys j0+c the causal mask, the window or another sample (segments)
  * hides. Only tiles crossing the diagonal, the window's edge or a sample boundary need it
  * (tile_full says which); padding is the bias's job. */
-static inline void hide_row(float *s, const lp_attn_geom *g, const int32_t *mb, int64_t i, int64_t j0,
-                            int64_t nk)
+static inline void hide_row(float *s, const lp_attn_geom *g, const int32_t *mb, int64_t i, int64_t j0, int64_t nk)
 {
     int64_t lo, hi;
     lp_attn_key_range(g, i, &lo, &hi);
@@ -343,8 +339,8 @@ static inline void hide_row(float *s, const lp_attn_geom *g, const int32_t *mb, 
 /* Whether the queries [i0, i0+nq) and the real keys of [j0, j0+nk) all belong to one
  * sample: O(nq + nk) compares against the tile's O(nq nk D) products, so a packed row
  * keeps the fast path everywhere but on the tiles astride a boundary. */
-static inline bool tile_one_sample(const lp_attn_geom *g, const int32_t *mb, int64_t i0, int64_t nq,
-                                   int64_t j0, int64_t nk)
+static inline bool tile_one_sample(const lp_attn_geom *g, const int32_t *mb, int64_t i0, int64_t nq, int64_t j0,
+                                   int64_t nk)
 {
     if (!g->segments)
         return true;
@@ -359,8 +355,7 @@ static inline bool tile_one_sample(const lp_attn_geom *g, const int32_t *mb, int
 }
 
 /* Whether every query of [i0, i0+nq) sees every key of [j0, j0+nk), but for padding. */
-static inline bool tile_full(const lp_attn_geom *g, const int32_t *mb, int64_t i0, int64_t nq, int64_t j0,
-                             int64_t nk)
+static inline bool tile_full(const lp_attn_geom *g, const int32_t *mb, int64_t i0, int64_t nq, int64_t j0, int64_t nk)
 {
     if (!tile_one_sample(g, mb, i0, nq, j0, nk))
         return false;
@@ -394,9 +389,9 @@ static inline void query_rows(const lp_attn_geom *g, int64_t j0, int64_t nk, int
  * values are packed once (and reused by the next query head of the same group on this
  * thread: repack false) and every query block streams over them; without it (no memory
  * for the slice) each key tile is packed again per query block into the thread's tiles. */
-ALWAYS_INLINE void fwd_head(tiles *w, int64_t ldt, float *pack, bool repack, float *out, float *lse,
-                            const float *q, const float *k, const float *v, const int32_t *mask,
-                            const lp_attn_geom *g, int64_t bh, int64_t D, const lp_attn_dropout *drop)
+ALWAYS_INLINE void fwd_head(tiles *w, int64_t ldt, float *pack, bool repack, float *out, float *lse, const float *q,
+                            const float *k, const float *v, const int32_t *mask, const lp_attn_geom *g, int64_t bh,
+                            int64_t D, const lp_attn_dropout *drop)
 {
     const int64_t T = g->T, H = g->H, C = H * D, ldq = g->ldq, ldkv = g->ldkv;
     const int64_t b = bh / H, h = bh % H, kv = h / (H / g->Hkv);
@@ -490,29 +485,15 @@ ALWAYS_INLINE void fwd_head(tiles *w, int64_t ldt, float *pack, bool repack, flo
 
 /* The specializations every head loop dispatches to: constant D and tile stride for the
  * common head sizes, runtime ones otherwise (heap tiles above TMAX). */
-#define LP_ATTN_SPECIALIZE(call_)                                                                            \
-    switch (D) {                                                                                             \
-    case 32: {                                                                                               \
-        const int64_t Dk = 32, ldt = TMAX;                                                                   \
-        call_;                                                                                               \
-    } break;                                                                                                 \
-    case 64: {                                                                                               \
-        const int64_t Dk = 64, ldt = TMAX;                                                                   \
-        call_;                                                                                               \
-    } break;                                                                                                 \
-    case 128: {                                                                                              \
-        const int64_t Dk = 128, ldt = TMAX;                                                                  \
-        call_;                                                                                               \
-    } break;                                                                                                 \
-    default:                                                                                                 \
-        if (D <= TMAX) {                                                                                     \
-            const int64_t Dk = D, ldt = TMAX;                                                                \
-            call_;                                                                                           \
-        } else {                                                                                             \
-            const int64_t Dk = D, ldt = (D + 15) / 16 * 16;                                                  \
-            call_;                                                                                           \
-        }                                                                                                    \
-        break;                                                                                               \
+#define LP_ATTN_SPECIALIZE(call_)                                                      \
+    switch (D) {                                                                       \
+    case 32: { const int64_t Dk = 32, ldt = TMAX; call_; } break;                      \
+    case 64: { const int64_t Dk = 64, ldt = TMAX; call_; } break;                      \
+    case 128: { const int64_t Dk = 128, ldt = TMAX; call_; } break;                    \
+    default:                                                                           \
+        if (D <= TMAX) { const int64_t Dk = D, ldt = TMAX; call_; }                    \
+        else { const int64_t Dk = D, ldt = (D + 15) / 16 * 16; call_; }                \
+        break;                                                                         \
     }
 
 void lp_k_attention_fused_forward_opt(float *out, float *lse, const float *q, const float *k, const float *v,
@@ -550,11 +531,10 @@ void lp_k_attention_fused_forward_opt(float *out, float *lse, const float *q, co
  * that head's own slice of a scratch (dkv_ld, dkv_off) and are summed afterwards. Key
  * blocks are the outer loop so each key/value tile is packed once; dq accumulates in place
  * across them. */
-ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float *dv, int64_t dkv_ld,
-                             int64_t dkv_off, const float *dout, const float *out, const float *lse,
-                             const float *q, const float *k, const float *v, const int32_t *mask,
-                             const lp_attn_geom *g, int64_t bg, int64_t hh0, int64_t hh1, int64_t D,
-                             const lp_attn_dropout *drop)
+ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float *dv, int64_t dkv_ld, int64_t dkv_off,
+                             const float *dout, const float *out, const float *lse, const float *q, const float *k,
+                             const float *v, const int32_t *mask, const lp_attn_geom *g, int64_t bg, int64_t hh0,
+                             int64_t hh1, int64_t D, const lp_attn_dropout *drop)
 {
     const int64_t T = g->T, H = g->H, Hkv = g->Hkv, grp = H / Hkv, C = H * D, ldq = g->ldq, ldkv = g->ldkv;
     const int64_t b = bg / Hkv, kv = bg % Hkv, kvo = b * T * ldkv + kv * D;
@@ -587,8 +567,7 @@ ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float 
                 const int64_t nkb = g->causal && i0 + nq - j0 < nk ? i0 + nq - j0 : nk;
                 float Di[BQ], L[BQ];
                 for (int64_t r = 0; r < nq; r++) {
-                    const float *dor = dout + (b * T + i0 + r) * C + h * D,
-                                *orow = out + (b * T + i0 + r) * C + h * D;
+                    const float *dor = dout + (b * T + i0 + r) * C + h * D, *orow = out + (b * T + i0 + r) * C + h * D;
                     memcpy(w->Qs + r * ldt, qb + (i0 + r) * ldq, (size_t)D * sizeof(float));
                     memcpy(w->dO + r * ldt, dor, (size_t)D * sizeof(float));
                     float s = 0.0f;
@@ -665,16 +644,14 @@ ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float 
 
 void lp_k_attention_fused_backward_opt(float *dq, float *dk, float *dv, const float *dout, const float *out,
                                        const float *lse, const float *q, const float *k, const float *v,
-                                       const int32_t *mask, const lp_attn_geom *g,
-                                       const lp_attn_dropout *drop)
+                                       const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop)
 {
     const int64_t D = g->D, H = g->H, Hkv = g->Hkv, grp = H / Hkv, C = H * D;
     const int nthreads = omp_get_max_threads();
     const int64_t per = D > TMAX ? lp_attention_fused_tile_floats(D) : 0;
     float *heap = NULL;
     if (per) {
-        heap = lp_alloc((size_t)nthreads * (size_t)per * sizeof(float), LP_MEM_CATEGORY_TEMPORARY,
-                        "attention tiles");
+        heap = lp_alloc((size_t)nthreads * (size_t)per * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "attention tiles");
         if (!heap) { /* no memory for the D-sized tiles: the reference needs none */
             lp_k_attention_fused_backward_ref(dq, dk, dv, dout, out, lse, q, k, v, mask, g, drop);
             return;
@@ -695,8 +672,8 @@ void lp_k_attention_fused_backward_opt(float *dq, float *dk, float *dv, const fl
 #pragma omp for schedule(dynamic, 1)
             for (int64_t bh = 0; bh < g->B * H; bh++) {
                 const int64_t bg = bh / grp, hh = bh % grp, off = (bh % H) * D;
-                LP_ATTN_SPECIALIZE(bwd_group(&w, ldt, dq, pk, pv, C, off, dout, out, lse, q, k, v, mask, g,
-                                             bg, hh, hh + 1, Dk, drop))
+                LP_ATTN_SPECIALIZE(bwd_group(&w, ldt, dq, pk, pv, C, off, dout, out, lse, q, k, v, mask, g, bg, hh,
+                                             hh + 1, Dk, drop))
             }
             /* dk, dv (B,T,Hkv,D) = the sums over each group's heads */
 #pragma omp for schedule(static)
@@ -714,8 +691,8 @@ void lp_k_attention_fused_backward_opt(float *dq, float *dk, float *dv, const fl
         } else {
 #pragma omp for schedule(dynamic, 1)
             for (int64_t bg = 0; bg < g->B * Hkv; bg++)
-                LP_ATTN_SPECIALIZE(bwd_group(&w, ldt, dq, dk, dv, g->ldkv, (bg % Hkv) * D, dout, out, lse, q,
-                                             k, v, mask, g, bg, 0, grp, Dk, drop))
+                LP_ATTN_SPECIALIZE(bwd_group(&w, ldt, dq, dk, dv, g->ldkv, (bg % Hkv) * D, dout, out, lse, q, k, v,
+                                             mask, g, bg, 0, grp, Dk, drop))
         }
     }
     lp_free(part);
