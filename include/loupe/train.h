@@ -67,6 +67,13 @@ typedef struct lp_train_config {
     const char *text_column, *text_pair_column, *label_column; /* NULL: auto */
     double eval_split;          /* --eval-split X in (0,1): validation = a seeded X of --train (overrides --eval) */
     bool skip_bad_rows;         /* --skip-bad-rows: drop malformed rows, count and report them */
+    /* instruction tuning (causal LM, JSONL): the layout (NULL or "auto": from the first row's
+     * keys; text, prompt-response, alpaca, messages), loss on responses only (-1: TRL's SFT
+     * default, on for prompt/response and alpaca rows, off for messages and text; 0; 1), and
+     * several samples per --max-seq-len row */
+    const char *data_format;
+    int train_on_responses;
+    bool packing;
     lp_train_method method;
     lp_model_task task;         /* --task: AUTO (the architecture decides), SEQ_CLS or CAUSAL_LM */
     int64_t epochs;             /* default 2 */

@@ -84,9 +84,22 @@ static void mem_now(int64_t *cur, int64_t *peak, int64_t *rss)
 /* The batch's token type ids for a model that reads them (BERT), else NULL: decoders take none. */
 static const int32_t *type_ids_of(const run *R) { return R->type_ids ? R->batch.token_type_ids : NULL; }
 
+/* The tokens a causal LM's loss counts in a batch: token t of a row is predicted from t-1 of
+ * the same sample (packing) when its label is not -100. */
+static int64_t predicted_tokens(const lp_batch *b)
+{
+    int64_t n = 0;
+    for (int32_t r = 0; r < b->B; r++)
+        for (int32_t t = 1; t < b->T; t++) {
+            const int64_t i = (int64_t)r * b->T + t;
+            n += b->attention_mask[i] && b->attention_mask[i] == b->attention_mask[i - 1] && b->lm_labels[i] != -100;
+        }
+    return n;
+}
+
 /* A causal LM's eval: the token-weighted mean loss over every predicted token (each row of
- * len real tokens predicts len-1: the model shifts the labels), so batches of short rows do
- * not weigh more than their tokens. */
+ * len real tokens predicts len-1: the model shifts the labels; fewer under response-only
+ * labels), so batches of short rows do not weigh more than their tokens. */
 static lp_status evaluate_lm(run *R, double *loss, double *ppl)
 {
     const lp_encoded_dataset *e = &R->d.eeval;
@@ -102,8 +115,8 @@ static lp_status evaluate_lm(run *R, double *loss, double *ppl)
             rows[i] = s + i;
         if ((st = lp_batch_fill(&R->batch, e, rows, n, 0)) != LP_OK)
             break;
-        int64_t predicted = R->batch.n_tokens - n;
-        if (predicted < 1) /* one-token rows predict nothing */
+        int64_t predicted = predicted_tokens(&R->batch);
+        if (predicted < 1) /* one-token rows (or no response token) predict nothing */
             continue;
         float l;
         st = lp_model_loss_forward(R->model, R->batch.input_ids, R->batch.attention_mask, type_ids_of(R),
