@@ -74,6 +74,8 @@ typedef struct lp_train_config {
     const char *data_format;
     int train_on_responses;
     bool packing;
+    bool exact_match;           /* --exact-match (default on): greedy exact match on prompt/response
+                                 * eval rows, before training and after */
     lp_train_method method;
     lp_model_task task;         /* --task: AUTO (the architecture decides), SEQ_CLS or CAUSAL_LM */
     int64_t epochs;             /* default 2 */

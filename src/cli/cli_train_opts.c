@@ -23,7 +23,7 @@ enum {
     O_NO_PROGRESS, O_LOG_EVERY, O_QUIET, O_PROFILE, O_P_WAIT, O_P_WARMUP, O_P_ACTIVE, O_P_REPEAT, O_MEMLOG,
     O_LORA_DROPOUT, O_RSLORA, O_SKIP_BAD, O_EVAL_SPLIT, O_BASE_DTYPE, O_ADAPTER, O_SAVE_ADAPTER, O_MERGE,
     O_EXPORT_TRACE, O_EXPORT_MEMTL, O_WITH_STACK, O_RECORD_SHAPES, O_INJECT_NAN, O_PEAK, O_GRAD_CKPT, O_TASK, O_OVERWRITE,
-    O_ANOMALY, O_DATA, O_DATA_FORMAT, O_RESPONSES, O_NO_RESPONSES, O_PACKING, O_HELP
+    O_ANOMALY, O_DATA, O_DATA_FORMAT, O_RESPONSES, O_NO_RESPONSES, O_PACKING, O_EXACT_MATCH, O_HELP
 };
 
 static const struct option opts[] = {
@@ -40,6 +40,7 @@ static const struct option opts[] = {
     {"train-on-responses", optional_argument, NULL, O_RESPONSES},
     {"no-train-on-responses", no_argument, NULL, O_NO_RESPONSES},
     {"packing", optional_argument, NULL, O_PACKING},
+    {"exact-match", optional_argument, NULL, O_EXACT_MATCH},
     {"task", required_argument, NULL, O_TASK},
     {"method", required_argument, NULL, O_METHOD},
     {"rank", required_argument, NULL, O_RANK},
@@ -121,6 +122,8 @@ static void usage(const char *cmd, bool profile)
            "  --train-on-responses[=BOOL], --no-train-on-responses  loss on assistant tokens only\n"
            "                         (default as TRL's SFT trainer: on for prompt/response and alpaca)\n"
            "  --packing[=BOOL]       several samples per --max-seq-len row, attention kept inside each\n"
+           "  --exact-match[=BOOL]   greedy answers to prompt/response eval rows scored before and after\n"
+           "                         training (default on; written to exact_match.json)\n"
            "  --task auto|seq-cls|causal-lm  what to train (auto: the architecture decides; seq-cls\n"
            "                         puts a classification head on a causal-LM checkpoint)\n"
            "Training:\n"
@@ -295,6 +298,7 @@ static int apply(const char *cmd, lp_train_config *c, int id, const char *flag, 
     case O_RESPONSES: BOOL(c->train_on_responses); break;
     case O_NO_RESPONSES: c->train_on_responses = 0; break;
     case O_PACKING: BOOL(c->packing); break;
+    case O_EXACT_MATCH: BOOL(c->exact_match); break;
     case O_TASK:
         if (lp_train_task_parse(v, &c->task) != LP_OK)
             return lp_cli_usage_error(cmd, "%s", lp_err_msg());

@@ -185,6 +185,12 @@ void lp_train_data_free(lp_train_data *d)
     lp_dataset_free(&d->eval);
     lp_sft_free(&d->strain);
     lp_sft_free(&d->seval);
+    for (int64_t i = 0; d->em_want && i < d->em_n; i++)
+        free(d->em_want[i]);
+    free(d->em_want);
+    free(d->em_off);
+    free(d->em_ids);
+    free(d->em_budget);
     lp_tokenizer_free(d->tok);
     memset(d, 0, sizeof *d);
 }

@@ -32,6 +32,7 @@ typedef struct run {
     lp_prof_facts pf;
     bool prof_on;
     double t_start, elapsed0;
+    int64_t em_before;          /* exact-match hits before training; -1 not measured */
 } run;
 
 /* models/default keeps the seed its weights are drawn from in config.json. */
@@ -391,6 +392,42 @@ static lp_status setup(run *R, const lp_train_config *c, char *resumed, size_t r
     return LP_OK;
 }
 
+/* Greedy exact match on the eval prompts: "before" at step 0, "after" at the end; both go
+ * to stderr and exact_match.json. */
+static lp_status exact_match(run *R, bool after)
+{
+    if (!R->c->exact_match || !R->d.em_n)
+        return LP_OK;
+    int64_t hits = 0;
+    double t0 = lp_train_now_s();
+    lp_status st = lp_train_exact_match(R->model, &R->d, &hits);
+    if (st != LP_OK)
+        return lp_err_wrap(st, "exact match on %s", R->d.eval.source);
+    const double secs = lp_train_now_s() - t0, n = (double)R->d.em_n;
+    if (!after) {
+        R->em_before = hits;
+        if (!R->c->quiet)
+            fprintf(stderr, "exact match before training: %lld/%lld (%.1f%%, %.1f s)\n", (long long)hits,
+                    (long long)R->d.em_n, 100.0 * (double)hits / n, secs);
+        return LP_OK;
+    }
+    if (!R->c->quiet)
+        fprintf(stderr, "exact match after training: %lld/%lld (%.1f%%, %.1f s)\n", (long long)hits,
+                (long long)R->d.em_n, 100.0 * (double)hits / n, secs);
+    char p[1100];
+    snprintf(p, sizeof p, "%s/exact_match.json", R->run_dir);
+    lp_atomic_file f;
+    if ((st = lp_atomic_open(&f, p)) != LP_OK)
+        return st;
+    fprintf(f.fp, "{\"eval_file\": \"%s\", \"scored\": %lld, \"after\": %lld, \"after_rate\": %.6f", R->d.eval.source,
+            (long long)R->d.em_n, (long long)hits, (double)hits / n);
+    if (R->em_before >= 0)
+        fprintf(f.fp, ", \"before\": %lld, \"before_rate\": %.6f", (long long)R->em_before,
+                (double)R->em_before / n);
+    fprintf(f.fp, "}\n");
+    return lp_atomic_commit(&f);
+}
+
 static void make_run_id(char *buf, size_t cap)
 {
     time_t t = time(NULL);
@@ -401,7 +438,7 @@ static void make_run_id(char *buf, size_t cap)
 
 lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
 {
-    run R = {.c = c};
+    run R = {.c = c, .em_before = -1};
     memset(res, 0, sizeof *res);
     res->eval_loss = res->eval_accuracy = res->eval_macro_f1 = res->eval_perplexity = NAN;
     char resumed[1024] = "";
@@ -442,6 +479,9 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
         peak_src = "lp_peak_fma_gflops";
         peak = lp_peak_fma_gflops(0.25);
     }
+
+    if (cs.step == 0 && (st = exact_match(&R, false)) != LP_OK)
+        goto done;
 
     if (c->profile) {
         lp_prof_config pc;
@@ -561,6 +601,8 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
         st = ws != LP_OK ? ws : lp_err(step_st, "%s", step_msg);
         goto done;
     }
+    if (!res->interrupted && (st = exact_match(&R, true)) != LP_OK)
+        goto done;
     if ((st = write_run_files(&R, res->interrupted, stop_reason, peak, peak_src)) != LP_OK)
         goto done;
     res->steps = step;

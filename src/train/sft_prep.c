@@ -158,6 +158,51 @@ static lp_status encode_one(lp_train_data *d, const lp_train_config *c, const ch
     return st;
 }
 
+/* The exact-match prompts of the eval rows (prompt/response and alpaca: user then assistant). */
+static lp_status prepare_exact_match(lp_train_data *d, sft_codec *codec, int32_t max_len)
+{
+    const lp_sft_dataset *ds = &d->seval;
+    if (ds->format != LP_SFT_FORMAT_PROMPT_RESPONSE && ds->format != LP_SFT_FORMAT_ALPACA)
+        return LP_OK;
+    d->em_off = calloc((size_t)ds->n + 1, sizeof *d->em_off);
+    d->em_want = calloc((size_t)ds->n, sizeof *d->em_want);
+    d->em_budget = calloc((size_t)ds->n, sizeof *d->em_budget);
+    if (!d->em_off || !d->em_want || !d->em_budget)
+        return lp_err(LP_STATUS_NO_MEMORY, "exact match: out of memory");
+    int32_t *ids = NULL, *ans = NULL;
+    size_t cap = 0, cap_ans = 0, used = 0;
+    lp_status st = LP_OK;
+    for (int64_t i = 0; st == LP_OK && i < ds->n; i++) {
+        const lp_sft_turn *t = ds->turns + ds->first[i];
+        char *text = NULL;
+        size_t len = 0, n = 0, na = 0;
+        if ((st = codec_render(codec, t, 1, 1, &text, &len)) != LP_OK)
+            break;
+        st = codec_tokenize(codec, text, len, &ids, &n, &cap);
+        free(text);
+        if (st == LP_OK)
+            st = codec_tokenize(codec, t[1].content, strlen(t[1].content), &ans, &na, &cap_ans);
+        if (st != LP_OK)
+            break;
+        if ((int64_t)n >= max_len) // no room to answer within --max-seq-len: not scored
+            continue;
+        int32_t *grown = realloc(d->em_ids, (used + n) * sizeof *grown);
+        if (!grown || !(d->em_want[d->em_n] = strdup(t[1].content))) {
+            d->em_ids = grown ? grown : d->em_ids;
+            st = lp_err(LP_STATUS_NO_MEMORY, "exact match: out of memory");
+            break;
+        }
+        d->em_ids = grown;
+        memcpy(d->em_ids + used, ids, n * sizeof *ids);
+        used += n;
+        d->em_budget[d->em_n] = (int32_t)na + 8 < max_len - (int32_t)n ? (int32_t)na + 8 : max_len - (int32_t)n;
+        d->em_off[++d->em_n] = (int64_t)used;
+    }
+    free(ids);
+    free(ans);
+    return st;
+}
+
 lp_status lp_train_sft_load(lp_train_data *d, const lp_train_config *c, int32_t max_len, int32_t pad)
 {
     lp_sft_format f = LP_SFT_FORMAT_AUTO;
@@ -179,6 +224,8 @@ lp_status lp_train_sft_load(lp_train_data *d, const lp_train_config *c, int32_t 
         ce.packing = false;
         st = encode_one(d, &ce, c->eval_file, d->strain.format, &codec, c->train_on_responses, max_len, pad,
                         &d->seval, &d->eeval, &d->eval);
+        if (st == LP_OK && c->exact_match)
+            st = prepare_exact_match(d, &codec, max_len);
     }
     d->sft_responses = c->train_on_responses >= 0 ? c->train_on_responses
                                                   : d->strain.format == LP_SFT_FORMAT_PROMPT_RESPONSE ||

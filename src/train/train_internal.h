@@ -89,7 +89,20 @@ typedef struct lp_train_data {
                                  * only their names and counts */
     int sft_responses;          /* loss on responses only (resolved) */
     lp_sft_dataset strain, seval;
+    /* exact match on prompt/response eval rows: row i's prompt (rendered with the generation
+     * prompt, tokenized) is em_ids[em_off[i] .. em_off[i+1]), its answer em_want[i] */
+    int64_t em_n;
+    int64_t *em_off;
+    int32_t *em_ids;
+    char **em_want;
+    int32_t *em_budget; /* (em_n) tokens to generate at most: the answer's own + 8 */
 } lp_train_data;
+
+/* Greedy exact match (exact_match.c): for each eval prompt, tokens chosen by argmax until a
+ * special token (EOS, end of turn) or the budget; a hit when the decoded text, stripped of
+ * surrounding whitespace, equals the answer stripped. Each token recomputes the whole
+ * sequence (no KV cache): a small stand-in until the generate API takes over. */
+LP_WARN_UNUSED lp_status lp_train_exact_match(lp_model *m, const lp_train_data *d, int64_t *hits);
 
 /* Whether c's data goes through the instruction-tuning path: --packing, --train-on-responses,
  * a --data-format, or a JSONL file whose first row has "prompt", "instruction" or "messages". */

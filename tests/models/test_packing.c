@@ -5,7 +5,7 @@
  * (tied embeddings, GQA, RoPE: attention across samples or a token predicting the next
  * sample's first moves the loss by 1e-2 or more). RoPE scores depend on i - j only, so
  * restarting positions per sample (as transformers' position_ids do under packing) changes
- * nothing here beyond rounding; test_data_sft holds the position ids themselves. */
+ * nothing here beyond rounding; test_data_sft holds the position ids themselves.
  *
  * Tolerance: the packed and padded runs sum in other orders (other GEMM shapes, other
  * attention tiles), so the loss is held to 2e-5 relative and each gradient to 1e-4 normwise
