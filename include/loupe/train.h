@@ -156,6 +156,11 @@ typedef struct lp_train_result {
                                                      * and F1 always NaN for a causal LM) */
     double eval_perplexity;     /* causal LM: exp(token-weighted mean eval loss); NaN otherwise */
     bool interrupted;
+    /* HF Trainer's train metrics (what trainer.train() returns and SFTTrainer runs print; also
+     * train_results.json): seconds of the whole run, samples and optimizer steps per second
+     * (samples: rows, a packed row counting once, as the Trainer counts its dataset's rows),
+     * the mean of every step's loss, epochs done (fractional) */
+    double train_runtime, train_samples_per_second, train_steps_per_second, train_loss, epoch;
 } lp_train_result;
 
 /* Runs a training job as configured. On success and on LP_STATUS_INTERRUPTED (SIGINT:

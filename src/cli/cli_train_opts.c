@@ -579,6 +579,10 @@ int lp_cli_train_main(const char *cmd, int argc, char **argv, bool profile)
         else if (!isnan(r.eval_accuracy))
             printf(", eval loss %.4f, accuracy %.4f, macro-F1 %.4f", r.eval_loss, r.eval_accuracy, r.eval_macro_f1);
         printf("\n");
+        if (st == LP_OK) // the line HF Trainer prints at the end of train(), as seed 003 shows it
+            printf("{'train_runtime': %.4f, 'train_samples_per_second': %.3f, 'train_steps_per_second': %.3f, "
+                   "'train_loss': %.10g, 'epoch': %.4g}\n",
+                   r.train_runtime, r.train_samples_per_second, r.train_steps_per_second, r.train_loss, r.epoch);
         if (c.profile && st == LP_OK)
             printf("profiler: %s/profiler/\n", r.run_dir);
         rc = st == LP_OK ? LP_EXIT_OK : 130;

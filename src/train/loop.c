@@ -428,6 +428,32 @@ static lp_status exact_match(run *R, bool after)
     return lp_atomic_commit(&f);
 }
 
+/* HF Trainer's train metrics beside loupe's own (seed 003 prints them): train_results.json
+ * with the keys trainer.save_metrics("train") writes. */
+static lp_status trainer_metrics(run *R, lp_train_result *res)
+{
+    double loss = 0, samples = 0;
+    for (size_t i = 0; i < R->h.n_steps; i++)
+        loss += R->h.steps[i].loss, samples += (double)R->h.steps[i].samples;
+    const double rt = R->elapsed0 + lp_train_now_s() - R->t_start, n = (double)R->h.n_steps;
+    res->train_runtime = rt;
+    res->train_samples_per_second = rt > 0 ? samples / rt : 0;
+    res->train_steps_per_second = rt > 0 ? n / rt : 0;
+    res->train_loss = n > 0 ? loss / n : NAN;
+    res->epoch = R->steps_per_epoch > 0 ? (double)res->steps / (double)R->steps_per_epoch : 0;
+    char p[1100];
+    snprintf(p, sizeof p, "%s/train_results.json", R->run_dir);
+    lp_atomic_file f;
+    lp_status st = lp_atomic_open(&f, p);
+    if (st != LP_OK)
+        return st;
+    fprintf(f.fp,
+            "{\n    \"epoch\": %.4f,\n    \"train_loss\": %.6f,\n    \"train_runtime\": "
+            "%.4f,\n    \"train_samples_per_second\": %.3f,\n    \"train_steps_per_second\": %.3f\n}\n",
+            res->epoch, res->train_loss, rt, res->train_samples_per_second, res->train_steps_per_second);
+    return lp_atomic_commit(&f);
+}
+
 static void make_run_id(char *buf, size_t cap)
 {
     time_t t = time(NULL);
@@ -607,6 +633,8 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
         goto done;
     res->steps = step;
     res->final_loss = R.h.n_steps ? R.h.steps[R.h.n_steps - 1].loss : NAN;
+    if ((st = trainer_metrics(&R, res)) != LP_OK)
+        goto done;
     res->task = R.task;
     for (size_t i = 0; i < R.h.n_epochs; i++)
         if (!isnan(R.h.epochs[i].eval_loss)) {
