@@ -195,7 +195,9 @@ static lp_status prepare_exact_match(lp_train_data *d, sft_codec *codec, int32_t
         d->em_ids = grown;
         memcpy(d->em_ids + used, ids, n * sizeof *ids);
         used += n;
-        d->em_budget[d->em_n] = (int32_t)na + 8 < max_len - (int32_t)n ? (int32_t)na + 8 : max_len - (int32_t)n;
+        // the answer's own tokens and two more (the stop token, one of slack): a longer answer
+        // cannot match, and every extra token is a whole forward pass
+        d->em_budget[d->em_n] = (int32_t)na + 2 < max_len - (int32_t)n ? (int32_t)na + 2 : max_len - (int32_t)n;
         d->em_off[++d->em_n] = (int64_t)used;
     }
     free(ids);

@@ -95,7 +95,7 @@ typedef struct lp_train_data {
     int64_t *em_off;
     int32_t *em_ids;
     char **em_want;
-    int32_t *em_budget; /* (em_n) tokens to generate at most: the answer's own + 8 */
+    int32_t *em_budget; /* (em_n) tokens to generate at most: the answer's own + 2 */
 } lp_train_data;
 
 /* Greedy exact match (exact_match.c): for each eval prompt, tokens chosen by argmax until a
