@@ -139,8 +139,9 @@ static lp_status read_row(sft_build *b, const cJSON *obj, char *why, size_t cap)
         return LP_STATUS_FORMAT;
     }
     if (!cJSON_IsArray(msgs) || !cJSON_GetArraySize(msgs)) {
-        snprintf(why, cap, cJSON_IsArray(msgs) ? "empty conversation (\"messages\" has no message)"
-                                               : "\"messages\" is not an array");
+        snprintf(why, cap,
+                 cJSON_IsArray(msgs) ? "empty conversation (\"messages\" has no message)"
+                                     : "\"messages\" is not an array");
         return LP_STATUS_FORMAT;
     }
     int i = 0;
@@ -157,8 +158,8 @@ static lp_status read_row(sft_build *b, const cJSON *obj, char *why, size_t cap)
             if (!strcmp(role, role_names[k]))
                 r = (lp_sft_role)k;
         if (r == LP_SFT_ROLE_TEXT) {
-            snprintf(why, cap, "message %d has unknown role \"%.40s\" (expected system, user or assistant)", i + 1,
-                     role);
+            snprintf(why, cap, "message %d has unknown role \"%.40s\" (expected system, user or assistant)",
+                     i + 1, role);
             return LP_STATUS_FORMAT;
         }
         lp_status st = add_turn(b, r, content, NULL, NULL);
@@ -223,10 +224,11 @@ lp_status lp_sft_load_buffer(const char *name, const char *buf, size_t len, lp_s
         }
         if (ds->format == LP_SFT_FORMAT_AUTO && (ds->format = detect(obj)) == LP_SFT_FORMAT_AUTO) {
             cJSON_Delete(obj);
-            return lp_err(LP_STATUS_FORMAT,
-                          "%s:%lld: no key to tell the data format by (\"text\", \"prompt\", \"instruction\" or "
-                          "\"messages\"); name it with --data-format",
-                          ds->source, (long long)line);
+            return lp_err(
+                LP_STATUS_FORMAT,
+                "%s:%lld: no key to tell the data format by (\"text\", \"prompt\", \"instruction\" or "
+                "\"messages\"); name it with --data-format",
+                ds->source, (long long)line);
         }
         char why[256];
         lp_status st = read_row(&b, obj, why, sizeof why);

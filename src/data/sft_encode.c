@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-lp_status lp_sft_render_plain(void *ctx, const lp_sft_turn *turns, int32_t n, int add_generation_prompt, char **out,
-                              size_t *len)
+lp_status lp_sft_render_plain(void *ctx, const lp_sft_turn *turns, int32_t n, int add_generation_prompt,
+                              char **out, size_t *len)
 {
     (void)add_generation_prompt; // the assistant's text follows the user's newline directly
     const char *eos = ctx ? (const char *)ctx : "";
@@ -23,7 +23,9 @@ lp_status lp_sft_render_plain(void *ctx, const lp_sft_turn *turns, int32_t n, in
         size_t l = strlen(turns[i].content);
         memcpy(p, turns[i].content, l);
         p += l;
-        const char *end = turns[i].role == LP_SFT_ROLE_TEXT ? "" : turns[i].role == LP_SFT_ROLE_ASSISTANT ? eos : "\n";
+        const char *end = turns[i].role == LP_SFT_ROLE_TEXT        ? ""
+                          : turns[i].role == LP_SFT_ROLE_ASSISTANT ? eos
+                                                                   : "\n";
         memcpy(p, end, strlen(end));
         p += strlen(end);
     }
@@ -53,8 +55,8 @@ static lp_status prefix_tokens(const lp_sft_codec *c, const lp_sft_turn *turns, 
     lp_status st = c->render(c->ctx, turns, n, gen, &text, &len);
     if (st != LP_OK)
         return st;
-    while (trim && len && (text[len - 1] == ' ' || text[len - 1] == '\n' || text[len - 1] == '\t' ||
-                           text[len - 1] == '\r'))
+    while (trim && len &&
+           (text[len - 1] == ' ' || text[len - 1] == '\n' || text[len - 1] == '\t' || text[len - 1] == '\r'))
         len--;
     st = c->tokenize(c->ctx, text, len, tmp, &nt, cap);
     free(text);
@@ -64,8 +66,8 @@ static lp_status prefix_tokens(const lp_sft_codec *c, const lp_sft_turn *turns, 
 }
 
 /* Labels of one conversation: -100 everywhere but the assistant spans (lab has nf entries). */
-static lp_status response_labels(const lp_sft_codec *c, const lp_sft_turn *turns, int32_t n, const int32_t *full,
-                                 size_t nf, int32_t *lab, int32_t **tmp, size_t *cap)
+static lp_status response_labels(const lp_sft_codec *c, const lp_sft_turn *turns, int32_t n,
+                                 const int32_t *full, size_t nf, int32_t *lab, int32_t **tmp, size_t *cap)
 {
     for (size_t t = 0; t < nf; t++)
         lab[t] = -100;
@@ -111,14 +113,16 @@ lp_status lp_sft_encode(const lp_sft_dataset *ds, const lp_sft_codec *codec, int
 {
     memset(out, 0, sizeof *out);
     if (max_len < 1)
-        return lp_err(LP_STATUS_INVALID_ARG, "%s: max sequence length %d is below 1", ds->source, (int)max_len);
+        return lp_err(LP_STATUS_INVALID_ARG, "%s: max sequence length %d is below 1", ds->source,
+                      (int)max_len);
     out->max_len = max_len;
     out->pad_id = pad_id;
     out->offsets = calloc((size_t)ds->n + 1, sizeof *out->offsets);
     out->full_len = calloc((size_t)ds->n + 1, sizeof *out->full_len);
     int32_t *full = NULL, *tmp = NULL, *lab = NULL;
     size_t cap = 0, cap_full = 0, cap_tmp = 0, cap_lab = 0, used = 0;
-    lp_status st = out->offsets && out->full_len ? LP_OK : lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", ds->source);
+    lp_status st =
+        out->offsets && out->full_len ? LP_OK : lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", ds->source);
     for (int64_t i = 0; st == LP_OK && i < ds->n; i++) {
         const lp_sft_turn *turns = ds->turns + ds->first[i];
         const int32_t nt = (int32_t)(ds->first[i + 1] - ds->first[i]);
@@ -150,10 +154,10 @@ lp_status lp_sft_encode(const lp_sft_dataset *ds, const lp_sft_codec *codec, int
             if (!out->n_skipped++) {
                 char why[512];
                 snprintf(why, sizeof why, "%s:%lld: %s", ds->source, (long long)ds->lines[i],
-                         nf == 0           ? "renders to no tokens"
-                         : keep < nf       ? "no response token left within --max-seq-len"
-                         : masked          ? "no response token to train on"
-                                           : "a single token: nothing to predict");
+                         nf == 0     ? "renders to no tokens"
+                         : keep < nf ? "no response token left within --max-seq-len"
+                         : masked    ? "no response token to train on"
+                                     : "a single token: nothing to predict");
                 out->skip_reason = strdup(why);
             }
             continue;
@@ -173,8 +177,8 @@ lp_status lp_sft_encode(const lp_sft_dataset *ds, const lp_sft_codec *codec, int
     free(tmp);
     free(lab);
     if (st == LP_OK && !out->n)
-        st = lp_err(LP_STATUS_INVALID_ARG, "%s: no row left to train on (%lld skipped; the first: %s)", ds->source,
-                    (long long)out->n_skipped, out->skip_reason ? out->skip_reason : "?");
+        st = lp_err(LP_STATUS_INVALID_ARG, "%s: no row left to train on (%lld skipped; the first: %s)",
+                    ds->source, (long long)out->n_skipped, out->skip_reason ? out->skip_reason : "?");
     if (st != LP_OK)
         lp_encoded_dataset_free(out);
     return st;
@@ -186,7 +190,8 @@ lp_status lp_sft_pack(const lp_encoded_dataset *in, int32_t max_len, lp_encoded_
     const int64_t nt = in->offsets[in->n];
     out->max_len = max_len;
     out->pad_id = in->pad_id;
-    out->n_truncated = in->n_truncated, out->n_dropped_tokens = in->n_dropped_tokens, out->n_skipped = in->n_skipped;
+    out->n_truncated = in->n_truncated, out->n_dropped_tokens = in->n_dropped_tokens,
+    out->n_skipped = in->n_skipped;
     out->offsets = calloc((size_t)in->n + 1, sizeof *out->offsets);
     out->full_len = calloc((size_t)in->n + 1, sizeof *out->full_len);
     out->ids = malloc((size_t)(nt ? nt : 1) * sizeof *out->ids);
@@ -211,8 +216,9 @@ lp_status lp_sft_pack(const lp_encoded_dataset *in, int32_t max_len, lp_encoded_
         const int64_t a = in->offsets[i], len = in->offsets[i + 1] - a;
         if (len > max_len) {
             lp_encoded_dataset_free(out);
-            return lp_err(LP_STATUS_INVALID_ARG, "packing: sample %lld has %lld tokens, above the row length %d",
-                          (long long)i, (long long)len, (int)max_len);
+            return lp_err(LP_STATUS_INVALID_ARG,
+                          "packing: sample %lld has %lld tokens, above the row length %d", (long long)i,
+                          (long long)len, (int)max_len);
         }
         if (a + len - row_start > max_len) { // does not fit: close the row
             out->full_len[out->n] = (int32_t)(a - row_start);

@@ -9,7 +9,8 @@
 #include "train_internal.h"
 
 /* The argmax of the last position's logits for ids[0..n). */
-static lp_status next_token(lp_model *m, const int32_t *ids, int32_t n, float *logits, int64_t V, int32_t *out)
+static lp_status next_token(lp_model *m, const int32_t *ids, int32_t n, float *logits, int64_t V,
+                            int32_t *out)
 {
     lp_status st = lp_model_forward(m, ids, NULL, NULL, 1, n, logits);
     if (st != LP_OK)
@@ -28,7 +29,8 @@ static bool is_special(const lp_tokenizer *tok, int32_t id)
 {
     char *with = NULL, *without = NULL;
     bool special = false;
-    if (lp_tokenizer_decode(tok, &id, 1, 0, &with) == LP_OK && lp_tokenizer_decode(tok, &id, 1, 1, &without) == LP_OK)
+    if (lp_tokenizer_decode(tok, &id, 1, 0, &with) == LP_OK &&
+        lp_tokenizer_decode(tok, &id, 1, 1, &without) == LP_OK)
         special = *with && !*without;
     free(with);
     free(without);

@@ -18,7 +18,8 @@ typedef struct sft_codec {
     bool specials; /* the last render was plain text: the tokenizer adds its specials (BOS) */
 } sft_codec;
 
-static lp_status codec_render(void *ctx, const lp_sft_turn *turns, int32_t n, int gen, char **out, size_t *len)
+static lp_status codec_render(void *ctx, const lp_sft_turn *turns, int32_t n, int gen, char **out,
+                              size_t *len)
 {
     sft_codec *c = ctx;
     // a template writes its own BOS; text rows and the plain format get the tokenizer's, as
@@ -41,13 +42,15 @@ static lp_status codec_render(void *ctx, const lp_sft_turn *turns, int32_t n, in
     cJSON_Delete(arr);
     if (!js)
         return lp_err(LP_STATUS_NO_MEMORY, "chat template: out of memory");
-    lp_chat_vars v = {.messages_json = js, .bos_token = c->bos, .eos_token = c->eos, .add_generation_prompt = gen};
+    lp_chat_vars v = {
+        .messages_json = js, .bos_token = c->bos, .eos_token = c->eos, .add_generation_prompt = gen};
     lp_status st = lp_chat_template_render(c->tmpl, &v, out, len);
     free(js);
     return st;
 }
 
-static lp_status codec_tokenize(void *ctx, const char *text, size_t len, int32_t **ids, size_t *n, size_t *cap)
+static lp_status codec_tokenize(void *ctx, const char *text, size_t len, int32_t **ids, size_t *n,
+                                size_t *cap)
 {
     sft_codec *c = ctx;
     lp_encode_opts o = lp_encode_opts_default();
@@ -106,7 +109,8 @@ bool lp_train_sft_wanted(const lp_train_config *c)
         if (strspn(line, " \t\r\n") == strlen(line))
             continue;
         cJSON *o = cJSON_Parse(line);
-        sft = o && (cJSON_GetObjectItemCaseSensitive(o, "messages") || cJSON_GetObjectItemCaseSensitive(o, "prompt") ||
+        sft = o && (cJSON_GetObjectItemCaseSensitive(o, "messages") ||
+                    cJSON_GetObjectItemCaseSensitive(o, "prompt") ||
                     cJSON_GetObjectItemCaseSensitive(o, "instruction"));
         cJSON_Delete(o);
         break;
@@ -119,12 +123,13 @@ bool lp_train_sft_wanted(const lp_train_config *c)
 static void report(const lp_encoded_dataset *e, const char *source, int32_t max_len)
 {
     if (e->n_truncated)
-        fprintf(stderr, "loupe: %s: %lld sample%s truncated to --max-seq-len %d (%lld tokens dropped)\n", source,
-                (long long)e->n_truncated, e->n_truncated == 1 ? "" : "s", (int)max_len,
+        fprintf(stderr, "loupe: %s: %lld sample%s truncated to --max-seq-len %d (%lld tokens dropped)\n",
+                source, (long long)e->n_truncated, e->n_truncated == 1 ? "" : "s", (int)max_len,
                 (long long)e->n_dropped_tokens);
     if (e->n_skipped)
-        fprintf(stderr, "warning: %s: skipped %lld sample%s with no token to train on (the first: %s)\n", source,
-                (long long)e->n_skipped, e->n_skipped == 1 ? "" : "s", e->skip_reason ? e->skip_reason : "?");
+        fprintf(stderr, "warning: %s: skipped %lld sample%s with no token to train on (the first: %s)\n",
+                source, (long long)e->n_skipped, e->n_skipped == 1 ? "" : "s",
+                e->skip_reason ? e->skip_reason : "?");
 }
 
 static lp_status encode_one(lp_train_data *d, const lp_train_config *c, const char *path, lp_sft_format f,
@@ -138,8 +143,9 @@ static lp_status encode_one(lp_train_data *d, const lp_train_config *c, const ch
     if (ds->format == LP_SFT_FORMAT_MESSAGES && !codec->tmpl)
         return lp_err(LP_STATUS_INVALID_ARG, "%s: chat messages need a chat template, and %s has none", path,
                       c->model_dir);
-    int on = responses >= 0 ? responses
-                            : ds->format == LP_SFT_FORMAT_PROMPT_RESPONSE || ds->format == LP_SFT_FORMAT_ALPACA;
+    int on = responses >= 0
+                 ? responses
+                 : ds->format == LP_SFT_FORMAT_PROMPT_RESPONSE || ds->format == LP_SFT_FORMAT_ALPACA;
     lp_sft_codec sc = {codec, codec_render, codec_tokenize};
     lp_encoded_dataset e;
     if ((st = lp_sft_encode(ds, &sc, max_len, on, pad, &e)) != LP_OK)
@@ -197,7 +203,8 @@ static lp_status prepare_exact_match(lp_train_data *d, sft_codec *codec, int32_t
         used += n;
         // the answer's own tokens and two more (the stop token, one of slack): a longer answer
         // cannot match, and every extra token is a whole forward pass
-        d->em_budget[d->em_n] = (int32_t)na + 2 < max_len - (int32_t)n ? (int32_t)na + 2 : max_len - (int32_t)n;
+        d->em_budget[d->em_n] =
+            (int32_t)na + 2 < max_len - (int32_t)n ? (int32_t)na + 2 : max_len - (int32_t)n;
         d->em_off[++d->em_n] = (int64_t)used;
     }
     free(ids);
@@ -217,8 +224,8 @@ lp_status lp_train_sft_load(lp_train_data *d, const lp_train_config *c, int32_t 
     codec.bos = lp_tokenizer_id_to_token(d->tok, lp_tokenizer_special_id(d->tok, LP_SPECIAL_BOS));
     codec.eos = lp_tokenizer_id_to_token(d->tok, lp_tokenizer_special_id(d->tok, LP_SPECIAL_EOS));
     d->sft = true;
-    st = encode_one(d, c, c->train_file, f, &codec, c->train_on_responses, max_len, pad, &d->strain, &d->etrain,
-                    &d->train);
+    st = encode_one(d, c, c->train_file, f, &codec, c->train_on_responses, max_len, pad, &d->strain,
+                    &d->etrain, &d->train);
     if (st == LP_OK && c->eval_file && *c->eval_file) {
         d->has_eval = true;
         // the eval split keeps one sample per row (no packing) so exact match can read each

@@ -38,7 +38,8 @@ static lp_status t_render(void *ctx, const lp_sft_turn *turns, int32_t n, int ge
     }
     char *js = cJSON_PrintUnformatted(arr);
     cJSON_Delete(arr);
-    lp_chat_vars v = {.messages_json = js, .bos_token = c->bos, .eos_token = c->eos, .add_generation_prompt = gen};
+    lp_chat_vars v = {
+        .messages_json = js, .bos_token = c->bos, .eos_token = c->eos, .add_generation_prompt = gen};
     lp_status st = lp_chat_template_render(c->t, &v, out, len);
     free(js);
     return st;
@@ -74,13 +75,15 @@ static void test_formats(void **state)
         "{\"prompt\": \"2+3=\", \"response\": \"5\"}\n\n{\"prompt\": \"1+1=\", \"completion\": \"2\"}\n",
         "{\"instruction\": \"Add.\", \"input\": \"2 and 3\", \"output\": \"5\"}\n"
         "{\"instruction\": \"Say hi.\", \"output\": \"hi\"}\n",
-        "{\"messages\": [{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", \"content\": \"U\"}, "
+        "{\"messages\": [{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", \"content\": "
+        "\"U\"}, "
         "{\"role\": \"assistant\", \"content\": \"A\"}]}\n"};
-    static const lp_sft_format want[4] = {LP_SFT_FORMAT_TEXT, LP_SFT_FORMAT_PROMPT_RESPONSE, LP_SFT_FORMAT_ALPACA,
-                                          LP_SFT_FORMAT_MESSAGES};
+    static const lp_sft_format want[4] = {LP_SFT_FORMAT_TEXT, LP_SFT_FORMAT_PROMPT_RESPONSE,
+                                          LP_SFT_FORMAT_ALPACA, LP_SFT_FORMAT_MESSAGES};
     for (int i = 0; i < 4; i++) {
         lp_sft_dataset ds;
-        assert_int_equal(lp_sft_load_buffer("d.jsonl", rows[i], strlen(rows[i]), LP_SFT_FORMAT_AUTO, &ds), LP_OK);
+        assert_int_equal(lp_sft_load_buffer("d.jsonl", rows[i], strlen(rows[i]), LP_SFT_FORMAT_AUTO, &ds),
+                         LP_OK);
         assert_int_equal(ds.format, want[i]);
         if (i == 1) { /* two rows, the second after a blank line; "completion" taken for "response" */
             assert_int_equal(ds.n, 2);
@@ -111,8 +114,10 @@ static void test_bad_rows(void **state)
     static const struct {
         const char *text, *want;
     } cases[] = {
-        {"{\"prompt\": \"a\", \"response\": \"b\"}\n{\"prompt\": \"c\"}\n", "bad.jsonl:2: missing key \"response\""},
-        {"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"bot\", \"content\": \"y\"}]}\n",
+        {"{\"prompt\": \"a\", \"response\": \"b\"}\n{\"prompt\": \"c\"}\n",
+         "bad.jsonl:2: missing key \"response\""},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"bot\", \"content\": "
+         "\"y\"}]}\n",
          "bad.jsonl:1: message 2 has unknown role \"bot\""},
         {"{\"messages\": []}\n", "bad.jsonl:1: empty conversation"},
         {"{\"messages\": [{\"role\": \"user\"}]}\n", "bad.jsonl:1: message 1: missing key \"content\""},
@@ -123,7 +128,8 @@ static void test_bad_rows(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         lp_sft_dataset ds;
-        lp_status st = lp_sft_load_buffer("bad.jsonl", cases[i].text, strlen(cases[i].text), LP_SFT_FORMAT_AUTO, &ds);
+        lp_status st =
+            lp_sft_load_buffer("bad.jsonl", cases[i].text, strlen(cases[i].text), LP_SFT_FORMAT_AUTO, &ds);
         if (st == LP_OK || !strstr(lp_err_msg(), cases[i].want))
             fail_msg("case %zu: got '%s', want '%s'", i, st == LP_OK ? "OK" : lp_err_msg(), cases[i].want);
         assert_null(strchr(lp_err_msg(), '\n'));
@@ -132,7 +138,8 @@ static void test_bad_rows(void **state)
     /* a named format overrides detection: a prompt row read as messages lacks "messages" */
     lp_sft_dataset ds;
     const char *row = "{\"prompt\": \"a\", \"response\": \"b\"}\n";
-    assert_int_equal(lp_sft_load_buffer("x.jsonl", row, strlen(row), LP_SFT_FORMAT_MESSAGES, &ds), LP_STATUS_FORMAT);
+    assert_int_equal(lp_sft_load_buffer("x.jsonl", row, strlen(row), LP_SFT_FORMAT_MESSAGES, &ds),
+                     LP_STATUS_FORMAT);
     assert_non_null(strstr(lp_err_msg(), "x.jsonl:1: missing key \"messages\""));
     lp_sft_free(&ds);
 }
@@ -181,12 +188,15 @@ static void test_response_labels(void **state)
     };
     /* prompt/response, alpaca and multi-turn messages (system prompt, two answers) */
     static const char *data[3] = {
-        "{\"prompt\": \"What is 12+7?\", \"response\": \"19\"}\n{\"prompt\": \"Spell cat.\", \"response\": \"c-a-t\"}\n",
+        "{\"prompt\": \"What is 12+7?\", \"response\": \"19\"}\n{\"prompt\": \"Spell cat.\", \"response\": "
+        "\"c-a-t\"}\n",
         "{\"instruction\": \"Convert to metres.\", \"input\": \"3 km\", \"output\": \"3000 m\"}\n",
-        "{\"messages\": [{\"role\": \"user\", \"content\": \"Convert 3 km to metres.\"}, {\"role\": \"assistant\", "
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"Convert 3 km to metres.\"}, {\"role\": "
+        "\"assistant\", "
         "\"content\": \"3000 metres.\"}, {\"role\": \"user\", \"content\": \"And 2.5 km?\"}, {\"role\": "
         "\"assistant\", \"content\": \"2500 metres.\"}]}\n"
-        "{\"messages\": [{\"role\": \"system\", \"content\": \"Be terse.\"}, {\"role\": \"user\", \"content\": "
+        "{\"messages\": [{\"role\": \"system\", \"content\": \"Be terse.\"}, {\"role\": \"user\", "
+        "\"content\": "
         "\"2+2?\"}, {\"role\": \"assistant\", \"content\": \"4\"}]}\n",
     };
     for (size_t ti = 0; ti < sizeof tcs / sizeof tcs[0]; ti++) {
@@ -202,10 +212,12 @@ static void test_response_labels(void **state)
         for (int di = 0; di < 3; di++) {
             if (!c.t && di == 2) /* messages need a template in loupe train; the plain form still works */
                 continue;
-            if (tcs[ti].file && !strcmp(tcs[ti].file, "mistral-v0.1") && di == 2) /* mistral v0.1 refuses system */
+            if (tcs[ti].file && !strcmp(tcs[ti].file, "mistral-v0.1") &&
+                di == 2) /* mistral v0.1 refuses system */
                 continue;
             lp_sft_dataset ds;
-            assert_int_equal(lp_sft_load_buffer("d.jsonl", data[di], strlen(data[di]), LP_SFT_FORMAT_AUTO, &ds), LP_OK);
+            assert_int_equal(
+                lp_sft_load_buffer("d.jsonl", data[di], strlen(data[di]), LP_SFT_FORMAT_AUTO, &ds), LP_OK);
             lp_encoded_dataset e, all;
             if (lp_sft_encode(&ds, &codec, 4096, 1, 0, &e) != LP_OK)
                 fail_msg("%s", lp_err_msg());
@@ -224,8 +236,8 @@ static void test_response_labels(void **state)
                 for (int64_t t = 0; t < n; t++) {
                     if (e.lm_labels[e.offsets[i] + t] != want[t])
                         fail_msg("%s, data %d row %lld, byte %lld ('%c'): label %d, want %d\n%s",
-                                 tcs[ti].file ? tcs[ti].file : "plain", di, (long long)i, (long long)t, text[t],
-                                 e.lm_labels[e.offsets[i] + t], want[t], text);
+                                 tcs[ti].file ? tcs[ti].file : "plain", di, (long long)i, (long long)t,
+                                 text[t], e.lm_labels[e.offsets[i] + t], want[t], text);
                     assert_int_equal(e.ids[e.offsets[i] + t], (unsigned char)text[t]);
                     /* without the flag every token is trained */
                     assert_int_equal(all.lm_labels[all.offsets[i] + t], (unsigned char)text[t]);
@@ -249,8 +261,9 @@ static void test_truncation(void **state)
     (void)state;
     tcodec c = {.eos = "</s>"};
     lp_sft_codec codec = {&c, t_render, t_tokenize};
-    const char *rows = "{\"prompt\": \"short\", \"response\": \"ok\"}\n"                 /* 6 + 2 + 4 = 12 bytes */
-                       "{\"prompt\": \"a much longer prompt here\", \"response\": \"yes\"}\n"; /* 26 + 7 = 33 */
+    const char *rows =
+        "{\"prompt\": \"short\", \"response\": \"ok\"}\n"                       /* 6 + 2 + 4 = 12 bytes */
+        "{\"prompt\": \"a much longer prompt here\", \"response\": \"yes\"}\n"; /* 26 + 7 = 33 */
     lp_sft_dataset ds;
     assert_int_equal(lp_sft_load_buffer("t.jsonl", rows, strlen(rows), LP_SFT_FORMAT_AUTO, &ds), LP_OK);
     lp_encoded_dataset e;
@@ -267,7 +280,8 @@ static void test_truncation(void **state)
     assert_string_equal(e.skip_reason, "t.jsonl:2: no response token left within --max-seq-len");
     lp_encoded_dataset_free(&e);
     assert_int_equal(lp_sft_encode(&ds, &codec, 5, 1, 0, &e), LP_STATUS_INVALID_ARG);
-    assert_non_null(strstr(lp_err_msg(), "t.jsonl: no row left to train on (2 skipped; the first: t.jsonl:1:"));
+    assert_non_null(
+        strstr(lp_err_msg(), "t.jsonl: no row left to train on (2 skipped; the first: t.jsonl:1:"));
     lp_sft_free(&ds);
 }
 
@@ -338,8 +352,9 @@ static void test_packing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_formats),         cmocka_unit_test(test_bad_rows), cmocka_unit_test(test_response_labels),
-        cmocka_unit_test(test_truncation),      cmocka_unit_test(test_packing),
+        cmocka_unit_test(test_formats),         cmocka_unit_test(test_bad_rows),
+        cmocka_unit_test(test_response_labels), cmocka_unit_test(test_truncation),
+        cmocka_unit_test(test_packing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

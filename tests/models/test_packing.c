@@ -39,8 +39,8 @@ static lp_model *load(lp_exec_mode exec)
 }
 
 /* Loss forward + backward from zero gradients; returns the loss, grads copied into *g. */
-static float loss_and_grads(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *labels, int32_t B,
-                            int32_t T, float **g, size_t *ng)
+static float loss_and_grads(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *labels,
+                            int32_t B, int32_t T, float **g, size_t *ng)
 {
     float loss = NAN;
     lp_model_zero_grad(m);
@@ -107,8 +107,8 @@ static void test_packed_equals_padded(void **state)
                 d2 += d * d, r2 += (double)gu[at + k] * gu[at + k];
             }
             if (!(sqrt(d2) <= 1e-4 * sqrt(r2) + 1e-6))
-                fail_msg("exec %d: gradient of %s: |packed - padded| %.3g, |padded| %.3g", exec, p[i].name, sqrt(d2),
-                         sqrt(r2));
+                fail_msg("exec %d: gradient of %s: |packed - padded| %.3g, |padded| %.3g", exec, p[i].name,
+                         sqrt(d2), sqrt(r2));
             at += (size_t)p[i].numel;
         }
         /* sample 2's own loss, read from the packed row, against sample 2 alone */
@@ -120,13 +120,15 @@ static void test_packed_equals_padded(void **state)
         const float l_in = loss_and_grads(m, pid, pmask, only, 1, TP, &g1, &n1);
         const float l_alone = loss_and_grads(m, ids[1], NULL, ids[1], 1, len[1], &g2, &n2);
         if (!(fabsf(l_in - l_alone) <= 2e-5f * fabsf(l_alone)))
-            fail_msg("exec %d: sample 2 in the packed row %.8g, alone %.8g", exec, (double)l_in, (double)l_alone);
+            fail_msg("exec %d: sample 2 in the packed row %.8g, alone %.8g", exec, (double)l_in,
+                     (double)l_alone);
         /* and the model refuses a sample id that goes back (samples must be runs) */
         int32_t bad[TP];
         memcpy(bad, pmask, sizeof bad);
         bad[TP - 1] = 1;
         float l;
-        assert_int_equal(lp_model_loss_forward(m, pid, bad, NULL, plab, 1, TP, NULL, &l), LP_STATUS_INVALID_ARG);
+        assert_int_equal(lp_model_loss_forward(m, pid, bad, NULL, plab, 1, TP, NULL, &l),
+                         LP_STATUS_INVALID_ARG);
         assert_non_null(strstr(lp_err_msg(), "sample 1 after sample 3"));
         free(gp), free(gu), free(g1), free(g2);
         lp_model_free(m);
