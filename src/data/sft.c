@@ -66,8 +66,10 @@ static lp_status add_turn(sft_build *b, lp_sft_role role, const char *a, const c
     if (!text)
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", b->ds->source);
     memcpy(text, a, la);
-    memcpy(text + la, sep, ls);
-    memcpy(text + la + ls, c, lc);
+    if (ls)
+        memcpy(text + la, sep, ls);
+    if (lc)
+        memcpy(text + la + ls, c, lc);
     text[la + ls + lc] = 0;
     b->ds->turns[b->n_turns++] = (lp_sft_turn){role, text};
     return LP_OK;
@@ -233,6 +235,8 @@ lp_status lp_sft_load_buffer(const char *name, const char *buf, size_t len, lp_s
         char why[256];
         lp_status st = read_row(&b, obj, why, sizeof why);
         cJSON_Delete(obj);
+        for (int64_t k = ds->first[ds->n]; st != LP_OK && k < b.n_turns; k++) // the bad row's turns so far
+            free(ds->turns[k].content);
         if (st == LP_STATUS_FORMAT)
             return lp_err(st, "%s:%lld: %s (%s data)", ds->source, (long long)line, why,
                           lp_sft_format_name(ds->format));
