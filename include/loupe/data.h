@@ -165,6 +165,16 @@ typedef struct lp_encoded_dataset {
     int32_t *type_ids;  /* (offsets[n]) */
     int32_t *labels;    /* (n); NULL when the dataset has none (text_only) */
     int32_t *full_len;  /* (n) token count before truncation */
+    int32_t *lm_labels; /* (offsets[n]) per-token LM labels (-100: not trained, e.g. a prompt
+                         * under --train-on-responses); NULL: the ids themselves */
+    int32_t *segs;      /* (offsets[n]) packed rows: each token's sample id 1, 2, ... in its row
+                         * (the model's attention mask); NULL: one sample per row */
+    int32_t *pos;       /* (offsets[n]) packed rows: position ids, restarting at 0 per sample
+                         * (what the model derives from segs); NULL when not packed */
+    int64_t n_truncated, n_dropped_tokens; /* instruction data: samples cut to max_len and the
+                                            * tokens they lost */
+    int64_t n_skipped;  /* instruction data: samples left with no trained token (skipped) */
+    char *skip_reason;  /* "file:line: why" of the first skipped sample, owned, or NULL */
 } lp_encoded_dataset;
 
 /* Tokenizes every row of ds. Each row is first encoded with room for its whole length
@@ -190,8 +200,9 @@ typedef struct lp_length_stats {
 LP_WARN_UNUSED lp_status lp_encoded_length_stats(const lp_encoded_dataset *e, lp_length_stats *out);
 
 /* A padded batch; buffers are reused by later fills (grown when needed). Right padding:
- * row b holds its tokens in [0, len) with attention_mask 1, then pad_id / mask 0 /
- * type id 0 up to T. */
+ * row b holds its tokens in [0, len) with attention_mask 1 (a packed row: its sample ids,
+ * e->segs), then pad_id / mask 0 / type id 0 up to T; lm_labels come from e->lm_labels
+ * when the dataset has them. */
 typedef struct lp_batch {
     int32_t B, T;
     int32_t *input_ids;      /* (B,T) row-major */
@@ -218,6 +229,98 @@ void lp_batch_free(lp_batch *b);
 /* Number of batches of batch_size in n rows: ceil(n / batch_size), or floor with
  * drop_last. 0 when batch_size < 1. */
 int64_t lp_batch_count(int64_t n, int32_t batch_size, int drop_last);
+
+/* ---- instruction-tuning data (sft.c, sft_encode.c) ------------------------------------
+ * JSONL rows in one of four layouts, chosen by --data-format or, by default, from the first
+ * row's keys: {"text"} (language modelling, every token trained); {"prompt", "response"}
+ * ("completion" is taken for "response", as TRL names it); alpaca's {"instruction", "input"
+ * (optional), "output"}; chat {"messages": [{"role", "content"}, ...]} with roles system,
+ * user and assistant. Each row becomes a conversation of turns: a prompt/response row is
+ * user = prompt, assistant = response; an alpaca row is user = instruction + "\n\n" + input
+ * (instruction alone when input is empty), assistant = output. */
+
+typedef enum lp_sft_format {
+    LP_SFT_FORMAT_AUTO = 0,
+    LP_SFT_FORMAT_TEXT,
+    LP_SFT_FORMAT_PROMPT_RESPONSE,
+    LP_SFT_FORMAT_ALPACA,
+    LP_SFT_FORMAT_MESSAGES,
+} lp_sft_format;
+
+/* "auto", "text", "prompt-response", "alpaca", "messages". */
+const char *lp_sft_format_name(lp_sft_format f);
+LP_WARN_UNUSED lp_status lp_sft_format_parse(const char *s, lp_sft_format *out);
+
+typedef enum lp_sft_role {
+    LP_SFT_ROLE_TEXT = 0, /* a "text" row: rendered as it is */
+    LP_SFT_ROLE_SYSTEM,
+    LP_SFT_ROLE_USER,
+    LP_SFT_ROLE_ASSISTANT,
+} lp_sft_role;
+
+/* "text", "system", "user", "assistant". */
+const char *lp_sft_role_name(lp_sft_role r);
+
+typedef struct lp_sft_turn {
+    lp_sft_role role;
+    char *content; /* owned, valid UTF-8 */
+} lp_sft_turn;
+
+/* Conversations in file order: row i's turns are turns[first[i] .. first[i+1]). */
+typedef struct lp_sft_dataset {
+    int64_t n;
+    lp_sft_format format; /* resolved (never AUTO) */
+    int64_t *first;       /* (n+1) */
+    lp_sft_turn *turns;   /* (first[n]) owned */
+    int64_t *lines;       /* (n) 1-based line of each row */
+    char *source;         /* file name for messages, owned */
+} lp_sft_dataset;
+
+/* Reads instruction data from a JSONL file (or lp_sft_load_buffer: len bytes named name).
+ * A bad row fails with "file:line: problem": invalid JSON, a missing key ("response"),
+ * a key of the wrong type, an empty conversation, a message with an unknown role, invalid
+ * UTF-8. An empty file fails too. Caller frees with lp_sft_free (also after a failure). */
+LP_WARN_UNUSED lp_status lp_sft_load(const char *path, lp_sft_format format, lp_sft_dataset *ds);
+LP_WARN_UNUSED lp_status lp_sft_load_buffer(const char *name, const char *buf, size_t len, lp_sft_format format,
+                                            lp_sft_dataset *ds);
+void lp_sft_free(lp_sft_dataset *ds);
+
+/* How conversations become tokens, supplied by the caller (the train layer binds the model's
+ * chat template and tokenizer). render writes turns[0..n) as the model sees them (malloc'd
+ * *out, *len bytes), followed by the assistant's header when add_generation_prompt; tokenize
+ * replaces *ids (grown as needed, *cap entries) by the ids of text[0..len), *n of them. */
+typedef struct lp_sft_codec {
+    void *ctx;
+    lp_status (*render)(void *ctx, const lp_sft_turn *turns, int32_t n, int add_generation_prompt, char **out,
+                        size_t *len);
+    lp_status (*tokenize)(void *ctx, const char *text, size_t len, int32_t **ids, size_t *n, size_t *cap);
+} lp_sft_codec;
+
+/* The plain format used when the model has no chat template (ctx: the EOS token's text, or
+ * NULL): a text turn as it is; a system or user turn as its content and "\n"; an assistant
+ * turn as its content and the EOS text. The generation prompt adds nothing. */
+LP_WARN_UNUSED lp_status lp_sft_render_plain(void *ctx, const lp_sft_turn *turns, int32_t n,
+                                             int add_generation_prompt, char **out, size_t *len);
+
+/* Tokenizes every conversation into out (ids, lm_labels; segs NULL). Without
+ * train_on_responses every token is trained. With it, only assistant turns' tokens are:
+ * for turn k the span runs from the end of the render of turns[0..k) with the generation
+ * prompt to the end of the render of turns[0..k] with trailing whitespace dropped (so the
+ * end-of-turn token is trained), each located as the longest prefix its tokens share with
+ * the whole conversation's tokens: the template alone decides the boundaries. Text rows
+ * are trained whole either way. Rows longer than max_len are cut to it (counted in
+ * n_truncated, n_dropped_tokens); a row left with no trained token is skipped and counted
+ * (n_skipped, skip_reason). All rows skipped is LP_STATUS_INVALID_ARG naming the file. */
+LP_WARN_UNUSED lp_status lp_sft_encode(const lp_sft_dataset *ds, const lp_sft_codec *codec, int32_t max_len,
+                                       int train_on_responses, int32_t pad_id, lp_encoded_dataset *out);
+
+/* Packs the rows of in (in order) into rows of at most max_len tokens: a row takes the next
+ * samples while they fit, then a new row starts (next fit: deterministic, no reordering).
+ * Each token gets its sample's id in the row (segs: 1, 2, ...) and its position in its
+ * sample (pos); labels are kept, so no loss crosses a boundary (the model also refuses to
+ * predict across one). Rows of in longer than max_len are LP_STATUS_INVALID_ARG. The
+ * truncation and skip counts are carried over. */
+LP_WARN_UNUSED lp_status lp_sft_pack(const lp_encoded_dataset *in, int32_t max_len, lp_encoded_dataset *out);
 
 #ifdef __cplusplus
 }

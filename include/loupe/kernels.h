@@ -144,6 +144,9 @@ typedef struct lp_attn_dropout {
  * and, when causal, j <= i, and, when window > 0, i - j < window. The window is Mistral's
  * as transformers 5.x builds it (masking_utils.sliding_window_overlay: kv_idx > q_idx -
  * sliding_window, i.e. strictly fewer than `window` steps back, the query itself counted).
+ * With segments (packing: several samples per row), mask holds each token's sample id
+ * (0 = padding, k >= 1 = sample k of its row) and key j is visible to query i only when
+ * mask[b,j] == mask[b,i] too; a mask is then required.
  * A query with no visible key (a left-padded position under a causal mask) outputs 0 and
  * contributes no gradient -- never NaN. lp_attention_geom_check validates one. */
 typedef struct lp_attn_geom {
@@ -152,6 +155,7 @@ typedef struct lp_attn_geom {
     bool causal;
     int64_t window; /* 0 = none */
     float scale;    /* 0 = 1/sqrt(D) */
+    bool segments;  /* mask holds sample ids: no attention across samples (packing) */
 } lp_attn_geom;
 
 /* The geometry of BERT-style attention: H heads of D over one buffer with stride ld. */
@@ -164,6 +168,13 @@ static inline lp_attn_geom lp_attn_geom_mha(int64_t B, int64_t T, int64_t H, int
 static inline float lp_attn_scale(const lp_attn_geom *g)
 {
     return g->scale != 0.0f ? g->scale : 1.0f / sqrtf((float)g->D);
+}
+
+/* Whether key j of a row with mask mb (T, or NULL) is visible to query i as far as padding
+ * and samples go (lp_attn_key_range gives the causal / window part). */
+static inline bool lp_attn_mask_visible(const lp_attn_geom *g, const int32_t *mb, int64_t i, int64_t j)
+{
+    return !mb || (mb[j] && (!g->segments || mb[j] == mb[i]));
 }
 
 /* The keys query i may see, before the padding mask: [*lo, *hi). */
@@ -341,8 +352,9 @@ void lp_dropout_backward(float *dinp, const float *dout, const uint8_t *keep, in
 /* ---- attention ---------------------------------------------------------------------- */
 
 /* Multi-head attention over one lp_attn_geom (see there: GQA, causal, sliding window,
- * padding mask, scale). mask (B,T): 1 = real token, 0 = padding, or NULL for none; padded
- * queries still produce outputs (as in HF) when some key is visible to them.
+ * padding mask, scale). mask (B,T): 1 = real token, 0 = padding, or NULL for none (with
+ * g->segments: sample ids, 0 = padding); padded queries still produce outputs (as in HF)
+ * when some key is visible to them.
  * out (B,T,H,D) contiguous = (B,T,H*D): ready for the output projection.
  * Eager: out =; att (B,H,T,T) = the softmax probabilities (0 for invisible keys, a whole
  * row 0 for a query that sees none), saved for the backward. */
@@ -354,7 +366,8 @@ void lp_attention_eager_backward(float *dq, float *dk, float *dv, float *datt, c
                                  const float *q, const float *k, const float *v, const lp_attn_geom *g);
 /* Fused (flash-attention style): scores are computed tile by tile with an online softmax
  * and never stored; key tiles no query of a block can see (above the causal diagonal,
- * outside the window) are skipped, not masked. lse (B,H,T) saves each row's log-sum-exp
+ * outside the window) are skipped, not masked; with segments, only tiles that cross a
+ * sample boundary are masked element by element. lse (B,H,T) saves each row's log-sum-exp
  * of scaled, masked scores (-inf for a query that sees no key). drop (NULL = none) applies
  * dropout to the probabilities, drawing each mask element from its Philox counter on the
  * fly (see lp_attn_dropout). Every head size D >= 1 works. */

@@ -150,7 +150,10 @@ void lp_model_set_exec(lp_model *m, lp_exec_mode exec);
 void lp_model_set_grad_checkpointing(lp_model *m, bool on);
 
 /* Forward pass. ids, mask (B,T) (mask 1 = real token, 0 = padding; NULL = all real; every
- * row needs a real token), type_ids (B,T) or NULL (all 0). logits (B,L) =, may be NULL.
+ * row needs a real token; a causal LM also takes sample ids 1, 2, ... for packed rows, each
+ * sample one run in increasing order: attention stays inside each sample, positions restart
+ * at 0 with each, and no token predicts the next sample's first), type_ids (B,T) or NULL
+ * (all 0). logits (B,L) =, may be NULL.
  * Inference: no backward can follow, so the layers share one activation block (memory of
  * one layer plus each layer's (B,T,C) output). Errors: INVALID_ARG (B or T < 1, T beyond the
  * position table, a model without a head), RANGE (an id outside the vocabulary), NO_MEMORY. */

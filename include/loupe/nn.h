@@ -50,6 +50,8 @@ typedef struct lp_nn_ctx {
     lp_rng *rng;       /* dropout stream (LP_RNG_STREAM_DROPOUT); may be NULL when !training */
     lp_status *status; /* first error of the pass (quantized and LoRA kernels can run out of
                           memory inside void forwards); NULL: not recorded */
+    bool segments;     /* the pass's mask holds sample ids (packing): attention stays inside
+                          each sample (lp_attn_geom.segments) */
 } lp_nn_ctx;
 
 /* ---- Linear ---------------------------------------------------------------------------- */

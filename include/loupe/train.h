@@ -67,6 +67,15 @@ typedef struct lp_train_config {
     const char *text_column, *text_pair_column, *label_column; /* NULL: auto */
     double eval_split;          /* --eval-split X in (0,1): validation = a seeded X of --train (overrides --eval) */
     bool skip_bad_rows;         /* --skip-bad-rows: drop malformed rows, count and report them */
+    /* instruction tuning (causal LM, JSONL): the layout (NULL or "auto": from the first row's
+     * keys; text, prompt-response, alpaca, messages), loss on responses only (-1: TRL's SFT
+     * default, on for prompt/response and alpaca rows, off for messages and text; 0; 1), and
+     * several samples per --max-seq-len row */
+    const char *data_format;
+    int train_on_responses;
+    bool packing;
+    bool exact_match;           /* --exact-match (default on): greedy exact match on prompt/response
+                                 * eval rows, before training and after */
     lp_train_method method;
     lp_model_task task;         /* --task: AUTO (the architecture decides), SEQ_CLS or CAUSAL_LM */
     int64_t epochs;             /* default 2 */
@@ -147,6 +156,11 @@ typedef struct lp_train_result {
                                                      * and F1 always NaN for a causal LM) */
     double eval_perplexity;     /* causal LM: exp(token-weighted mean eval loss); NaN otherwise */
     bool interrupted;
+    /* HF Trainer's train metrics (what trainer.train() returns and SFTTrainer runs print; also
+     * train_results.json): seconds of the whole run, samples and optimizer steps per second
+     * (samples: rows, a packed row counting once, as the Trainer counts its dataset's rows),
+     * the mean of every step's loss, epochs done (fractional) */
+    double train_runtime, train_samples_per_second, train_steps_per_second, train_loss, epoch;
 } lp_train_result;
 
 /* Runs a training job as configured. On success and on LP_STATUS_INTERRUPTED (SIGINT:

@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "cli_train.h"
+#include "loupe/data.h"
 #include "loupe/prof.h"
 
 enum {
@@ -22,7 +23,7 @@ enum {
     O_NO_PROGRESS, O_LOG_EVERY, O_QUIET, O_PROFILE, O_P_WAIT, O_P_WARMUP, O_P_ACTIVE, O_P_REPEAT, O_MEMLOG,
     O_LORA_DROPOUT, O_RSLORA, O_SKIP_BAD, O_EVAL_SPLIT, O_BASE_DTYPE, O_ADAPTER, O_SAVE_ADAPTER, O_MERGE,
     O_EXPORT_TRACE, O_EXPORT_MEMTL, O_WITH_STACK, O_RECORD_SHAPES, O_INJECT_NAN, O_PEAK, O_GRAD_CKPT, O_TASK, O_OVERWRITE,
-    O_ANOMALY, O_HELP
+    O_ANOMALY, O_DATA, O_DATA_FORMAT, O_RESPONSES, O_NO_RESPONSES, O_PACKING, O_EXACT_MATCH, O_HELP
 };
 
 static const struct option opts[] = {
@@ -34,6 +35,12 @@ static const struct option opts[] = {
     {"label-column", required_argument, NULL, O_LABEL_COL},
     {"skip-bad-rows", no_argument, NULL, O_SKIP_BAD},
     {"eval-split", required_argument, NULL, O_EVAL_SPLIT},
+    {"data", required_argument, NULL, O_DATA},
+    {"data-format", required_argument, NULL, O_DATA_FORMAT},
+    {"train-on-responses", optional_argument, NULL, O_RESPONSES},
+    {"no-train-on-responses", no_argument, NULL, O_NO_RESPONSES},
+    {"packing", optional_argument, NULL, O_PACKING},
+    {"exact-match", optional_argument, NULL, O_EXACT_MATCH},
     {"task", required_argument, NULL, O_TASK},
     {"method", required_argument, NULL, O_METHOD},
     {"rank", required_argument, NULL, O_RANK},
@@ -110,6 +117,13 @@ static void usage(const char *cmd, bool profile)
            "  --skip-bad-rows        drop malformed rows (counted and reported) instead of failing\n"
            "  --eval-split X         evaluate on a seeded fraction X of --train (instead of --eval)\n"
            "  --max-seq-len N        truncation length (default 128)\n"
+           "  --data DIR|FILE        instruction data: DIR/train.jsonl (and DIR/eval.jsonl when present)\n"
+           "  --data-format auto|text|prompt-response|alpaca|messages  (auto: the first row's keys)\n"
+           "  --train-on-responses[=BOOL], --no-train-on-responses  loss on assistant tokens only\n"
+           "                         (default as TRL's SFT trainer: on for prompt/response and alpaca)\n"
+           "  --packing[=BOOL]       several samples per --max-seq-len row, attention kept inside each\n"
+           "  --exact-match[=BOOL]   greedy answers to prompt/response eval rows scored before and after\n"
+           "                         training (default on; written to exact_match.json)\n"
            "  --task auto|seq-cls|causal-lm  what to train (auto: the architecture decides; seq-cls\n"
            "                         puts a classification head on a causal-LM checkpoint)\n"
            "Training:\n"
@@ -255,6 +269,36 @@ static int apply(const char *cmd, lp_train_config *c, int id, const char *flag, 
         if (!(c->eval_split > 0 && c->eval_split < 1))
             return lp_cli_usage_error(cmd, "%s expects a fraction in (0, 1), got '%s'", flag, v);
         break;
+    case O_DATA: {
+        // a directory holds train.jsonl and, optionally, eval.jsonl; a file is the training data
+        static char tr[4200], ev[4200];
+        snprintf(tr, sizeof tr, "%s/train.jsonl", v);
+        snprintf(ev, sizeof ev, "%s/eval.jsonl", v);
+        FILE *fp = fopen(tr, "rb");
+        if (fp) {
+            fclose(fp);
+            c->train_file = tr;
+            fp = fopen(ev, "rb");
+            c->eval_file = fp ? ev : NULL;
+            if (fp)
+                fclose(fp);
+        } else {
+            c->train_file = v;
+            c->eval_file = NULL;
+        }
+        break;
+    }
+    case O_DATA_FORMAT: {
+        lp_sft_format f;
+        if (lp_sft_format_parse(v, &f) != LP_OK)
+            return lp_cli_usage_error(cmd, "%s", lp_err_msg());
+        c->data_format = f == LP_SFT_FORMAT_AUTO ? NULL : v;
+        break;
+    }
+    case O_RESPONSES: BOOL(c->train_on_responses); break;
+    case O_NO_RESPONSES: c->train_on_responses = 0; break;
+    case O_PACKING: BOOL(c->packing); break;
+    case O_EXACT_MATCH: BOOL(c->exact_match); break;
     case O_TASK:
         if (lp_train_task_parse(v, &c->task) != LP_OK)
             return lp_cli_usage_error(cmd, "%s", lp_err_msg());
@@ -535,6 +579,10 @@ int lp_cli_train_main(const char *cmd, int argc, char **argv, bool profile)
         else if (!isnan(r.eval_accuracy))
             printf(", eval loss %.4f, accuracy %.4f, macro-F1 %.4f", r.eval_loss, r.eval_accuracy, r.eval_macro_f1);
         printf("\n");
+        if (st == LP_OK) // the line HF Trainer prints at the end of train(), as seed 003 shows it
+            printf("{'train_runtime': %.4f, 'train_samples_per_second': %.3f, 'train_steps_per_second': %.3f, "
+                   "'train_loss': %.10g, 'epoch': %.4g}\n",
+                   r.train_runtime, r.train_samples_per_second, r.train_steps_per_second, r.train_loss, r.epoch);
         if (c.profile && st == LP_OK)
             printf("profiler: %s/profiler/\n", r.run_dir);
         fflush(stdout);

@@ -14,6 +14,10 @@ void lp_encoded_dataset_free(lp_encoded_dataset *e)
     free(e->type_ids);
     free(e->labels);
     free(e->full_len);
+    free(e->lm_labels);
+    free(e->segs);
+    free(e->pos);
+    free(e->skip_reason);
     memset(e, 0, sizeof *e);
 }
 
@@ -226,10 +230,10 @@ lp_status lp_batch_fill(lp_batch *b, const lp_encoded_dataset *e, const int64_t 
         int32_t *tt = b->token_type_ids + (size_t)r * T;
         int32_t *lm = b->lm_labels + (size_t)r * T;
         memcpy(ids, e->ids + off, (size_t)len * sizeof *ids);
-        memcpy(lm, e->ids + off, (size_t)len * sizeof *lm);
+        memcpy(lm, (e->lm_labels ? e->lm_labels : e->ids) + off, (size_t)len * sizeof *lm);
         memcpy(tt, e->type_ids + off, (size_t)len * sizeof *tt);
         for (int32_t t = 0; t < len; t++)
-            mask[t] = 1;
+            mask[t] = e->segs ? e->segs[off + t] : 1;
         for (int32_t t = len; t < T; t++) {
             ids[t] = e->pad_id;
             mask[t] = 0;

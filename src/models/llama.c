@@ -409,13 +409,16 @@ static lp_status llama_embed_forward(lp_model *m, const lp_nn_ctx *ctx, int64_t 
                           m->dir);
     // positions count real tokens only: left padding starts each row at 0, as transformers'
     // generate (and any forward given position_ids = cumsum(mask) - 1) does; right padding
-    // gives 0..T-1 on the real tokens, as a forward without position_ids does
+    // gives 0..T-1 on the real tokens, as a forward without position_ids does; a packed row
+    // (sample ids in the mask) restarts at 0 with each sample, as if each ran alone
     for (int64_t b = 0; b < B; b++) {
-        int32_t p = 0; // real tokens so far
+        int32_t p = 0, sample = 0; // real tokens so far (of this sample)
         int64_t last = b * T;
         for (int64_t t = 0; t < T; t++) {
             const int64_t i = b * T + t;
             if (m->mask[i]) {
+                if (m->mask[i] != sample)
+                    p = 0, sample = m->mask[i];
                 m->pos[i] = p++;
                 last = i;
             } else { // a padding position: attended by nothing, its value is never used

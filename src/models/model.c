@@ -255,7 +255,8 @@ void lp_model_set_dloss_scale(lp_model *m, float scale)
 
 static lp_nn_ctx run_ctx(lp_model *m, lp_rng *rng)
 {
-    return (lp_nn_ctx){.training = m->training, .exec = m->exec, .rng = rng, .status = &m->pass_status};
+    return (lp_nn_ctx){
+        .training = m->training, .exec = m->exec, .rng = rng, .status = &m->pass_status, .segments = m->segments};
 }
 
 /* Embeddings and the layer stack; the last hidden state is lp_model_hidden(m, L). */
@@ -281,16 +282,27 @@ lp_status lp_model__run_stack(lp_model *m, const int32_t *ids, const int32_t *ma
         return st;
     const int64_t N = (int64_t)B * T;
     memcpy(m->ids, ids, (size_t)N * sizeof *ids);
+    // a causal LM's mask may hold sample ids (packing: 1, 1, 2, 2, 2, 0 ...), each sample one
+    // run in increasing order, so positions can restart and attention stay inside each sample
+    const bool packs = m->task == LP_MODEL_TASK_CAUSAL_LM;
+    m->segments = false;
     for (int64_t b = 0; b < B; b++) {
         int64_t real = 0;
+        int32_t prev = 0;
         for (int64_t t = 0; t < T; t++) {
             int32_t v = mask ? mask[b * T + t] : 1;
-            if (v != 0 && v != 1)
+            if (v < 0 || (v > 1 && !packs))
+                return lp_err(LP_STATUS_INVALID_ARG, "model forward: attention mask [%lld, %lld] is %d (not 0/1%s)",
+                              (long long)b, (long long)t, v, packs ? " or a sample id" : "");
+            if (v && v < prev)
                 return lp_err(LP_STATUS_INVALID_ARG,
-                              "model forward: attention mask [%lld, %lld] is %d (not 0/1)", (long long)b,
-                              (long long)t, v);
+                              "model forward: attention mask [%lld, %lld]: sample %d after sample %d (each packed "
+                              "sample must be one run, in increasing order)",
+                              (long long)b, (long long)t, v, prev);
+            prev = v ? v : prev;
+            m->segments = m->segments || v > 1;
             m->mask[b * T + t] = v;
-            real += v;
+            real += v != 0;
         }
         if (!real)
             return lp_err(LP_STATUS_INVALID_ARG, "model forward: row %lld of the batch has no real token",
@@ -382,7 +394,9 @@ lp_status lp_model_loss_forward(lp_model *m, const int32_t *ids, const int32_t *
                 const int64_t i = b * T + t;
                 // a padding position predicts nothing: under left padding transformers counts the
                 // last pad (a query that sees no key) as predicting the first real token
-                m->labels[i] = t + 1 < T && m->mask[i] ? labels[i + 1] : -100;
+                // and under packing the last token of a sample predicts nothing of the next one
+                const bool next = t + 1 < T && m->mask[i] && (!m->segments || m->mask[i + 1] == m->mask[i]);
+                m->labels[i] = next ? labels[i + 1] : -100;
             }
     else
         memcpy(m->labels, labels, (size_t)B * sizeof *labels);
@@ -407,8 +421,11 @@ lp_status lp_model_backward(lp_model *m)
     // the backward's scratch: two (N,C) gradient buffers, the family's scratch, dlogits last
     float *dA = m->tmp_block, *dB = dA + lp_model__up16(N * C), *scratch = dB + lp_model__up16(N * C);
     float *dlogits = m->tmp_block + m->tmp_cap - lp_model__up16(rows * m->n_classes);
-    lp_nn_ctx ctx = {
-        .training = m->fwd_training, .exec = m->fwd_exec, .rng = NULL, .status = &m->pass_status};
+    lp_nn_ctx ctx = {.training = m->fwd_training,
+                     .exec = m->fwd_exec,
+                     .rng = NULL,
+                     .status = &m->pass_status,
+                     .segments = m->segments};
     m->pass_status = LP_OK;
     const bool emb_grad = m->fam->embed_trainable(m);
 
@@ -419,8 +436,11 @@ lp_status lp_model_backward(lp_model *m)
         const int64_t slot = m->fwd_ckpt ? 0 : l;
         if (m->fwd_ckpt) { // recompute the layer from its kept input with the same dropout masks
             lp_rng r = m->layer_rng[l];
-            lp_nn_ctx rc = {
-                .training = m->fwd_training, .exec = m->fwd_exec, .rng = &r, .status = &m->pass_status};
+            lp_nn_ctx rc = {.training = m->fwd_training,
+                            .exec = m->fwd_exec,
+                            .rng = &r,
+                            .status = &m->pass_status,
+                            .segments = m->segments};
             m->pass_ctx = rc;
             (void)m->fam->layer_forward(m, l, slot, &rc, x, B, T);
         }

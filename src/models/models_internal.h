@@ -192,6 +192,7 @@ struct lp_model {
     lp_kv_cache *kv_fill;  /* set during a prefill: each layer's keys and values go here */
     lp_exec_mode fwd_exec; /* layout of the last forward */
     bool fwd_training, fwd_ckpt;
+    bool segments; /* the last forward's mask held sample ids above 1 (packing) */
 };
 
 /* Embeddings and the layer stack (the forward without the head); need_grad keeps every

@@ -24,7 +24,7 @@ static bool sees_a_key(const lp_attn_geom *g, const int32_t *mb, int64_t i)
     int64_t lo, hi;
     lp_attn_key_range(g, i, &lo, &hi);
     for (int64_t j = lo; j < hi; j++)
-        if (!mb || mb[j])
+        if (lp_attn_mask_visible(g, mb, i, j))
             return true;
     return false;
 }
@@ -36,7 +36,7 @@ void lp_nn__attention_composed_forward(float *ctx, float *att, float *att_drop, 
     const int64_t B = g->B, T = g->T, H = g->H, D = g->D, grp = H / g->Hkv, C = H * D, TT = T * T;
     const int64_t ldq = g->ldq, ldkv = g->ldkv;
     const float scale = lp_attn_scale(g);
-    const bool hides = g->causal || g->window > 0;
+    const bool hides = g->causal || g->window > 0 || g->segments;
     const lp_kernel_table *K = lp_kernels_active();
     int64_t dims[] = {B, T, H, D};
     {
@@ -57,11 +57,11 @@ void lp_nn__attention_composed_forward(float *ctx, float *att, float *att_drop, 
                             for (int64_t i = 0; i < T; i++)
                                 S[i * T + j] = -INFINITY; // padded key: probability 0
                 if (hides)
-                    for (int64_t i = 0; i < T; i++) { // causal / window: hidden keys too
+                    for (int64_t i = 0; i < T; i++) { // causal / window / other samples: hidden keys too
                         int64_t lo, hi;
                         lp_attn_key_range(g, i, &lo, &hi);
                         for (int64_t j = 0; j < T; j++)
-                            if (j < lo || j >= hi)
+                            if (j < lo || j >= hi || (g->segments && mask[b * T + j] != mask[b * T + i]))
                                 S[i * T + j] = -INFINITY;
                     }
             }
@@ -144,10 +144,11 @@ void lp_nn__attention_composed_backward(float *dq, float *dk, float *dv, float *
 }
 
 /* The module's attention geometry: separate q (N,H*D) and k, v (N,Hkv*D) buffers. */
-static lp_attn_geom geom_of(const lp_nn_attention *a, int64_t B, int64_t T)
+static lp_attn_geom geom_of(const lp_nn_attention *a, const lp_nn_ctx *ctx, int64_t B, int64_t T)
 {
     return (lp_attn_geom){.B = B, .T = T, .H = a->H, .Hkv = a->Hkv, .D = a->D, .ldq = a->H * a->D,
-                          .ldkv = a->Hkv * a->D, .causal = a->causal, .window = a->window};
+                          .ldkv = a->Hkv * a->D, .causal = a->causal, .window = a->window,
+                          .segments = ctx->segments};
 }
 
 void lp_nn_attention_forward(const lp_nn_attention *a, const lp_nn_ctx *ctx, lp_nn_attention_act *act,
@@ -162,7 +163,7 @@ void lp_nn_attention_forward(const lp_nn_attention *a, const lp_nn_ctx *ctx, lp_
         lp_rope_forward(act->q, act->rope_cos, act->rope_sin, N, a->H, a->D, a->H * a->D);
         lp_rope_forward(act->k, act->rope_cos, act->rope_sin, N, a->Hkv, a->D, a->Hkv * a->D);
     }
-    const lp_attn_geom g = geom_of(a, B, T);
+    const lp_attn_geom g = geom_of(a, ctx, B, T);
     act->att_dropped = false;
     if (ctx->exec == LP_EXEC_MODE_FUSED) {
         if (ctx->training && a->attn_dropout > 0.0f && ctx->rng) {
@@ -201,7 +202,7 @@ void lp_nn_attention_backward(const lp_nn_attention *a, const lp_nn_ctx *ctx, co
     const int64_t wide = QD > C ? QD : C; // dctx, then the input-gradient partial products (N,C)
     float *dctx = scratch, *dq = dctx + N * wide, *dk = dq + N * QD, *dv = dk + N * KD, *datt = dv + N * KD;
     lp_nn_linear_backward(&a->o, dctx, dout, act->ctx, N);
-    const lp_attn_geom g = geom_of(a, B, T);
+    const lp_attn_geom g = geom_of(a, ctx, B, T);
     if (ctx->exec == LP_EXEC_MODE_FUSED)
         lp_attention_fused_backward(dq, dk, dv, dctx, act->ctx, act->lse, act->q, act->k, act->v, mask, &g,
                                     act->att_dropped ? &act->drop : NULL);

@@ -15,6 +15,8 @@ void lp_train_config_init(lp_train_config *c)
     c->batch_size = 16;
     c->grad_accum = 1;
     c->max_seq_len = 128;
+    c->train_on_responses = -1;
+    c->exact_match = true;
     c->lr = 5e-4;
     c->schedule = LP_LR_SCHEDULE_LINEAR;
     c->warmup_ratio = 0.1;

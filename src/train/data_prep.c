@@ -116,6 +116,21 @@ lp_status lp_train_data_load(lp_train_data *d, const lp_train_config *c, int32_t
     o.num_labels = lm ? 0 : model_labels;
     o.text_only = lm;
     d->lm = lm;
+    if (lm && lp_train_sft_wanted(c)) {
+        if (c->eval_split > 0) {
+            st = lp_err(LP_STATUS_INVALID_ARG, "%s: --eval-split does not apply to instruction data: give --eval FILE "
+                                               "(or --data DIR with eval.jsonl)", c->train_file);
+            goto fail;
+        }
+        int32_t pad = pad_id_of(d->tok, config_pad, config_eos, c->model_dir, c->quiet);
+        if ((st = lp_train_sft_load(d, c, max_len, pad)) != LP_OK)
+            goto fail;
+        return LP_OK;
+    }
+    if (c->packing || c->train_on_responses == 1 || c->data_format) {
+        st = lp_err(LP_STATUS_INVALID_ARG, "--packing, --train-on-responses and --data-format need a causal LM");
+        goto fail;
+    }
     if ((st = lp_dataset_load(c->train_file, &o, &d->train)) != LP_OK)
         goto fail;
     d->num_labels = d->train.label_map.n;
@@ -168,6 +183,14 @@ void lp_train_data_free(lp_train_data *d)
     lp_encoded_dataset_free(&d->eeval);
     lp_dataset_free(&d->train);
     lp_dataset_free(&d->eval);
+    lp_sft_free(&d->strain);
+    lp_sft_free(&d->seval);
+    for (int64_t i = 0; d->em_want && i < d->em_n; i++)
+        free(d->em_want[i]);
+    free(d->em_want);
+    free(d->em_off);
+    free(d->em_ids);
+    free(d->em_budget);
     lp_tokenizer_free(d->tok);
     memset(d, 0, sizeof *d);
 }

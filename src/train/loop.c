@@ -32,6 +32,7 @@ typedef struct run {
     lp_prof_facts pf;
     bool prof_on;
     double t_start, elapsed0;
+    int64_t em_before;          /* exact-match hits before training; -1 not measured */
 } run;
 
 /* models/default keeps the seed its weights are drawn from in config.json. */
@@ -84,9 +85,22 @@ static void mem_now(int64_t *cur, int64_t *peak, int64_t *rss)
 /* The batch's token type ids for a model that reads them (BERT), else NULL: decoders take none. */
 static const int32_t *type_ids_of(const run *R) { return R->type_ids ? R->batch.token_type_ids : NULL; }
 
+/* The tokens a causal LM's loss counts in a batch: token t of a row is predicted from t-1 of
+ * the same sample (packing) when its label is not -100. */
+static int64_t predicted_tokens(const lp_batch *b)
+{
+    int64_t n = 0;
+    for (int32_t r = 0; r < b->B; r++)
+        for (int32_t t = 1; t < b->T; t++) {
+            const int64_t i = (int64_t)r * b->T + t;
+            n += b->attention_mask[i] && b->attention_mask[i] == b->attention_mask[i - 1] && b->lm_labels[i] != -100;
+        }
+    return n;
+}
+
 /* A causal LM's eval: the token-weighted mean loss over every predicted token (each row of
- * len real tokens predicts len-1: the model shifts the labels), so batches of short rows do
- * not weigh more than their tokens. */
+ * len real tokens predicts len-1: the model shifts the labels; fewer under response-only
+ * labels), so batches of short rows do not weigh more than their tokens. */
 static lp_status evaluate_lm(run *R, double *loss, double *ppl)
 {
     const lp_encoded_dataset *e = &R->d.eeval;
@@ -102,8 +116,8 @@ static lp_status evaluate_lm(run *R, double *loss, double *ppl)
             rows[i] = s + i;
         if ((st = lp_batch_fill(&R->batch, e, rows, n, 0)) != LP_OK)
             break;
-        int64_t predicted = R->batch.n_tokens - n;
-        if (predicted < 1) /* one-token rows predict nothing */
+        int64_t predicted = predicted_tokens(&R->batch);
+        if (predicted < 1) /* one-token rows (or no response token) predict nothing */
             continue;
         float l;
         st = lp_model_loss_forward(R->model, R->batch.input_ids, R->batch.attention_mask, type_ids_of(R),
@@ -378,6 +392,68 @@ static lp_status setup(run *R, const lp_train_config *c, char *resumed, size_t r
     return LP_OK;
 }
 
+/* Greedy exact match on the eval prompts: "before" at step 0, "after" at the end; both go
+ * to stderr and exact_match.json. */
+static lp_status exact_match(run *R, bool after)
+{
+    if (!R->c->exact_match || !R->d.em_n)
+        return LP_OK;
+    int64_t hits = 0;
+    double t0 = lp_train_now_s();
+    lp_status st = lp_train_exact_match(R->model, &R->d, &hits);
+    if (st != LP_OK)
+        return lp_err_wrap(st, "exact match on %s", R->d.eval.source);
+    const double secs = lp_train_now_s() - t0, n = (double)R->d.em_n;
+    if (!after) {
+        R->em_before = hits;
+        if (!R->c->quiet)
+            fprintf(stderr, "exact match before training: %lld/%lld (%.1f%%, %.1f s)\n", (long long)hits,
+                    (long long)R->d.em_n, 100.0 * (double)hits / n, secs);
+        return LP_OK;
+    }
+    if (!R->c->quiet)
+        fprintf(stderr, "exact match after training: %lld/%lld (%.1f%%, %.1f s)\n", (long long)hits,
+                (long long)R->d.em_n, 100.0 * (double)hits / n, secs);
+    char p[1100];
+    snprintf(p, sizeof p, "%s/exact_match.json", R->run_dir);
+    lp_atomic_file f;
+    if ((st = lp_atomic_open(&f, p)) != LP_OK)
+        return st;
+    fprintf(f.fp, "{\"eval_file\": \"%s\", \"scored\": %lld, \"after\": %lld, \"after_rate\": %.6f", R->d.eval.source,
+            (long long)R->d.em_n, (long long)hits, (double)hits / n);
+    if (R->em_before >= 0)
+        fprintf(f.fp, ", \"before\": %lld, \"before_rate\": %.6f", (long long)R->em_before,
+                (double)R->em_before / n);
+    fprintf(f.fp, "}\n");
+    return lp_atomic_commit(&f);
+}
+
+/* HF Trainer's train metrics beside loupe's own (seed 003 prints them): train_results.json
+ * with the keys trainer.save_metrics("train") writes. */
+static lp_status trainer_metrics(run *R, lp_train_result *res)
+{
+    double loss = 0, samples = 0;
+    for (size_t i = 0; i < R->h.n_steps; i++)
+        loss += R->h.steps[i].loss, samples += (double)R->h.steps[i].samples;
+    const double rt = R->elapsed0 + lp_train_now_s() - R->t_start, n = (double)R->h.n_steps;
+    res->train_runtime = rt;
+    res->train_samples_per_second = rt > 0 ? samples / rt : 0;
+    res->train_steps_per_second = rt > 0 ? n / rt : 0;
+    res->train_loss = n > 0 ? loss / n : NAN;
+    res->epoch = R->steps_per_epoch > 0 ? (double)res->steps / (double)R->steps_per_epoch : 0;
+    char p[1100];
+    snprintf(p, sizeof p, "%s/train_results.json", R->run_dir);
+    lp_atomic_file f;
+    lp_status st = lp_atomic_open(&f, p);
+    if (st != LP_OK)
+        return st;
+    fprintf(f.fp,
+            "{\n    \"epoch\": %.4f,\n    \"train_loss\": %.6f,\n    \"train_runtime\": "
+            "%.4f,\n    \"train_samples_per_second\": %.3f,\n    \"train_steps_per_second\": %.3f\n}\n",
+            res->epoch, res->train_loss, rt, res->train_samples_per_second, res->train_steps_per_second);
+    return lp_atomic_commit(&f);
+}
+
 static void make_run_id(char *buf, size_t cap)
 {
     time_t t = time(NULL);
@@ -388,7 +464,7 @@ static void make_run_id(char *buf, size_t cap)
 
 lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
 {
-    run R = {.c = c};
+    run R = {.c = c, .em_before = -1};
     memset(res, 0, sizeof *res);
     res->eval_loss = res->eval_accuracy = res->eval_macro_f1 = res->eval_perplexity = NAN;
     char resumed[1024] = "";
@@ -429,6 +505,9 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
         peak_src = "lp_peak_fma_gflops";
         peak = lp_peak_fma_gflops(0.25);
     }
+
+    if (cs.step == 0 && (st = exact_match(&R, false)) != LP_OK)
+        goto done;
 
     if (c->profile) {
         lp_prof_config pc;
@@ -548,10 +627,14 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
         st = ws != LP_OK ? ws : lp_err(step_st, "%s", step_msg);
         goto done;
     }
+    if (!res->interrupted && (st = exact_match(&R, true)) != LP_OK)
+        goto done;
     if ((st = write_run_files(&R, res->interrupted, stop_reason, peak, peak_src)) != LP_OK)
         goto done;
     res->steps = step;
     res->final_loss = R.h.n_steps ? R.h.steps[R.h.n_steps - 1].loss : NAN;
+    if ((st = trainer_metrics(&R, res)) != LP_OK)
+        goto done;
     res->task = R.task;
     for (size_t i = 0; i < R.h.n_epochs; i++)
         if (!isnan(R.h.epochs[i].eval_loss)) {

@@ -295,6 +295,16 @@ lp_status lp_rundir_write_config(const char *run_dir, const lp_train_config *c, 
     cJSON_AddNumberToObject(ds, "train_rows_skipped", (double)d->train.n_skipped);
     cJSON_AddNumberToObject(ds, "eval_rows", d->has_eval ? (double)d->eval.n : 0.0);
     cJSON_AddNumberToObject(ds, "num_labels", d->num_labels);
+    if (d->sft) { // instruction data: how it was read, masked, packed and cut
+        cJSON_AddStringToObject(ds, "data_format", lp_sft_format_name(d->strain.format));
+        cJSON_AddBoolToObject(ds, "train_on_responses", d->sft_responses);
+        cJSON_AddBoolToObject(ds, "packing", c->packing);
+        cJSON_AddNumberToObject(ds, "train_sequences", (double)d->etrain.n);
+        cJSON_AddNumberToObject(ds, "train_samples_truncated", (double)d->etrain.n_truncated);
+        cJSON_AddNumberToObject(ds, "train_tokens_dropped", (double)d->etrain.n_dropped_tokens);
+        cJSON_AddNumberToObject(ds, "train_samples_skipped", (double)d->etrain.n_skipped);
+        cJSON_AddNumberToObject(ds, "exact_match_rows", (double)d->em_n);
+    }
     lp_length_stats ls;
     if (lp_encoded_length_stats(&d->etrain, &ls) == LP_OK) {
         cJSON_AddNumberToObject(ds, "train_tokens", (double)ls.total_tokens);

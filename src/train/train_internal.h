@@ -85,7 +85,31 @@ typedef struct lp_train_data {
     bool lm;                    /* causal LM: text only, no labels (num_labels 0) */
     int32_t num_labels;
     char **label_names;         /* num_labels, borrowed from train.label_map */
+    bool sft;                   /* instruction data (sft_prep.c): strain/seval hold the rows, train/eval
+                                 * only their names and counts */
+    int sft_responses;          /* loss on responses only (resolved) */
+    lp_sft_dataset strain, seval;
+    /* exact match on prompt/response eval rows: row i's prompt (rendered with the generation
+     * prompt, tokenized) is em_ids[em_off[i] .. em_off[i+1]), its answer em_want[i] */
+    int64_t em_n;
+    int64_t *em_off;
+    int32_t *em_ids;
+    char **em_want;
+    int32_t *em_budget; /* (em_n) tokens to generate at most: the answer's own + 2 */
 } lp_train_data;
+
+/* Greedy exact match (exact_match.c): for each eval prompt, tokens chosen by argmax until a
+ * special token (EOS, end of turn) or the budget; a hit when the decoded text, stripped of
+ * surrounding whitespace, equals the answer stripped. Each token recomputes the whole
+ * sequence (no KV cache): a small stand-in until the generate API takes over. */
+LP_WARN_UNUSED lp_status lp_train_exact_match(lp_model *m, const lp_train_data *d, int64_t *hits);
+
+/* Whether c's data goes through the instruction-tuning path: --packing, --train-on-responses,
+ * a --data-format, or a JSONL file whose first row has "prompt", "instruction" or "messages". */
+bool lp_train_sft_wanted(const lp_train_config *c);
+/* Reads, renders (the model's chat template), tokenizes and (--packing) packs the train and
+ * eval files into d->etrain / d->eeval; d->tok must be loaded. Errors name file and line. */
+LP_WARN_UNUSED lp_status lp_train_sft_load(lp_train_data *d, const lp_train_config *c, int32_t max_len, int32_t pad);
 
 /* Loads the tokenizer and data. lm: text-only data for a causal LM (labels unused).
  * config_pad is the model config's pad_token_id, config_eos its eos_token_id (-1 when

@@ -176,25 +176,31 @@ static double at_loss(void *p)
     return dotw(c->dout, c->out, g->B * g->T * g->H * g->D);
 }
 
-/* MHA with right padding (BERT), and GQA (4 query heads over 2 kv heads) under a causal
- * mask with a sliding window of 3 and left padding (two queries of the second sequence see
- * no key): eager, fused, fused with dropout. dk and dv of a kv head are sums over its two
- * query heads, which the finite differences of the shared k, v see directly. */
+/* MHA with right padding (BERT), GQA (4 query heads over 2 kv heads) under a causal mask
+ * with a sliding window of 3 and left padding (two queries of the second sequence see no
+ * key), and GQA causal over packed samples (sample ids 1 1 2 2 2 3 3 and 1 1 1 2 2 0 0):
+ * eager, fused, fused with dropout. dk and dv of a kv head are sums over its two query
+ * heads, which the finite differences of the shared k, v see directly. */
 static void test_grad_attention(void **state)
 {
     (void)state;
     int bad = 0;
     static const lp_attn_dropout ad = {0.3f, 17, LP_RNG_STREAM_DROPOUT, 0};
-    static const char *names[2][3] = {{"attention eager dqkv", "attention fused dqkv", "attention fused dqkv, dropout"},
+    static const char *names[3][3] = {{"attention eager dqkv", "attention fused dqkv", "attention fused dqkv, dropout"},
                                       {"attention gqa causal window eager dqkv", "attention gqa causal window fused dqkv",
-                                       "attention gqa causal window fused dqkv, dropout"}};
-    for (int geo = 0; geo < 2; geo++)
+                                       "attention gqa causal window fused dqkv, dropout"},
+                                      {"attention packed samples eager dqkv", "attention packed samples fused dqkv",
+                                       "attention packed samples fused dqkv, dropout"}};
+    static const int32_t packed[14] = {1, 1, 2, 2, 2, 3, 3, 1, 1, 1, 2, 2, 0, 0};
+    for (int geo = 0; geo < 3; geo++)
         for (int fused = 0; fused < 3; fused++) { /* eager, fused, fused with dropout */
             at_ctx c = {.fused = fused, .drop = fused == 2 ? &ad : NULL};
             if (geo == 0)
                 c.g = (lp_attn_geom){.B = 2, .T = 5, .H = 2, .Hkv = 2, .D = 3};
-            else
+            else if (geo == 1)
                 c.g = (lp_attn_geom){.B = 2, .T = 7, .H = 4, .Hkv = 2, .D = 3, .causal = true, .window = 3};
+            else
+                c.g = (lp_attn_geom){.B = 2, .T = 7, .H = 4, .Hkv = 2, .D = 3, .causal = true, .segments = true};
             lp_attn_geom *g = &c.g;
             const int64_t B = g->B, T = g->T, C = g->H * g->D, ld = (g->H + 2 * g->Hkv) * g->D, nx = B * T * ld;
             g->ldq = g->ldkv = ld;
@@ -202,7 +208,9 @@ static void test_grad_attention(void **state)
             c.att = kt_nan(B * g->H * T * T), c.lse = kt_nan(B * g->H * T);
             c.mask = kt_alloc((size_t)(B * T) * 4);
             for (int64_t i = 0; i < B * T; i++) /* second sequence: 3 (MHA: right) or 2 (GQA: left) padded */
-                c.mask[i] = geo == 0 ? (i % T) < (i / T ? 2 : 5) : (i / T == 0 || (i % T) >= 2);
+                c.mask[i] = geo == 0   ? (i % T) < (i / T ? 2 : 5)
+                            : geo == 1 ? (i / T == 0 || (i % T) >= 2)
+                                       : packed[i];
             float *gr = kt_nan(nx), *datt = kt_nan(B * g->H * T * T);
             float *dk = gr + C, *dv = dk + g->Hkv * g->D;
             at_loss(&c);

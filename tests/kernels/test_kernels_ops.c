@@ -200,7 +200,22 @@ static int run_softmax(const int64_t *d)
  * turned non-finite at step 185); random LEFT-padding lengths (row 0 always padded at the
  * start: under a causal mask its first queries see no key); left padding with only the last
  * token real (every query but the last sees nothing under a causal mask). */
-enum { MASK_NONE, MASK_RIGHT, MASK_ONE_REAL, MASK_FAR_KEYS, MASK_LEFT, MASK_LEFT_LAST_ONLY };
+enum { MASK_NONE, MASK_RIGHT, MASK_ONE_REAL, MASK_FAR_KEYS, MASK_LEFT, MASK_LEFT_LAST_ONLY, MASK_SEGMENTS };
+
+/* Packed rows (MASK_SEGMENTS, lp_attn_geom.segments): samples of random lengths 1..maxlen with
+ * ids 1, 2, ... one after another, and in odd rows up to 3 padded tokens at the end. */
+static void fill_segments(int32_t *mask, int64_t B, int64_t T, int64_t maxlen)
+{
+    for (int64_t b = 0; b < B; b++) {
+        int64_t pad = b % 2 ? (int64_t)(kt_rand() % 4u) : 0, t = 0;
+        pad = pad < T ? pad : T - 1;
+        for (int32_t id = 1; t < T - pad; id++)
+            for (int64_t n = 1 + (int64_t)(kt_rand() % (uint32_t)maxlen); n > 0 && t < T - pad; n--, t++)
+                mask[b * T + t] = id;
+        for (; t < T; t++)
+            mask[b * T + t] = 0;
+    }
+}
 
 typedef struct attn_case {
     int64_t B, T, H, Hkv, D;
@@ -214,7 +229,8 @@ typedef struct attn_case {
 /* The definition, spelled out again independently of the kernels and of lp_attn_key_range. */
 static bool naive_visible(const attn_case *c, const int32_t *mask, int64_t b, int64_t i, int64_t j)
 {
-    return (!mask || mask[b * c->T + j]) && (!c->causal || j <= i) && (c->window <= 0 || i - j < c->window);
+    const bool same = c->maskmode != MASK_SEGMENTS || mask[b * c->T + j] == mask[b * c->T + i];
+    return (!mask || mask[b * c->T + j]) && same && (!c->causal || j <= i) && (c->window <= 0 || i - j < c->window);
 }
 
 /* Textbook attention in double, forward and backward: out, dq (B,T,H*D), dk, dv (B,T,Hkv*D)
@@ -334,12 +350,16 @@ static int run_attn_case(const attn_case *ac)
     const int packed = ac->packed;
     const int64_t ldq = packed ? C + 2 * Ckv + 3 : C, ldkv = packed ? ldq : Ckv;
     const lp_attn_geom g = {.B = B, .T = T, .H = H, .Hkv = Hkv, .D = D, .ldq = ldq, .ldkv = ldkv,
-                            .causal = ac->causal, .window = ac->window, .scale = ac->scale};
+                            .causal = ac->causal, .window = ac->window, .scale = ac->scale,
+                            .segments = ac->maskmode == MASK_SEGMENTS};
     const int64_t nq = B * T * ldq, nkv = B * T * ldkv, nx = packed ? nq : nq + 2 * nkv;
     float *qkv = kt_rand_f(nx, -2, 2);
     float *q = qkv, *k = packed ? qkv + C : qkv + nq, *v = packed ? qkv + C + Ckv : qkv + nq + nkv;
     int32_t *mask = NULL;
-    if (ac->maskmode != MASK_NONE) {
+    if (ac->maskmode == MASK_SEGMENTS) {
+        mask = kt_alloc((size_t)(B * T) * 4);
+        fill_segments(mask, B, T, T / 3 + 1);
+    } else if (ac->maskmode != MASK_NONE) {
         mask = kt_alloc((size_t)(B * T) * 4);
         for (int64_t b = 0; b < B; b++) {
             int64_t len = 1 + (int64_t)(kt_rand() % (uint32_t)T);
@@ -843,6 +863,13 @@ static const attn_case attn_cases[] = {
     {1, 33, 2, 2, 320, 0, MASK_NONE, false, 0, 0.0f},
     {2, 130, 4, 4, 64, 1, MASK_RIGHT, false, 0, 0.0f},
     {2, 40, 4, 2, 32, 1, MASK_LEFT, true, 0, 0.3f}, /* an explicit scale (Gemma-style query_pre_attn_scalar) */
+    /* packed samples: short ones inside one tile, long ones across tiles, with GQA, a
+     * window, no causal mask (an encoder-style check of the sample rule alone), D > TMAX */
+    {2, 7, 4, 2, 8, 0, MASK_SEGMENTS, true, 0, 0.0f},
+    {2, 130, 4, 2, 64, 1, MASK_SEGMENTS, true, 0, 0.0f},
+    {2, 200, 4, 1, 64, 0, MASK_SEGMENTS, true, 30, 0.0f},
+    {2, 65, 2, 2, 32, 0, MASK_SEGMENTS, false, 0, 0.0f},
+    {1, 70, 2, 1, 320, 0, MASK_SEGMENTS, true, 0, 0.0f},
 };
 
 static void test_op_table(void **state)
@@ -938,6 +965,87 @@ static void test_attention_without_scratch(void **state)
     assert_int_equal(f, 0);
 }
 
+/* Packing changes nothing for a sample: a packed row with sample ids gives, on each sample's
+ * tokens, the output and the q, k, v gradients of that sample run alone (B = 1, T = its
+ * length, no mask), in the eager and fused kernels, ref and opt. Tolerances as the op table's
+ * opt against ref (1e-5 + 1e-4 relative on outputs, 1e-3 on gradients): only the order of the
+ * partial sums differs (other tiles). Padded tokens give exactly 0. */
+static void test_attention_segments_alone(void **state)
+{
+    (void)state;
+    static const attn_case cs[] = {{1, 150, 4, 2, 64, 0, MASK_SEGMENTS, true, 0, 0.0f},
+                                   {2, 97, 4, 1, 32, 0, MASK_SEGMENTS, true, 24, 0.0f},
+                                   {1, 40, 2, 2, 16, 0, MASK_SEGMENTS, false, 0, 0.0f}};
+    int f = 0;
+    for (int ci = 0; ci < 3; ci++) {
+        const attn_case *c = &cs[ci];
+        const int64_t B = c->B, T = c->T, H = c->H, Hkv = c->Hkv, D = c->D, C = H * D, Ckv = Hkv * D;
+        const lp_attn_geom g = {.B = B, .T = T, .H = H, .Hkv = Hkv, .D = D, .ldq = C, .ldkv = Ckv,
+                                .causal = c->causal, .window = c->window, .segments = true};
+        float *q = kt_rand_f(B * T * C, -2, 2), *k = kt_rand_f(B * T * Ckv, -2, 2), *v = kt_rand_f(B * T * Ckv, -2, 2);
+        float *dout = kt_rand_f(B * T * C, -1, 1);
+        int32_t *mask = kt_alloc((size_t)(B * T) * 4);
+        fill_segments(mask, B, T, T / 2);
+        /* one sample's run alone, sized for the longest */
+        float *o1 = kt_nan(T * C), *l1 = kt_nan(H * T), *a1 = kt_nan(H * T * T);
+        float *dq1 = kt_nan(T * C), *dk1 = kt_nan(T * Ckv), *dv1 = kt_nan(T * Ckv), *da1 = kt_nan(H * T * T);
+        for (int impl = 0; impl < 2; impl++) {
+            const lp_kernel_table *K = lp_kernels_table(impl ? LP_KERNELS_IMPL_OPT : LP_KERNELS_IMPL_REF);
+            for (int fused = 0; fused < 2; fused++) {
+                float *o = kt_nan(B * T * C), *lse = kt_nan(B * H * T), *att = kt_nan(B * H * T * T);
+                float *dq = kt_nan(B * T * C), *dk = kt_nan(B * T * Ckv), *dv = kt_nan(B * T * Ckv);
+                float *datt = kt_nan(B * H * T * T);
+                if (fused) {
+                    K->attention_fused_forward(o, lse, q, k, v, mask, &g, NULL);
+                    K->attention_fused_backward(dq, dk, dv, dout, o, lse, q, k, v, mask, &g, NULL);
+                } else {
+                    K->attention_eager_forward(o, att, q, k, v, mask, &g);
+                    K->attention_eager_backward(dq, dk, dv, datt, dout, att, q, k, v, &g);
+                }
+                char what[96];
+                for (int64_t b = 0; b < B; b++)
+                    for (int64_t t0 = 0; t0 < T;) {
+                        int64_t t1 = t0 + 1;
+                        while (t1 < T && mask[b * T + t1] == mask[b * T + t0])
+                            t1++;
+                        const int64_t n = t1 - t0, r0 = b * T + t0;
+                        if (!mask[r0]) { /* padding sees nothing: exactly 0 */
+                            for (int64_t e = 0; e < n * C; e++)
+                                f += o[r0 * C + e] != 0.0f || dq[r0 * C + e] != 0.0f;
+                            t0 = t1;
+                            continue;
+                        }
+                        lp_attn_geom g1 = g;
+                        g1.B = 1, g1.T = n, g1.segments = false;
+                        if (fused) {
+                            K->attention_fused_forward(o1, l1, q + r0 * C, k + r0 * Ckv, v + r0 * Ckv, NULL, &g1, NULL);
+                            K->attention_fused_backward(dq1, dk1, dv1, dout + r0 * C, o1, l1, q + r0 * C, k + r0 * Ckv,
+                                                        v + r0 * Ckv, NULL, &g1, NULL);
+                        } else {
+                            K->attention_eager_forward(o1, a1, q + r0 * C, k + r0 * Ckv, v + r0 * Ckv, NULL, &g1);
+                            K->attention_eager_backward(dq1, dk1, dv1, da1, dout + r0 * C, a1, q + r0 * C,
+                                                        k + r0 * Ckv, v + r0 * Ckv, &g1);
+                        }
+                        snprintf(what, sizeof what, "%s %s, sample at row %lld token %lld alone: ", K->name,
+                                 fused ? "fused" : "eager", (long long)b, (long long)t0);
+                        char w2[128];
+                        snprintf(w2, sizeof w2, "%sout", what);
+                        f += kt_close(w2, o + r0 * C, o1, n * C, 1e-5, 1e-4);
+                        snprintf(w2, sizeof w2, "%sdq", what);
+                        f += kt_close(w2, dq + r0 * C, dq1, n * C, 1e-5, 1e-3);
+                        snprintf(w2, sizeof w2, "%sdk", what);
+                        f += kt_close(w2, dk + r0 * Ckv, dk1, n * Ckv, 1e-5, 1e-3);
+                        snprintf(w2, sizeof w2, "%sdv", what);
+                        f += kt_close(w2, dv + r0 * Ckv, dv1, n * Ckv, 1e-5, 1e-3);
+                        t0 = t1;
+                    }
+            }
+        }
+        f += kt_release("attention segments alone");
+    }
+    assert_int_equal(f, 0);
+}
+
 /* Bad geometries are refused with a message naming the caller and the field. */
 static void test_attention_geom_check(void **state)
 {
@@ -968,6 +1076,7 @@ int main(void)
         cmocka_unit_test(test_dispatch_env),
         cmocka_unit_test(test_attention_geom_check),
         cmocka_unit_test(test_attention_without_scratch),
+        cmocka_unit_test(test_attention_segments_alone),
         cmocka_unit_test(test_op_table),
         cmocka_unit_test(test_op_table_one_thread),
     };

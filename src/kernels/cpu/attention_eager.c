@@ -1,4 +1,4 @@
-/* Eager attention: scores = q k^T * scale, visibility mask (padding, causal, window),
+/* Eager attention: scores = q k^T * scale, visibility mask (padding, samples, causal, window),
  * softmax, @ v, with the (B,H,T,T) probabilities stored for the backward. The optimized
  * version runs each (batch, head) as a task on the OpenMP pool and calls BLAS inside it
  * (OpenBLAS then runs single-threaded: our partitioning, one pool). With GQA the kv heads'
@@ -19,7 +19,7 @@ static int64_t mask_row(float *row, const lp_attn_geom *g, const int32_t *mb, in
     int64_t lo, hi, n = 0;
     lp_attn_key_range(g, i, &lo, &hi);
     for (int64_t j = 0; j < g->T; j++) {
-        if (j < lo || j >= hi || (mb && !mb[j]))
+        if (j < lo || j >= hi || !lp_attn_mask_visible(g, mb, i, j))
             row[j] = -INFINITY;
         else
             n++;
@@ -84,7 +84,7 @@ void lp_k_attention_eager_forward_opt(float *out, float *att, const float *q, co
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)T, (int)D, scale, qb, (int)g->ldq, kb,
                     (int)g->ldkv, 0.0f, a, (int)T);
         const int32_t *mb = mask ? mask + b * T : NULL;
-        if (g->causal || g->window > 0) {
+        if (g->causal || g->window > 0 || g->segments) {
             for (int64_t i = 0; i < T; i++) {
                 float *row = a + i * T;
                 if (mask_row(row, g, mb, i) == 0)

@@ -324,20 +324,41 @@ static tiles tiles_bind(float *heap, int64_t D)
 }
 
 /* Row-wise visibility inside one (query block, key tile): sets s[c] = -inf in row r of
- * block i0 for the keys j0+c the causal mask or window hides. Only tiles crossing the
- * diagonal or the window's edge need it (tile_full says which). */
-static inline void hide_row(float *s, const lp_attn_geom *g, int64_t i, int64_t j0, int64_t nk)
+ * block i0 for the keys j0+c the causal mask, the window or another sample (segments)
+ * hides. Only tiles crossing the diagonal, the window's edge or a sample boundary need it
+ * (tile_full says which); padding is the bias's job. */
+static inline void hide_row(float *s, const lp_attn_geom *g, const int32_t *mb, int64_t i, int64_t j0, int64_t nk)
 {
     int64_t lo, hi;
     lp_attn_key_range(g, i, &lo, &hi);
     for (int64_t c = 0; c < nk; c++)
-        if (j0 + c < lo || j0 + c >= hi)
+        if (j0 + c < lo || j0 + c >= hi || (g->segments && mb[j0 + c] != mb[i]))
             s[c] = -INFINITY;
 }
 
-/* Whether every query of [i0, i0+nq) sees every key of [j0, j0+nk), but for padding. */
-static inline bool tile_full(const lp_attn_geom *g, int64_t i0, int64_t nq, int64_t j0, int64_t nk)
+/* Whether the queries [i0, i0+nq) and the real keys of [j0, j0+nk) all belong to one
+ * sample: O(nq + nk) compares against the tile's O(nq nk D) products, so a packed row
+ * keeps the fast path everywhere but on the tiles astride a boundary. */
+static inline bool tile_one_sample(const lp_attn_geom *g, const int32_t *mb, int64_t i0, int64_t nq, int64_t j0,
+                                   int64_t nk)
 {
+    if (!g->segments)
+        return true;
+    const int32_t s = mb[i0];
+    for (int64_t r = 1; r < nq; r++)
+        if (mb[i0 + r] != s)
+            return false;
+    for (int64_t c = 0; c < nk; c++)
+        if (mb[j0 + c] && mb[j0 + c] != s)
+            return false;
+    return true;
+}
+
+/* Whether every query of [i0, i0+nq) sees every key of [j0, j0+nk), but for padding. */
+static inline bool tile_full(const lp_attn_geom *g, const int32_t *mb, int64_t i0, int64_t nq, int64_t j0, int64_t nk)
+{
+    if (!tile_one_sample(g, mb, i0, nq, j0, nk))
+        return false;
     int64_t lo, hi;
     lp_attn_key_range(g, i0 + nq - 1, &lo, &hi); /* the last query: the window's far edge */
     if (j0 < lo)
@@ -417,11 +438,11 @@ ALWAYS_INLINE void fwd_head(tiles *w, int64_t ldt, float *pack, bool repack, flo
             }
             tile_qkt4(w->S, w->Qs, ldt, Kt, nq, D);
             tile_mask(w->bias, mb, j0, nk);
-            const bool full = tile_full(g, i0, nq, j0, nk);
+            const bool full = tile_full(g, mb, i0, nq, j0, nk);
             for (int64_t r = 0; r < nq; r++) {
                 float *s = w->S[r];
                 if (!full)
-                    hide_row(s, g, i0 + r, j0, nk);
+                    hide_row(s, g, mb, i0 + r, j0, nk);
                 float mx = bias_max(s, w->bias, nk, m[r]);
                 if (mx == -INFINITY) { /* every key so far is hidden: nothing to add */
                     for (int64_t c = 0; c < nk; c++)
@@ -557,7 +578,7 @@ ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float 
                 }
                 tile_qkt4(w->S, w->Qs, ldt, w->Kt, nq, D);  /* raw scores */
                 tile_qkt4(w->P2, w->dO, ldt, w->Vt, nq, D); /* dp = dout . v */
-                const bool full = tile_full(g, i0, nq, j0, nkb);
+                const bool full = tile_full(g, mb, i0, nq, j0, nkb);
                 for (int64_t r = 0; r < nq; r++) {
                     float *s = w->S[r], *dp = w->P2[r];
                     if (L[r] == -INFINITY) { /* the query sees no key: p = 0, ds = 0 */
@@ -566,7 +587,7 @@ ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float 
                         continue;
                     }
                     if (!full)
-                        hide_row(s, g, i0 + r, j0, nkb);
+                        hide_row(s, g, mb, i0 + r, j0, nkb);
                     /* hidden keys: -inf before the exp, so p = 0. Zeroing p after the exp is
                      * not the same: a padded key's raw score is not bounded by lse (which
                      * counts visible keys only), and exp(s * scale - lse) = inf times 0 is NaN */

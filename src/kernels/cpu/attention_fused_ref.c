@@ -27,7 +27,7 @@ static inline bool visible(const lp_attn_geom *g, const int32_t *mb, int64_t i, 
 {
     int64_t lo, hi;
     lp_attn_key_range(g, i, &lo, &hi);
-    return j >= lo && j < hi && (!mb || mb[j]);
+    return j >= lo && j < hi && lp_attn_mask_visible(g, mb, i, j);
 }
 
 // out (B,T,H*D) =; lse (B,H,T) =; q (B,T,H,D) stride ldq; k, v (B,T,Hkv,D) stride ldkv; mask (B,T)

@@ -221,6 +221,7 @@ void lp_attention_eager_forward(float *out, float *att, const float *q, const fl
                                 const int32_t *mask, const lp_attn_geom *g)
 {
     assert(lp_attention_geom_check(g, "lp_attention_eager_forward") == LP_OK);
+    assert(!g->segments || mask); /* sample ids live in the mask */
     const double BH = (double)g->B * g->H, tok = (double)g->B * g->T;
     LP_OP_BEGIN("lp::attention_eager_forward", 4.0 * BH * attn_pairs(g) * g->D,
                 4.0 * (tok * (2 * g->H + 2 * g->Hkv) * g->D + BH * g->T * g->T), 5, g->B, g->H, g->Hkv, g->T, g->D);
@@ -244,6 +245,7 @@ void lp_attention_fused_forward(float *out, float *lse, const float *q, const fl
                                 const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop)
 {
     assert(lp_attention_geom_check(g, "lp_attention_fused_forward") == LP_OK);
+    assert(!g->segments || mask); /* sample ids live in the mask */
     const double BH = (double)g->B * g->H, tok = (double)g->B * g->T;
     LP_OP_BEGIN("lp::attention_fused_forward", 4.0 * BH * attn_pairs(g) * g->D,
                 4.0 * (tok * (2 * g->H + 2 * g->Hkv) * g->D + BH * g->T), 5, g->B, g->H, g->Hkv, g->T, g->D);
@@ -256,6 +258,7 @@ void lp_attention_fused_backward(float *dq, float *dk, float *dv, const float *d
                                  const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop)
 {
     assert(lp_attention_geom_check(g, "lp_attention_fused_backward") == LP_OK);
+    assert(!g->segments || mask); /* sample ids live in the mask */
     const double BH = (double)g->B * g->H, tok = (double)g->B * g->T;
     LP_OP_BEGIN("lp::attention_fused_backward", 10.0 * BH * attn_pairs(g) * g->D,
                 4.0 * (tok * (4 * g->H + 4 * g->Hkv) * g->D + BH * g->T), 5, g->B, g->H, g->Hkv, g->T, g->D);
