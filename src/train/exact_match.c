@@ -1,27 +1,19 @@
-/* Exact match of greedy answers on an instruction eval split. A minimal greedy loop: every new
- * token runs the whole sequence again (no KV cache), which on eval prompts of a few dozen
- * tokens and answers of a few tokens costs seconds; the generate API (KV cache) can replace
- * next_token without changing what is scored. */
+/* Exact match of greedy answers on an instruction eval split: each prompt is prefilled into a
+ * KV cache and its answer decoded one token per step (lp_model_prefill / lp_model_decode), so
+ * a token costs one layer-stack pass over one position, not over the whole sequence. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "train_internal.h"
 
-/* The argmax of the last position's logits for ids[0..n). */
-static lp_status next_token(lp_model *m, const int32_t *ids, int32_t n, float *logits, int64_t V,
-                            int32_t *out)
+static int32_t argmax(const float *row, int64_t V)
 {
-    lp_status st = lp_model_forward(m, ids, NULL, NULL, 1, n, logits);
-    if (st != LP_OK)
-        return st;
-    const float *row = logits + (int64_t)(n - 1) * V;
     int32_t best = 0;
     for (int64_t v = 1; v < V; v++)
         if (row[v] > row[best])
             best = (int32_t)v;
-    *out = best;
-    return LP_OK;
+    return best;
 }
 
 /* A special token (EOS, end of turn, ...): decoding it without specials gives nothing. */
@@ -68,8 +60,11 @@ lp_status lp_train_exact_match(lp_model *m, const lp_train_data *d, int64_t *hit
         longest = n > longest ? n : longest;
     }
     int32_t *ids = malloc((size_t)(longest ? longest : 1) * sizeof *ids);
-    float *logits = malloc((size_t)(longest ? longest : 1) * (size_t)V * sizeof *logits);
+    float *logits = malloc((size_t)V * sizeof *logits);
+    lp_kv_cache *kv = NULL;
     lp_status st = ids && logits ? LP_OK : lp_err(LP_STATUS_NO_MEMORY, "exact match: out of memory");
+    if (st == LP_OK && d->em_n > 0)
+        st = lp_model_kv_init(m, 1, longest, LP_DTYPE_F32, &kv);
     const int32_t eos = lp_tokenizer_special_id(d->tok, LP_SPECIAL_EOS);
     lp_model_set_training(m, false);
     LP_PROF_SCOPE("exact_match");
@@ -77,10 +72,13 @@ lp_status lp_train_exact_match(lp_model *m, const lp_train_data *d, int64_t *hit
         const int32_t np = (int32_t)(d->em_off[i + 1] - d->em_off[i]);
         memcpy(ids, d->em_ids + d->em_off[i], (size_t)np * sizeof *ids);
         int32_t n = np;
+        lp_kv_cache_reset(kv);
         for (int32_t k = 0; k < d->em_budget[i]; k++) {
-            int32_t t;
-            if ((st = next_token(m, ids, n, logits, V, &t)) != LP_OK)
+            st = k == 0 ? lp_model_prefill(m, kv, ids, NULL, 1, np, logits)
+                        : lp_model_decode(m, kv, ids + n - 1, logits);
+            if (st != LP_OK)
                 break;
+            const int32_t t = argmax(logits, V);
             if (t == eos || is_special(d->tok, t))
                 break;
             ids[n++] = t;
@@ -91,6 +89,7 @@ lp_status lp_train_exact_match(lp_model *m, const lp_train_data *d, int64_t *hit
         free(text);
     }
     lp_model_set_training(m, true);
+    lp_kv_cache_free(kv);
     free(ids);
     free(logits);
     return st;
