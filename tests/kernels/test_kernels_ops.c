@@ -963,6 +963,9 @@ static void test_attention_geom_check(void **state)
 
 int main(void)
 {
+    int isa_rc = kt_isa_init();
+    if (isa_rc)
+        return isa_rc;
     lp_threads_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dispatch_env),
