@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "kernel_test_util.h"
+#include "../../src/kernels/backend.h"
 #include "loupe/kernels.h"
 
 static void test_names(void **state)
@@ -138,6 +139,42 @@ static void test_select_each_level(void **state)
     assert_int_equal(lp_kernels_select_isa(start), LP_OK);
 }
 
+/* The CPU backend: one instance per level over that level's table; its buffers round-trip
+ * bytes exactly; supports() answers by table entry. */
+static void test_cpu_backend(void **state)
+{
+    (void)state;
+    for (int i = 0; i < LP_ISA_COUNT; i++) {
+        const lp_backend *be = lp_backend_cpu((lp_isa)i);
+        assert_string_equal(be->name, "cpu");
+        assert_string_equal(be->level, lp_isa_name((lp_isa)i));
+        assert_ptr_equal(be->ops, lp_kernels_table_isa((lp_isa)i));
+        assert_true(be->supports(be, LP_BACKEND_OP(sgemm)));
+        assert_true(be->supports(be, LP_BACKEND_OP(lora_backward)));
+        assert_false(be->supports(be, LP_BACKEND_OP(name))); /* not an op */
+        assert_false(be->supports(be, sizeof(lp_kernel_table)));
+    }
+    const lp_backend *be = lp_backend_cpu(lp_kernels_isa());
+    enum { N = 1000 };
+    float host[N], back[N];
+    for (int i = 0; i < N; i++)
+        host[i] = (float)i * 0.25f - 3.0f;
+    float *a = be->alloc(be->ctx, sizeof host, "backend test a"), *b = be->alloc(be->ctx, sizeof host, "b");
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(be->upload(be->ctx, a, host, sizeof host), LP_OK);
+    assert_int_equal(be->copy(be->ctx, b, a, sizeof host), LP_OK);
+    assert_int_equal(be->memset(be->ctx, a, 0, sizeof host / 2), LP_OK);
+    assert_int_equal(be->sync(be->ctx), LP_OK);
+    assert_int_equal(be->download(be->ctx, back, b, sizeof back), LP_OK);
+    assert_memory_equal(back, host, sizeof host);
+    assert_int_equal(be->download(be->ctx, back, a, sizeof back), LP_OK);
+    for (int i = 0; i < N; i++)
+        assert_true(i < N / 2 ? back[i] == 0.0f : back[i] == host[i]);
+    be->free(be->ctx, a);
+    be->free(be->ctx, b);
+}
+
 int main(void)
 {
     int isa_rc = kt_isa_init();
@@ -147,6 +184,7 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_detect_matches_cpuinfo),
         cmocka_unit_test(test_select_each_level),
+        cmocka_unit_test(test_cpu_backend),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
