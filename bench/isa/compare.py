@@ -53,6 +53,8 @@ def main():
                 key = (case, name)
                 best[key] = min(best.get(key, float("inf")), j["step_ms_min"])
                 isa[name] = j.get("isa", "native (-march=native)")
+                print(f"  {case:10s} {name:18s} {isa[name]:22s} {j['step_ms_min']:9.1f} ms "
+                      f"(load {os.getloadavg()[0]:.1f})", flush=True)
         print(f"round {r + 1}/{a.rounds} done; load {os.getloadavg()[0]:.1f}", flush=True)
     model = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     print(f"\n{model}, {a.threads} threads, DistilBERT shape, seq 128, fused; best ms of {a.rounds} rounds "
