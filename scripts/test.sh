@@ -13,8 +13,11 @@ logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 rc=0
 echo "== sanitizer build (ASan + UBSan) =="
+# The op-table tests run once per ISA level (label isa_<level>); under the sanitizers only
+# the baseline and AVX2 copies (the AVX-512 ones run in the release pass below), which
+# keeps the sanitizer pass's kernel time within a third more than before.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan --output-on-failure -LE 'ecosystem|slow' -j 2 2>&1 | tee "$logs/asan.log" || rc=1
+  ctest --test-dir build-asan --output-on-failure -LE 'ecosystem|slow|isa_avx512' -j 2 2>&1 | tee "$logs/asan.log" || rc=1
 echo "== release build =="
 ctest --test-dir build --output-on-failure -j 2 2>&1 | tee "$logs/release.log" || rc=1
 

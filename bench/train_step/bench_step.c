@@ -323,8 +323,9 @@ static void print_json(const args *a, lp_model *m, const double *ms, int n, doub
     uint64_t param_bytes = (uint64_t)ms_.peak[LP_MEM_CATEGORY_PARAMETER];
     printf("{\"tool\": \"loupe\", \"shape\": \"%s\", \"mode\": \"%s\", \"method\": \"%s\", \"exec\": \"%s\",\n", a->shape,
            train ? "train" : "infer", a->method, a->exec);
-    printf(" \"batch\": %d, \"seq\": %d, \"threads\": %d, \"blas_core\": \"%s\", \"blas_mode\": \"%s\",\n", a->batch,
-           a->seq, lp_threads_get(), lp_threads_blas_core(), lp_threads_blas_mode());
+    printf(" \"batch\": %d, \"seq\": %d, \"threads\": %d, \"blas_core\": \"%s\", \"blas_mode\": \"%s\", \"isa\": \"%s\",\n",
+           a->batch, a->seq, lp_threads_get(), lp_threads_blas_core(), lp_threads_blas_mode(),
+           lp_isa_name(lp_kernels_isa()));
     printf(" \"layers\": %lld, \"hidden\": %lld, \"heads\": %lld, \"ffn\": %lld, \"vocab\": %lld,\n",
            (long long)mi.num_layers, (long long)mi.hidden_size, (long long)mi.num_heads,
            (long long)mi.intermediate_size, (long long)mi.vocab_size);
@@ -375,8 +376,9 @@ int main(int argc, char **argv)
     if (!(a.peak_gflops > 0))
         a.peak_gflops = lp_peak_fma_gflops(0.5); /* allocates nothing: no trace in the categories */
     if (!strcmp(a.mode, "peak")) {
-        printf("{\"tool\": \"loupe\", \"mode\": \"peak\", \"threads\": %d, \"blas_core\": \"%s\", \"peak_gflops\": %.3f}\n",
-               lp_threads_get(), lp_threads_blas_core(), a.peak_gflops);
+        printf("{\"tool\": \"loupe\", \"mode\": \"peak\", \"threads\": %d, \"isa\": \"%s\", \"blas_core\": \"%s\", "
+               "\"peak_gflops\": %.3f}\n",
+               lp_threads_get(), lp_isa_name(lp_kernels_isa()), lp_threads_blas_core(), a.peak_gflops);
         return 0;
     }
     bool train = !strcmp(a.mode, "train");

@@ -191,8 +191,8 @@ bool lp_bench_stop_requested(void);
 /* Asks the running bench to stop (as a signal would; tests). */
 void lp_bench_request_stop(void);
 
-/* This CPU's model name (/proc/cpuinfo) and widest SIMD level loupe uses ("avx512",
- * "avx2", "scalar"), for reports and bench/README.md figures. */
+/* This CPU's model name (/proc/cpuinfo) and the ISA level the kernels run at (lp_isa_name:
+ * "baseline", "avx2", "avx512", "avx512bf16"), for reports and bench/README.md figures. */
 void lp_bench_machine(char *cpu, size_t cpu_cap, char *simd, size_t simd_cap);
 
 #ifdef __cplusplus

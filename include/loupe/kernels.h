@@ -199,6 +199,7 @@ typedef struct lp_kv_geom {
 
 typedef struct lp_kernel_table {
     const char *name; /* "ref" or "opt" */
+    const char *isa;  /* the ISA level its code was compiled for (lp_isa_name; "baseline" for ref) */
     void (*sgemm)(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                   int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
     void (*bias_add_forward)(float *out, const float *bias, int64_t N, int64_t C);
@@ -276,12 +277,48 @@ typedef struct lp_kernel_table {
 
 typedef enum lp_kernels_impl { LP_KERNELS_IMPL_REF = 0, LP_KERNELS_IMPL_OPT } lp_kernels_impl;
 
-/* Reads LP_KERNELS ("ref" or "opt"; default opt). Called implicitly by the first op. */
-void lp_kernels_init(void);
+/* ISA levels. The optimized kernels are compiled once per level (src/kernels/cpu/README.md)
+ * and one binary picks at start-up the widest level the CPU and OS support (CPUID, and
+ * XGETBV for the OS saving the AVX / AVX-512 registers); LP_ISA=<name> in the environment
+ * or lp_kernels_select_isa forces a level the CPU has. The rest of loupe is compiled for
+ * the baseline, so the binary runs on any x86-64-v2 CPU. */
+typedef enum lp_isa {
+    LP_ISA_BASELINE = 0, /* "baseline": x86-64-v2 (SSE4.2, POPCNT); scalar and SSE code */
+    LP_ISA_AVX2,         /* "avx2": x86-64-v3 (AVX2, FMA, F16C, BMI2) */
+    LP_ISA_AVX512,       /* "avx512": x86-64-v4 (AVX-512 F/BW/CD/DQ/VL) */
+    LP_ISA_AVX512BF16,   /* "avx512bf16": and AVX512_BF16 + AVX512_VNNI */
+    LP_ISA_COUNT
+} lp_isa;
+
+/* "baseline", "avx2", "avx512", "avx512bf16" (static storage); "?" outside the enum. */
+const char *lp_isa_name(lp_isa isa);
+/* Parses a level's name (as lp_isa_name writes it). Errors: LP_STATUS_INVALID_ARG naming
+ * `what` (e.g. "LP_ISA") and the valid names. */
+LP_WARN_UNUSED lp_status lp_isa_parse(const char *s, const char *what, lp_isa *out);
+/* The widest level this CPU and OS run (detected once, thread-safe). */
+lp_isa lp_isa_detect(void);
+/* The CPU's name for what it lacks of `isa` ("avx512bw", "OS support for AVX-512 state"),
+ * or NULL when it runs it. */
+const char *lp_isa_missing(lp_isa isa);
+
+/* Reads LP_KERNELS ("ref" or "opt"; default opt) and LP_ISA (a level name; default the
+ * detected one). Called implicitly by the first op, which on a bad LP_ISA prints the error
+ * on stderr and keeps the detected level; call it first to refuse instead.
+ * Errors: LP_STATUS_INVALID_ARG (unknown name), LP_STATUS_UNSUPPORTED (the CPU lacks it). */
+lp_status lp_kernels_init(void);
 /* Selects the table used by the lp_* wrappers (process-wide). */
 void lp_kernels_select(lp_kernels_impl impl);
-/* The table for impl (static storage, never NULL), and the active one. */
+/* Selects the ISA level of the optimized table (process-wide; keeps ref/opt as it is).
+ * Errors: LP_STATUS_UNSUPPORTED naming the level and the missing feature. */
+LP_WARN_UNUSED lp_status lp_kernels_select_isa(lp_isa isa);
+/* The active ISA level of the optimized table. */
+lp_isa lp_kernels_isa(void);
+/* The table for impl (static storage, never NULL; OPT at the active ISA level), and the
+ * active one. */
 const lp_kernel_table *lp_kernels_table(lp_kernels_impl impl);
+/* The optimized table compiled for `isa` (static storage, never NULL), whether or not the
+ * CPU runs it: call only when lp_isa_missing(isa) is NULL. */
+const lp_kernel_table *lp_kernels_table_isa(lp_isa isa);
 const lp_kernel_table *lp_kernels_active(void);
 
 /* ---- GEMM ------------------------------------------------------------------------- */
@@ -718,7 +755,8 @@ LP_WARN_UNUSED lp_status lp_lora_backward_eager(float *dinp, float *dA, float *d
 
 typedef struct lp_peak_result {
     int threads;
-    int vector_bits;        /* widest FMA this build uses: 512 (AVX-512), 256 (AVX2) or 32 */
+    int vector_bits;        /* widest FMA the active ISA level uses: 512 (AVX-512), 256 (AVX2) or 32 */
+    char isa[16];           /* the ISA level the kernels run at (lp_isa_name) */
     double fma_gflops;      /* f32 FMA peak at vector_bits, all threads */
     double fma_gflops_1t;   /* the same, one thread */
     double fma256_gflops;   /* f32 FMA peak with 256-bit vectors (AVX2 code, e.g. OpenBLAS Haswell) */

@@ -1,9 +1,10 @@
-/* The machine a bench ran on: CPU model from /proc/cpuinfo and the widest SIMD level the
- * kernels use (what bench/README.md figures are quoted with). */
+/* The machine a bench ran on: CPU model from /proc/cpuinfo and the ISA level the kernels
+ * ran at (what bench/README.md figures are quoted with). */
 #include <stdio.h>
 #include <string.h>
 
 #include "loupe/bench.h"
+#include "loupe/kernels.h"
 
 void lp_bench_machine(char *cpu, size_t cpu_cap, char *simd, size_t simd_cap)
 {
@@ -22,15 +23,6 @@ void lp_bench_machine(char *cpu, size_t cpu_cap, char *simd, size_t simd_cap)
     }
     if (f)
         fclose(f);
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    const char *s = __builtin_cpu_supports("avx512f") ? "avx512"
-                    : __builtin_cpu_supports("avx2")  ? "avx2"
-                                                      : "sse2";
-    if (__builtin_cpu_supports("avx512bf16"))
-        s = "avx512+bf16";
-    snprintf(simd, simd_cap, "%s", s);
-#else
-    snprintf(simd, simd_cap, "scalar");
-#endif
+    /* the level the kernels run at (LP_ISA can force a lower one), not the CPU's widest */
+    snprintf(simd, simd_cap, "%s", lp_isa_name(lp_kernels_isa()));
 }

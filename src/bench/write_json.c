@@ -10,6 +10,7 @@
 
 #include "bench_internal.h"
 #include "loupe/core.h"
+#include "loupe/kernels.h"
 
 static void num(cJSON *o, const char *k, double v)
 {
@@ -169,7 +170,8 @@ lp_status lp_bench__write_json(const lp_bench_state *s)
     cJSON_AddItemToObject(j, "config", config_json(c, r));
     cJSON *mach = cJSON_AddObjectToObject(j, "machine");
     cJSON_AddStringToObject(mach, "cpu", r->cpu);
-    cJSON_AddStringToObject(mach, "simd", r->simd);
+    cJSON_AddStringToObject(mach, "simd", r->simd); /* the ISA level the kernels ran at */
+    cJSON_AddStringToObject(mach, "isa_detected", lp_isa_name(lp_isa_detect()));
     cJSON_AddNumberToObject(mach, "threads", r->threads);
     cJSON_AddStringToObject(mach, "blas_core", lp_threads_blas_core());
     cJSON *ms = cJSON_AddObjectToObject(j, "model_summary");

@@ -18,7 +18,8 @@ static void usage(FILE *out)
             "usage: loupe peak [--threads N] [--seconds S] [--size N] [--json] [--output FILE]\n\n"
             "Measure this machine's f32 FMA peak (per vector width), OpenBLAS sgemm GFLOP/s at a\n"
             "large square size, and memory bandwidth (STREAM triad). Each figure is the best of\n"
-            "many short runs, so a busy machine reads low, never high.\n\n"
+            "many short runs, so a busy machine reads low, never high. The FMA peak is that of\n"
+            "the ISA level the kernels run at (LP_ISA=baseline|avx2|avx512|avx512bf16 forces one).\n\n"
             "  --threads N    threads (default: LP_THREADS, OMP_NUM_THREADS, else all cores)\n"
             "  --seconds S    time spent on each probe, 0.1..60 (default 1)\n"
             "  --size N       sgemm size N x N x N, 64..8192 (default 2048)\n"
@@ -32,6 +33,8 @@ static cJSON *to_json(const lp_peak_result *r)
     if (!o)
         return NULL;
     cJSON_AddNumberToObject(o, "threads", r->threads);
+    cJSON_AddStringToObject(o, "isa", r->isa);
+    cJSON_AddStringToObject(o, "isa_detected", lp_isa_name(lp_isa_detect()));
     cJSON_AddNumberToObject(o, "vector_bits", r->vector_bits);
     cJSON_AddNumberToObject(o, "fma_gflops", r->fma_gflops);
     cJSON_AddNumberToObject(o, "fma_gflops_1thread", r->fma_gflops_1t);
@@ -48,8 +51,8 @@ static cJSON *to_json(const lp_peak_result *r)
 static void print_table(const lp_peak_result *r)
 {
     const char *w = r->vector_bits == 512 ? "AVX-512" : r->vector_bits == 256 ? "AVX2" : "scalar";
-    printf("loupe peak: %d thread%s, OpenBLAS %s (%s)\n\n", r->threads, r->threads == 1 ? "" : "s", r->blas_core,
-           lp_threads_blas_mode());
+    printf("loupe peak: %d thread%s, kernels %s (CPU runs up to %s), OpenBLAS %s (%s)\n\n", r->threads,
+           r->threads == 1 ? "" : "s", r->isa, lp_isa_name(lp_isa_detect()), r->blas_core, lp_threads_blas_mode());
     printf("%-40s %12s %10s\n", "probe", "value", "of peak");
     char label[64];
     snprintf(label, sizeof label, "f32 FMA peak, %s, %d thread%s", w, r->threads, r->threads == 1 ? "" : "s");

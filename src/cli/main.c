@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "loupe/kernels.h"
 
 static const struct {
     const char *name;
@@ -58,6 +59,11 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < N_COMMANDS; i++) {
         if (!strcmp(cmd, commands[i].name)) {
+            /* LP_ISA / LP_KERNELS: refuse a level this CPU lacks before any work starts */
+            if (lp_kernels_init() != LP_OK) {
+                fprintf(stderr, "loupe %s: %s\n", cmd, lp_err_msg());
+                return LP_EXIT_USAGE;
+            }
             optind = 0; /* glibc: full reinitialisation of getopt for the subcommand */
             return commands[i].fn(argc - 1, argv + 1);
         }

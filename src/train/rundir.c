@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "loupe/kernels.h"
 #include "train_internal.h"
 
 char *openblas_get_config(void);
@@ -328,6 +329,8 @@ lp_status lp_rundir_write_config(const char *run_dir, const lp_train_config *c, 
     cJSON_AddNumberToObject(mach, "threads", (double)lp_threads_get());
     add_str(mach, "blas_threading", lp_threads_blas_mode());
     add_str(mach, "blas_core", lp_threads_blas_core());
+    add_str(mach, "isa", lp_isa_name(lp_kernels_isa())); /* the level the kernels ran at */
+    add_str(mach, "isa_detected", lp_isa_name(lp_isa_detect()));
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     cJSON_AddNumberToObject(mach, "memory_bytes", pages > 0 && psz > 0 ? (double)pages * (double)psz : 0.0);
     cJSON_AddItemToObject(j, "machine", mach);

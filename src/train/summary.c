@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "loupe/kernels.h"
 #include "train_internal.h"
 
 /* FLOPs of ops not nested in another op with FLOPs on the same thread (aten::linear
@@ -96,6 +97,7 @@ lp_status lp_rundir_write_summary(const char *path, const lp_summary_in *in)
     cJSON_AddStringToObject(j, "run_id", in->run_id);
     cJSON_AddStringToObject(j, "method", lp_train_method_name(c->method));
     cJSON_AddStringToObject(j, "exec", lp_exec_mode_name(c->exec));
+    cJSON_AddStringToObject(j, "isa", lp_isa_name(lp_kernels_isa())); /* the kernels' ISA level that ran */
     cJSON_AddBoolToObject(j, "profiled", c->profile);
     cJSON_AddBoolToObject(j, "interrupted", in->interrupted);
     if (in->stop_reason)

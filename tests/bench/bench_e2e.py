@@ -127,6 +127,11 @@ def check_run(run, bs_list, runs, golden):
     check(ms["model_type"] == "bert" and ms["num_labels"] == 16 and ms["dtype"] == "f32", f"model summary {ms}")
     check(ms["parameters"] > 0 and abs(ms["size_mb"] - ms["parameters"] * 4 / 1048576) < 1e-6, "size_mb = params*4")
     check(m["machine"]["cpu"] and m["machine"]["simd"], "machine")
+    # the ISA level the kernels ran at: LP_ISA's when forced, else the detected one
+    levels = ("baseline", "avx2", "avx512", "avx512bf16")
+    mach = m["machine"]
+    check(mach["simd"] in levels and mach["isa_detected"] in levels, f"ISA levels {mach}")
+    check(mach["simd"] == (os.environ.get("LP_ISA") or mach["isa_detected"]), f"ISA ran {mach}")
     pts = m["batch_metrics"]
     check([p["batch_size"] for p in pts] == bs_list, f"batch sizes {[p['batch_size'] for p in pts]}")
     # detailed_metrics.csv: one row per batch size and run, numbers consistent per row

@@ -12,6 +12,29 @@
 
 #include "loupe/kernels.h"
 
+/* The op-table tests run once per ISA level (ctest entries <test>_isa_<level> set LP_ISA):
+ * returns 77, ctest's skip, when this CPU lacks the level; 1 when LP_ISA is not a level or
+ * the optimized table is not the one asked for; else 0, after saying which level runs. */
+static inline int kt_isa_init(void)
+{
+    lp_status st = lp_kernels_init();
+    if (st == LP_STATUS_UNSUPPORTED) {
+        printf("skipped: %s\n", lp_err_msg());
+        return 77;
+    }
+    if (st != LP_OK) {
+        fprintf(stderr, "%s\n", lp_err_msg());
+        return 1;
+    }
+    const char *want = getenv("LP_ISA"), *got = lp_kernels_table(LP_KERNELS_IMPL_OPT)->isa;
+    if (want && *want && strcmp(want, got)) {
+        fprintf(stderr, "LP_ISA=%s but the optimized table is %s\n", want, got);
+        return 1;
+    }
+    printf("optimized kernels: %s (CPU runs up to %s)\n", got, lp_isa_name(lp_isa_detect()));
+    return 0;
+}
+
 #define KT_GUARD 64
 #define KT_MAX_BUFS 64
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # loupe peak: a short run prints the table, --json/--output give parseable positive
-# figures, the OpenBLAS kernel-set choice follows LP_BLAS_CORETYPE, and bad flags or an
+# figures, the OpenBLAS kernel-set choice follows LP_BLAS_CORETYPE, LP_ISA picks the kernels'
+# ISA level (and a bad one is refused), and bad flags or an
 # unwritable output fail cleanly (exit 2 / 1, no file left).
 set -u
 L=${LOUPE:?LOUPE must point at the loupe binary}
@@ -31,6 +32,26 @@ echo "OpenBLAS kernels: auto '$detected', default under OPENBLAS_CORETYPE=Haswel
 [ "$kept" = Haswell ] || { echo "FAIL: LP_BLAS_CORETYPE=env should keep OPENBLAS_CORETYPE"; fail=1; }
 [ "$forced" = Haswell ] || { echo "FAIL: LP_BLAS_CORETYPE=Haswell should force it"; fail=1; }
 rm -f "$tmp/core.json"
+# ISA levels: the JSON names the level that ran; LP_ISA forces one (its vector width with
+# it); an unknown level or one the CPU lacks is refused with exit 2, naming LP_ISA.
+isa() { sed -n 's/.*"isa":[[:space:]]*"\([^"]*\)".*/\1/p' "$1"; }
+bits() { sed -n 's/.*"vector_bits":[[:space:]]*\([0-9]*\).*/\1/p' "$1"; }
+detected_isa=$(isa "$tmp/peak.json")
+[ -n "$detected_isa" ] || { echo "FAIL: no isa in the JSON"; fail=1; }
+for level in baseline avx2 avx512 avx512bf16; do
+  LP_ISA=$level "$L" peak --seconds 0.1 --size 64 --threads 1 --json >"$tmp/isa.json" 2>"$tmp/err"
+  rc=$?
+  if [ $rc = 2 ]; then # a level this CPU lacks: refused, naming what is missing
+    grep -q "LP_ISA=$level: this CPU lacks" "$tmp/err" || { echo "FAIL: LP_ISA=$level refusal: $(cat "$tmp/err")"; fail=1; }
+    continue
+  fi
+  want_bits=$(case $level in baseline) echo 32 ;; avx2) echo 256 ;; *) echo 512 ;; esac)
+  [ $rc = 0 ] && [ "$(isa "$tmp/isa.json")" = $level ] && [ "$(bits "$tmp/isa.json")" = "$want_bits" ] ||
+    { echo "FAIL: LP_ISA=$level ran $(isa "$tmp/isa.json") at $(bits "$tmp/isa.json") bits (rc $rc)"; fail=1; }
+done
+rm -f "$tmp/isa.json"
+LP_ISA=avx3 "$L" peak --seconds 0.1 2>"$tmp/err" >/dev/null; [ $? = 2 ] || { echo "FAIL: LP_ISA=avx3 should exit 2"; fail=1; }
+grep -q "LP_ISA: unknown ISA level 'avx3'" "$tmp/err" || { echo "FAIL: LP_ISA=avx3 message: $(cat "$tmp/err")"; fail=1; }
 "$L" peak --size 5 2>/dev/null; [ $? = 2 ] || { echo "FAIL: bad --size should exit 2"; fail=1; }
 "$L" peak --seconds abc 2>/dev/null; [ $? = 2 ] || { echo "FAIL: bad --seconds should exit 2"; fail=1; }
 "$L" peak --seconds 0.1 --size 64 --output "$tmp/no/such/dir/p.json" >/dev/null 2>"$tmp/err"; [ $? = 1 ] || { echo "FAIL: unwritable output should exit 1"; fail=1; }

@@ -315,6 +315,9 @@ static int teardown(void **state)
 
 int main(void)
 {
+    int isa_rc = kt_isa_init();
+    if (isa_rc)
+        return isa_rc;
     lp_threads_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rmsnorm_golden),

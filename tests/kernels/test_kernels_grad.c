@@ -461,6 +461,9 @@ static void test_grad_rope(void **state)
 
 int main(void)
 {
+    int isa_rc = kt_isa_init();
+    if (isa_rc)
+        return isa_rc;
     lp_threads_init();
     R = lp_kernels_table(LP_KERNELS_IMPL_REF);
     const struct CMUnitTest tests[] = {

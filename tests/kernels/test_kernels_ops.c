@@ -854,6 +854,8 @@ static const attn_case attn_cases[] = {
     {1, 17, 2, 1, 1, 0, MASK_RIGHT, true, 5, 0.0f},
     {2, 65, 4, 2, 64, 1, MASK_LEFT, true, 16, 0.0f},
     {2, 65, 4, 1, 80, 0, MASK_RIGHT, true, 20, 0.0f},
+    {1, 33, 2, 1, 40, 0, MASK_LEFT, true, 0, 0.0f}, /* head sizes 8 mod 16 and 8 mod 32: every */
+    {2, 20, 3, 3, 24, 1, MASK_NONE, false, 0, 0.0f}, /* level's vector tails (AVX2: 16, 8) */
     {1, 130, 4, 2, 96, 1, MASK_NONE, true, 0, 0.0f},
     {2, 130, 4, 2, 128, 1, MASK_LEFT_LAST_ONLY, true, 0, 0.0f},
     {2, 65, 4, 2, 64, 1, MASK_FAR_KEYS, true, 0, 0.0f},
@@ -1071,6 +1073,9 @@ static void test_attention_geom_check(void **state)
 
 int main(void)
 {
+    int isa_rc = kt_isa_init();
+    if (isa_rc)
+        return isa_rc;
     lp_threads_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dispatch_env),

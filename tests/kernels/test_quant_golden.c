@@ -205,6 +205,9 @@ static void test_qlora_distilbert_layers(void **state)
 
 int main(void)
 {
+    int isa_rc = kt_isa_init();
+    if (isa_rc)
+        return isa_rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_code_tables),
         cmocka_unit_test(test_nf4_golden_matrices),

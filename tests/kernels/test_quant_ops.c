@@ -432,6 +432,9 @@ static void test_profiler_records(void **state)
 
 int main(void)
 {
+    int isa_rc = kt_isa_init();
+    if (isa_rc)
+        return isa_rc;
     R = lp_kernels_table(LP_KERNELS_IMPL_REF);
     O = lp_kernels_table(LP_KERNELS_IMPL_OPT);
     lp_threads_init();

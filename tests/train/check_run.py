@@ -164,6 +164,10 @@ def main():
               "weight_decay", "seed", "max_seq_len", "exec"):
         check(k in t, f"config.json training.{k} missing")
     check(cfg["machine"]["threads"] >= 1 and cfg["machine"]["cores"] >= 1, "machine threads/cores")
+    # the kernels' ISA level that ran: LP_ISA's when forced, else the detected one, in both files
+    want_isa = os.environ.get("LP_ISA") or cfg["machine"]["isa_detected"]
+    check(cfg["machine"]["isa"] == want_isa and s["isa"] == want_isa,
+          f"ISA level: config {cfg['machine'].get('isa')}, summary {s.get('isa')}, expected {want_isa}")
     check(cfg["loupe_version"].startswith("loupe "), "loupe_version")
     check(all(cfg["libraries"].get(k) for k in ("openblas", "cjson", "zlib")), "library versions")
 

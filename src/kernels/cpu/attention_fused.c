@@ -116,6 +116,13 @@ ALWAYS_INLINE void acc_rows(float *restrict a, const float *w, int64_t ws, const
         _mm256_storeu_ps(a + d0, a0), _mm256_storeu_ps(a + d0 + 8, a1);
         _mm256_storeu_ps(a + d0 + 16, a2), _mm256_storeu_ps(a + d0 + 24, a3);
     }
+    /* head sizes 16 mod 32 (80, 112) and 8 mod 16: as AVX-512's one-vector loop */
+    for (; d0 + 8 <= D; d0 += 8) {
+        __m256 a0 = _mm256_loadu_ps(a + d0);
+        for (int64_t c = 0; c < n; c++)
+            a0 = _mm256_fmadd_ps(_mm256_set1_ps(w[c * ws]), _mm256_loadu_ps(X + c * ldx + d0), a0);
+        _mm256_storeu_ps(a + d0, a0);
+    }
 #endif
     for (; d0 < D; d0++) {
         float t = a[d0];
@@ -192,6 +199,19 @@ ALWAYS_INLINE void acc_rows4(float *const a[4], const float *const w[4], int64_t
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 2; j++)
                 _mm256_storeu_ps(a[i] + d0 + 8 * j, r[i][j]);
+    }
+    /* an 8-wide rest (head size 8 mod 16): four chains, one load of X for four FMAs */
+    for (; d0 + 8 <= D; d0 += 8) {
+        __m256 r[4];
+        for (int i = 0; i < 4; i++)
+            r[i] = _mm256_loadu_ps(a[i] + d0);
+        for (int64_t c = 0; c < n; c++) {
+            __m256 x0 = _mm256_loadu_ps(X + c * ldx + d0);
+            for (int i = 0; i < 4; i++)
+                r[i] = _mm256_fmadd_ps(_mm256_set1_ps(w[i][c * ws]), x0, r[i]);
+        }
+        for (int i = 0; i < 4; i++)
+            _mm256_storeu_ps(a[i] + d0, r[i]);
     }
 #endif
     if (d0 < D)

@@ -6,9 +6,19 @@
 
 #include "loupe/kernels.h"
 
-#define LP_DECLARE_BOTH(ret, name, ...) \
-    ret lp_k_##name##_ref(__VA_ARGS__); \
-    ret lp_k_##name##_opt(__VA_ARGS__);
+/* Every optimized symbol exists once per ISA level: lp_k_<op>_opt is the baseline copy, and
+ * the per-ISA builds of the same source carry the level's suffix (lp_k_<op>_opt_avx2, ...),
+ * added to every lp_* symbol those objects define after compiling (isa_suffix.cmake), so
+ * the kernel sources themselves name no level. LP_ISA_FN names one copy. */
+#define LP_ISA_FN(name, isa) name##_##isa
+#define LP_DECLARE_OPT(ret, name, ...)                    \
+    ret lp_k_##name##_opt(__VA_ARGS__);                   \
+    ret LP_ISA_FN(lp_k_##name##_opt, avx2)(__VA_ARGS__);   \
+    ret LP_ISA_FN(lp_k_##name##_opt, avx512)(__VA_ARGS__); \
+    ret LP_ISA_FN(lp_k_##name##_opt, avx512bf16)(__VA_ARGS__);
+#define LP_DECLARE_BOTH(ret, name, ...)     \
+    ret lp_k_##name##_ref(__VA_ARGS__);     \
+    LP_DECLARE_OPT(ret, name, __VA_ARGS__)
 
 LP_DECLARE_BOTH(void, sgemm, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                 int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
@@ -86,6 +96,14 @@ LP_DECLARE_BOTH(lp_status, lora_forward, float *out, float *u, uint8_t *keep, co
 LP_DECLARE_BOTH(lp_status, lora_backward, float *dinp, float *dA, float *dB, const float *dout, const float *inp,
                 const float *u, const uint8_t *keep, const lp_lora_base *base, const float *A, const float *B,
                 float s, float p, int64_t N, int64_t C, int64_t OC, int64_t r)
+
+/* peak_fma.c: 12 register-resident FMA chains of iters steps at `bits` (32, 256 or 512; at
+ * most the copy's widest, lp_k_fma_bits). The dispatching versions (dispatch.c) call the
+ * copy of the active ISA level. */
+LP_DECLARE_OPT(float, fma_chain, int bits, int64_t iters)
+LP_DECLARE_OPT(int, fma_bits, void)
+float lp_k_fma_chain(int bits, int64_t iters);
+int lp_k_fma_bits(void);
 
 /* NF4 internals shared by the dequantizer and the fused GEMM (nf4.c, compiled without FP
  * contraction so the reconstructed scales round exactly as bitsandbytes'). */

@@ -4,6 +4,7 @@
 #include <assert.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,9 +12,10 @@
 #include "op_record.h"
 
 #define ENTRY(impl, name) .name = lp_k_##name##_##impl
-#define TABLE(impl)                                                                                                 \
+/* impl: ref, opt (the baseline copy) or opt_<level>; isa: the level's name. */
+#define TABLE(impl, nm, isa_)                                                                                       \
     {                                                                                                               \
-        .name = #impl, ENTRY(impl, sgemm), ENTRY(impl, bias_add_forward), ENTRY(impl, bias_broadcast),              \
+        .name = nm, .isa = isa_, ENTRY(impl, sgemm), ENTRY(impl, bias_add_forward), ENTRY(impl, bias_broadcast),              \
         ENTRY(impl, bias_backward), ENTRY(impl, embedding_forward), ENTRY(impl, embedding_backward),               \
         ENTRY(impl, layernorm_forward), ENTRY(impl, layernorm_backward), ENTRY(impl, gelu_forward),                 \
         ENTRY(impl, gelu_backward),                                                                                 \
@@ -31,37 +33,115 @@
         ENTRY(impl, kv_write), ENTRY(impl, attention_decode), /* KV-cache decoding */                                 \
     }
 
-static const lp_kernel_table table_ref = TABLE(ref);
-static const lp_kernel_table table_opt = TABLE(opt);
+static const lp_kernel_table table_ref = TABLE(ref, "ref", "baseline");
+/* One optimized table per ISA level (the CPU backend's op table at that level). */
+static const lp_kernel_table table_opt[LP_ISA_COUNT] = {
+    [LP_ISA_BASELINE] = TABLE(opt, "opt", "baseline"),
+    [LP_ISA_AVX2] = TABLE(opt_avx2, "opt", "avx2"),
+    [LP_ISA_AVX512] = TABLE(opt_avx512, "opt", "avx512"),
+    [LP_ISA_AVX512BF16] = TABLE(opt_avx512bf16, "opt", "avx512bf16"),
+};
+/* The per-ISA helpers outside the op table, indexed like table_opt. */
+static float (*const fma_chain[LP_ISA_COUNT])(int, int64_t) = {
+    lp_k_fma_chain_opt, lp_k_fma_chain_opt_avx2, lp_k_fma_chain_opt_avx512, lp_k_fma_chain_opt_avx512bf16};
+static int (*const fma_bits[LP_ISA_COUNT])(void) = {lp_k_fma_bits_opt, lp_k_fma_bits_opt_avx2,
+                                                     lp_k_fma_bits_opt_avx512, lp_k_fma_bits_opt_avx512bf16};
 
+/* active: the table the wrappers call; isa: the level of the optimized one (-1 until
+ * lp_kernels_init). Both are set once at start-up (or by the select calls, which tests and
+ * benchmarks make between ops, never during one). */
 static _Atomic(const lp_kernel_table *) active;
+static atomic_int active_isa = -1;
 
-void lp_kernels_init(void)
+/* LP_ISA, or the detected level; on error *isa is the detected level. */
+static lp_status isa_from_env(lp_isa *isa)
 {
+    *isa = lp_isa_detect();
+    const char *s = getenv("LP_ISA");
+    if (!s || !*s)
+        return LP_OK;
+    lp_isa want;
+    lp_status st = lp_isa_parse(s, "LP_ISA", &want);
+    if (st != LP_OK)
+        return st;
+    const char *missing = lp_isa_missing(want);
+    if (missing)
+        return lp_err(LP_STATUS_UNSUPPORTED, "LP_ISA=%s: this CPU lacks %s (it runs up to %s)", s, missing,
+                      lp_isa_name(*isa));
+    *isa = want;
+    return LP_OK;
+}
+
+/* Sets the ISA level from LP_ISA once, whichever of init / select / the first op comes first. */
+static lp_status isa_init(void)
+{
+    if (atomic_load(&active_isa) >= 0)
+        return LP_OK;
+    lp_isa isa;
+    lp_status st = isa_from_env(&isa);
+    int expected = -1;
+    atomic_compare_exchange_strong(&active_isa, &expected, (int)isa);
+    return st;
+}
+
+lp_status lp_kernels_init(void)
+{
+    lp_status st = isa_init();
     if (atomic_load(&active))
-        return;
+        return st;
     const char *s = getenv("LP_KERNELS");
-    const lp_kernel_table *t = (s && !strcmp(s, "ref")) ? &table_ref : &table_opt;
+    const lp_kernel_table *t = (s && !strcmp(s, "ref")) ? &table_ref : &table_opt[atomic_load(&active_isa)];
     const lp_kernel_table *expected = NULL;
     atomic_compare_exchange_strong(&active, &expected, t);
+    return st;
 }
 
 void lp_kernels_select(lp_kernels_impl impl) { atomic_store(&active, lp_kernels_table(impl)); }
 
+lp_status lp_kernels_select_isa(lp_isa isa)
+{
+    const char *missing = lp_isa_missing(isa);
+    if (missing)
+        return lp_err(LP_STATUS_UNSUPPORTED, "ISA level %s: this CPU lacks %s (it runs up to %s)", lp_isa_name(isa),
+                      missing, lp_isa_name(lp_isa_detect()));
+    bool was_ref = lp_kernels_active() == &table_ref;
+    atomic_store(&active_isa, (int)isa);
+    atomic_store(&active, was_ref ? &table_ref : &table_opt[isa]);
+    return LP_OK;
+}
+
+lp_isa lp_kernels_isa(void)
+{
+    if (atomic_load(&active_isa) < 0 && isa_init() != LP_OK) /* implicit: nobody to hand the status to */
+        fprintf(stderr, "loupe: %s; using %s\n", lp_err_msg(), lp_isa_name((lp_isa)atomic_load(&active_isa)));
+    return (lp_isa)atomic_load(&active_isa);
+}
+
 const lp_kernel_table *lp_kernels_table(lp_kernels_impl impl)
 {
-    return impl == LP_KERNELS_IMPL_REF ? &table_ref : &table_opt;
+    return impl == LP_KERNELS_IMPL_REF ? &table_ref : &table_opt[lp_kernels_isa()];
+}
+
+const lp_kernel_table *lp_kernels_table_isa(lp_isa isa)
+{
+    assert((unsigned)isa < LP_ISA_COUNT);
+    return &table_opt[isa];
 }
 
 const lp_kernel_table *lp_kernels_active(void)
 {
     const lp_kernel_table *t = atomic_load(&active);
     if (!t) {
-        lp_kernels_init();
+        lp_kernels_isa(); /* reports a bad LP_ISA */
+        (void)lp_kernels_init();
         t = atomic_load(&active);
     }
     return t;
 }
+
+float lp_k_fma_chain(int bits, int64_t iters) { return fma_chain[lp_kernels_isa()](bits, iters); }
+
+int lp_k_fma_bits(void) { return fma_bits[lp_kernels_isa()](); }
 
 #define K lp_kernels_active()
 
