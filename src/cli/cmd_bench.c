@@ -100,7 +100,7 @@ static void usage(void)
         "  --label-map FILE       label_mappings.json (or a config.json); default: built from the data\n"
         "  --text-column NAME, --label-column NAME, --skip-bad-rows (drop malformed rows, counted)\n"
         "  --max-length N         truncation (512; capped at the model's positions)\n"
-        "  --dtype f32|int8|nf4   weight storage (bf16 and q8_0 are refused until the model layer has them)\n"
+        "  --dtype f32|q8_0|int8|nf4  weight storage (bf16 is refused until the model layer has it)\n"
         "  --synthetic[=BOOL], --seq-len N   random ids of N tokens: speed alone, no accuracy\n"
         "Sweep:\n"
         "  --batch-sizes LIST     (1,4,8,16,32,64), each in 1..%d\n"

@@ -722,6 +722,13 @@ bool lp_model__is_adapter_param(const lp_model *m, size_t i)
 void lp_model_lora_info(const lp_model *m, lp_lora_info *o)
 {
     memset(o, 0, sizeof *o);
+    /* quantized bases count with or without adapters (lp_model_options.weights quantizes
+     * the Linears of a plain inference model too) */
+    for (size_t i = 0; i < m->n_lins; i++)
+        if (m->lins[i].q) {
+            o->quantized_params += (uint64_t)m->lins[i].q->n;
+            o->quantized_bytes += (uint64_t)lp_qweight_nbytes(m->lins[i].q);
+        }
     if (!m->n_adapters)
         return;
     o->enabled = true;
@@ -735,10 +742,5 @@ void lp_model_lora_info(const lp_model *m, lp_lora_info *o)
     for (size_t k = 0; k < m->n_adapters; k++)
         o->adapter_params +=
             (uint64_t)(m->params[m->adapters[k].pa].numel + m->params[m->adapters[k].pb].numel);
-    for (size_t i = 0; i < m->n_lins; i++)
-        if (m->lins[i].q) {
-            o->quantized_params += (uint64_t)m->lins[i].q->n;
-            o->quantized_bytes += (uint64_t)lp_qweight_nbytes(m->lins[i].q);
-        }
     snprintf(o->targets, sizeof o->targets, "%s", m->lora_targets ? m->lora_targets : "");
 }

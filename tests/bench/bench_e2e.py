@@ -272,6 +272,15 @@ def main():
     check(i8["model_summary"]["size_mb"] < m["model_summary"]["size_mb"], "int8 weights are smaller")
     acc8 = i8["full_dataset_metrics"]["accuracy"]
     check(abs(acc8 - m["full_dataset_metrics"]["accuracy"]) < 0.05, f"int8 accuracy {acc8} near f32's")
+    # --dtype q8_0: the Linears as ggml Q8_0 blocks run by the integer kernels; the head's
+    # argmax moves only where f32's top two logits are within the activation rounding
+    loupe(*common, "--run-id", "q8_0", "--dtype", "q8_0", "--batch-sizes", "1,8", "--runs", "2", "--warmup", "0",
+          "--skip-profiling", "--skip-plots", "--samples", "960")
+    q8 = json.load(open(os.path.join(out, "q8_0", "baseline_metrics.json")))
+    check(q8["model_summary"]["dtype"] == "q8_0", f"q8_0 model summary {q8['model_summary']}")
+    check(q8["model_summary"]["size_mb"] < m["model_summary"]["size_mb"], "q8_0 weights are smaller")
+    accq = q8["full_dataset_metrics"]["accuracy"]
+    check(abs(accq - m["full_dataset_metrics"]["accuracy"]) < 0.05, f"q8_0 accuracy {accq} near f32's")
     check_plots(os.path.join(out, "cmp", "plots"))
     if failures:
         print(f"{len(failures)} check(s) failed; outputs kept in {out}", file=sys.stderr)
