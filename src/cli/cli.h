@@ -7,6 +7,8 @@
 
 #include <stdio.h>
 
+#include "loupe/models.h"
+
 #define LP_EXIT_OK 0
 #define LP_EXIT_FAIL 1
 #define LP_EXIT_USAGE 2
@@ -33,6 +35,9 @@ int lp_cmd_quantize(int argc, char **argv);
 
 /* "loupe <cmd>: <message>" on stderr, then LP_EXIT_USAGE with a hint to --help. */
 int lp_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* --quantize FMT (fmt: q8_0, q4_0, nf4 or stored) or --dequantize (fmt NULL: f32) into *out;
+ * non-zero after printing the usage error. */
+int lp_cli_weights_flag(const char *cmd, const char *fmt, lp_weight_format *out);
 
 /* "loupe <cmd>: <lp_err_msg()>" on stderr; returns LP_EXIT_FAIL. */
 int lp_cli_fail(const char *cmd);

@@ -25,6 +25,8 @@ static const char usage[] =
     "  -t, --threads LIST          thread counts, comma-separated (1,2), in increasing order\n"
     "  -r, --repetitions N         timed runs per test (5), after one untimed\n"
     "  --kv-cache f32|f16          KV cache precision (f32)\n"
+    "  --quantize q8_0|q4_0|nf4|stored  Linear weights at run time (stored: a GGUF's own blocks, the default)\n"
+    "  --dequantize                f32 weights (a GGUF dequantized at load)\n"
     "  --json FILE                 the results as JSON too\n"
     "\n"
     "GB/s is weight bytes read per token x tokens/s (per prompt for pp), set against STREAM\n"
@@ -80,7 +82,9 @@ int lp_cmd_bench_gen(int argc, char **argv)
         {"n-gen", required_argument, NULL, 'n'},    {"threads", required_argument, NULL, 't'},
         {"repetitions", required_argument, NULL, 'r'}, {"kv-cache", required_argument, NULL, 'k'},
         {"json", required_argument, NULL, 'j'},     {"help", no_argument, NULL, 'h'},
+        {"quantize", required_argument, NULL, 'Q'}, {"dequantize", no_argument, NULL, 'D'},
         {NULL, 0, NULL, 0}};
+    lp_weight_format weights = LP_WEIGHT_FORMAT_STORED;
     const char *model = NULL, *json = NULL;
     long np = 512, ng = 128, reps = 5;
     int32_t threads[MAX_T] = {1, 2}, nt = 2;
@@ -99,6 +103,10 @@ int lp_cmd_bench_gen(int argc, char **argv)
             else return lp_cli_usage_error("bench-gen", "--kv-cache: '%s' is not f32 or f16", optarg);
             break;
         case 'j': json = optarg; break;
+        case 'Q':
+        case 'D':
+            if (lp_cli_weights_flag("bench-gen", c == 'D' ? NULL : optarg, &weights)) return LP_EXIT_USAGE;
+            break;
         case 'h': fputs(usage, stdout); return LP_EXIT_OK;
         default: return lp_cli_usage_error("bench-gen", "unknown option");
         }
@@ -112,6 +120,7 @@ int lp_cmd_bench_gen(int argc, char **argv)
     mo.no_grad = true;
     mo.quiet = true;
     mo.exec = LP_EXEC_MODE_FUSED;
+    mo.weights = weights;
     lp_model *m = NULL;
     if (lp_model_load(model, &mo, &m) != LP_OK) return lp_cli_fail("bench-gen");
     lp_bench_gen_opts o = {.n_prompt = (int32_t)np, .n_gen = (int32_t)ng, .reps = (int32_t)reps, .threads = threads,
@@ -124,8 +133,8 @@ int lp_cmd_bench_gen(int argc, char **argv)
         lp_model_free(m);
         return lp_cli_fail("bench-gen");
     }
-    printf("model: %s  (%.1f M params, %.1f MB of weights read per token, f32, %d-bit vectors)\n\n", model,
-           r.n_params / 1e6, r.weight_bytes / 1e6, pk.vector_bits);
+    printf("model: %s  (%.1f M params, %.1f MB of weights read per token, %s weights, %d-bit vectors)\n\n", model,
+           r.n_params / 1e6, r.weight_bytes / 1e6, lp_weight_format_name(weights), pk.vector_bits);
     printf("| threads |   test |            t/s |   GB/s | %% triad | GFLOP/s | %% FMA peak |\n");
     printf("| ------: | -----: | -------------: | -----: | ------: | ------: | ---------: |\n");
     for (int32_t i = 0; i < r.n_rows; i++) {

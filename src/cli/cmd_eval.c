@@ -457,11 +457,9 @@ int lp_cmd_eval(int argc, char **argv)
                 return lp_cli_usage_error("eval", "--base-dtype expects f32, int8 or nf4, got '%s'", optarg);
             break;
         case O_QUANTIZE:
-            if (lp_weight_format_parse(optarg, &a.weights) != LP_OK || a.weights == LP_WEIGHT_FORMAT_F32)
-                return lp_cli_usage_error("eval", "--quantize expects q8_0, q4_0, nf4 or stored, got '%s'", optarg);
-            break;
         case O_DEQUANTIZE:
-            a.weights = LP_WEIGHT_FORMAT_F32;
+            if (lp_cli_weights_flag("eval", o == O_DEQUANTIZE ? NULL : optarg, &a.weights))
+                return LP_EXIT_USAGE;
             break;
         case 'h':
         case O_HELP:

@@ -24,6 +24,9 @@ static const char usage[] =
     "  --model DIR|FILE.gguf     a causal LM of the llama family (Llama, Mistral, Qwen2, SmolLM)\n"
     "  --adapter DIR             a PEFT LoRA adapter, applied unmerged (as trained)\n"
     "  --merge-adapter           merge the adapter into the weights at load (faster decoding)\n"
+    "  --quantize q8_0|q4_0|nf4|stored  the Linear weights at run time: converted at load, or a\n"
+    "                            GGUF's own blocks ('stored', the default), run by the integer kernels\n"
+    "  --dequantize              f32 weights (a GGUF dequantized at load), for comparison\n"
     "  --prompt TEXT             one prompt; its tokens stream to stdout\n"
     "  --prompts FILE            one prompt per line, or JSONL with \"prompt\" or \"messages\" ('-': stdin)\n"
     "  --chat                    render each prompt through the model's chat template (generation prompt on)\n"
@@ -50,12 +53,14 @@ typedef struct gen_args {
     double temperature, top_p;
     unsigned long long seed;
     lp_dtype kv;
+    lp_weight_format weights;
+    bool weights_given;
     const char *stops[MAX_STOPS];
     int n_stops;
 } gen_args;
 
 enum { O_MODEL = 256, O_ADAPTER, O_MERGE, O_PROMPT, O_PROMPTS, O_CHAT, O_SYSTEM, O_MAXNEW, O_TEMP, O_TOPK, O_TOPP,
-       O_SEED, O_STOP, O_KV, O_BATCH, O_THREADS, O_OUTPUT, O_PROFILE };
+       O_SEED, O_STOP, O_KV, O_BATCH, O_THREADS, O_OUTPUT, O_PROFILE, O_QUANTIZE, O_DEQUANTIZE };
 
 static int parse_double(const char *flag, const char *s, double lo, double hi, double *out)
 {
@@ -79,8 +84,9 @@ static int parse_args(int argc, char **argv, gen_args *a)
         {"stop", required_argument, NULL, O_STOP},        {"kv-cache", required_argument, NULL, O_KV},
         {"batch-size", required_argument, NULL, O_BATCH}, {"threads", required_argument, NULL, O_THREADS},
         {"output", required_argument, NULL, O_OUTPUT},    {"profile", required_argument, NULL, O_PROFILE},
+        {"quantize", required_argument, NULL, O_QUANTIZE}, {"dequantize", no_argument, NULL, O_DEQUANTIZE},
         {"help", no_argument, NULL, 'h'},                 {NULL, 0, NULL, 0}};
-    *a = (gen_args){.max_new = 128, .batch = 1, .top_p = 1.0, .kv = LP_DTYPE_F32};
+    *a = (gen_args){.max_new = 128, .batch = 1, .top_p = 1.0, .kv = LP_DTYPE_F32, .weights = LP_WEIGHT_FORMAT_STORED};
     int c;
     long v;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -117,6 +123,11 @@ static int parse_args(int argc, char **argv, gen_args *a)
             if (!strcmp(optarg, "f32")) a->kv = LP_DTYPE_F32;
             else if (!strcmp(optarg, "f16")) a->kv = LP_DTYPE_F16;
             else return lp_cli_usage_error("generate", "--kv-cache: '%s' is not f32 or f16", optarg);
+            break;
+        case O_QUANTIZE:
+        case O_DEQUANTIZE:
+            if (lp_cli_weights_flag("generate", c == O_DEQUANTIZE ? NULL : optarg, &a->weights)) return LP_EXIT_USAGE;
+            a->weights_given = true;
             break;
         case O_BATCH:
             if (lp_cli_parse_long("generate", "--batch-size", optarg, 1, 4096, &a->batch)) return LP_EXIT_USAGE;
@@ -294,6 +305,8 @@ static lp_status open_model(gen_run *R)
     if (a->adapter) {
         mo.lora.enabled = true;
         mo.lora.adapter_dir = a->adapter;
+    } else {
+        mo.weights = a->weights; /* an adapter's base runs in f32 (or its --base-dtype in eval) */
     }
     lp_status st = lp_model_load(a->model, &mo, &R->m);
     if (st != LP_OK)
