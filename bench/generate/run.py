@@ -57,11 +57,13 @@ def qwen_dir(work):
     return d
 
 
-def loupe(exe, model, threads, P, N, reps):
+def loupe(exe, model, threads, P, N, reps, weights):
     with tempfile.TemporaryDirectory() as t:
         j = os.path.join(t, "r.json")
+        # weights: "f32" dequantizes a GGUF at load (the F32 rows), "stored" keeps its blocks
+        flag = ["--dequantize"] if weights == "f32" else ["--quantize", weights]
         sh([exe, "bench-gen", "-m", model, "-p", str(P), "-n", str(N), "-t", ",".join(map(str, threads)), "-r",
-            str(reps), "--json", j])
+            str(reps), "--json", j] + flag)
         r = json.load(open(j))
     out = {}
     for row in r["results"]:
@@ -118,7 +120,8 @@ def main():
             rows.append((f"smollm2-135m {label.upper()}", path, None, path if llama_ok else None))
         for label, lm, tm, gg in rows:
             print(f"== {label}", flush=True)
-            r = {"model": label, "loupe": loupe(exe, lm, threads, a.p, a.n, a.reps), "torch": {}, "llama": {}}
+            weights = "f32" if label.endswith(" F32") else "stored"
+            r = {"model": label, "loupe": loupe(exe, lm, threads, a.p, a.n, a.reps, weights), "torch": {}, "llama": {}}
             for t in threads:
                 if tm:
                     r["torch"][t] = worker("torch", tm, t, a.p, a.n, a.reps)
