@@ -36,7 +36,10 @@ static int contents(const char *dir)
     static const char *const run_files[] = {"config.json", "steps.csv",   "epoch_results.csv", "summary.json",
                                             "tensorboard", "checkpoints", "profiler",
                                             /* the CLI's page of the run (cli_report.c) */
-                                            "report.html", "plots", "peak.json", NULL};
+                                            "report.html", "plots", "peak.json",
+                                            /* HF Trainer's metrics and instruction data's exact
+                                               match (loop.c) */
+                                            "train_results.json", "exact_match.json", NULL};
     DIR *d = opendir(dir);
     if (!d)
         return 2;
