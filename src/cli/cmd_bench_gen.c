@@ -115,7 +115,6 @@ int lp_cmd_bench_gen(int argc, char **argv)
     if (!model) return lp_cli_usage_error("bench-gen", "-m MODEL is required");
     if (!np && !ng) return lp_cli_usage_error("bench-gen", "-p 0 and -n 0: nothing to measure");
 
-    lp_threads_init(); /* the pool and OpenBLAS's kernel set, before any BLAS call */
     lp_model_options mo;
     lp_model_options_init(&mo);
     mo.no_grad = true;

@@ -412,7 +412,6 @@ int lp_cmd_generate(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc < 0 ? LP_EXIT_OK : rc;
-    lp_threads_init(); /* the pool and OpenBLAS's kernel set (without it: SSE3 Prescott on an unknown CPU) */
     if (a.threads > 0)
         lp_threads_set((int)a.threads);
     gen_run R = {.a = &a};

@@ -64,6 +64,10 @@ int main(int argc, char **argv)
                 fprintf(stderr, "loupe %s: %s\n", cmd, lp_err_msg());
                 return LP_EXIT_USAGE;
             }
+            /* the thread pool and OpenBLAS's kernel set for every command, before any BLAS
+             * call (a command that missed it ran OpenBLAS's SSE3 fallback on CPUs it does not
+             * know); commands may still set the count from their own flags */
+            lp_threads_init();
             optind = 0; /* glibc: full reinitialisation of getopt for the subcommand */
             return commands[i].fn(argc - 1, argv + 1);
         }
