@@ -143,19 +143,29 @@ static double jnum(const cJSON *o, const char *k)
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
-static lp_status read_summary_extra(lp_run_data *d)
+/* path read whole and parsed into *out (the caller's; cJSON_Delete). */
+static lp_status read_json(const char *path, cJSON **out)
 {
-    char path[1100];
-    snprintf(path, sizeof path, "%s/summary.json", d->dir);
     char *text;
     size_t len;
     lp_status st = lp_file_read_all(path, &text, &len);
     if (st != LP_OK)
         return st;
-    cJSON *j = cJSON_ParseWithLength(text, len);
+    *out = cJSON_ParseWithLength(text, len);
     free(text);
-    if (!j)
+    if (!*out)
         return lp_err(LP_STATUS_FORMAT, "%s: not JSON (truncated?)", path);
+    return LP_OK;
+}
+
+static lp_status read_summary_extra(lp_run_data *d)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/summary.json", d->dir);
+    cJSON *j;
+    lp_status st = read_json(path, &j);
+    if (st != LP_OK)
+        return st;
     d->achieved_gflops = jnum(j, "achieved_gflops");
     d->mfu = jnum(j, "mfu");
     d->peak_gflops = jnum(j, "peak_gflops");
@@ -178,15 +188,10 @@ static lp_status read_prof_summary(lp_run_data *d)
     snprintf(path, sizeof path, "%s/profiler/summary.json", d->dir);
     if (!is_file(path))
         return LP_OK;
-    char *text;
-    size_t len;
-    lp_status st = lp_file_read_all(path, &text, &len);
+    cJSON *j;
+    lp_status st = read_json(path, &j);
     if (st != LP_OK)
         return st;
-    cJSON *j = cJSON_ParseWithLength(text, len);
-    free(text);
-    if (!j)
-        return lp_err(LP_STATUS_FORMAT, "%s: not JSON (truncated?)", path);
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(j, "breakdown_ms"),
                 *steps = cJSON_GetObjectItemCaseSensitive(j, "steps");
     double count = jnum(steps, "count");
