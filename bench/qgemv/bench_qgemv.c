@@ -8,7 +8,7 @@
  * dequant-GEMV and, for comparison, dequantize-then-sgemv (the whole f32 weight written and
  * read back). Then prefill: N = 512 activation rows through the same integer kernels
  * against f32 sgemm, in GFLOP/s. Best of --reps passes; asserts nothing.
- * Usage: bench_qgemv [--reps N] [--threads 1,2] [--mib M] */
+ * Usage: bench_qgemv [--reps N] [--threads 1,2] [--mib M] [--prefill-only] (no triad, no GEMV) */
 #include <cblas.h>
 #include <omp.h>
 #include <stdio.h>
@@ -192,7 +192,7 @@ static void prefill(const char *name, lp_ggml_type t, const float *w, const floa
         if (r && s < best)
             best = s;
     }
-    printf("  %-22s %8.1f GFLOP/s\n", name, 2.0 * (double)N * OC * K / best * 1e-9);
+    printf("  %-22s N = %3lld %8.1f GFLOP/s\n", name, (long long)N, 2.0 * (double)N * OC * K / best * 1e-9);
     lp_qweight_free(&q);
 }
 
@@ -200,6 +200,10 @@ int main(int argc, char **argv)
 {
     char threads[64] = "1,2";
     double mib = 512;
+    bool prefill_only = false;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--prefill-only"))
+            prefill_only = true;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--reps"))
             reps = atoi(argv[i + 1]);
@@ -226,9 +230,9 @@ int main(int argc, char **argv)
     for (char *tok = strtok(threads, ","); tok; tok = strtok(NULL, ",")) {
         const int th = atoi(tok);
         lp_threads_set(th);
-        const double bw = triad((int64_t)3 << 26); /* 3 x 768 MiB */
+        const double bw = prefill_only ? 0.0 : triad((int64_t)3 << 26); /* 3 x 768 MiB */
         printf("threads %d: triad %.1f GB/s\n", th, bw);
-        for (int ws = 0; ws < 2; ws++) {
+        for (int ws = 0; ws < (prefill_only ? 0 : 2); ws++) {
             const double m = ws ? 48 : mib;
             printf(" GEMV, N = 1, 4096 x 4096 weights, %s working set (%.0f MiB):\n", ws ? "LLC" : "DRAM", m);
             gemv_row("F32 (OpenBLAS sgemv)", K_F32, LP_GGML_TYPE_F32, w, NULL, m, bw, x, y, tmp);
@@ -237,10 +241,13 @@ int main(int argc, char **argv)
             gemv_row("NF4 fused", K_NF4_FUSED, LP_GGML_TYPE_F32, w, &nf4, m, bw, x, y, tmp);
             gemv_row("NF4 dequant+sgemv", K_NF4_DEQ, LP_GGML_TYPE_F32, w, &nf4, m, bw, x, y, tmp);
         }
-        printf(" prefill GEMM, N = 512, 2048 x 2048 weight:\n");
-        prefill("F32 (OpenBLAS sgemm)", LP_GGML_TYPE_F32, w, x, y, 512);
-        prefill("Q8_0", LP_GGML_TYPE_Q8_0, w, x, y, 512);
-        prefill("Q4_0", LP_GGML_TYPE_Q4_0, w, x, y, 512);
+        printf(" prefill GEMM, 2048 x 2048 weight (Q8_0 / Q4_0 / Q4_1 at N >= 8: the tiled integer GEMM):\n");
+        static const int64_t ns[] = {16, 64, 512};
+        for (int k = 0; k < 3; k++) {
+            prefill("F32 (OpenBLAS sgemm)", LP_GGML_TYPE_F32, w, x, y, ns[k]);
+            prefill("Q8_0", LP_GGML_TYPE_Q8_0, w, x, y, ns[k]);
+            prefill("Q4_0", LP_GGML_TYPE_Q4_0, w, x, y, ns[k]);
+        }
     }
     lp_qweight_free(&nf4);
     free(w), free(x), free(y), free(tmp);

@@ -226,6 +226,63 @@ static void test_gemm_table(void **state)
     assert_int_equal(f, 0);
 }
 
+/* The tiled integer GEMM of prefill (qgemm_ggml.c: Q8_0, Q4_0, Q4_1 at N >= 8) against the
+ * reference, to the activation-quantization bound of dot_bound: N at and past the
+ * threshold, odd, and past the activation chunk (129 rows of C = 4096 cross it); OC below,
+ * at and past the 8- and 16-row tiles; C a single block, odd block counts, multiples of
+ * 256. Then adversarial blocks: Q8_0 bytes of -128 and 127 and Q4 nibbles all 15 or all 0
+ * against activations of one sign at full scale (each block's q_a = 127): the sums that
+ * would saturate maddubs' int16 pairs if the unsigned / signed split were wrong. */
+static int run_tiled_adversarial(lp_ggml_type t, int64_t N, int64_t C, int64_t OC)
+{
+    lp_qweight q;
+    make_weight(&q, t, OC, C);
+    const lp_ggml_type_traits *tt = lp_ggml_type_traits_get(t);
+    const int64_t nb = OC * C / 32, qoff = t == LP_GGML_TYPE_Q4_1 ? 4 : 2;
+    for (int64_t b = 0; b < nb; b++) {
+        uint8_t *p = q.blocks + b * tt->bytes;
+        uint16_t h = lp_f32_to_f16(b % 3 ? 0.01f : 0.0f); /* some scales of 0 */
+        p[0] = (uint8_t)(h & 0xFF), p[1] = (uint8_t)(h >> 8);
+        for (int j = 0; j < tt->bytes - qoff; j++)
+            p[qoff + j] = t == LP_GGML_TYPE_Q8_0 ? (uint8_t)(b % 2 ? 0x80 : 0x7F) : (uint8_t)(b % 2 ? 0xFF : 0x00);
+    }
+    float *x = kt_nan(N * C), *o0 = kt_nan(N * OC), *o1 = kt_nan(N * OC), *wf = kt_nan(OC * C);
+    for (int64_t i = 0; i < N * C; i++)
+        x[i] = (i / C) % 2 ? -1.0f : 1.0f; /* whole rows of +1 or -1: every q_a = +-127 */
+    int f = 0;
+    f += R->qmatmul_forward(o0, x, &q, NULL, N, C, OC) != LP_OK;
+    f += O->qmatmul_forward(o1, x, &q, NULL, N, C, OC) != LP_OK;
+    R->qweight_dequantize(wf, &q, 0, OC * C);
+    char what[96];
+    snprintf(what, sizeof what, "adversarial %s [%lld,%lld,%lld]", tt->name, (long long)N, (long long)C, (long long)OC);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t o = 0; o < OC; o++) {
+            const double e = fabs((double)o1[i * OC + o] - o0[i * OC + o]), b = dot_bound(t, wf + o * C, x + i * C, C);
+            if (!(e <= b) && bad++ < 3)
+                fprintf(stderr, "  %s: out[%lld,%lld] %.9g vs %.9g (bound %.3g)\n", what, (long long)i, (long long)o,
+                        (double)o1[i * OC + o], (double)o0[i * OC + o], b);
+        }
+    lp_qweight_free(&q);
+    return (f + (bad != 0)) + kt_release(what);
+}
+
+static void test_qgemm_tiled(void **state)
+{
+    (void)state;
+    static const lp_ggml_type tiled[] = {LP_GGML_TYPE_Q8_0, LP_GGML_TYPE_Q4_0, LP_GGML_TYPE_Q4_1};
+    static const int64_t shapes[][3] = {{8, 32, 1},    {9, 96, 15},    {16, 256, 16},  {17, 800, 17},
+                                        {37, 256, 70}, {64, 512, 257}, {129, 4096, 37}, {31, 1536, 24}};
+    int f = 0;
+    for (size_t i = 0; i < 3; i++) {
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            f += run_gemm(tiled[i], shapes[s][0], shapes[s][1], shapes[s][2]);
+        f += run_tiled_adversarial(tiled[i], 19, 256, 21);
+        f += run_tiled_adversarial(tiled[i], 8, 1024, 16);
+    }
+    assert_int_equal(f, 0);
+}
+
 /* NF4 fused GEMV (decode, N <= 8) against NF4 dequantize-then-multiply (the reference's
  * exact dequantization, double accumulation): f32 sums in another order only, with the
  * block scale applied once per block instead of per element; 1e-5 relative to sum |w x|. */
@@ -287,11 +344,15 @@ static void test_errors(void **state)
 
 int main(void)
 {
+    int isa_rc = kt_isa_init(); /* LP_ISA picks the level (the *_isa_<level> entries) */
+    if (isa_rc)
+        return isa_rc;
     R = lp_kernels_table(LP_KERNELS_IMPL_REF);
     O = lp_kernels_table(LP_KERNELS_IMPL_OPT);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantize_vs_gguf), cmocka_unit_test(test_dot_vs_gguf),
-        cmocka_unit_test(test_gemm_table),       cmocka_unit_test(test_nf4_gemv),
+        cmocka_unit_test(test_gemm_table),       cmocka_unit_test(test_qgemm_tiled),
+        cmocka_unit_test(test_nf4_gemv),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -133,6 +133,11 @@ lp_status lp_k_ggml_matmul_forward(float *out, const float *inp, const lp_qweigh
 #pragma omp parallel for schedule(static) if (par && N > 1)
         for (int64_t i = 0; i < N; i++)
             quantize_row(w, buf + (size_t)i * ab, inp + i * C);
+        if (lp_k_qgemm_ggml_fits(w, N)) { /* prefill: the tiled integer GEMM */
+            lp_status st = lp_k_qgemm_ggml(out, (const lp_q8a *)buf, w, bias, N, par);
+            lp_free(buf);
+            return st;
+        }
     }
 #pragma omp parallel if (par)
     {
