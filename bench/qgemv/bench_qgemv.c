@@ -201,16 +201,15 @@ int main(int argc, char **argv)
     char threads[64] = "1,2";
     double mib = 512;
     bool prefill_only = false;
-    for (int i = 1; i < argc; i++)
+    for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--prefill-only"))
             prefill_only = true;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--reps"))
-            reps = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--threads"))
-            snprintf(threads, sizeof threads, "%s", argv[i + 1]);
-        else if (!strcmp(argv[i], "--mib"))
-            mib = atof(argv[i + 1]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--reps"))
+            reps = atoi(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--threads"))
+            snprintf(threads, sizeof threads, "%s", argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--mib"))
+            mib = atof(argv[++i]);
     }
     lp_kernels_init();
     float *w = malloc((size_t)R * C * 4), *x = malloc((size_t)C * 4 * 512), *y = malloc((size_t)R * 4 * 512);
@@ -231,7 +230,10 @@ int main(int argc, char **argv)
         const int th = atoi(tok);
         lp_threads_set(th);
         const double bw = prefill_only ? 0.0 : triad((int64_t)3 << 26); /* 3 x 768 MiB */
-        printf("threads %d: triad %.1f GB/s\n", th, bw);
+        if (prefill_only)
+            printf("threads %d:\n", th);
+        else
+            printf("threads %d: triad %.1f GB/s\n", th, bw);
         for (int ws = 0; ws < (prefill_only ? 0 : 2); ws++) {
             const double m = ws ? 48 : mib;
             printf(" GEMV, N = 1, 4096 x 4096 weights, %s working set (%.0f MiB):\n", ws ? "LLC" : "DRAM", m);
