@@ -150,7 +150,7 @@ void lp_k_quantize_q8k(lp_q8k *y, const float *x, int64_t n);
 float lp_k_dot_q8_0(int64_t nb, const uint8_t *w, const lp_q8a *a);
 float lp_k_dot_q4_0(int64_t nb, const uint8_t *w, const lp_q8a *a);
 float lp_k_dot_q4_1(int64_t nb, const uint8_t *w, const lp_q8a *a);
-/* 4 activation rows (ab blocks apart) against one weight row: out[0..3] (prefill). */
+/* 4 activation rows (ab blocks apart) against one weight row: out[0..3] (N of 4 to 7). */
 void lp_k_dot_q8_0_x4(int64_t nb, const uint8_t *w, const lp_q8a *a, int64_t ab, float *out);
 void lp_k_dot_q4_0_x4(int64_t nb, const uint8_t *w, const lp_q8a *a, int64_t ab, float *out);
 float lp_k_dot_q4_k(int64_t nb, const uint8_t *w, const lp_q8k *a);

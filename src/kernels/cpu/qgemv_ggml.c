@@ -3,7 +3,8 @@
  * into one contiguous range per thread (each thread streams its own part of the weight,
  * nothing to synchronise until the end), and each block of RB weight rows is multiplied
  * with every activation row while it sits in L1: a GEMV for decode (N = 1, every weight
- * byte read once per token) and a GEMM for prefill from the same loop. F16 / BF16 rows are
+ * byte read once per token) and a GEMM for prefill from the same loop; Q8_0 / Q4_0 / Q4_1
+ * at N >= LP_QGEMM_MIN_ROWS go to the tiled integer GEMM (qgemm_ggml.c). F16 / BF16 rows are
  * converted to f32 a tile of RB rows at a time inside the loop, never at load. */
 #include <math.h>
 #include <omp.h>
