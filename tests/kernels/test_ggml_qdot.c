@@ -283,6 +283,29 @@ static void test_qgemm_tiled(void **state)
     assert_int_equal(f, 0);
 }
 
+/* The tiled GEMM splits the weight's tiles across threads; each output is summed by one
+ * thread in one order, so 1 and 3 threads (7 tiles: an uneven split) agree bit for bit. */
+static void test_qgemm_threads(void **state)
+{
+    (void)state;
+    static const lp_ggml_type tiled[] = {LP_GGML_TYPE_Q8_0, LP_GGML_TYPE_Q4_0, LP_GGML_TYPE_Q4_1};
+    const int64_t N = 21, C = 1024, OC = 100;
+    const int t0 = lp_threads_get();
+    for (size_t i = 0; i < 3; i++) {
+        lp_qweight q;
+        make_weight(&q, tiled[i], OC, C);
+        float *x = kt_rand_f(N * C, -1, 1), *o1 = kt_nan(N * OC), *o3 = kt_nan(N * OC);
+        lp_threads_set(1);
+        assert_int_equal(O->qmatmul_forward(o1, x, &q, NULL, N, C, OC), LP_OK);
+        lp_threads_set(3);
+        assert_int_equal(O->qmatmul_forward(o3, x, &q, NULL, N, C, OC), LP_OK);
+        assert_memory_equal(o1, o3, (size_t)(N * OC) * sizeof(float));
+        lp_qweight_free(&q);
+        assert_int_equal(kt_release("qgemm threads"), 0);
+    }
+    lp_threads_set(t0);
+}
+
 /* NF4 fused GEMV (decode, N <= 8) against NF4 dequantize-then-multiply (the reference's
  * exact dequantization, double accumulation): f32 sums in another order only, with the
  * block scale applied once per block instead of per element; 1e-5 relative to sum |w x|. */
@@ -352,6 +375,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantize_vs_gguf), cmocka_unit_test(test_dot_vs_gguf),
         cmocka_unit_test(test_gemm_table),       cmocka_unit_test(test_qgemm_tiled),
+        cmocka_unit_test(test_qgemm_threads),
         cmocka_unit_test(test_nf4_gemv),
         cmocka_unit_test(test_errors),
     };
