@@ -227,6 +227,20 @@ static lp_status load_template(const void *arg, void **out)
 
 static void free_template(void *t) { lp_chat_template_free(t); }
 
+/* The template and special tokens read from a tokenizer_config.json, then parsed. */
+static lp_status load_template_config(const void *arg, void **out)
+{
+    lp_chat_template_config cfg = {0};
+    lp_chat_template *t = NULL;
+    *out = NULL;
+    lp_status st = lp_chat_template_config_load(arg, &cfg);
+    if (!st) st = lp_chat_template_parse(cfg.template_src, strlen(cfg.template_src), cfg.path, &t);
+    if (!st && (!cfg.bos_token || !cfg.eos_token)) fail_msg("special tokens not read");
+    lp_chat_template_config_free(&cfg);
+    *out = t;
+    return st;
+}
+
 static void test_chat_templates(void **state)
 {
     (void)state;
@@ -234,6 +248,17 @@ static void test_chat_templates(void **state)
                                "tests/text/chat_templates/smollm2.jinja"});
     torture_subject(&(subject){"chat template llama3.2", load_template, free_template,
                                "tests/text/chat_templates/llama3.2.jinja"});
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/loupe_torture_tc_%d.json", (int)getpid());
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"bos_token\": {\"content\": \"<s>\", \"lstrip\": false}, \"eos_token\": \"</s>\",\n"
+          " \"chat_template\": [{\"name\": \"tool_use\", \"template\": \"{{ tools }}\"},\n"
+          "   {\"name\": \"default\", \"template\": \"{% for m in messages %}{{ bos_token + m['content'] }}{% endfor %}\"}]}\n",
+          f);
+    assert_int_equal(fclose(f), 0);
+    torture_subject(&(subject){"tokenizer_config.json chat template", load_template_config, free_template, path});
+    unlink(path);
 }
 
 /* A GGUF file's metadata: the reader, then (for a model's file) the config.json text built
