@@ -292,6 +292,24 @@ static lp_status load_gguf_meta(const void *arg, void **out)
 
 static void free_gguf(void *g) { lp_gguf_close(g); }
 
+/* `loupe quantize` (lp_gguf_quantize_file: reader, dequantize, quantize, GGUF writer): a
+ * failure leaves neither the file nor its temporary behind. */
+static char g_qout[96];
+
+static lp_status quantize(const void *arg, void **out)
+{
+    char tmp[128];
+    snprintf(tmp, sizeof tmp, "%s.tmp", g_qout);
+    *out = NULL;
+    lp_status st = lp_gguf_quantize_file(arg, g_qout, LP_GGML_TYPE_Q8_0);
+    if (st && (!access(g_qout, F_OK) || !access(tmp, F_OK)))
+        fail_msg("%s: a failed quantize left %s behind", (const char *)arg, access(tmp, F_OK) ? g_qout : tmp);
+    if (!st) *out = g_qout;
+    return st;
+}
+
+static void remove_output(void *path) { unlink(path); }
+
 static void test_gguf(void **state)
 {
     (void)state;
@@ -322,6 +340,9 @@ static void test_gguf(void **state)
         torture(&(tcase){name, path, NULL, false, LP_DTYPE_F32, LP_WEIGHT_FORMAT_F32});
         unlink(path);
     }
+    snprintf(g_qout, sizeof g_qout, "/tmp/loupe_torture_quantize_%d.gguf", (int)getpid());
+    torture_subject(&(subject){"loupe quantize smollm_lm.gguf q8_0", quantize, remove_output,
+                               "tests/golden/gguf_tiny/smollm_lm.gguf"});
 }
 
 int main(int argc, char **argv)
