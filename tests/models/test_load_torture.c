@@ -2,14 +2,15 @@
  * torture tests do: a clean run counts its allocations (lp_alloc, the loaders' lp_malloc family
  * and, through cJSON's hooks, every JSON node), then the run is repeated failing the 1st, 2nd,
  * ... Nth allocation in turn. Each failure must come back as LP_STATUS_NO_MEMORY with a
- * message, no object, and nothing left allocated: the tagged allocator's live bytes return to
- * where they were, glibc's in-use heap bytes too (mallinfo2, tcache off, outside ASan), and under ASan
- * (scripts/build.sh's sanitizer build) LeakSanitizer fails the test on any heap block left
- * behind. Cases: a config-only model, checkpoints written by transformers, a LoRA adapter
- * written by PEFT, QLoRA (NF4) on a PEFT adapter; tokenizers (tokenizer.json WordPiece and
- * byte-level BPE, vocab.txt, the tokenizer in a GGUF's metadata) each loaded, then encoding a
- * pair and decoding it; a chat template parsed from its file and rendered; GGUF metadata
- * (reader, config builder) and a model built from a GGUF, dequantized and kept stored. */
+ * message, no object, and nothing left allocated, to the byte: the tagged allocator's live
+ * bytes return to where they were, glibc's in-use heap bytes too (mallinfo2 with the tcache
+ * off, outside ASan), and under ASan (scripts/build.sh's sanitizer build) LeakSanitizer fails
+ * the test on any heap block left behind. Cases: a config-only model, checkpoints written by
+ * transformers, a LoRA adapter written by PEFT, QLoRA (NF4) on a PEFT adapter; tokenizers
+ * (tokenizer.json WordPiece and byte-level BPE, vocab.txt, the tokenizer in a GGUF's metadata)
+ * each loaded, then a pair encoded and decoded; chat templates parsed from a .jinja file or a
+ * tokenizer_config.json and rendered; GGUF metadata (reader, config builder), models built
+ * from a GGUF (F32, Q8_0, Q4_0) dequantized and kept stored, and `loupe quantize`. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
