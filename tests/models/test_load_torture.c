@@ -10,7 +10,8 @@
  * (tokenizer.json WordPiece and byte-level BPE, vocab.txt, the tokenizer in a GGUF's metadata)
  * each loaded, then a pair encoded and decoded; chat templates parsed from a .jinja file or a
  * tokenizer_config.json and rendered; GGUF metadata (reader, config builder), models built
- * from a GGUF (F32, Q8_0, Q4_0) dequantized and kept stored, and `loupe quantize`. */
+ * from a GGUF (F32, Q8_0, Q4_0) dequantized and kept stored, `loupe quantize`; a checkpoint's
+ * checksums verified. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,6 +32,7 @@
 #include "loupe/kernels.h"
 #include "loupe/models.h"
 #include "loupe/text.h"
+#include "loupe/train.h"
 
 /* One torture subject: run builds an object from files (NULL in *out unless LP_OK) and
  * release frees it. */
@@ -346,6 +348,66 @@ static void test_gguf(void **state)
                                "tests/golden/gguf_tiny/smollm_lm.gguf"});
 }
 
+/* A checkpoint's checksums verified (what --resume trusts to tell a damaged checkpoint from a
+ * good one): out of memory must be NO_MEMORY, never "damaged", or a resume would fall back to
+ * an older checkpoint. The files are fuzz_ckpt_checksums's fixed checkpoint, and its seed
+ * good.json holds their true crc32 values. */
+static lp_status verify_checkpoint(const void *arg, void **out)
+{
+    bool has = false;
+    *out = NULL;
+    lp_status st = lp_checkpoint_verify(arg, &has);
+    if (!st && !has) fail_msg("%s: checksums.json not seen", (const char *)arg);
+    if (!st) *out = (void *)arg;
+    return st;
+}
+
+static void nothing(void *p) { (void)p; }
+
+static void put(const char *dir, const char *name, const void *data, size_t n)
+{
+    char p[160];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *fp = fopen(p, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(data, 1, n, fp), n);
+    assert_int_equal(fclose(fp), 0);
+}
+
+static void test_checkpoint_verify(void **state)
+{
+    (void)state;
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/loupe_torture_ckpt_%d", (int)getpid());
+    assert_int_equal(lp_mkdir_p(dir), LP_OK);
+    /* state.safetensors: one F32 tensor "w" = {1, 2} */
+    static const char hdr[] = "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}    ";
+    unsigned char st[8 + sizeof hdr - 1 + 8];
+    uint64_t hn = sizeof hdr - 1;
+    memcpy(st, &hn, 8);
+    memcpy(st + 8, hdr, hn);
+    const float w[2] = {1.0f, 2.0f};
+    memcpy(st + 8 + hn, w, 8);
+    put(dir, "state.safetensors", st, sizeof st);
+    put(dir, "trainer_state.json", "{}\n", 3);
+    put(dir, "steps.csv", "step\n", 5);
+    put(dir, "epoch_results.csv", "epoch\n", 6);
+    char *sums = NULL;
+    size_t len = 0;
+    assert_int_equal(lp_file_read_all("fuzz/seeds/ckpt_checksums/good.json", &sums, &len), LP_OK);
+    put(dir, "checksums.json", sums, len);
+    free(sums);
+    torture_subject(&(subject){"checkpoint verify", verify_checkpoint, nothing, dir});
+    static const char *const names[] = {"state.safetensors", "trainer_state.json", "steps.csv",
+                                        "epoch_results.csv", "checksums.json"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char p[160];
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     const char *tun = getenv("GLIBC_TUNABLES");
@@ -361,6 +423,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_tokenizers),
         cmocka_unit_test(test_chat_templates),
         cmocka_unit_test(test_gguf),
+        cmocka_unit_test(test_checkpoint_verify),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
