@@ -17,7 +17,7 @@ lp_status lp_file_read_all(const char *path, char **out, size_t *len)
     if (!fp)
         return lp_err(LP_STATUS_IO, "%s: cannot open: %s", path, strerror(errno));
     size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
+    char *buf = lp_malloc(cap + 1);
     if (!buf) {
         fclose(fp);
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory reading file", path);
@@ -34,7 +34,7 @@ lp_status lp_file_read_all(const char *path, char **out, size_t *len)
             }
             break;
         }
-        char *bigger = realloc(buf, cap * 2 + 1);
+        char *bigger = lp_realloc(buf, cap * 2 + 1);
         if (!bigger) {
             free(buf);
             fclose(fp);

@@ -132,6 +132,7 @@ static lp_status build_config(const lp_gguf_file *g, const arch_info *a, char **
     if (lp_gguf_get(g, akey(a, "rope.scaling.type", k, sizeof k)) &&
         (st = lp_gguf_get_str(g, k, &rope_type)) != LP_OK)
         return st;
+    lp_json_oom_begin(); /* cJSON's nodes counted by the torture mode */
     cJSON *j = cJSON_CreateObject();
     bool ok = j != NULL;
     cJSON *arr = cJSON_AddArrayToObject(j, "architectures");
@@ -226,7 +227,7 @@ static lp_status unpermute_rows(float *w, int64_t rows, int64_t cols, int64_t he
                       "%s: tensor '%s': %lld rows do not split into %lld heads of even size", path, name,
                       (long long)rows, (long long)heads);
     const int64_t D = rows / heads, half = D / 2;
-    float *tmp = malloc((size_t)(D * cols) * sizeof *tmp);
+    float *tmp = lp_malloc((size_t)(D * cols) * sizeof *tmp);
     if (!tmp)
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
     for (int64_t h = 0; h < heads; h++) {
@@ -257,12 +258,13 @@ static lp_status build_weights(const lp_gguf_file *g, const arch_info *a, lp_st_
         return st;
     if (kv_heads < 0)
         kv_heads = heads;
+    lp_json_oom_begin();
     cJSON *hdr = cJSON_CreateObject();
-    bool ok = true;
+    bool ok = hdr != NULL;
     uint64_t data_bytes = 0;
-    char(*names)[160] = calloc(n + 1, sizeof *names);
-    bool *keep = calloc(n + 1, sizeof *keep);
-    uint64_t *at = calloc(n + 1, sizeof *at);
+    char(*names)[160] = lp_calloc(n + 1, sizeof *names);
+    bool *keep = lp_calloc(n + 1, sizeof *keep);
+    uint64_t *at = lp_calloc(n + 1, sizeof *at);
     char *buf = NULL;
     lp_st_file *f = NULL;
     if (!hdr || !names || !keep || !at) {
@@ -303,7 +305,7 @@ static lp_status build_weights(const lp_gguf_file *g, const arch_info *a, lp_st_
         goto out;
     }
     const size_t hlen = (strlen(h) + 7) & ~(size_t)7, total = 8 + hlen + (size_t)data_bytes;
-    if (!(buf = malloc(total))) {
+    if (!(buf = lp_malloc(total))) {
         free(h);
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory (%zu bytes for the dequantized weights)", path,
                     total);
@@ -442,7 +444,7 @@ lp_status lp_gguf_model_qweight(const lp_gguf_file *g, const char *hf, lp_qweigh
         goto done;
     }
     const int64_t D = rows / hh, half = D / 2, rb = out->row_bytes;
-    uint8_t *tmp = malloc((size_t)(D * rb));
+    uint8_t *tmp = lp_malloc((size_t)(D * rb));
     if (!tmp) {
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
         goto done;

@@ -22,14 +22,14 @@ static lp_status add_tensor(lp_gguf_writer *w, const lp_gguf_tensor *t, uint32_t
     if (!tt || !tt->dequantizable)
         return lp_err(LP_STATUS_UNSUPPORTED, "%s: tensor '%s' is %s, which loupe cannot re-encode", path, t->name,
                       tt ? tt->name : "?");
-    float *f = malloc((size_t)t->numel * sizeof *f);
+    float *f = lp_malloc((size_t)t->numel * sizeof *f);
     if (!f)
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory for tensor '%s'", path, t->name);
     lp_ggml_dequantize((lp_ggml_type)t->type, t->data, f, (int64_t)t->numel);
     lp_status st;
     if (t->ndim == 2 && t->ne[0] % 32 == 0) {
         const uint64_t nbytes = t->numel / 32 * (uint64_t)lp_ggml_type_traits_get(type)->bytes;
-        uint8_t *q = malloc((size_t)nbytes);
+        uint8_t *q = lp_malloc((size_t)nbytes);
         if (!q) {
             free(f);
             return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory for tensor '%s'", path, t->name);

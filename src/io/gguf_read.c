@@ -223,14 +223,14 @@ static lp_status rd_value(cursor *c, lp_gguf_type t, lp_gguf_value *v, const cha
         return st;
     }
     if (v->elem_type == LP_GGUF_TYPE_STRING) {
-        if (!(v->strs = malloc((size_t)v->n * sizeof *v->strs + 1)))
+        if (!(v->strs = lp_malloc((size_t)v->n * sizeof *v->strs + 1)))
             return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", g->path);
         for (uint64_t k = 0; k < v->n; k++)
             if ((st = rd_str(c, &v->strs[k])) != LP_OK)
                 return st;
         return LP_OK;
     }
-    if (!(v->items = calloc((size_t)v->n + 1, sizeof *v->items)))
+    if (!(v->items = lp_calloc((size_t)v->n + 1, sizeof *v->items)))
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", g->path);
     for (uint64_t k = 0; k < v->n; k++) {
         uint32_t it = LP_GGUF_TYPE_ARRAY;
@@ -259,7 +259,7 @@ static lp_status str_dup(lp_gguf_file *g, const lp_gguf_str *s, const char *what
 {
     if (memchr(s->s, '\0', (size_t)s->len))
         return lp_err(LP_STATUS_FORMAT, "%s: %s contains a NUL byte", g->path, what);
-    if (!(*out = malloc((size_t)s->len + 1)))
+    if (!(*out = lp_malloc((size_t)s->len + 1)))
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", g->path);
     memcpy(*out, s->s, (size_t)s->len);
     (*out)[s->len] = '\0';
@@ -328,10 +328,10 @@ static lp_status parse(lp_gguf_file *g)
                       "%s: truncated file or overflowing counts: %llu metadata entries and %llu tensors "
                       "cannot fit in %zu bytes",
                       g->path, (unsigned long long)n_kv, (unsigned long long)n_tensors, g->len);
-    g->kv = calloc((size_t)n_kv + 1, sizeof *g->kv);
-    g->kv_by_key = calloc((size_t)n_kv + 1, sizeof *g->kv_by_key);
-    g->tensors = calloc((size_t)n_tensors + 1, sizeof *g->tensors);
-    g->t_by_name = calloc((size_t)n_tensors + 1, sizeof *g->t_by_name);
+    g->kv = lp_calloc((size_t)n_kv + 1, sizeof *g->kv);
+    g->kv_by_key = lp_calloc((size_t)n_kv + 1, sizeof *g->kv_by_key);
+    g->tensors = lp_calloc((size_t)n_tensors + 1, sizeof *g->tensors);
+    g->t_by_name = lp_calloc((size_t)n_tensors + 1, sizeof *g->t_by_name);
     if (!g->kv || !g->kv_by_key || !g->tensors || !g->t_by_name)
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", g->path);
     for (uint64_t k = 0; k < n_kv; k++) {
@@ -438,8 +438,8 @@ lp_status lp_gguf_parse_buffer(const void *buf, size_t len, const char *label, l
     *out = NULL;
     if (!label)
         label = "<buffer>";
-    lp_gguf_file *g = calloc(1, sizeof *g);
-    if (!g || !(g->path = strdup(label))) {
+    lp_gguf_file *g = lp_calloc(1, sizeof *g);
+    if (!g || !(g->path = lp_strdup(label))) {
         free(g);
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", label);
     }
@@ -460,8 +460,8 @@ lp_status lp_gguf_open(const char *path, lp_gguf_file **out)
         close(fd);
         return lp_err(LP_STATUS_IO, "%s: not a regular file", path);
     }
-    lp_gguf_file *g = calloc(1, sizeof *g);
-    if (!g || !(g->path = strdup(path))) {
+    lp_gguf_file *g = lp_calloc(1, sizeof *g);
+    if (!g || !(g->path = lp_strdup(path))) {
         free(g);
         close(fd);
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);

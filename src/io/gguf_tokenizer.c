@@ -100,7 +100,7 @@ static char *spell(const lp_gguf_str *t)
         i += get_utf8(s + i, (size_t)t->len - i, &cp);
         ok = in_alphabet(cp);
     }
-    char *o = malloc((size_t)t->len * 2 + 1);
+    char *o = lp_malloc((size_t)t->len * 2 + 1);
     if (!o)
         return NULL;
     size_t k = 0;
@@ -117,7 +117,7 @@ static char *spell(const lp_gguf_str *t)
 
 static char *str_copy(const lp_gguf_str *s)
 {
-    char *o = malloc((size_t)s->len + 1);
+    char *o = lp_malloc((size_t)s->len + 1);
     if (o) {
         memcpy(o, s->s, (size_t)s->len);
         o[s->len] = '\0';
@@ -153,7 +153,7 @@ static void add_special_piece(cJSON *seq, const char *tok)
     cJSON *p = cJSON_CreateObject(), *sp = cJSON_AddObjectToObject(p, "SpecialToken");
     cJSON_AddStringToObject(sp, "id", tok);
     cJSON_AddNumberToObject(sp, "type_id", 0);
-    cJSON_AddItemToArray(seq, p);
+    lp_json_arr_add(seq, p);
 }
 
 static void add_seq_piece(cJSON *seq, const char *id, int type_id)
@@ -161,7 +161,7 @@ static void add_seq_piece(cJSON *seq, const char *id, int type_id)
     cJSON *p = cJSON_CreateObject(), *sq = cJSON_AddObjectToObject(p, "Sequence");
     cJSON_AddStringToObject(sq, "id", id);
     cJSON_AddNumberToObject(sq, "type_id", type_id);
-    cJSON_AddItemToArray(seq, p);
+    lp_json_arr_add(seq, p);
 }
 
 static lp_status build(const lp_gguf_file *g, char **out)
@@ -218,13 +218,14 @@ static lp_status build(const lp_gguf_file *g, char **out)
                       path, (unsigned long long)toks->n);
     }
 
+    lp_json_oom_begin(); /* a node that fails to allocate is dropped by cJSON: checked at the end */
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "version", "1.0");
     cJSON_AddNullToObject(j, "truncation");
     cJSON_AddNullToObject(j, "padding");
     cJSON *added = cJSON_AddArrayToObject(j, "added_tokens");
     cJSON *vocab = cJSON_CreateObject();
-    char **spelled = calloc((size_t)toks->n + 1, sizeof *spelled);
+    char **spelled = lp_calloc((size_t)toks->n + 1, sizeof *spelled);
     if (!spelled) {
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
         goto out;
@@ -250,9 +251,9 @@ static lp_status build(const lp_gguf_file *g, char **out)
             goto out;
         }
         if (ty == 3 && !strcmp(raw, spelled[i]))
-            cJSON_AddItemToArray(added, added_token((int64_t)i, raw, true));
+            lp_json_arr_add(added, added_token((int64_t)i, raw, true));
         else if (ty == 4)
-            cJSON_AddItemToArray(added, added_token((int64_t)i, raw, false));
+            lp_json_arr_add(added, added_token((int64_t)i, raw, false));
         free(raw);
     }
     cJSON_AddNullToObject(j, "normalizer");
@@ -270,10 +271,10 @@ static lp_status build(const lp_gguf_file *g, char **out)
         cJSON_AddStringToObject(pat, "Regex", regex);
         cJSON_AddStringToObject(sp, "behavior", "Isolated");
         cJSON_AddBoolToObject(sp, "invert", false);
-        cJSON_AddItemToArray(list, sp);
-        cJSON_AddItemToArray(list, byte_level(false));
+        lp_json_arr_add(list, sp);
+        lp_json_arr_add(list, byte_level(false));
     } else {
-        cJSON_AddItemToObject(j, "pre_tokenizer", byte_level(true));
+        lp_json_obj_add(j, "pre_tokenizer", byte_level(true));
     }
     cJSON *pp = cJSON_AddObjectToObject(j, "post_processor");
     cJSON_AddStringToObject(pp, "type", "TemplateProcessing");
@@ -298,13 +299,13 @@ static lp_status build(const lp_gguf_file *g, char **out)
         cJSON *e = cJSON_AddObjectToObject(specials, spelled[id]);
         cJSON_AddStringToObject(e, "id", spelled[id]);
         cJSON *ids = cJSON_AddArrayToObject(e, "ids");
-        cJSON_AddItemToArray(ids, cJSON_CreateNumber((double)id));
+        lp_json_arr_add(ids, cJSON_CreateNumber((double)id));
         cJSON *tks = cJSON_AddArrayToObject(e, "tokens");
-        cJSON_AddItemToArray(tks, cJSON_CreateString(spelled[id]));
+        lp_json_arr_add(tks, cJSON_CreateString(spelled[id]));
     }
     cJSON *dec = byte_level(true);
-    cJSON_ReplaceItemInObject(dec, "add_prefix_space", cJSON_CreateTrue());
-    cJSON_AddItemToObject(j, "decoder", dec);
+    lp_json_obj_replace(dec, "add_prefix_space", cJSON_CreateTrue());
+    lp_json_obj_add(j, "decoder", dec);
     cJSON *m = cJSON_AddObjectToObject(j, "model");
     cJSON_AddStringToObject(m, "type", "BPE");
     cJSON_AddNullToObject(m, "dropout");
@@ -314,7 +315,7 @@ static lp_status build(const lp_gguf_file *g, char **out)
     cJSON_AddBoolToObject(m, "fuse_unk", false);
     cJSON_AddBoolToObject(m, "byte_fallback", false);
     cJSON_AddBoolToObject(m, "ignore_merges", false);
-    cJSON_AddItemToObject(m, "vocab", vocab);
+    lp_json_obj_add(m, "vocab", vocab);
     vocab = NULL;
     cJSON *ml = cJSON_AddArrayToObject(m, "merges");
     for (uint64_t i = 0; i < merges->n; i++) {
@@ -333,12 +334,12 @@ static lp_status build(const lp_gguf_file *g, char **out)
         }
         *sp = '\0';
         cJSON *pr = cJSON_CreateArray();
-        cJSON_AddItemToArray(pr, cJSON_CreateString(s));
-        cJSON_AddItemToArray(pr, cJSON_CreateString(sp + 1));
-        cJSON_AddItemToArray(ml, pr);
+        lp_json_arr_add(pr, cJSON_CreateString(s));
+        lp_json_arr_add(pr, cJSON_CreateString(sp + 1));
+        lp_json_arr_add(ml, pr);
         free(s);
     }
-    if (!(*out = cJSON_PrintUnformatted(j)))
+    if (lp_json_oom_end() || !(*out = cJSON_PrintUnformatted(j)))
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
 out:
     if (spelled)

@@ -38,7 +38,7 @@ static void put(lp_gguf_writer *w, const void *p, size_t n)
         size_t cap = w->kv_cap ? 2 * w->kv_cap : 4096;
         while (cap < w->kv_len + n)
             cap *= 2;
-        uint8_t *b = realloc(w->kv, cap);
+        uint8_t *b = lp_realloc(w->kv, cap);
         if (!b) {
             w->oom = true;
             return;
@@ -151,8 +151,8 @@ lp_status lp_gguf_writer_init(lp_gguf_writer **out, const char *path, uint32_t a
     if (!alignment || alignment % 8)
         return lp_err(LP_STATUS_INVALID_ARG, "%s: GGUF alignment %u is not a positive multiple of 8", path,
                       alignment);
-    lp_gguf_writer *w = calloc(1, sizeof *w);
-    if (!w || !(w->path = strdup(path))) {
+    lp_gguf_writer *w = lp_calloc(1, sizeof *w);
+    if (!w || !(w->path = lp_strdup(path))) {
         free(w);
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
     }
@@ -197,7 +197,7 @@ lp_status lp_gguf_writer_add_tensor(lp_gguf_writer *w, const char *name, uint32_
                       name, (unsigned long long)nbytes, tt ? tt->name : "an unknown type");
     if (w->n_t == w->cap_t) {
         size_t cap = w->cap_t ? 2 * w->cap_t : 64;
-        wtensor *t = realloc(w->t, cap * sizeof *t);
+        wtensor *t = lp_realloc(w->t, cap * sizeof *t);
         if (!t)
             return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", w->path);
         w->t = t;
@@ -205,8 +205,8 @@ lp_status lp_gguf_writer_add_tensor(lp_gguf_writer *w, const char *name, uint32_
     }
     wtensor *t = &w->t[w->n_t];
     memset(t, 0, sizeof *t);
-    t->name = strdup(name);
-    t->data = malloc(nbytes);
+    t->name = lp_strdup(name);
+    t->data = lp_malloc(nbytes);
     if (!t->name || !t->data) {
         free(t->name);
         free(t->data);

@@ -16,6 +16,18 @@ bool lp_io_utf8_valid(const uint8_t *s, size_t n);
 /* An exact non-negative integer JSON number up to 2^53 (cJSON numbers are doubles). */
 bool lp_io_json_u64(const cJSON *v, uint64_t *out);
 
+/* For code that builds a tree with cJSON_Add* / cJSON_Create* (which drop an item whose
+ * allocation failed without a word): lp_json_oom_begin installs the counted allocator
+ * (lp_malloc) as cJSON's and clears this thread's flag; lp_json_oom_end says whether a
+ * cJSON allocation failed since, so the tree is checked once, before it is used. */
+void lp_json_oom_begin(void);
+bool lp_json_oom_end(void);
+/* cJSON_AddItemToArray / cJSON_AddItemToObject / cJSON_ReplaceItemInObject that free the
+ * item when it could not be attached (a NULL parent, the key's copy out of memory). */
+void lp_json_arr_add(cJSON *arr, cJSON *item);
+void lp_json_obj_add(cJSON *obj, const char *key, cJSON *item);
+void lp_json_obj_replace(cJSON *obj, const char *key, cJSON *item);
+
 /* "dir/name" in a fresh string (free()); NULL when out of memory. */
 char *lp_io_path_join(const char *dir, const char *name);
 

@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "io_internal.h"
 #include "loupe/io.h"
 
 /* cJSON allocates through these once lp_json_parse has run: counted by the torture mode, and
@@ -26,6 +27,32 @@ static void install_hooks(void)
 {
     cJSON_Hooks h = {hook_malloc, free};
     cJSON_InitHooks(&h);
+}
+
+void lp_json_oom_begin(void)
+{
+    pthread_once(&hooks_once, install_hooks);
+    tl_oom = false;
+}
+
+bool lp_json_oom_end(void) { return tl_oom; }
+
+void lp_json_arr_add(cJSON *arr, cJSON *item)
+{
+    if (!arr || !cJSON_AddItemToArray(arr, item))
+        cJSON_Delete(item);
+}
+
+void lp_json_obj_add(cJSON *obj, const char *key, cJSON *item)
+{
+    if (!obj || !cJSON_AddItemToObject(obj, key, item))
+        cJSON_Delete(item);
+}
+
+void lp_json_obj_replace(cJSON *obj, const char *key, cJSON *item)
+{
+    if (!obj || !cJSON_ReplaceItemInObject(obj, key, item))
+        cJSON_Delete(item);
 }
 
 struct cJSON *lp_json_parse(const char *text, size_t len, const char **end, bool *oom)

@@ -225,8 +225,8 @@ lp_status lp_st_set_open(const char *path, lp_st_set **out)
 lp_status lp_st_set_from_file(lp_st_file *f, const char *label, lp_st_set **out)
 {
     *out = NULL;
-    lp_st_set *s = calloc(1, sizeof *s);
-    if (!s || !(s->files = calloc(1, sizeof *s->files))) {
+    lp_st_set *s = lp_calloc(1, sizeof *s);
+    if (!s || !(s->files = lp_calloc(1, sizeof *s->files))) {
         free(s);
         lp_st_close(f);
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", label);

@@ -22,7 +22,7 @@ static void sb_put(sbuf *b, const char *s, size_t n)
         size_t cap = b->cap ? b->cap : 256;
         while (b->n + n + 1 > cap)
             cap *= 2;
-        char *q = realloc(b->p, cap);
+        char *q = lp_realloc(b->p, cap);
         if (!q) {
             b->oom = true;
             return;
@@ -120,8 +120,8 @@ static lp_status check_input(const char *path, const lp_st_write_tensor *t, size
 lp_status lp_st_write(const char *path, const lp_st_write_tensor *tensors, size_t n, const char *const *meta,
                       size_t n_meta)
 {
-    uint64_t *nbytes = calloc(n + 1, sizeof *nbytes);
-    size_t *order = calloc(n + 1, sizeof *order);
+    uint64_t *nbytes = lp_calloc(n + 1, sizeof *nbytes);
+    size_t *order = lp_calloc(n + 1, sizeof *order);
     sbuf h = {0};
     lp_status st = LP_OK;
     if (!nbytes || !order) {

@@ -56,7 +56,7 @@ static lp_scratch *get_scratch(const lp_tokenizer *t)
     if (!key_made) return NULL;
     lp_scratch *sc = pthread_getspecific(scratch_key);
     if (!sc) {
-        sc = calloc(1, sizeof *sc);
+        sc = lp_calloc(1, sizeof *sc);
         if (!sc) return NULL;
         sc->md = pcre2_match_data_create(16, NULL);
         sc->mctx = pcre2_match_context_create(NULL);
@@ -200,13 +200,13 @@ static int enc_reserve(lp_encoding *e, size_t n)
     if (n <= e->cap) return 0;
     size_t nc = e->cap ? e->cap : 64;
     while (nc < n) nc *= 2;
-    int32_t *a = realloc(e->ids, nc * sizeof *a);
+    int32_t *a = lp_realloc(e->ids, nc * sizeof *a);
     if (a) e->ids = a;
-    int32_t *b = realloc(e->type_ids, nc * sizeof *b);
+    int32_t *b = lp_realloc(e->type_ids, nc * sizeof *b);
     if (b) e->type_ids = b;
-    int32_t *c = realloc(e->attention_mask, nc * sizeof *c);
+    int32_t *c = lp_realloc(e->attention_mask, nc * sizeof *c);
     if (c) e->attention_mask = c;
-    uint8_t *d = realloc(e->special_mask, nc);
+    uint8_t *d = lp_realloc(e->special_mask, nc);
     if (d) e->special_mask = d;
     if (!a || !b || !c || !d) return -1;
     e->cap = nc;

@@ -39,8 +39,8 @@ int lp_strmap_init(lp_strmap *m, uint32_t expected)
 {
     memset(m, 0, sizeof *m);
     uint32_t slots = pow2_at_least((uint64_t)expected * 2 + 2);
-    m->slots = calloc(slots, sizeof *m->slots);
-    m->keys = malloc(1024); /* never NULL, so keys + offset is always defined */
+    m->slots = lp_calloc(slots, sizeof *m->slots);
+    m->keys = lp_malloc(1024); /* never NULL, so keys + offset is always defined */
     if (!m->slots || !m->keys) {
         lp_strmap_free(m);
         return -1;
@@ -68,7 +68,7 @@ void lp_strmap_clear(lp_strmap *m)
 static int strmap_grow(lp_strmap *m)
 {
     uint32_t slots = (m->mask + 1) * 2;
-    uint64_t *ns = calloc(slots, sizeof *ns);
+    uint64_t *ns = lp_calloc(slots, sizeof *ns);
     if (!ns) return -1;
     for (uint32_t e = 0; e < m->n; e++) {
         uint32_t i = (uint32_t)m->ents[e].hash & (slots - 1);
@@ -97,7 +97,7 @@ int lp_strmap_put(lp_strmap *m, const char *k, size_t n, int32_t v)
     }
     if (m->n == m->cap_ents) {
         uint32_t nc = m->cap_ents ? m->cap_ents * 2 : 64;
-        void *ne = realloc(m->ents, (size_t)nc * sizeof *m->ents);
+        void *ne = lp_realloc(m->ents, (size_t)nc * sizeof *m->ents);
         if (!ne) return -1;
         m->ents = ne;
         m->cap_ents = nc;
@@ -106,7 +106,7 @@ int lp_strmap_put(lp_strmap *m, const char *k, size_t n, int32_t v)
         size_t nc = m->keys_cap ? m->keys_cap * 2 : 1024;
         while (nc < m->keys_len + n) nc *= 2;
         if (nc > UINT32_MAX) return -1;
-        char *nk = realloc(m->keys, nc);
+        char *nk = lp_realloc(m->keys, nc);
         if (!nk) return -1;
         m->keys = nk;
         m->keys_cap = nc;
@@ -141,8 +141,8 @@ int lp_strmap_get(const lp_strmap *m, const char *k, size_t n, int32_t *v)
 int lp_u64map_init(lp_u64map *m, uint32_t expected)
 {
     uint32_t slots = pow2_at_least((uint64_t)expected * 2 + 2);
-    m->keys = malloc((size_t)slots * sizeof *m->keys);
-    m->vals = malloc((size_t)slots * sizeof *m->vals);
+    m->keys = lp_malloc((size_t)slots * sizeof *m->keys);
+    m->vals = lp_malloc((size_t)slots * sizeof *m->vals);
     m->mask = slots - 1;
     m->n = 0;
     if (!m->keys || !m->vals) {

@@ -194,8 +194,9 @@ void lp_norm_free(lp_norm *nm);
  * *arena, which may grow). */
 int lp_pretok_apply(const lp_pretok *pt, lp_scratch *sc, lp_buf *arena, lp_span in, lp_spans *words);
 void lp_pretok_free(lp_pretok *pt);
-/* Compiles a PCRE2 pattern (UTF, UCP). NULL with lp_err set on failure. */
-pcre2_code *lp_regex_compile(const char *pat, size_t len, int literal, const char *name);
+/* Compiles a PCRE2 pattern (UTF, UCP) into *out (NULL on failure): FORMAT for a pattern
+ * that does not compile, NO_MEMORY, each with lp_err set. */
+lp_status lp_regex_compile(const char *pat, size_t len, int literal, const char *name, pcre2_code **out);
 
 /* models.c: appends the ids of one word. */
 int lp_model_word(const lp_tokenizer *t, lp_scratch *sc, const char *w, size_t n, lp_ids *out);

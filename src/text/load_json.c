@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "loupe/io.h"
 
 #define LP_MAX_IDS (1 << 22) /* ids above this are refused: no real vocabulary is near it */
 
@@ -43,7 +44,7 @@ static lp_status bad(ctx *c, const char *what) { return lp_err(LP_STATUS_FORMAT,
 static lp_status describe_re(ctx *c, lp_pretok *pt, const char *stage, const char *pat)
 {
     int n = snprintf(NULL, 0, "%s: %s pre-tokenizer pattern /%.120s/", c->name, stage, pat);
-    if (n < 0 || !(pt->re_desc = malloc((size_t)n + 1))) return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", c->name);
+    if (n < 0 || !(pt->re_desc = lp_malloc((size_t)n + 1))) return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", c->name);
     snprintf(pt->re_desc, (size_t)n + 1, "%s: %s pre-tokenizer pattern /%.120s/", c->name, stage, pat);
     return LP_OK;
 }
@@ -57,7 +58,7 @@ static lp_status parse_norm(ctx *c, const cJSON *o, lp_norm **out, int depth)
     const char *ty = type_of(o);
     if (!cJSON_IsObject(o) || !ty) return bad(c, "normalizer: expected an object with a \"type\"");
     if (depth > 16) return bad(c, "normalizer: nested too deeply");
-    lp_norm *nm = calloc(1, sizeof *nm);
+    lp_norm *nm = lp_calloc(1, sizeof *nm);
     if (!nm) return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", c->name);
     *out = nm;
     if (!strcmp(ty, "BertNormalizer")) {
@@ -80,7 +81,7 @@ static lp_status parse_norm(ctx *c, const cJSON *o, lp_norm **out, int depth)
         const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, "normalizers");
         if (!cJSON_IsArray(arr)) return bad(c, "normalizer Sequence: \"normalizers\" must be an array");
         int n = cJSON_GetArraySize(arr);
-        nm->kids = calloc((size_t)n + 1, sizeof *nm->kids);
+        nm->kids = lp_calloc((size_t)n + 1, sizeof *nm->kids);
         if (!nm->kids) return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", c->name);
         const cJSON *it;
         cJSON_ArrayForEach(it, arr) {
@@ -105,7 +106,7 @@ static lp_status parse_pre(ctx *c, const cJSON *o, lp_pretok **out, int depth)
     const char *ty = type_of(o);
     if (!cJSON_IsObject(o) || !ty) return bad(c, "pre_tokenizer: expected an object with a \"type\"");
     if (depth > 16) return bad(c, "pre_tokenizer: nested too deeply");
-    lp_pretok *pt = calloc(1, sizeof *pt);
+    lp_pretok *pt = lp_calloc(1, sizeof *pt);
     if (!pt) return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", c->name);
     *out = pt;
     if (!strcmp(ty, "BertPreTokenizer")) {
@@ -114,8 +115,8 @@ static lp_status parse_pre(ctx *c, const cJSON *o, lp_pretok **out, int depth)
         pt->type = LP_PRE_BYTELEVEL;
         if (get_bool(o, "add_prefix_space", 1, &pt->add_prefix_space) || get_bool(o, "use_regex", 1, &pt->use_regex))
             return bad(c, "ByteLevel: flags must be true or false");
-        if (pt->use_regex && !(pt->re = lp_regex_compile(GPT2_RE, sizeof GPT2_RE - 1, 0, c->name)))
-            return LP_STATUS_FORMAT;
+        lp_status st = pt->use_regex ? lp_regex_compile(GPT2_RE, sizeof GPT2_RE - 1, 0, c->name, &pt->re) : LP_OK;
+        if (st) return st;
         if (pt->use_regex && describe_re(c, pt, "ByteLevel", GPT2_RE)) return LP_STATUS_NO_MEMORY;
     } else if (!strcmp(ty, "Split")) {
         pt->type = LP_PRE_SPLIT;
@@ -125,8 +126,8 @@ static lp_status parse_pre(ctx *c, const cJSON *o, lp_pretok **out, int depth)
         const cJSON *p = cJSON_IsString(re) ? re : lit;
         if (!cJSON_IsString(p)) return bad(c, "Split: \"pattern\" must be {\"Regex\": ...} or {\"String\": ...}");
         if (!*p->valuestring) return bad(c, "Split: empty pattern");
-        if (!(pt->re = lp_regex_compile(p->valuestring, strlen(p->valuestring), p == lit, c->name)))
-            return LP_STATUS_FORMAT;
+        lp_status st = lp_regex_compile(p->valuestring, strlen(p->valuestring), p == lit, c->name, &pt->re);
+        if (st) return st;
         if (describe_re(c, pt, "Split", p->valuestring)) return LP_STATUS_NO_MEMORY;
         const cJSON *beh = cJSON_GetObjectItemCaseSensitive(o, "behavior");
         const char *b = cJSON_IsString(beh) ? beh->valuestring : "";
@@ -145,14 +146,15 @@ static lp_status parse_pre(ctx *c, const cJSON *o, lp_pretok **out, int depth)
     } else if (!strcmp(ty, "Whitespace")) {
         pt->type = LP_PRE_WHITESPACE;
         static const char ws_re[] = "\\w+|[^\\w\\s]+";
-        if (!(pt->re = lp_regex_compile(ws_re, sizeof ws_re - 1, 0, c->name))) return LP_STATUS_FORMAT;
+        lp_status st = lp_regex_compile(ws_re, sizeof ws_re - 1, 0, c->name, &pt->re);
+        if (st) return st;
         if (describe_re(c, pt, "Whitespace", ws_re)) return LP_STATUS_NO_MEMORY;
     } else if (!strcmp(ty, "Sequence")) {
         pt->type = LP_PRE_SEQ;
         const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, "pretokenizers");
         if (!cJSON_IsArray(arr)) return bad(c, "pre_tokenizer Sequence: \"pretokenizers\" must be an array");
         int n = cJSON_GetArraySize(arr);
-        pt->kids = calloc((size_t)n + 1, sizeof *pt->kids);
+        pt->kids = lp_calloc((size_t)n + 1, sizeof *pt->kids);
         if (!pt->kids) return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", c->name);
         const cJSON *it;
         cJSON_ArrayForEach(it, arr) {
@@ -238,7 +240,7 @@ static lp_status parse_merges(ctx *c, const cJSON *merges)
         int32_t ia, ib, ic;
         if (la + lb > cap) {
             cap = (la + lb) * 2 + 64;
-            char *nb = realloc(buf, cap);
+            char *nb = lp_realloc(buf, cap);
             if (!nb) { st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", c->name); break; }
             buf = nb;
         }
@@ -286,7 +288,7 @@ static lp_status parse_model(ctx *c, const cJSON *m)
         if (!lp_strmap_get(&t->vocab, u, strlen(u), &t->unk_id))
             return lp_err(LP_STATUS_FORMAT, "%s: WordPiece unk_token \"%.40s\" is not in the vocab", c->name, u);
         const cJSON *pre = cJSON_GetObjectItemCaseSensitive(m, "continuing_subword_prefix");
-        t->wp_prefix = strdup(cJSON_IsString(pre) ? pre->valuestring : "##");
+        t->wp_prefix = lp_strdup(cJSON_IsString(pre) ? pre->valuestring : "##");
         if (!t->wp_prefix) return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", c->name);
         t->wp_prefix_len = strlen(t->wp_prefix);
         const cJSON *mx = cJSON_GetObjectItemCaseSensitive(m, "max_input_chars_per_word");
@@ -321,7 +323,7 @@ static lp_status parse_added(ctx *c, const cJSON *arr)
     if (!arr || cJSON_IsNull(arr)) return LP_OK;
     if (!cJSON_IsArray(arr)) return bad(c, "\"added_tokens\" must be an array");
     int n = cJSON_GetArraySize(arr);
-    t->added = calloc((size_t)n + 1, sizeof *t->added);
+    t->added = lp_calloc((size_t)n + 1, sizeof *t->added);
     if (!t->added) return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", c->name);
     const cJSON *it;
     cJSON_ArrayForEach(it, arr) {
@@ -335,7 +337,7 @@ static lp_status parse_added(ctx *c, const cJSON *arr)
             get_bool(it, "rstrip", 0, &a->rstrip) || get_bool(it, "single_word", 0, &a->single_word) ||
             get_bool(it, "normalized", !a->special, &a->normalized))
             return lp_err(LP_STATUS_FORMAT, "%s: added_tokens[%d]: flags must be true or false", c->name, t->n_added);
-        a->content = strdup(content->valuestring);
+        a->content = lp_strdup(content->valuestring);
         if (!a->content) return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", c->name);
         a->len = strlen(a->content);
         /* HF ignores the written id: a token already known (added earlier or in the
@@ -361,13 +363,13 @@ static lp_status parse_added(ctx *c, const cJSON *arr)
 
 static lp_status tpl_add(ctx *c, lp_template *tp, int kind, int32_t type_id, const int32_t *ids, int nids)
 {
-    void *np = realloc(tp->p, (size_t)(tp->n + 1) * sizeof *tp->p);
+    void *np = lp_realloc(tp->p, (size_t)(tp->n + 1) * sizeof *tp->p);
     if (!np) return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", c->name);
     tp->p = np;
     lp_tpl_piece *p = &tp->p[tp->n++];
     *p = (lp_tpl_piece){kind, type_id, NULL, 0};
     if (nids) {
-        p->ids = malloc((size_t)nids * sizeof *ids);
+        p->ids = lp_malloc((size_t)nids * sizeof *ids);
         if (!p->ids) return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", c->name);
         memcpy(p->ids, ids, (size_t)nids * sizeof *ids);
         p->nids = nids;
@@ -406,7 +408,7 @@ static lp_status parse_template(ctx *c, const cJSON *arr, const cJSON *specials,
                 return lp_err(LP_STATUS_FORMAT, "%s: TemplateProcessing: special token \"%.40s\" has no \"ids\"",
                               c->name, idv->valuestring);
             int n = cJSON_GetArraySize(ids), k = 0;
-            int32_t *v = malloc(((size_t)n + 1) * sizeof *v);
+            int32_t *v = lp_malloc(((size_t)n + 1) * sizeof *v);
             if (!v) return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", c->name);
             const cJSON *x;
             cJSON_ArrayForEach(x, ids) {
@@ -483,7 +485,7 @@ static lp_status parse_decoder(ctx *c, const cJSON *o)
     } else if (!strcmp(ty, "WordPiece")) {
         t->dec = LP_DEC_WORDPIECE;
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "prefix");
-        t->dec_prefix = strdup(cJSON_IsString(p) ? p->valuestring : "##");
+        t->dec_prefix = lp_strdup(cJSON_IsString(p) ? p->valuestring : "##");
         if (!t->dec_prefix) return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", c->name);
         if (get_bool(o, "cleanup", 1, &t->dec_cleanup)) return bad(c, "decoder: \"cleanup\" must be true or false");
     } else {
@@ -546,7 +548,9 @@ lp_status lp_tokenizer_from_json(const char *json, size_t len, const char *name,
     if (len == 0) return lp_err(LP_STATUS_FORMAT, "%s: empty file", name);
     lp_status raw = check_raw_bytes(json, len, name);
     if (raw) return raw;
-    cJSON *root = cJSON_ParseWithLength(json, len);
+    bool oom;
+    cJSON *root = lp_json_parse(json, len, NULL, &oom);
+    if (oom) return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", name);
     if (!root) {
         const char *e = cJSON_GetErrorPtr();
         size_t at = (e && e >= json && e <= json + len) ? (size_t)(e - json) : 0;

@@ -15,7 +15,7 @@ static int wordpiece(const lp_tokenizer *t, const char *w, size_t n, lp_ids *out
     char stackbuf[512];
     char *buf = stackbuf;
     if (t->wp_prefix_len + n > sizeof stackbuf) {
-        buf = malloc(t->wp_prefix_len + n);
+        buf = lp_malloc(t->wp_prefix_len + n);
         if (!buf) return -1;
     }
     memcpy(buf, t->wp_prefix, t->wp_prefix_len);
@@ -104,8 +104,8 @@ static long bpe_symbols(const lp_tokenizer *t, lp_scratch *sc, const char *w, si
 {
     if (n > sc->syms_cap) {
         size_t nc = n < 64 ? 64 : n;
-        void *ns = realloc(sc->syms, nc * sizeof *sc->syms);
-        void *nh = realloc(sc->heap, nc * 2 * sizeof *sc->heap);
+        void *ns = lp_realloc(sc->syms, nc * sizeof *sc->syms);
+        void *nh = lp_realloc(sc->heap, nc * 2 * sizeof *sc->heap);
         if (ns) sc->syms = ns;
         if (nh) sc->heap = nh;
         if (!ns || !nh) return -1;
@@ -197,7 +197,7 @@ static int bpe(const lp_tokenizer *t, lp_scratch *sc, const char *w, size_t n, l
          * stale entries stay: grow when needed */
         if (hn + 2 > sc->heap_cap) {
             size_t nc = sc->heap_cap * 2;
-            void *nh = realloc(sc->heap, nc * sizeof *sc->heap);
+            void *nh = lp_realloc(sc->heap, nc * sizeof *sc->heap);
             if (!nh) return -1;
             sc->heap = h = nh;
             sc->heap_cap = nc;

@@ -27,7 +27,7 @@ static char *widen_numbers(const char *pat, size_t len, size_t *out_len)
     static const char out_cls[] = "[\\p{N}\\x{1D2C0}-\\x{1D2D3}]";
     size_t cap = len + 1, n = 0;
     for (size_t i = 0; i + 5 <= len; i++) cap += !memcmp(pat + i, "\\p{N}", 5) ? sizeof out_cls : 0;
-    char *o = malloc(cap);
+    char *o = lp_malloc(cap);
     if (!o) return NULL;
     int cls = 0;
     for (size_t i = 0; i < len;) {
@@ -58,33 +58,34 @@ static char *widen_numbers(const char *pat, size_t len, size_t *out_len)
     return o;
 }
 
-pcre2_code *lp_regex_compile(const char *pat, size_t len, int literal, const char *name)
+lp_status lp_regex_compile(const char *pat, size_t len, int literal, const char *name, pcre2_code **out)
 {
     int err;
     PCRE2_SIZE erroff;
     uint32_t opts = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP); /* LITERAL refuses UCP */
     char *wide = NULL;
+    *out = NULL;
     if (!literal) {
         size_t wl;
-        if (!(wide = widen_numbers(pat, len, &wl))) {
-            lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", name);
-            return NULL;
-        }
+        if (!(wide = widen_numbers(pat, len, &wl)))
+            return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", name);
         pat = wide;
         len = wl;
     }
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, len, opts, &err, &erroff, NULL);
     free(wide);
     if (!re) {
+        if (err == PCRE2_ERROR_HEAP_FAILED) /* PCRE2's own allocation, not the pattern */
+            return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory compiling a pre-tokenizer regex", name);
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(err, msg, sizeof msg);
-        lp_err(LP_STATUS_FORMAT, "%s: pre-tokenizer regex does not compile at offset %zu: %s", name,
-               (size_t)erroff, (const char *)msg);
-        return NULL;
+        return lp_err(LP_STATUS_FORMAT, "%s: pre-tokenizer regex does not compile at offset %zu: %s", name,
+                      (size_t)erroff, (const char *)msg);
     }
     /* JIT is an optimisation: when unavailable, pcre2_match interprets. */
     (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
-    return re;
+    *out = re;
+    return LP_OK;
 }
 
 /* One split candidate: a byte range of the piece and whether the pattern matched it. */

@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "loupe/io.h"
 #include "loupe/text.h"
 #include "template_eval.h"
 
@@ -21,8 +22,8 @@ lp_status lp_chat_template_parse(const char *src, size_t len, const char *name, 
     *out = NULL;
     if (!name) name = "chat template";
     if (!src) return lp_err(LP_STATUS_INVALID_ARG, "%s: no template text", name);
-    lp_chat_template *t = calloc(1, sizeof *t);
-    if (!t || !(t->name = strdup(name))) {
+    lp_chat_template *t = lp_calloc(1, sizeof *t);
+    if (!t || !(t->name = lp_strdup(name))) {
         free(t);
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", name);
     }
@@ -49,7 +50,9 @@ void lp_chat_template_free(lp_chat_template *t)
 /* Parses a JSON text into arena values; what names the variable in errors. */
 static lp_status json_var(lp_tarena *a, const char *tname, const char *what, const char *json, int want, lp_tv *out)
 {
-    cJSON *j = cJSON_Parse(json);
+    bool oom;
+    cJSON *j = lp_json_parse(json, strlen(json), NULL, &oom);
+    if (oom) return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory reading %s", tname, what);
     if (!j) return lp_err(LP_STATUS_FORMAT, "%s: %s is not valid JSON", tname, what);
     int bad = (want == 'a' && !cJSON_IsArray(j)) || (want == 'o' && !cJSON_IsObject(j));
     int r = bad ? 0 : lp_tv_from_json(a, j, out, 0);
@@ -117,14 +120,14 @@ static lp_status token_field(const cJSON *root, const char *key, char **out)
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, key);
     if (cJSON_IsObject(f)) f = cJSON_GetObjectItemCaseSensitive(f, "content");
     if (!cJSON_IsString(f)) return LP_OK;
-    return (*out = strdup(f->valuestring)) ? LP_OK : lp_err(LP_STATUS_NO_MEMORY, "out of memory");
+    return (*out = lp_strdup(f->valuestring)) ? LP_OK : lp_err(LP_STATUS_NO_MEMORY, "out of memory");
 }
 
 lp_status lp_chat_template_config_load(const char *path, lp_chat_template_config *out)
 {
     memset(out, 0, sizeof *out);
     size_t plen = strlen(path);
-    char *file = malloc(plen + 32);
+    char *file = lp_malloc(plen + 32);
     if (!file) return lp_err(LP_STATUS_NO_MEMORY, "out of memory");
     int is_json = plen >= 5 && !strcmp(path + plen - 5, ".json");
     snprintf(file, plen + 32, is_json ? "%s" : "%s/tokenizer_config.json", path);
@@ -135,8 +138,13 @@ lp_status lp_chat_template_config_load(const char *path, lp_chat_template_config
         free(file);
         return st;
     }
-    cJSON *root = cJSON_ParseWithLength(text, len);
+    bool oom;
+    cJSON *root = lp_json_parse(text, len, NULL, &oom);
     free(text);
+    if (oom) {
+        free(file);
+        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
+    }
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         st = lp_err(LP_STATUS_FORMAT, "%s: not a JSON object", file);
@@ -157,11 +165,11 @@ lp_status lp_chat_template_config_load(const char *path, lp_chat_template_config
     if (!src)
         st = lp_err(LP_STATUS_NOT_FOUND, "%s: no chat template (\"chat_template\" missing%s)", file,
                     cJSON_IsArray(ct) ? ": no entry named \"default\"" : " or not a string");
-    else if (!(out->template_src = strdup(src->valuestring)))
+    else if (!(out->template_src = lp_strdup(src->valuestring)))
         st = lp_err(LP_STATUS_NO_MEMORY, "out of memory");
     if (!st) st = token_field(root, "bos_token", &out->bos_token);
     if (!st) st = token_field(root, "eos_token", &out->eos_token);
-    if (!st && !(out->path = strdup(file))) st = lp_err(LP_STATUS_NO_MEMORY, "out of memory");
+    if (!st && !(out->path = lp_strdup(file))) st = lp_err(LP_STATUS_NO_MEMORY, "out of memory");
     cJSON_Delete(root);
     free(file);
     if (st) lp_chat_template_config_free(out);

@@ -23,7 +23,7 @@ void *lp_tarena_alloc(lp_tarena *a, size_t n)
     lp_tarena_blk *b = a->head;
     if (!b || b->cap - b->used < n) {
         size_t cap = n > ((size_t)1 << 16) ? n : ((size_t)1 << 16);
-        b = malloc(sizeof *b + cap);
+        b = lp_malloc(sizeof *b + cap);
         if (!b) return NULL;
         b->next = a->head, b->cap = cap, b->used = 0;
         a->head = b;
@@ -186,7 +186,7 @@ int lp_tbuf_put(lp_tbuf *b, const char *s, size_t n)
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->n + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
+        char *p = lp_realloc(b->p, cap);
         if (!p) return -1;
         b->p = p, b->cap = cap;
     }

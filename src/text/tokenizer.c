@@ -13,9 +13,9 @@ static atomic_uint_fast64_t next_serial = 1;
 
 lp_tokenizer *lp_tokenizer_alloc(const char *name)
 {
-    lp_tokenizer *t = calloc(1, sizeof *t);
+    lp_tokenizer *t = lp_calloc(1, sizeof *t);
     if (!t) return NULL;
-    t->name = strdup(name ? name : "tokenizer");
+    t->name = lp_strdup(name ? name : "tokenizer");
     if (!t->name) { free(t); return NULL; }
     t->serial = atomic_fetch_add(&next_serial, 1);
     t->unk_id = -1;
@@ -73,8 +73,8 @@ static lp_status oom(const lp_tokenizer *t) { return lp_err(LP_STATUS_NO_MEMORY,
 lp_status lp_tokenizer_finish(lp_tokenizer *t)
 {
     if (t->vocab.n == 0 && t->n_added == 0) return lp_err(LP_STATUS_FORMAT, "%s: the vocabulary is empty", t->name);
-    t->id_tok = calloc((size_t)t->n_ids, sizeof *t->id_tok);
-    t->id_special = calloc((size_t)t->n_ids, 1);
+    t->id_tok = lp_calloc((size_t)t->n_ids, sizeof *t->id_tok);
+    t->id_special = lp_calloc((size_t)t->n_ids, 1);
     if (!t->id_tok || !t->id_special) return oom(t);
     for (uint32_t e = 0; e < t->vocab.n; e++) {
         const struct lp_strent *en = &t->vocab.ents[e];
@@ -87,7 +87,7 @@ lp_status lp_tokenizer_finish(lp_tokenizer *t)
     for (int i = 0; i < t->n_added; i++) {
         lp_added *a = &t->added[i];
         free(t->id_tok[a->id]);
-        if (!(t->id_tok[a->id] = strdup(a->content))) return oom(t);
+        if (!(t->id_tok[a->id] = lp_strdup(a->content))) return oom(t);
         t->id_special[a->id] |= (uint8_t)a->special;
         if (a->normalized && t->norm) {
             lp_buf nb = {0};
@@ -120,7 +120,7 @@ lp_status lp_tokenizer_finish(lp_tokenizer *t)
             const uint8_t *s = (const uint8_t *)t->vocab.keys + en->off;
             if (en->len > cap) {
                 cap = en->len * 2 + 16;
-                char *nr = realloc(raw, cap);
+                char *nr = lp_realloc(raw, cap);
                 if (!nr) { free(raw); return oom(t); }
                 raw = nr;
             }
@@ -185,11 +185,11 @@ lp_status lp_tokenizer_from_vocab_txt(const char *txt, size_t len, const char *n
     if (!st && !lp_strmap_get(&t->vocab, "[UNK]", 5, &t->unk_id))
         st = lp_err(LP_STATUS_FORMAT, "%s: no [UNK] line: not a BERT vocab.txt", name);
     if (!st) {
-        t->wp_prefix = strdup("##");
-        t->dec_prefix = strdup("##");
-        t->norm = calloc(1, sizeof *t->norm);
-        t->pre = calloc(1, sizeof *t->pre);
-        t->added = calloc(5, sizeof *t->added);
+        t->wp_prefix = lp_strdup("##");
+        t->dec_prefix = lp_strdup("##");
+        t->norm = lp_calloc(1, sizeof *t->norm);
+        t->pre = lp_calloc(1, sizeof *t->pre);
+        t->added = lp_calloc(5, sizeof *t->added);
         if (!t->wp_prefix || !t->dec_prefix || !t->norm || !t->pre || !t->added)
             st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", name);
     }
@@ -205,7 +205,7 @@ lp_status lp_tokenizer_from_vocab_txt(const char *txt, size_t len, const char *n
             int32_t v;
             if (!lp_strmap_get(&t->vocab, sp[i], strlen(sp[i]), &v)) continue;
             lp_added *a = &t->added[t->n_added++];
-            *a = (lp_added){strdup(sp[i]), strlen(sp[i]), v, 1, 0, 0, 0, 0};
+            *a = (lp_added){lp_strdup(sp[i]), strlen(sp[i]), v, 1, 0, 0, 0, 0};
             if (!a->content) st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", name);
         }
         int32_t cls, sep;
@@ -215,17 +215,17 @@ lp_status lp_tokenizer_from_vocab_txt(const char *txt, size_t len, const char *n
             lp_tpl_piece p1[5] = {{LP_TPL_SPECIAL, 0, NULL, 1}, {LP_TPL_A, 0, NULL, 0}, {LP_TPL_SPECIAL, 0, NULL, 1},
                                   {LP_TPL_B, 1, NULL, 0}, {LP_TPL_SPECIAL, 1, NULL, 1}};
             int32_t want_s[3] = {cls, -1, sep}, want_p[5] = {cls, -1, sep, -1, sep};
-            t->single.p = calloc(3, sizeof *t->single.p);
-            t->pair.p = calloc(5, sizeof *t->pair.p);
+            t->single.p = lp_calloc(3, sizeof *t->single.p);
+            t->pair.p = lp_calloc(5, sizeof *t->pair.p);
             if (!t->single.p || !t->pair.p) st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", name);
             for (int i = 0; i < 3 && !st; i++) {
                 t->single.p[t->single.n++] = s1[i];
-                if (want_s[i] >= 0 && !(t->single.p[i].ids = malloc(sizeof(int32_t)))) st = LP_STATUS_NO_MEMORY;
+                if (want_s[i] >= 0 && !(t->single.p[i].ids = lp_malloc(sizeof(int32_t)))) st = LP_STATUS_NO_MEMORY;
                 else if (want_s[i] >= 0) t->single.p[i].ids[0] = want_s[i];
             }
             for (int i = 0; i < 5 && !st; i++) {
                 t->pair.p[t->pair.n++] = p1[i];
-                if (want_p[i] >= 0 && !(t->pair.p[i].ids = malloc(sizeof(int32_t)))) st = LP_STATUS_NO_MEMORY;
+                if (want_p[i] >= 0 && !(t->pair.p[i].ids = lp_malloc(sizeof(int32_t)))) st = LP_STATUS_NO_MEMORY;
                 else if (want_p[i] >= 0) t->pair.p[i].ids[0] = want_p[i];
             }
             if (st == LP_STATUS_NO_MEMORY) lp_err(st, "%s: out of memory", name);
@@ -258,7 +258,7 @@ lp_status lp_tokenizer_load(const char *path, lp_tokenizer **out)
     char *file = NULL;
     if (S_ISDIR(sb.st_mode)) {
         size_t n = strlen(path) + 32;
-        file = malloc(n);
+        file = lp_malloc(n);
         if (!file) return lp_err(LP_STATUS_NO_MEMORY, "out of memory");
         snprintf(file, n, "%s/tokenizer.json", path);
         if (stat(file, &sb) != 0) {
@@ -268,7 +268,7 @@ lp_status lp_tokenizer_load(const char *path, lp_tokenizer **out)
                 return lp_err(LP_STATUS_NOT_FOUND, "%s: holds neither tokenizer.json nor vocab.txt", path);
             }
         }
-    } else if (!(file = strdup(path))) {
+    } else if (!(file = lp_strdup(path))) {
         return lp_err(LP_STATUS_NO_MEMORY, "out of memory");
     }
     char *data = NULL;

@@ -90,7 +90,7 @@ char *lp_utf8_sanitize(const char *src, size_t len, size_t *out_len)
     const uint8_t *s = (const uint8_t *)src;
     /* worst case: every byte becomes 3 bytes of U+FFFD */
     if (len > (SIZE_MAX - 1) / 3) return NULL;
-    char *out = malloc(len * 3 + 1);
+    char *out = lp_malloc(len * 3 + 1);
     if (!out) return NULL;
     size_t o = 0, i = 0;
     while (i < len) {

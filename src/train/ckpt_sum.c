@@ -109,8 +109,11 @@ lp_status lp_ckpt_sum_verify(const char *dir, bool *has_sums)
     lp_status st = lp_file_read_all(p, &text, &len);
     if (st != LP_OK)
         return st;
-    cJSON *j = cJSON_ParseWithLength(text, len);
+    bool oom;
+    cJSON *j = lp_json_parse(text, len, NULL, &oom);
     free(text);
+    if (oom) /* not damage: a resume must not fall back to an older checkpoint for this */
+        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", p);
     const cJSON *fj = cJSON_GetObjectItemCaseSensitive(j, "files");
     const cJSON *tj = cJSON_GetObjectItemCaseSensitive(j, "tensors");
     if (!cJSON_IsObject(fj) || !cJSON_IsObject(tj)) {
@@ -134,7 +137,10 @@ lp_status lp_ckpt_sum_verify(const char *dir, bool *has_sums)
     char why[1024];
     snprintf(why, sizeof why, "%s", lp_err_msg());
     snprintf(p, sizeof p, "%s/state.safetensors", dir);
-    if (lp_st_open(p, &f) != LP_OK) {
+    lp_status ost = lp_st_open(p, &f);
+    if (ost == LP_STATUS_NO_MEMORY && st == LP_OK) {
+        st = ost; /* out of memory says nothing about damage */
+    } else if (ost != LP_OK) {
         if (st != LP_OK) /* keep the crc's message: it says what is damaged */
             lp_err(st, "%s", why);
         else
