@@ -59,7 +59,7 @@ static lp_status codec_tokenize(void *ctx, const char *text, size_t len, int32_t
     if (st != LP_OK)
         return st;
     if (c->enc.len > *cap) {
-        int32_t *p = realloc(*ids, c->enc.len * sizeof *p);
+        int32_t *p = lp_realloc(*ids, c->enc.len * sizeof *p);
         if (!p)
             return lp_err(LP_STATUS_NO_MEMORY, "tokenizer: out of memory for %zu ids", c->enc.len);
         *ids = p, *cap = c->enc.len;
@@ -159,7 +159,7 @@ static lp_status encode_one(lp_train_data *d, const lp_train_config *c, const ch
     }
     // the rest of the engine reads names and counts from the plain dataset
     shadow->n = ds->n;
-    if (st == LP_OK && !(shadow->source = strdup(path)))
+    if (st == LP_OK && !(shadow->source = lp_strdup(path)))
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
     return st;
 }
@@ -170,9 +170,9 @@ static lp_status prepare_exact_match(lp_train_data *d, sft_codec *codec, int32_t
     const lp_sft_dataset *ds = &d->seval;
     if (ds->format != LP_SFT_FORMAT_PROMPT_RESPONSE && ds->format != LP_SFT_FORMAT_ALPACA)
         return LP_OK;
-    d->em_off = calloc((size_t)ds->n + 1, sizeof *d->em_off);
-    d->em_want = calloc((size_t)ds->n, sizeof *d->em_want);
-    d->em_budget = calloc((size_t)ds->n, sizeof *d->em_budget);
+    d->em_off = lp_calloc((size_t)ds->n + 1, sizeof *d->em_off);
+    d->em_want = lp_calloc((size_t)ds->n, sizeof *d->em_want);
+    d->em_budget = lp_calloc((size_t)ds->n, sizeof *d->em_budget);
     if (!d->em_off || !d->em_want || !d->em_budget)
         return lp_err(LP_STATUS_NO_MEMORY, "exact match: out of memory");
     int32_t *ids = NULL, *ans = NULL;
@@ -192,8 +192,8 @@ static lp_status prepare_exact_match(lp_train_data *d, sft_codec *codec, int32_t
             break;
         if ((int64_t)n >= max_len) // no room to answer within --max-seq-len: not scored
             continue;
-        int32_t *grown = realloc(d->em_ids, (used + n) * sizeof *grown);
-        if (!grown || !(d->em_want[d->em_n] = strdup(t[1].content))) {
+        int32_t *grown = lp_realloc(d->em_ids, (used + n) * sizeof *grown);
+        if (!grown || !(d->em_want[d->em_n] = lp_strdup(t[1].content))) {
             d->em_ids = grown ? grown : d->em_ids;
             st = lp_err(LP_STATUS_NO_MEMORY, "exact match: out of memory");
             break;
