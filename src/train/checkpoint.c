@@ -315,7 +315,10 @@ lp_status lp_ckpt_load(const char *path, const lp_train_config *c, lp_model *mod
     lp_status st = resolve(path, LLONG_MAX, resolved, cap, &is_run);
     if (st != LP_OK)
         return st;
-    if ((st = lp_ckpt_sum_verify(resolved, &sums)) != LP_OK) {
+    st = lp_ckpt_sum_verify(resolved, &sums);
+    if (st == LP_STATUS_NO_MEMORY) // not damage: no fallback to an older checkpoint
+        return st;
+    if (st != LP_OK) {
         /* a run directory falls back to its newest checkpoint that verifies */
         char first[1024];
         snprintf(first, sizeof first, "%s", lp_err_msg());
@@ -325,7 +328,8 @@ lp_status lp_ckpt_load(const char *path, const lp_train_config *c, lp_model *mod
             if (!s_at || sscanf(s_at + 1, "step-%lld", &step) != 1 ||
                 resolve(path, step, resolved, cap, &is_run) != LP_OK)
                 break;
-            st = lp_ckpt_sum_verify(resolved, &sums);
+            if ((st = lp_ckpt_sum_verify(resolved, &sums)) == LP_STATUS_NO_MEMORY)
+                return st;
         }
         if (st != LP_OK)
             return lp_err(LP_STATUS_FORMAT, "--resume %s: %s; %s", path, first,

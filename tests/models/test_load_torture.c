@@ -12,7 +12,8 @@
  * tokenizer_config.json and rendered; GGUF metadata (reader, config builder), models built
  * from a GGUF (F32, Q8_0, Q4_0) dequantized and kept stored, `loupe quantize`; a checkpoint's
  * checksums verified; dataset readers (TSV/CSV/JSONL rows, label maps, instruction JSONL in
- * prompt/response, chat-messages and alpaca layouts). */
+ * prompt/response, chat-messages and alpaca layouts); a checkpoint resumed (--resume). */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -35,6 +36,7 @@
 #include "loupe/models.h"
 #include "loupe/text.h"
 #include "loupe/train.h"
+#include "../../src/train/train_internal.h" /* lp_ckpt_save/lp_ckpt_load, as the trainer calls them */
 
 /* One torture subject: run builds an object from files (NULL in *out unless LP_OK) and
  * release frees it. */
@@ -535,6 +537,83 @@ static void test_datasets(void **state)
                                &(dcase){"alpaca.jsonl", alpaca, sizeof alpaca - 1, NULL, false}});
 }
 
+/* --resume: a checkpoint written by lp_ckpt_save (cls_bert's weights, AdamW moments, two
+ * steps of history, one epoch) loaded back into the model and optimizer, as the trainer does:
+ * checksums verified, trainer_state.json parsed, every tensor copied, steps.csv and
+ * epoch_results.csv read. Out of memory must be NO_MEMORY and must not fall back to an older
+ * checkpoint as if this one were damaged. */
+typedef struct rcase {
+    const char *dir;
+    const lp_train_config *c;
+    lp_model *model;
+    lp_optim *o;
+} rcase;
+
+static void free_history(void *h)
+{
+    lp_history_free(h);
+    free(h);
+}
+
+static lp_status resume(const void *arg, void **out)
+{
+    const rcase *r = arg;
+    *out = NULL;
+    lp_history *h = calloc(1, sizeof *h);
+    assert_non_null(h);
+    lp_ckpt_state s = {0};
+    char resolved[512];
+    lp_status st = lp_ckpt_load(r->dir, r->c, r->model, r->o, &s, h, resolved, sizeof resolved);
+    if (st) { /* the trainer frees its history whatever the load did */
+        free_history(h);
+        return st;
+    }
+    if (h->n_steps != 2 || h->n_epochs != 1 || s.step != 2)
+        fail_msg("%s: resumed %zu steps, %zu epochs at step %lld", resolved, h->n_steps, h->n_epochs,
+                 (long long)s.step);
+    *out = h;
+    return LP_OK;
+}
+
+static void test_checkpoint_resume(void **state)
+{
+    (void)state;
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/loupe_torture_resume_%d", (int)getpid());
+    assert_int_equal(lp_mkdir_p(dir), LP_OK);
+    void *mv = NULL;
+    assert_int_equal(load_model(&(tcase){"cls_bert", "tests/golden/cls_bert", NULL, false, LP_DTYPE_F32,
+                                         LP_WEIGHT_FORMAT_F32},
+                                &mv),
+                     LP_OK);
+    lp_model *model = mv;
+    lp_train_config c;
+    lp_train_config_init(&c);
+    lp_optim o;
+    assert_int_equal(lp_optim_init(&o, model), LP_OK);
+    o.t = 2;
+    lp_history h = {0};
+    for (int i = 1; i <= 2; i++)
+        assert_int_equal(lp_history_add_step(&h, &(lp_step_rec){.step = i, .loss = 0.7, .lr = 1e-4, .samples = 8}),
+                         LP_OK);
+    assert_int_equal(lp_history_add_epoch(&h, &(lp_epoch_rec){.epoch = 0, .steps = 2, .train_loss = 0.7,
+                                                              .eval_loss = NAN, .eval_accuracy = NAN,
+                                                              .eval_f1 = NAN, .eval_perplexity = NAN,
+                                                              .complete = true}),
+                     LP_OK);
+    lp_ckpt_state s = {.step = 2, .pos = {1, 0}, .dropout_rng = {0}, .elapsed_s = 1.5};
+    if (lp_ckpt_save(dir, &c, model, &o, &s, &h) != LP_OK)
+        fail_msg("lp_ckpt_save: %s", lp_err_msg());
+    lp_history_free(&h);
+    torture_subject(&(subject){"checkpoint resume (cls_bert, AdamW state)", resume, free_history,
+                               &(rcase){dir, &c, model, &o}});
+    lp_optim_free(&o);
+    lp_model_free(model);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(int argc, char **argv)
 {
     const char *tun = getenv("GLIBC_TUNABLES");
@@ -552,6 +631,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_gguf),
         cmocka_unit_test(test_checkpoint_verify),
         cmocka_unit_test(test_datasets),
+        cmocka_unit_test(test_checkpoint_resume),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
