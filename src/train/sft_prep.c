@@ -92,31 +92,32 @@ static lp_status load_template(const char *model, lp_chat_template **out)
     return st == LP_STATUS_NOT_FOUND ? LP_OK : st;
 }
 
-bool lp_train_sft_wanted(const lp_train_config *c)
+lp_status lp_train_sft_wanted(const lp_train_config *c, bool *sft)
 {
-    if (c->packing || c->train_on_responses == 1 || (c->data_format && strcmp(c->data_format, "auto")))
-        return true;
+    *sft = c->packing || c->train_on_responses == 1 || (c->data_format && strcmp(c->data_format, "auto"));
+    if (*sft)
+        return LP_OK;
     const char *f = c->train_file, *dot = f ? strrchr(f, '.') : NULL;
     if (!dot || (strcmp(dot, ".jsonl") && strcmp(dot, ".json") && strcmp(dot, ".ndjson")))
-        return false;
+        return LP_OK;
     // a JSONL file whose first row is not {"text"}: instruction data
     FILE *fp = fopen(f, "rb");
     if (!fp)
-        return false; // the usual reader reports it
+        return LP_OK; // the usual reader reports it
     char line[65536];
-    bool sft = false;
+    bool oom = false;
     while (fgets(line, sizeof line, fp)) {
         if (strspn(line, " \t\r\n") == strlen(line))
             continue;
-        cJSON *o = cJSON_Parse(line);
-        sft = o && (cJSON_GetObjectItemCaseSensitive(o, "messages") ||
-                    cJSON_GetObjectItemCaseSensitive(o, "prompt") ||
-                    cJSON_GetObjectItemCaseSensitive(o, "instruction"));
+        cJSON *o = lp_json_parse(line, strlen(line), NULL, &oom);
+        *sft = o && (cJSON_GetObjectItemCaseSensitive(o, "messages") ||
+                     cJSON_GetObjectItemCaseSensitive(o, "prompt") ||
+                     cJSON_GetObjectItemCaseSensitive(o, "instruction"));
         cJSON_Delete(o);
         break;
     }
     fclose(fp);
-    return sft;
+    return oom ? lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory reading the first row", f) : LP_OK;
 }
 
 /* Says what --max-seq-len cut and which samples were left with nothing to train on. */
