@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli_gen.h"
+#include "loupe/io.h"
 
 void lp_cli_gen_prompts_free(lp_cli_gen_prompts *p)
 {
@@ -42,7 +43,10 @@ lp_status lp_cli_gen_prompt_one(lp_cli_gen_prompts *p, const char *text)
 /* One JSONL line: {"prompt": "..."} or {"messages": [...]} */
 static lp_status parse_json_line(lp_cli_gen_prompts *p, const char *path, size_t lineno, const char *line)
 {
-    cJSON *j = cJSON_Parse(line);
+    bool oom;
+    cJSON *j = lp_json_parse(line, strlen(line), NULL, &oom);
+    if (oom)
+        return lp_err(LP_STATUS_NO_MEMORY, "%s line %zu: out of memory parsing the JSON", path, lineno);
     if (!j || !cJSON_IsObject(j)) {
         cJSON_Delete(j);
         return lp_err(LP_STATUS_FORMAT, "%s line %zu: not a JSON object", path, lineno);

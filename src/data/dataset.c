@@ -59,7 +59,7 @@ lp_status lp_sink_bad(lp_row_sink *s, lp_status st, int64_t line, const char *fm
     ds->n_skipped++;
     if (ds->n_reasons < LP_DATA_MAX_REASONS) {
         size_t n = strlen(s->name) + strlen(msg) + 32;
-        char *r = malloc(n);
+        char *r = lp_malloc(n);
         if (!r)
             return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", s->name);
         snprintf(r, n, "%s:%lld: %s", s->name, (long long)line, msg);
@@ -135,7 +135,7 @@ static int is_blank(const char *s, size_t n)
 
 static char *dup_n(const char *s, size_t n)
 {
-    char *d = malloc(n + 1);
+    char *d = lp_malloc(n + 1);
     if (d) {
         memcpy(d, s, n);
         d[n] = '\0';
@@ -150,21 +150,21 @@ static int sink_reserve(lp_row_sink *s)
     if ((size_t)ds->n < s->cap)
         return 1;
     size_t cap = s->cap ? s->cap * 2 : 256;
-    char **t = realloc(ds->text, cap * sizeof *t);
+    char **t = lp_realloc(ds->text, cap * sizeof *t);
     if (!t)
         return 0;
     ds->text = t;
     if (s->pair_key) {
-        char **p = realloc(ds->text_pair, cap * sizeof *p);
+        char **p = lp_realloc(ds->text_pair, cap * sizeof *p);
         if (!p)
             return 0;
         ds->text_pair = p;
     }
-    int64_t *ln = realloc(ds->lines, cap * sizeof *ln);
+    int64_t *ln = lp_realloc(ds->lines, cap * sizeof *ln);
     if (!ln)
         return 0;
     ds->lines = ln;
-    char **lr = realloc(s->label_raw, cap * sizeof *lr);
+    char **lr = lp_realloc(s->label_raw, cap * sizeof *lr);
     if (!lr)
         return 0;
     s->label_raw = lr;
@@ -270,7 +270,7 @@ static lp_status resolve_labels(lp_row_sink *s, unsigned char *keep)
     const lp_dataset_options *o = s->opt;
     int64_t n = ds->n;
     lp_status st = LP_OK;
-    ds->labels = malloc((size_t)(n ? n : 1) * sizeof *ds->labels);
+    ds->labels = lp_malloc((size_t)(n ? n : 1) * sizeof *ds->labels);
     if (!ds->labels)
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", s->name);
 #define BAD(...)                                                                                                       \
@@ -322,11 +322,11 @@ static lp_status resolve_labels(lp_row_sink *s, unsigned char *keep)
         int32_t k = o->num_labels > 0 ? o->num_labels : (int32_t)(max + 1);
         if (k < 1)
             return LP_OK; /* no good rows; the caller reports it */
-        char **names = calloc((size_t)k, sizeof *names);
+        char **names = lp_calloc((size_t)k, sizeof *names);
         if (!names)
             return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", s->name);
         for (int32_t c = 0; c < k && st == LP_OK; c++) {
-            names[c] = malloc(16);
+            names[c] = lp_malloc(16);
             if (!names[c])
                 st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", s->name);
             else
@@ -340,7 +340,7 @@ static lp_status resolve_labels(lp_row_sink *s, unsigned char *keep)
         return st;
     }
     /* string labels: the distinct strings in byte order get ids 0..k-1 */
-    char **sorted = malloc((size_t)n * sizeof *sorted);
+    char **sorted = lp_malloc((size_t)n * sizeof *sorted);
     if (!sorted)
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", s->name);
     memcpy(sorted, s->label_raw, (size_t)n * sizeof *sorted);
@@ -426,7 +426,7 @@ lp_status lp_dataset_load_buffer(const char *name, const char *buf, size_t len, 
                       name);
     if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0)
         buf += 3, len -= 3; /* UTF-8 byte order mark, as spreadsheet exports write it */
-    ds->source = strdup(name);
+    ds->source = lp_strdup(name);
     if (!ds->source)
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", name);
     lp_row_sink s = {.name = ds->source, .opt = opt, .ds = ds};
@@ -434,7 +434,7 @@ lp_status lp_dataset_load_buffer(const char *name, const char *buf, size_t len, 
                                                : lp_read_delimited(&s, buf, len, fmt == LP_DATA_FORMAT_CSV ? ',' : '\t');
     unsigned char *keep = NULL;
     if (st == LP_OK && ds->n > 0) {
-        keep = malloc((size_t)ds->n);
+        keep = lp_malloc((size_t)ds->n);
         if (!keep)
             st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", name);
         else
@@ -495,20 +495,20 @@ static lp_status subset(const lp_dataset *ds, const int64_t *idx, int64_t n, lp_
 {
     memset(out, 0, sizeof *out);
     size_t m = (size_t)(n ? n : 1);
-    out->text = calloc(m, sizeof *out->text);
-    out->text_pair = ds->text_pair ? calloc(m, sizeof *out->text_pair) : NULL;
-    out->labels = ds->labels ? malloc(m * sizeof *out->labels) : NULL;
-    out->lines = malloc(m * sizeof *out->lines);
-    out->source = strdup(ds->source ? ds->source : "<dataset>");
+    out->text = lp_calloc(m, sizeof *out->text);
+    out->text_pair = ds->text_pair ? lp_calloc(m, sizeof *out->text_pair) : NULL;
+    out->labels = ds->labels ? lp_malloc(m * sizeof *out->labels) : NULL;
+    out->lines = lp_malloc(m * sizeof *out->lines);
+    out->source = lp_strdup(ds->source ? ds->source : "<dataset>");
     int ok = out->text && (!ds->text_pair || out->text_pair) && (!ds->labels || out->labels) && out->lines &&
              out->source;
     ok = ok && lp_label_map_copy(&out->label_map, &ds->label_map) == LP_OK;
     for (int64_t i = 0; ok && i < n; i++) {
         int64_t r = idx[i];
-        out->text[i] = strdup(ds->text[r]);
+        out->text[i] = lp_strdup(ds->text[r]);
         ok = out->text[i] != NULL;
         if (ok && ds->text_pair)
-            ok = (out->text_pair[i] = strdup(ds->text_pair[r])) != NULL;
+            ok = (out->text_pair[i] = lp_strdup(ds->text_pair[r])) != NULL;
         if (ds->labels)
             out->labels[i] = ds->labels[r];
         out->lines[i] = ds->lines[r];
@@ -543,7 +543,7 @@ lp_status lp_dataset_split(const lp_dataset *ds, double val_fraction, uint64_t s
         k = 1;
     if (k > n - 1)
         k = n - 1;
-    int64_t *perm = malloc((size_t)n * sizeof *perm);
+    int64_t *perm = lp_malloc((size_t)n * sizeof *perm);
     if (!perm)
         return lp_err(LP_STATUS_NO_MEMORY, "out of memory splitting a dataset");
     for (int64_t i = 0; i < n; i++)

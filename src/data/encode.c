@@ -29,11 +29,11 @@ static int reserve_tokens(lp_encoded_dataset *e, size_t *cap, size_t used, size_
     size_t c = *cap ? *cap : 4096;
     while (c < used + need)
         c *= 2;
-    int32_t *ids = realloc(e->ids, c * sizeof *ids);
+    int32_t *ids = lp_realloc(e->ids, c * sizeof *ids);
     if (!ids)
         return 0;
     e->ids = ids;
-    int32_t *tt = realloc(e->type_ids, c * sizeof *tt);
+    int32_t *tt = lp_realloc(e->type_ids, c * sizeof *tt);
     if (!tt)
         return 0;
     e->type_ids = tt;
@@ -53,9 +53,9 @@ lp_status lp_dataset_encode(const lp_dataset *ds, lp_encode_fn encode, void *ctx
     out->n = n;
     out->max_len = max_len;
     out->pad_id = pad_id;
-    out->offsets = malloc((size_t)(n + 1) * sizeof *out->offsets);
-    out->labels = ds->labels ? malloc((size_t)(n ? n : 1) * sizeof *out->labels) : NULL;
-    out->full_len = malloc((size_t)(n ? n : 1) * sizeof *out->full_len);
+    out->offsets = lp_malloc((size_t)(n + 1) * sizeof *out->offsets);
+    out->labels = ds->labels ? lp_malloc((size_t)(n ? n : 1) * sizeof *out->labels) : NULL;
+    out->full_len = lp_malloc((size_t)(n ? n : 1) * sizeof *out->full_len);
     size_t cap = 0, used = 0;
     lp_status st = LP_OK;
     if (!out->offsets || (ds->labels && !out->labels) || !out->full_len || !reserve_tokens(out, &cap, 0, (size_t)max_len)) {
@@ -124,7 +124,7 @@ lp_status lp_encoded_length_stats(const lp_encoded_dataset *e, lp_length_stats *
     memset(out, 0, sizeof *out);
     if (e->n == 0)
         return LP_OK;
-    int32_t *s = malloc((size_t)e->n * sizeof *s);
+    int32_t *s = lp_malloc((size_t)e->n * sizeof *s);
     if (!s)
         return lp_err(LP_STATUS_NO_MEMORY, "out of memory computing length statistics");
     memcpy(s, e->full_len, (size_t)e->n * sizeof *s);
@@ -191,16 +191,16 @@ lp_status lp_batch_fill(lp_batch *b, const lp_encoded_dataset *e, const int64_t 
         T = 1; /* rows of zero tokens still get one padded position so shapes stay valid */
     size_t bt = (size_t)n_rows * (size_t)T;
     if (bt > b->cap_bt) {
-        int32_t *ids = realloc(b->input_ids, bt * sizeof *ids);
+        int32_t *ids = lp_realloc(b->input_ids, bt * sizeof *ids);
         if (ids)
             b->input_ids = ids;
-        int32_t *mask = realloc(b->attention_mask, bt * sizeof *mask);
+        int32_t *mask = lp_realloc(b->attention_mask, bt * sizeof *mask);
         if (mask)
             b->attention_mask = mask;
-        int32_t *tt = realloc(b->token_type_ids, bt * sizeof *tt);
+        int32_t *tt = lp_realloc(b->token_type_ids, bt * sizeof *tt);
         if (tt)
             b->token_type_ids = tt;
-        int32_t *lm = realloc(b->lm_labels, bt * sizeof *lm);
+        int32_t *lm = lp_realloc(b->lm_labels, bt * sizeof *lm);
         if (lm)
             b->lm_labels = lm;
         if (!ids || !mask || !tt || !lm)
@@ -208,10 +208,10 @@ lp_status lp_batch_fill(lp_batch *b, const lp_encoded_dataset *e, const int64_t 
         b->cap_bt = bt;
     }
     if ((size_t)n_rows > b->cap_b) {
-        int32_t *lab = realloc(b->labels, (size_t)n_rows * sizeof *lab);
+        int32_t *lab = lp_realloc(b->labels, (size_t)n_rows * sizeof *lab);
         if (lab)
             b->labels = lab;
-        int64_t *rw = realloc(b->rows, (size_t)n_rows * sizeof *rw);
+        int64_t *rw = lp_realloc(b->rows, (size_t)n_rows * sizeof *rw);
         if (rw)
             b->rows = rw;
         if (!lab || !rw)

@@ -2,6 +2,8 @@
  * ({"label2id": ..., "id2label": ...}, the shape seed 001 and Hugging Face configs use). */
 #include "loupe/data.h"
 
+#include "loupe/io.h"
+
 #include <cJSON.h>
 #include <errno.h>
 #include <limits.h>
@@ -38,14 +40,14 @@ lp_status lp_label_map_from_names(lp_label_map *m, const char *const *names, int
         if (!names[i] || !names[i][0])
             return lp_err(LP_STATUS_INVALID_ARG, "label map: label %d has an empty name", (int)i);
     size_t cnt = n ? (size_t)n : 1;
-    m->names = calloc(cnt, sizeof *m->names);
-    m->sorted = malloc(cnt * sizeof *m->sorted);
+    m->names = lp_calloc(cnt, sizeof *m->names);
+    m->sorted = lp_malloc(cnt * sizeof *m->sorted);
     if (!m->names || !m->sorted) {
         lp_label_map_free(m);
         return lp_err(LP_STATUS_NO_MEMORY, "label map: out of memory");
     }
     for (int32_t i = 0; i < n; i++) {
-        m->names[i] = strdup(names[i]);
+        m->names[i] = lp_strdup(names[i]);
         m->n = i + 1;
         if (!m->names[i]) {
             lp_label_map_free(m);
@@ -141,9 +143,11 @@ static int count_children(const cJSON *obj)
 lp_status lp_label_map_parse(lp_label_map *m, const char *name, const char *json, size_t len)
 {
     memset(m, 0, sizeof *m);
-    cJSON *root = cJSON_ParseWithLength(json, len);
+    bool oom;
+    cJSON *root = lp_json_parse(json, len, NULL, &oom);
     if (!root)
-        return lp_err(LP_STATUS_FORMAT, "%s: not valid JSON", name);
+        return oom ? lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory parsing the JSON", name)
+                   : lp_err(LP_STATUS_FORMAT, "%s: not valid JSON", name);
     lp_status st = LP_OK;
     const cJSON *i2l = cJSON_GetObjectItemCaseSensitive(root, "id2label");
     const cJSON *l2i = cJSON_GetObjectItemCaseSensitive(root, "label2id");
@@ -167,7 +171,7 @@ lp_status lp_label_map_parse(lp_label_map *m, const char *name, const char *json
         st = lp_err(LP_STATUS_FORMAT, "%s: the label map is empty", name);
         goto done;
     }
-    names = calloc((size_t)n, sizeof *names);
+    names = lp_calloc((size_t)n, sizeof *names);
     if (!names) {
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", name);
         goto done;

@@ -3,6 +3,8 @@
  * sink, which validates it; structural problems become bad rows with their line. */
 #include "data_internal.h"
 
+#include "loupe/io.h"
+
 #include <cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,11 +77,11 @@ static int rec_start_field(record *r)
 {
     if (r->n == r->fcap) {
         int cap = r->fcap ? r->fcap * 2 : 16;
-        size_t *o = realloc(r->off, (size_t)cap * sizeof *o);
+        size_t *o = lp_realloc(r->off, (size_t)cap * sizeof *o);
         if (!o)
             return 0;
         r->off = o;
-        size_t *l = realloc(r->flen, (size_t)cap * sizeof *l);
+        size_t *l = lp_realloc(r->flen, (size_t)cap * sizeof *l);
         if (!l)
             return 0;
         r->flen = l;
@@ -239,7 +241,7 @@ lp_status lp_read_delimited(lp_row_sink *s, const char *buf, size_t len, char se
         goto done;
     }
     int n_cols = r.n;
-    const char **names = malloc((size_t)n_cols * sizeof *names);
+    const char **names = lp_malloc((size_t)n_cols * sizeof *names);
     if (!names) {
         st = nomem(s);
         goto done;
@@ -332,9 +334,11 @@ static lp_status jsonl_row(lp_row_sink *s, int64_t line, const char *txt, size_t
         return lp_sink_bad(s, LP_STATUS_FORMAT, line, "NUL byte in the line");
     if (json_has_nul_escape(txt, n))
         return lp_sink_bad(s, LP_STATUS_FORMAT, line, "\\u0000 escape in a string");
-    cJSON *obj = cJSON_ParseWithLengthOpts(txt, n, &end, 0);
-    if (!obj)
-        return lp_sink_bad(s, LP_STATUS_FORMAT, line, "invalid JSON");
+    bool oom;
+    cJSON *obj = lp_json_parse(txt, n, &end, &oom);
+    if (!obj) // out of memory is no bad row to skip
+        return oom ? lp_err(LP_STATUS_NO_MEMORY, "%s:%lld: out of memory parsing the JSON", s->name, (long long)line)
+                   : lp_sink_bad(s, LP_STATUS_FORMAT, line, "invalid JSON");
     lp_status st = LP_OK;
     for (; end && end < txt + n; end++)
         if (*end != ' ' && *end != '\t' && *end != '\r') {
@@ -350,7 +354,7 @@ static lp_status jsonl_row(lp_row_sink *s, int64_t line, const char *txt, size_t
         int n_keys = 0;
         for (cJSON *c = obj->child; c; c = c->next)
             n_keys++;
-        const char **keys = malloc((size_t)(n_keys ? n_keys : 1) * sizeof *keys);
+        const char **keys = lp_malloc((size_t)(n_keys ? n_keys : 1) * sizeof *keys);
         if (!keys) {
             st = nomem(s);
             goto done;

@@ -3,6 +3,8 @@
  * comes from the first row's keys unless the caller names it; a bad row names file and line. */
 #include "data_internal.h"
 
+#include "loupe/io.h"
+
 #include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,13 +58,13 @@ static lp_status add_turn(sft_build *b, lp_sft_role role, const char *a, const c
 {
     if ((size_t)b->n_turns == b->cap_turns) {
         size_t cap = b->cap_turns ? 2 * b->cap_turns : 256;
-        lp_sft_turn *t = realloc(b->ds->turns, cap * sizeof *t);
+        lp_sft_turn *t = lp_realloc(b->ds->turns, cap * sizeof *t);
         if (!t)
             return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", b->ds->source);
         b->ds->turns = t, b->cap_turns = cap;
     }
     size_t la = strlen(a), ls = sep ? strlen(sep) : 0, lc = c ? strlen(c) : 0;
-    char *text = malloc(la + ls + lc + 1);
+    char *text = lp_malloc(la + ls + lc + 1);
     if (!text)
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", b->ds->source);
     memcpy(text, a, la);
@@ -176,10 +178,10 @@ static lp_status add_row(sft_build *b, int64_t line)
     lp_sft_dataset *ds = b->ds;
     if ((size_t)ds->n + 2 > b->cap_rows) {
         size_t cap = b->cap_rows ? 2 * b->cap_rows : 256;
-        int64_t *f = realloc(ds->first, cap * sizeof *f);
+        int64_t *f = lp_realloc(ds->first, cap * sizeof *f);
         if (f)
             ds->first = f;
-        int64_t *l = realloc(ds->lines, cap * sizeof *l);
+        int64_t *l = lp_realloc(ds->lines, cap * sizeof *l);
         if (l)
             ds->lines = l;
         if (!f || !l)
@@ -195,11 +197,11 @@ lp_status lp_sft_load_buffer(const char *name, const char *buf, size_t len, lp_s
                              lp_sft_dataset *ds)
 {
     memset(ds, 0, sizeof *ds);
-    if (!(ds->source = strdup(name ? name : "<buffer>")))
+    if (!(ds->source = lp_strdup(name ? name : "<buffer>")))
         return lp_err(LP_STATUS_NO_MEMORY, "instruction data: out of memory");
     sft_build b = {.ds = ds};
     ds->format = format;
-    if (!(ds->first = calloc(1, sizeof *ds->first)))
+    if (!(ds->first = lp_calloc(1, sizeof *ds->first)))
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", ds->source);
     b.cap_rows = 1;
     if (len >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3)) // a UTF-8 byte-order mark
@@ -218,7 +220,10 @@ lp_status lp_sft_load_buffer(const char *name, const char *buf, size_t len, lp_s
             continue;
         if (memchr(txt, 0, n))
             return lp_err(LP_STATUS_FORMAT, "%s:%lld: NUL byte in the line", ds->source, (long long)line);
-        cJSON *obj = cJSON_ParseWithLength(txt, n);
+        bool oom;
+        cJSON *obj = lp_json_parse(txt, n, NULL, &oom);
+        if (oom)
+            return lp_err(LP_STATUS_NO_MEMORY, "%s:%lld: out of memory parsing the JSON", ds->source, (long long)line);
         if (!obj || !cJSON_IsObject(obj)) {
             cJSON_Delete(obj);
             return lp_err(LP_STATUS_FORMAT, "%s:%lld: %s", ds->source, (long long)line,
@@ -235,12 +240,16 @@ lp_status lp_sft_load_buffer(const char *name, const char *buf, size_t len, lp_s
         char why[256];
         lp_status st = read_row(&b, obj, why, sizeof why);
         cJSON_Delete(obj);
-        for (int64_t k = ds->first[ds->n]; st != LP_OK && k < b.n_turns; k++) // the bad row's turns so far
+        if (st == LP_OK)
+            st = add_row(&b, line);
+        // a row not added (bad, or no room to add it): its turns so far, which lp_sft_free
+        // does not see
+        for (int64_t k = ds->first[ds->n]; st != LP_OK && k < b.n_turns; k++)
             free(ds->turns[k].content);
         if (st == LP_STATUS_FORMAT)
             return lp_err(st, "%s:%lld: %s (%s data)", ds->source, (long long)line, why,
                           lp_sft_format_name(ds->format));
-        if (st != LP_OK || (st = add_row(&b, line)) != LP_OK)
+        if (st != LP_OK)
             return st;
     }
     if (!ds->n)

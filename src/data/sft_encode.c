@@ -16,7 +16,7 @@ lp_status lp_sft_render_plain(void *ctx, const lp_sft_turn *turns, int32_t n, in
     size_t total = 1;
     for (int32_t i = 0; i < n; i++)
         total += strlen(turns[i].content) + strlen(eos) + 1;
-    char *s = malloc(total), *p = s;
+    char *s = lp_malloc(total), *p = s;
     if (!s)
         return lp_err(LP_STATUS_NO_MEMORY, "plain chat format: out of memory");
     for (int32_t i = 0; i < n; i++) {
@@ -93,13 +93,13 @@ static lp_status grow(lp_encoded_dataset *e, size_t *cap, size_t need)
     size_t c = *cap ? *cap : 4096;
     while (c < need)
         c *= 2;
-    int32_t *ids = realloc(e->ids, c * sizeof *ids);
+    int32_t *ids = lp_realloc(e->ids, c * sizeof *ids);
     if (ids)
         e->ids = ids;
-    int32_t *tt = realloc(e->type_ids, c * sizeof *tt);
+    int32_t *tt = lp_realloc(e->type_ids, c * sizeof *tt);
     if (tt)
         e->type_ids = tt;
-    int32_t *lm = realloc(e->lm_labels, c * sizeof *lm);
+    int32_t *lm = lp_realloc(e->lm_labels, c * sizeof *lm);
     if (lm)
         e->lm_labels = lm;
     if (!ids || !tt || !lm)
@@ -117,8 +117,8 @@ lp_status lp_sft_encode(const lp_sft_dataset *ds, const lp_sft_codec *codec, int
                       (int)max_len);
     out->max_len = max_len;
     out->pad_id = pad_id;
-    out->offsets = calloc((size_t)ds->n + 1, sizeof *out->offsets);
-    out->full_len = calloc((size_t)ds->n + 1, sizeof *out->full_len);
+    out->offsets = lp_calloc((size_t)ds->n + 1, sizeof *out->offsets);
+    out->full_len = lp_calloc((size_t)ds->n + 1, sizeof *out->full_len);
     int32_t *full = NULL, *tmp = NULL, *lab = NULL;
     size_t cap = 0, cap_full = 0, cap_tmp = 0, cap_lab = 0, used = 0;
     lp_status st =
@@ -133,7 +133,7 @@ lp_status lp_sft_encode(const lp_sft_dataset *ds, const lp_sft_codec *codec, int
             free(text);
         }
         if (st == LP_OK && nf > cap_lab) {
-            int32_t *l = realloc(lab, nf * sizeof *l);
+            int32_t *l = lp_realloc(lab, nf * sizeof *l);
             st = l ? LP_OK : lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", ds->source);
             lab = l ? l : lab, cap_lab = l ? nf : cap_lab;
         }
@@ -158,7 +158,7 @@ lp_status lp_sft_encode(const lp_sft_dataset *ds, const lp_sft_codec *codec, int
                          : keep < nf ? "no response token left within --max-seq-len"
                          : masked    ? "no response token to train on"
                                      : "a single token: nothing to predict");
-                out->skip_reason = strdup(why);
+                out->skip_reason = lp_strdup(why);
             }
             continue;
         }
@@ -192,15 +192,15 @@ lp_status lp_sft_pack(const lp_encoded_dataset *in, int32_t max_len, lp_encoded_
     out->pad_id = in->pad_id;
     out->n_truncated = in->n_truncated, out->n_dropped_tokens = in->n_dropped_tokens,
     out->n_skipped = in->n_skipped;
-    out->offsets = calloc((size_t)in->n + 1, sizeof *out->offsets);
-    out->full_len = calloc((size_t)in->n + 1, sizeof *out->full_len);
-    out->ids = malloc((size_t)(nt ? nt : 1) * sizeof *out->ids);
-    out->type_ids = calloc((size_t)(nt ? nt : 1), sizeof *out->type_ids);
-    out->lm_labels = malloc((size_t)(nt ? nt : 1) * sizeof *out->lm_labels);
-    out->segs = malloc((size_t)(nt ? nt : 1) * sizeof *out->segs);
-    out->pos = malloc((size_t)(nt ? nt : 1) * sizeof *out->pos);
+    out->offsets = lp_calloc((size_t)in->n + 1, sizeof *out->offsets);
+    out->full_len = lp_calloc((size_t)in->n + 1, sizeof *out->full_len);
+    out->ids = lp_malloc((size_t)(nt ? nt : 1) * sizeof *out->ids);
+    out->type_ids = lp_calloc((size_t)(nt ? nt : 1), sizeof *out->type_ids);
+    out->lm_labels = lp_malloc((size_t)(nt ? nt : 1) * sizeof *out->lm_labels);
+    out->segs = lp_malloc((size_t)(nt ? nt : 1) * sizeof *out->segs);
+    out->pos = lp_malloc((size_t)(nt ? nt : 1) * sizeof *out->pos);
     if (in->skip_reason)
-        out->skip_reason = strdup(in->skip_reason);
+        out->skip_reason = lp_strdup(in->skip_reason);
     if (!out->offsets || !out->full_len || !out->ids || !out->type_ids || !out->lm_labels || !out->segs ||
         !out->pos || (in->skip_reason && !out->skip_reason)) {
         lp_encoded_dataset_free(out);

@@ -21,9 +21,11 @@ static const char *const tokenizer_files[] = {"tokenizer.json",
 
 static lp_status write_config(const lp_model *m, const char *path)
 {
-    cJSON *root = cJSON_Parse(m->config_json);
+    bool oom;
+    cJSON *root = lp_json_parse(m->config_json, strlen(m->config_json), NULL, &oom);
     if (!root)
-        return lp_err(LP_STATUS_FORMAT, "%s/config.json: cannot re-read the source config", m->dir);
+        return oom ? lp_err(LP_STATUS_NO_MEMORY, "%s/config.json: out of memory re-reading the source config", m->dir)
+                   : lp_err(LP_STATUS_FORMAT, "%s/config.json: cannot re-read the source config", m->dir);
     cJSON *arch = cJSON_CreateArray();
     cJSON_AddItemToArray(arch, cJSON_CreateString(lp_hf_arch_name(m->save_arch)));
     cJSON_DeleteItemFromObjectCaseSensitive(root, "architectures");

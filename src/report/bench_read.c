@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "loupe/report.h"
+#include "loupe/io.h"
 
 static const cJSON *get(const cJSON *o, const char *k)
 {
@@ -38,8 +39,11 @@ static lp_status load_one(const char *dir, lp_bench_curve *c)
         snprintf(why, sizeof why, "%s", lp_err_msg());
         return lp_err(st, "%s: not a bench run directory (%s)", dir, why);
     }
-    cJSON *j = cJSON_ParseWithLength(text, len);
+    bool oom;
+    cJSON *j = lp_json_parse(text, len, NULL, &oom);
     free(text);
+    if (oom)
+        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory parsing the JSON", dir);
     const cJSON *pts = j ? get(j, "batch_metrics") : NULL;
     const cJSON *schema = j ? get(j, "schema") : NULL;
     if (!cJSON_IsArray(pts) || !cJSON_IsString(schema) || strncmp(schema->valuestring, "loupe.bench/", 12)) {

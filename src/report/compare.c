@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "loupe/report.h"
+#include "loupe/io.h"
 
 enum { TOP_OPS = 8 }; /* each run's ops by self time that the text table lists */
 
@@ -37,8 +38,11 @@ static lp_status load_one(const char *dir, lp_run_summary *r)
         snprintf(why, sizeof why, "%s", lp_err_msg());
         return lp_err(st, "%s: not a run directory (%s)", dir, why);
     }
-    cJSON *j = cJSON_ParseWithLength(text, len);
+    bool oom;
+    cJSON *j = lp_json_parse(text, len, NULL, &oom);
     free(text);
+    if (oom)
+        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory parsing the JSON", path);
     if (!j || !cJSON_IsObject(j)) {
         cJSON_Delete(j);
         return lp_err(LP_STATUS_FORMAT, "%s: not a JSON object", path);

@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "loupe/report.h"
+#include "loupe/io.h"
 
 static int is_file(const char *p)
 {
@@ -151,10 +152,12 @@ static lp_status read_json(const char *path, cJSON **out)
     lp_status st = lp_file_read_all(path, &text, &len);
     if (st != LP_OK)
         return st;
-    *out = cJSON_ParseWithLength(text, len);
+    bool oom;
+    *out = lp_json_parse(text, len, NULL, &oom);
     free(text);
     if (!*out)
-        return lp_err(LP_STATUS_FORMAT, "%s: not JSON (truncated?)", path);
+        return oom ? lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory parsing the JSON", path)
+                   : lp_err(LP_STATUS_FORMAT, "%s: not JSON (truncated?)", path);
     return LP_OK;
 }
 

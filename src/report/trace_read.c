@@ -6,6 +6,7 @@
  * error naming the file). */
 #define _GNU_SOURCE /* memmem */
 #include "loupe/report.h"
+#include "loupe/io.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -340,7 +341,12 @@ static lp_status parse_impl(const char *name, const char *text, size_t len, char
 {
     memset(info, 0, sizeof *info);
     const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    bool oom;
+    cJSON *root = lp_json_parse(text, len, &end, &oom);
+    if (!root && oom) {
+        free(owned);
+        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory parsing the JSON", name);
+    }
     if (!root) {
         char where[96];
         error_place(text, end, len, where, sizeof where);

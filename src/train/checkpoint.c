@@ -42,7 +42,7 @@ static void rm_tree(const char *dir)
 static char *join(const char *a, const char *b)
 {
     size_t n = strlen(a) + strlen(b) + 2;
-    char *s = malloc(n);
+    char *s = lp_malloc(n);
     if (s)
         snprintf(s, n, "%s/%s", a, b);
     return s;
@@ -52,8 +52,8 @@ static lp_status write_state(const char *path, const lp_model *model, const lp_o
 {
     size_t n;
     const lp_model_param *p = lp_model_params(model, &n);
-    lp_st_write_tensor *t = calloc(3 * n + 1, sizeof *t);
-    char **names = calloc(2 * n + 1, sizeof *names);
+    lp_st_write_tensor *t = lp_calloc(3 * n + 1, sizeof *t);
+    char **names = lp_calloc(2 * n + 1, sizeof *names);
     size_t k = 0;
     lp_status st = LP_OK;
     if (!t || !names) {
@@ -65,7 +65,7 @@ static lp_status write_state(const char *path, const lp_model *model, const lp_o
         if (!o->m[i])
             continue;
         size_t len = strlen(p[i].name) + 32;
-        if (!(names[2 * i] = malloc(len)) || !(names[2 * i + 1] = malloc(len))) {
+        if (!(names[2 * i] = lp_malloc(len)) || !(names[2 * i + 1] = lp_malloc(len))) {
             st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
             goto out;
         }
@@ -248,9 +248,11 @@ static int get_i64(const cJSON *o, const char *k, int64_t *out)
 lp_status lp_ckpt_state_parse(const char *text, size_t len, const char *path, const lp_train_config *c, lp_optim *o,
                               lp_ckpt_state *s)
 {
-    cJSON *j = cJSON_ParseWithLength(text, len);
+    bool oom;
+    cJSON *j = lp_json_parse(text, len, NULL, &oom);
     if (!j)
-        return lp_err(LP_STATUS_FORMAT, "%s: not valid JSON", path);
+        return oom ? lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory parsing the JSON", path)
+                   : lp_err(LP_STATUS_FORMAT, "%s: not valid JSON", path);
     const cJSON *rng = cJSON_GetObjectItemCaseSensitive(j, "dropout_rng");
     const cJSON *set = cJSON_GetObjectItemCaseSensitive(j, "settings");
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(j, "format");
@@ -313,7 +315,10 @@ lp_status lp_ckpt_load(const char *path, const lp_train_config *c, lp_model *mod
     lp_status st = resolve(path, LLONG_MAX, resolved, cap, &is_run);
     if (st != LP_OK)
         return st;
-    if ((st = lp_ckpt_sum_verify(resolved, &sums)) != LP_OK) {
+    st = lp_ckpt_sum_verify(resolved, &sums);
+    if (st == LP_STATUS_NO_MEMORY) // not damage: no fallback to an older checkpoint
+        return st;
+    if (st != LP_OK) {
         /* a run directory falls back to its newest checkpoint that verifies */
         char first[1024];
         snprintf(first, sizeof first, "%s", lp_err_msg());
@@ -323,7 +328,8 @@ lp_status lp_ckpt_load(const char *path, const lp_train_config *c, lp_model *mod
             if (!s_at || sscanf(s_at + 1, "step-%lld", &step) != 1 ||
                 resolve(path, step, resolved, cap, &is_run) != LP_OK)
                 break;
-            st = lp_ckpt_sum_verify(resolved, &sums);
+            if ((st = lp_ckpt_sum_verify(resolved, &sums)) == LP_STATUS_NO_MEMORY)
+                return st;
         }
         if (st != LP_OK)
             return lp_err(LP_STATUS_FORMAT, "--resume %s: %s; %s", path, first,

@@ -116,7 +116,10 @@ lp_status lp_train_data_load(lp_train_data *d, const lp_train_config *c, int32_t
     o.num_labels = lm ? 0 : model_labels;
     o.text_only = lm;
     d->lm = lm;
-    if (lm && lp_train_sft_wanted(c)) {
+    bool sft = false;
+    if (lm && (st = lp_train_sft_wanted(c, &sft)) != LP_OK)
+        goto fail;
+    if (sft) {
         if (c->eval_split > 0) {
             st = lp_err(LP_STATUS_INVALID_ARG, "%s: --eval-split does not apply to instruction data: give --eval FILE "
                                                "(or --data DIR with eval.jsonl)", c->train_file);

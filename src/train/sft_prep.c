@@ -59,7 +59,7 @@ static lp_status codec_tokenize(void *ctx, const char *text, size_t len, int32_t
     if (st != LP_OK)
         return st;
     if (c->enc.len > *cap) {
-        int32_t *p = realloc(*ids, c->enc.len * sizeof *p);
+        int32_t *p = lp_realloc(*ids, c->enc.len * sizeof *p);
         if (!p)
             return lp_err(LP_STATUS_NO_MEMORY, "tokenizer: out of memory for %zu ids", c->enc.len);
         *ids = p, *cap = c->enc.len;
@@ -92,31 +92,32 @@ static lp_status load_template(const char *model, lp_chat_template **out)
     return st == LP_STATUS_NOT_FOUND ? LP_OK : st;
 }
 
-bool lp_train_sft_wanted(const lp_train_config *c)
+lp_status lp_train_sft_wanted(const lp_train_config *c, bool *sft)
 {
-    if (c->packing || c->train_on_responses == 1 || (c->data_format && strcmp(c->data_format, "auto")))
-        return true;
+    *sft = c->packing || c->train_on_responses == 1 || (c->data_format && strcmp(c->data_format, "auto"));
+    if (*sft)
+        return LP_OK;
     const char *f = c->train_file, *dot = f ? strrchr(f, '.') : NULL;
     if (!dot || (strcmp(dot, ".jsonl") && strcmp(dot, ".json") && strcmp(dot, ".ndjson")))
-        return false;
+        return LP_OK;
     // a JSONL file whose first row is not {"text"}: instruction data
     FILE *fp = fopen(f, "rb");
     if (!fp)
-        return false; // the usual reader reports it
+        return LP_OK; // the usual reader reports it
     char line[65536];
-    bool sft = false;
+    bool oom = false;
     while (fgets(line, sizeof line, fp)) {
         if (strspn(line, " \t\r\n") == strlen(line))
             continue;
-        cJSON *o = cJSON_Parse(line);
-        sft = o && (cJSON_GetObjectItemCaseSensitive(o, "messages") ||
-                    cJSON_GetObjectItemCaseSensitive(o, "prompt") ||
-                    cJSON_GetObjectItemCaseSensitive(o, "instruction"));
+        cJSON *o = lp_json_parse(line, strlen(line), NULL, &oom);
+        *sft = o && (cJSON_GetObjectItemCaseSensitive(o, "messages") ||
+                     cJSON_GetObjectItemCaseSensitive(o, "prompt") ||
+                     cJSON_GetObjectItemCaseSensitive(o, "instruction"));
         cJSON_Delete(o);
         break;
     }
     fclose(fp);
-    return sft;
+    return oom ? lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory reading the first row", f) : LP_OK;
 }
 
 /* Says what --max-seq-len cut and which samples were left with nothing to train on. */
@@ -159,7 +160,7 @@ static lp_status encode_one(lp_train_data *d, const lp_train_config *c, const ch
     }
     // the rest of the engine reads names and counts from the plain dataset
     shadow->n = ds->n;
-    if (st == LP_OK && !(shadow->source = strdup(path)))
+    if (st == LP_OK && !(shadow->source = lp_strdup(path)))
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
     return st;
 }
@@ -170,9 +171,9 @@ static lp_status prepare_exact_match(lp_train_data *d, sft_codec *codec, int32_t
     const lp_sft_dataset *ds = &d->seval;
     if (ds->format != LP_SFT_FORMAT_PROMPT_RESPONSE && ds->format != LP_SFT_FORMAT_ALPACA)
         return LP_OK;
-    d->em_off = calloc((size_t)ds->n + 1, sizeof *d->em_off);
-    d->em_want = calloc((size_t)ds->n, sizeof *d->em_want);
-    d->em_budget = calloc((size_t)ds->n, sizeof *d->em_budget);
+    d->em_off = lp_calloc((size_t)ds->n + 1, sizeof *d->em_off);
+    d->em_want = lp_calloc((size_t)ds->n, sizeof *d->em_want);
+    d->em_budget = lp_calloc((size_t)ds->n, sizeof *d->em_budget);
     if (!d->em_off || !d->em_want || !d->em_budget)
         return lp_err(LP_STATUS_NO_MEMORY, "exact match: out of memory");
     int32_t *ids = NULL, *ans = NULL;
@@ -192,8 +193,8 @@ static lp_status prepare_exact_match(lp_train_data *d, sft_codec *codec, int32_t
             break;
         if ((int64_t)n >= max_len) // no room to answer within --max-seq-len: not scored
             continue;
-        int32_t *grown = realloc(d->em_ids, (used + n) * sizeof *grown);
-        if (!grown || !(d->em_want[d->em_n] = strdup(t[1].content))) {
+        int32_t *grown = lp_realloc(d->em_ids, (used + n) * sizeof *grown);
+        if (!grown || !(d->em_want[d->em_n] = lp_strdup(t[1].content))) {
             d->em_ids = grown ? grown : d->em_ids;
             st = lp_err(LP_STATUS_NO_MEMORY, "exact match: out of memory");
             break;

@@ -104,9 +104,11 @@ typedef struct lp_train_data {
  * sequence (no KV cache): a small stand-in until the generate API takes over. */
 LP_WARN_UNUSED lp_status lp_train_exact_match(lp_model *m, const lp_train_data *d, int64_t *hits);
 
-/* Whether c's data goes through the instruction-tuning path: --packing, --train-on-responses,
- * a --data-format, or a JSONL file whose first row has "prompt", "instruction" or "messages". */
-bool lp_train_sft_wanted(const lp_train_config *c);
+/* Whether c's data goes through the instruction-tuning path (*sft): --packing,
+ * --train-on-responses, a --data-format, or a JSONL file whose first row has "prompt",
+ * "instruction" or "messages". Errors: NO_MEMORY parsing that row (a guess then would send
+ * instruction data to the plain-text reader). */
+LP_WARN_UNUSED lp_status lp_train_sft_wanted(const lp_train_config *c, bool *sft);
 /* Reads, renders (the model's chat template), tokenizes and (--packing) packs the train and
  * eval files into d->etrain / d->eeval; d->tok must be loaded. Errors name file and line. */
 LP_WARN_UNUSED lp_status lp_train_sft_load(lp_train_data *d, const lp_train_config *c, int32_t max_len, int32_t pad);

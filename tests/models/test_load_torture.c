@@ -11,7 +11,9 @@
  * each loaded, then a pair encoded and decoded; chat templates parsed from a .jinja file or a
  * tokenizer_config.json and rendered; GGUF metadata (reader, config builder), models built
  * from a GGUF (F32, Q8_0, Q4_0) dequantized and kept stored, `loupe quantize`; a checkpoint's
- * checksums verified. */
+ * checksums verified; dataset readers (TSV/CSV/JSONL rows, label maps, instruction JSONL in
+ * prompt/response, chat-messages and alpaca layouts); a checkpoint resumed (--resume). */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,11 +30,13 @@
 #include <cmocka.h>
 
 #include "loupe/core.h"
+#include "loupe/data.h"
 #include "loupe/io.h"
 #include "loupe/kernels.h"
 #include "loupe/models.h"
 #include "loupe/text.h"
 #include "loupe/train.h"
+#include "../../src/train/train_internal.h" /* lp_ckpt_save/lp_ckpt_load, as the trainer calls them */
 
 /* One torture subject: run builds an object from files (NULL in *out unless LP_OK) and
  * release frees it. */
@@ -408,6 +412,208 @@ static void test_checkpoint_verify(void **state)
     rmdir(dir);
 }
 
+/* Dataset readers (the trainer's --data): TSV/CSV/JSONL classification rows, label maps and
+ * instruction JSONL, each from a small buffer (the loop runs the reader once per allocation).
+ * The TSV rows are data/sst2-mini/dev.tsv's first lines and the instruction rows
+ * data/instruct-mini/train.jsonl's, so the fixtures are the shipped data, not written here. */
+typedef struct dcase {
+    const char *name, *text;
+    size_t len;
+    const char *label_map; /* JSON, or NULL: labels from the data */
+    bool pair;
+} dcase;
+
+static char *head_lines(const char *path, int n, size_t *len)
+{
+    char *all = NULL;
+    size_t total = 0;
+    assert_int_equal(lp_file_read_all(path, &all, &total), LP_OK);
+    size_t at = 0;
+    for (int i = 0; i < n && at < total; i++) {
+        const char *nl = memchr(all + at, '\n', total - at);
+        at = nl ? (size_t)(nl - all) + 1 : total;
+    }
+    *len = at;
+    return all;
+}
+
+static void free_dataset(void *d)
+{
+    lp_dataset_free(d);
+    free(d);
+}
+
+static lp_status load_dataset(const void *arg, void **out)
+{
+    const dcase *c = arg;
+    *out = NULL;
+    lp_dataset *ds = calloc(1, sizeof *ds);
+    assert_non_null(ds);
+    lp_label_map map;
+    lp_dataset_options opt;
+    lp_dataset_options_init(&opt);
+    lp_status st = LP_OK;
+    if (c->label_map) {
+        st = lp_label_map_parse(&map, "label_map.json", c->label_map, strlen(c->label_map));
+        if (st) {
+            free(ds);
+            return st;
+        }
+        opt.label_map = &map;
+    }
+    if (c->pair) {
+        opt.text_column = "sentence1";
+        opt.text_pair_column = "sentence2";
+    }
+    st = lp_dataset_load_buffer(c->name, c->text, c->len, &opt, ds);
+    if (c->label_map)
+        lp_label_map_free(&map);
+    if (st) {
+        lp_dataset_free(ds);
+        free(ds);
+        return st;
+    }
+    *out = ds;
+    return LP_OK;
+}
+
+static void free_sft(void *d)
+{
+    lp_sft_free(d);
+    free(d);
+}
+
+static lp_status load_sft(const void *arg, void **out)
+{
+    const dcase *c = arg;
+    *out = NULL;
+    lp_sft_dataset *ds = calloc(1, sizeof *ds);
+    assert_non_null(ds);
+    lp_status st = lp_sft_load_buffer(c->name, c->text, c->len, LP_SFT_FORMAT_AUTO, ds);
+    if (st) {
+        free_sft(ds);
+        return st;
+    }
+    *out = ds;
+    return LP_OK;
+}
+
+static void test_datasets(void **state)
+{
+    (void)state;
+    size_t n = 0;
+    char *tsv = head_lines("data/sst2-mini/dev.tsv", 7, &n);
+    torture_subject(&(subject){"sst2-mini dev.tsv (6 rows)", load_dataset, free_dataset,
+                               &(dcase){"dev.tsv", tsv, n, NULL, false}});
+    free(tsv);
+    static const char csv[] = "sentence1,sentence2,label\n"
+                              "\"a cat, sat\",on the mat,entail\n"
+                              "it rained,the ground is dry,contradict\n"
+                              "héllo wörld,bonjour,neutral\n";
+    torture_subject(&(subject){"CSV pairs, string labels", load_dataset, free_dataset,
+                               &(dcase){"pairs.csv", csv, sizeof csv - 1, NULL, true}});
+    static const char jsonl[] = "{\"text\": \"good film\", \"label\": \"pos\"}\n"
+                                "{\"text\": \"bad film\", \"label\": \"neg\", \"extra\": [1, 2]}\n"
+                                "\n{\"text\": \"fine\", \"label\": \"pos\"}\n";
+    torture_subject(&(subject){"JSONL rows + label map", load_dataset, free_dataset,
+                               &(dcase){"rows.jsonl", jsonl, sizeof jsonl - 1,
+                                        "{\"id2label\": {\"0\": \"neg\", \"1\": \"pos\"}, "
+                                        "\"label2id\": {\"neg\": 0, \"pos\": 1}}",
+                                        false}});
+    char *sft = head_lines("data/instruct-mini/train.jsonl", 4, &n);
+    torture_subject(&(subject){"instruct-mini train.jsonl (4 rows)", load_sft, free_sft,
+                               &(dcase){"train.jsonl", sft, n, NULL, false}});
+    free(sft);
+    static const char chat[] =
+        "{\"messages\": [{\"role\": \"system\", \"content\": \"be brief\"}, {\"role\": \"user\", \"content\": "
+        "\"hi\"}, {\"role\": \"assistant\", \"content\": \"hello\"}]}\n"
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"2+2?\"}, {\"role\": \"assistant\", \"content\": "
+        "\"4\"}]}\n";
+    torture_subject(&(subject){"chat messages JSONL", load_sft, free_sft,
+                               &(dcase){"chat.jsonl", chat, sizeof chat - 1, NULL, false}});
+    static const char alpaca[] = "{\"instruction\": \"add\", \"input\": \"2 3\", \"output\": \"5\"}\n"
+                                 "{\"instruction\": \"greet\", \"input\": \"\", \"output\": \"hi\"}\n";
+    torture_subject(&(subject){"alpaca JSONL", load_sft, free_sft,
+                               &(dcase){"alpaca.jsonl", alpaca, sizeof alpaca - 1, NULL, false}});
+}
+
+/* --resume: a checkpoint written by lp_ckpt_save (cls_bert's weights, AdamW moments, two
+ * steps of history, one epoch) loaded back into the model and optimizer, as the trainer does:
+ * checksums verified, trainer_state.json parsed, every tensor copied, steps.csv and
+ * epoch_results.csv read. Out of memory must be NO_MEMORY and must not fall back to an older
+ * checkpoint as if this one were damaged. */
+typedef struct rcase {
+    const char *dir;
+    const lp_train_config *c;
+    lp_model *model;
+    lp_optim *o;
+} rcase;
+
+static void free_history(void *h)
+{
+    lp_history_free(h);
+    free(h);
+}
+
+static lp_status resume(const void *arg, void **out)
+{
+    const rcase *r = arg;
+    *out = NULL;
+    lp_history *h = calloc(1, sizeof *h);
+    assert_non_null(h);
+    lp_ckpt_state s = {0};
+    char resolved[512];
+    lp_status st = lp_ckpt_load(r->dir, r->c, r->model, r->o, &s, h, resolved, sizeof resolved);
+    if (st) { /* the trainer frees its history whatever the load did */
+        free_history(h);
+        return st;
+    }
+    if (h->n_steps != 2 || h->n_epochs != 1 || s.step != 2)
+        fail_msg("%s: resumed %zu steps, %zu epochs at step %lld", resolved, h->n_steps, h->n_epochs,
+                 (long long)s.step);
+    *out = h;
+    return LP_OK;
+}
+
+static void test_checkpoint_resume(void **state)
+{
+    (void)state;
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/loupe_torture_resume_%d", (int)getpid());
+    assert_int_equal(lp_mkdir_p(dir), LP_OK);
+    void *mv = NULL;
+    assert_int_equal(load_model(&(tcase){"cls_bert", "tests/golden/cls_bert", NULL, false, LP_DTYPE_F32,
+                                         LP_WEIGHT_FORMAT_F32},
+                                &mv),
+                     LP_OK);
+    lp_model *model = mv;
+    lp_train_config c;
+    lp_train_config_init(&c);
+    lp_optim o;
+    assert_int_equal(lp_optim_init(&o, model), LP_OK);
+    o.t = 2;
+    lp_history h = {0};
+    for (int i = 1; i <= 2; i++)
+        assert_int_equal(lp_history_add_step(&h, &(lp_step_rec){.step = i, .loss = 0.7, .lr = 1e-4, .samples = 8}),
+                         LP_OK);
+    assert_int_equal(lp_history_add_epoch(&h, &(lp_epoch_rec){.epoch = 0, .steps = 2, .train_loss = 0.7,
+                                                              .eval_loss = NAN, .eval_accuracy = NAN,
+                                                              .eval_f1 = NAN, .eval_perplexity = NAN,
+                                                              .complete = true}),
+                     LP_OK);
+    lp_ckpt_state s = {.step = 2, .pos = {1, 0}, .dropout_rng = {0}, .elapsed_s = 1.5};
+    if (lp_ckpt_save(dir, &c, model, &o, &s, &h) != LP_OK)
+        fail_msg("lp_ckpt_save: %s", lp_err_msg());
+    lp_history_free(&h);
+    torture_subject(&(subject){"checkpoint resume (cls_bert, AdamW state)", resume, free_history,
+                               &(rcase){dir, &c, model, &o}});
+    lp_optim_free(&o);
+    lp_model_free(model);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(int argc, char **argv)
 {
     const char *tun = getenv("GLIBC_TUNABLES");
@@ -424,6 +630,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_chat_templates),
         cmocka_unit_test(test_gguf),
         cmocka_unit_test(test_checkpoint_verify),
+        cmocka_unit_test(test_datasets),
+        cmocka_unit_test(test_checkpoint_resume),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
