@@ -19,7 +19,8 @@
  *   fused quantized base: one dequantized slab of W at a time (lp_qmatmul_slab_width);
  *                        kept GGML formats forward with the activations quantized (N rows
  *                        of 40 bytes per 32, or 292 per 256) or per-thread f32 tiles of 16
- *                        rows (F16/BF16); NF4 for N <= 8 through the fused GEMV (none)
+ *                        rows (F16/BF16); NF4 for N <= 8 through the fused GEMV (none);
+ *                        packed bf16 weights: the activations rounded to bf16 (N, even in)
  *   fused LoRA backward:  g (N,r) beside the base's slab [with dropout: 256 dropped input
  *                        rows (256,in) or threads x 32 masked rows (32,in)]
  *   fused LoRA dropout forward: threads x 64 dropped rows (64,in)

@@ -45,7 +45,8 @@ static void plan_linear(lp_model *m, lp_model_linear *ml)
         if (t < 0 || t == LP_GGML_TYPE_F32 || !lp_ggml_type_runnable((lp_ggml_type)t))
             return; /* f32 in the file, or a type only dequantized: f32 */
         ml->quantized = true;
-        ml->qdtype = LP_DTYPE_GGML;
+        /* a BF16 tensor runs the bf16 GEMM: repacked at load (lossless), not tile-converted */
+        ml->qdtype = t == LP_GGML_TYPE_BF16 ? LP_DTYPE_BF16 : LP_DTYPE_GGML;
         ml->qgtype = (lp_ggml_type)t;
         return;
     }
@@ -66,6 +67,26 @@ static void plan_linear(lp_model *m, lp_model_linear *ml)
     default:
         return;
     }
+}
+
+/* *q (a GGUF's BF16 tensor as stored) repacked into the bf16 GEMM's panels: the values are
+ * bf16 already, so unpacking to f32 and rounding back is exact. */
+static lp_status repack_bf16(lp_qweight *q, const char *name)
+{
+    if (q->dtype != LP_DTYPE_GGML || q->gtype != LP_GGML_TYPE_BF16)
+        return LP_OK;
+    float *w = lp_malloc((size_t)q->n * sizeof *w);
+    if (!w)
+        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory repacking the bf16 weight", name);
+    lp_qweight_dequantize(w, q, 0, q->n);
+    lp_qweight packed;
+    lp_status st = lp_qweight_pack_bf16(&packed, w, q->rows, q->cols, name);
+    free(w);
+    if (st != LP_OK)
+        return st;
+    lp_qweight_free(q);
+    *q = packed;
+    return LP_OK;
 }
 
 lp_status lp_model__quant_setup(lp_model *m)
@@ -114,6 +135,8 @@ static lp_status quantize_head(lp_model *m)
         int32_t t = lp_gguf_model_weight_type(m->qgguf, hf);
         if (t > LP_GGML_TYPE_F32 && lp_ggml_type_runnable((lp_ggml_type)t))
             st = lp_gguf_model_qweight(m->qgguf, hf, m->head_q, "lm_head (quantized copy)");
+        if (st == LP_OK)
+            st = repack_bf16(m->head_q, "lm_head (quantized copy)");
     }
     if (st != LP_OK && m->opt.weights == LP_WEIGHT_FORMAT_BF16)
         st = lp_qweight_pack_bf16(m->head_q, p->data, h->out, h->in, "lm_head (quantized copy)");
@@ -146,6 +169,8 @@ lp_status lp_model__quant_finish(lp_model *m)
             char hf[300];
             snprintf(hf, sizeof hf, "%s.weight", ml->module);
             st = lp_gguf_model_qweight(m->qgguf, hf, ml->q, ml->module);
+            if (st == LP_OK)
+                st = repack_bf16(ml->q, ml->module);
         } else {
             /* the f32 weight exists only for the moment it is quantized */
             float *w = lp_malloc((size_t)(out * in) * sizeof *w);
