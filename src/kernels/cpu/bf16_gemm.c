@@ -181,30 +181,27 @@ static inline __attribute__((always_inline)) void tile(int m, const uint16_t *x,
 #elif defined(LP_HAVE_AVX2)
 #define LO16(v) _mm256_castsi256_ps(_mm256_slli_epi32(v, 16))
 #define HI16(v) _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32((int)0xffff0000u)))
-/* 16 ymm registers: the panel in two halves of 16 outputs (2 x 8 lanes), 4 rows x 2 accumulators */
+/* 16 ymm registers: the panel in four quarters of 8 outputs (one 32-byte load of 8 pairs per
+ * k pair); 4 rows, each with separate even-k and odd-k accumulators (8 independent FMA
+ * chains), the weight's two halves and the row's two broadcasts: 13 registers, no spills. */
 static inline __attribute__((always_inline)) void tile(int m, const uint16_t *x, int64_t ldx, const uint16_t *wp,
                                                        int64_t kp, float *acc)
 {
-    for (int h = 0; h < 2; h++) {
-        __m256 c0[4], c1[4];
+    for (int h = 0; h < 4; h++) {
+        __m256 ce[4], co[4];
         for (int r = 0; r < m; r++)
-            c0[r] = c1[r] = _mm256_setzero_ps();
+            ce[r] = co[r] = _mm256_setzero_ps();
         for (int64_t kk = 0; kk < kp; kk++) {
-            const uint16_t *wk = wp + kk * 2 * P + h * P;
-            const __m256i w0 = _mm256_loadu_si256((const __m256i *)wk),
-                          w1 = _mm256_loadu_si256((const __m256i *)(wk + 16));
-            const __m256 w0e = LO16(w0), w0o = HI16(w0), w1e = LO16(w1), w1o = HI16(w1);
+            const __m256i w0 = _mm256_loadu_si256((const __m256i *)(wp + kk * 2 * P + h * 16));
+            const __m256 we = LO16(w0), wo = HI16(w0);
             for (int r = 0; r < m; r++) {
                 const __m256i a = _mm256_set1_epi32((int)pair_at(x + r * ldx, kk));
-                const __m256 ae = LO16(a), ao = HI16(a);
-                c0[r] = _mm256_fmadd_ps(w0o, ao, _mm256_fmadd_ps(w0e, ae, c0[r]));
-                c1[r] = _mm256_fmadd_ps(w1o, ao, _mm256_fmadd_ps(w1e, ae, c1[r]));
+                ce[r] = _mm256_fmadd_ps(we, LO16(a), ce[r]);
+                co[r] = _mm256_fmadd_ps(wo, HI16(a), co[r]);
             }
         }
-        for (int r = 0; r < m; r++) {
-            _mm256_storeu_ps(acc + r * P + h * 16, c0[r]);
-            _mm256_storeu_ps(acc + r * P + h * 16 + 8, c1[r]);
-        }
+        for (int r = 0; r < m; r++)
+            _mm256_storeu_ps(acc + r * P + h * 8, _mm256_add_ps(ce[r], co[r]));
     }
 }
 #define MR 4
