@@ -1,7 +1,8 @@
 /* Inference weights kept quantized without LoRA (lp_model_options.weights): a GGUF's
  * blocks as stored, or an f32/bf16 checkpoint's Linears converted at load to Q8_0, Q4_0,
- * NF4 or packed bf16 (bf16 compute, bf16_gemm.c). The Linears leave the f32 parameter table, as QLoRA's base does, and run through
- * lp_qmatmul_* (integer kernels for the GGML formats, the fused GEMV for NF4 decode). */
+ * NF4 or packed bf16. The Linears leave the f32 parameter table, as QLoRA's base does, and
+ * run through lp_qmatmul_* (integer kernels for the GGML formats, the fused GEMV for NF4
+ * decode, the bf16 GEMM of bf16_gemm.c for bf16, a GGUF's BF16 tensors included). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,15 +79,12 @@ static lp_status repack_bf16(lp_qweight *q, const char *name)
     float *w = lp_malloc((size_t)q->n * sizeof *w);
     if (!w)
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory repacking the bf16 weight", name);
+    const int64_t rows = q->rows, cols = q->cols;
     lp_qweight_dequantize(w, q, 0, q->n);
-    lp_qweight packed;
-    lp_status st = lp_qweight_pack_bf16(&packed, w, q->rows, q->cols, name);
+    lp_qweight_free(q); /* first: never two copies in QUANTIZED_WEIGHT (the plan counts one) */
+    lp_status st = lp_qweight_pack_bf16(q, w, rows, cols, name);
     free(w);
-    if (st != LP_OK)
-        return st;
-    lp_qweight_free(q);
-    *q = packed;
-    return LP_OK;
+    return st;
 }
 
 lp_status lp_model__quant_setup(lp_model *m)
