@@ -151,6 +151,30 @@ static inline __attribute__((always_inline)) void tile(int m, const uint16_t *x,
         _mm512_storeu_ps(acc + r * P + 16, c1[r]);
     }
 }
+/* One row (decode): the row's two accumulators would chain every vdpbf16ps on the one
+ * before it; four (k pairs alternating) keep the loads, not the latency, the limit. */
+static void tile1(const uint16_t *x, const uint16_t *wp, int64_t kp, float *acc)
+{
+    __m512 c0 = _mm512_setzero_ps(), c1 = c0, d0 = c0, d1 = c0;
+    int64_t kk = 0;
+    for (; kk + 2 <= kp; kk += 2) {
+        const uint16_t *w = wp + kk * 2 * P;
+        const __m512bh a = (__m512bh)_mm512_set1_epi32((int)pair_at(x, kk)),
+                       b = (__m512bh)_mm512_set1_epi32((int)pair_at(x, kk + 1));
+        c0 = _mm512_dpbf16_ps(c0, a, (__m512bh)_mm512_loadu_si512(w));
+        c1 = _mm512_dpbf16_ps(c1, a, (__m512bh)_mm512_loadu_si512(w + P));
+        d0 = _mm512_dpbf16_ps(d0, b, (__m512bh)_mm512_loadu_si512(w + 2 * P));
+        d1 = _mm512_dpbf16_ps(d1, b, (__m512bh)_mm512_loadu_si512(w + 3 * P));
+    }
+    if (kk < kp) {
+        const __m512bh a = (__m512bh)_mm512_set1_epi32((int)pair_at(x, kk));
+        c0 = _mm512_dpbf16_ps(c0, a, (__m512bh)_mm512_loadu_si512(wp + kk * 2 * P));
+        c1 = _mm512_dpbf16_ps(c1, a, (__m512bh)_mm512_loadu_si512(wp + kk * 2 * P + P));
+    }
+    _mm512_storeu_ps(acc, _mm512_add_ps(c0, d0));
+    _mm512_storeu_ps(acc + 16, _mm512_add_ps(c1, d1));
+}
+#define HAVE_TILE1 1
 #define MR 8
 #elif defined(__AVX512F__)
 /* a pair register (16 lanes of (even, odd) bf16) as its even and odd elements in f32 */
@@ -177,6 +201,24 @@ static inline __attribute__((always_inline)) void tile(int m, const uint16_t *x,
         _mm512_storeu_ps(acc + r * P + 16, c1[r]);
     }
 }
+/* One row (decode): even and odd k into separate accumulators, so the two FMAs of a pair
+ * do not chain on each other (four independent chains). */
+static void tile1(const uint16_t *x, const uint16_t *wp, int64_t kp, float *acc)
+{
+    __m512 c0 = _mm512_setzero_ps(), c1 = c0, d0 = c0, d1 = c0;
+    for (int64_t kk = 0; kk < kp; kk++) {
+        const __m512i w0 = _mm512_loadu_si512(wp + kk * 2 * P), w1 = _mm512_loadu_si512(wp + kk * 2 * P + P);
+        const __m512i a = _mm512_set1_epi32((int)pair_at(x, kk));
+        const __m512 ae = LO16(a), ao = HI16(a);
+        c0 = _mm512_fmadd_ps(LO16(w0), ae, c0);
+        d0 = _mm512_fmadd_ps(HI16(w0), ao, d0);
+        c1 = _mm512_fmadd_ps(LO16(w1), ae, c1);
+        d1 = _mm512_fmadd_ps(HI16(w1), ao, d1);
+    }
+    _mm512_storeu_ps(acc, _mm512_add_ps(c0, d0));
+    _mm512_storeu_ps(acc + 16, _mm512_add_ps(c1, d1));
+}
+#define HAVE_TILE1 1
 #define MR 8
 #elif defined(LP_HAVE_AVX2)
 #define LO16(v) _mm256_castsi256_ps(_mm256_slli_epi32(v, 16))
@@ -241,7 +283,13 @@ static void task(float *out, const uint16_t *xa, const lp_qweight *w, const floa
         const int r = (int)(i0 + m - i < MR ? i0 + m - i : MR);
         const uint16_t *x = xa + i * cp;
         switch (r) { /* a constant row count per call: the tile's loops unroll */
-        case 1: tile(1, x, cp, wp, kp, acc); break;
+        case 1:
+#if defined(HAVE_TILE1)
+            tile1(x, wp, kp, acc);
+#else
+            tile(1, x, cp, wp, kp, acc);
+#endif
+            break;
         case 2: tile(2, x, cp, wp, kp, acc); break;
         case 3: tile(3, x, cp, wp, kp, acc); break;
 #if MR == 8
