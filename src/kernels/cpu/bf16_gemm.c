@@ -7,8 +7,10 @@
  * pair of activations. The activations are rounded to bf16 (nearest even) once per call
  * into a TEMPORARY (N, cpad) buffer, so every path multiplies the same bf16 operands:
  *   AVX512_BF16: vdpbf16ps, 8 rows x 32 outputs in 16 accumulators;
- *   AVX-512 / AVX2: the pairs widened to f32 by shift and mask, FMA (same layout);
- *   baseline: the same loops in plain C.
+ *   AVX-512: the pairs widened to f32 by shift and mask, FMA, 8 rows x 32 outputs;
+ *   AVX2: the same widening, 4 rows x 8 outputs (a quarter panel) at a time;
+ *   baseline: the same loops in plain C;
+ * and one row (decode) with four independent accumulator chains on the AVX-512 paths.
  * Products of two bf16 are exact in f32, so the paths differ from the reference (double
  * sums) only by f32 accumulation order (and vdpbf16ps flushing denormals).
  * Threads split (row chunk, panel) tasks in contiguous ranges: at N = 1 each thread
