@@ -83,7 +83,7 @@ void lp_ggml_dequantize(lp_ggml_type t, const void *src, float *dst, int64_t n);
  * absmax). Everything lives in one lp_alloc block of category QUANTIZED_WEIGHT that the
  * pointers below point into; lp_qweight_free releases it. */
 typedef struct lp_qweight {
-    lp_dtype dtype;       /* LP_DTYPE_NF4, LP_DTYPE_INT8 or LP_DTYPE_GGML */
+    lp_dtype dtype;       /* LP_DTYPE_NF4, LP_DTYPE_INT8, LP_DTYPE_GGML or LP_DTYPE_BF16 (packed) */
     int64_t rows, cols;   /* OC, C: the f32 weight's shape, row-major [out, in] */
     int64_t n;            /* rows * cols */
     /* NF4: W flattened row-major, blocks of 64 consecutive values (blocks cross rows
