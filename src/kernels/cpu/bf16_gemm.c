@@ -123,12 +123,15 @@ static void round_row(uint16_t *dst, const float *src, int64_t C, int64_t cpad)
         dst[C] = 0;
 }
 
+#if defined(__AVX512F__) || defined(LP_HAVE_AVX2)
+/* activations k = 2kk and 2kk+1 as one 32-bit lane, to broadcast */
 static inline uint32_t pair_at(const uint16_t *x, int64_t kk)
 {
     uint32_t v;
     memcpy(&v, x + 2 * kk, 4);
     return v;
 }
+#endif
 
 /* acc (m, P) = rows x[0..m) (stride ldx, bf16 pairs) times panel wp (kp pairs): one micro-tile.
  * Inlined with m a constant at each call site, so the row loops unroll into registers. */
