@@ -15,8 +15,12 @@ classifier trained on data/bench-intents, whose f32 predictions equal transforme
 (Qwen2ForSequenceClassification: 24 layers, hidden 896, 14 heads, 2 key/value heads, FFN 4864,
 vocabulary 151936, tied embeddings, 23 labels; the score reads the last token).
 
+`--loupe-only` leaves PyTorch out (where it is not installed): the model is then a
+config-only directory, whose random weights loupe draws from its seed, and the table compares
+the dtypes with loupe's own f32 (e.g. `--dtypes f32,bf16`).
+
 usage: python3 bench/bench_sweep/run.py [--shape distilbert|qwen2.5-0.5b] [--batch-sizes 1,4,8,16]
-           [--seq-len 32] [--runs 3] [--threads 2] [--out results.json]
+           [--seq-len 32] [--runs 3] [--threads 2] [--loupe-only] [--out results.json]
 """
 import argparse
 import json
@@ -33,12 +37,34 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SHAPES = {"distilbert": "DistilBERT-shaped", "qwen2.5-0.5b": "Qwen2.5-0.5B-shaped (23 labels)"}
 
 
-def make_model(path, shape):
+def make_model(path, shape, config_only=False):
     """In a child process: a parent grown by torch would lend its size to every later child's
     ru_maxrss (the high-water mark survives exec)."""
+    if config_only and not os.path.exists(os.path.join(path, "config.json")):
+        os.makedirs(path, exist_ok=True)
+        with open(os.path.join(path, "config.json"), "w") as f:
+            json.dump(config_of(shape), f)
     if not os.path.exists(os.path.join(path, "config.json")):
         subprocess.run([sys.executable, os.path.abspath(__file__), "--write-model", path, "--shape", shape],
                        check=True)
+
+
+def config_of(shape):
+    """The config write_model's transformers classes save, for a config-only directory."""
+    if shape == "qwen2.5-0.5b":
+        labels = {str(i): f"LABEL_{i}" for i in range(23)}
+        return {"architectures": ["Qwen2ForSequenceClassification"], "model_type": "qwen2", "vocab_size": 151936,
+                "hidden_size": 896, "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2,
+                "intermediate_size": 4864, "max_position_embeddings": 32768, "rms_norm_eps": 1e-6,
+                "rope_theta": 1000000.0, "tie_word_embeddings": True, "pad_token_id": 151643,
+                "attention_dropout": 0.0, "use_sliding_window": False, "hidden_act": "silu",
+                "initializer_range": 0.02, "id2label": labels, "label2id": {v: int(k) for k, v in labels.items()}}
+    return {"architectures": ["DistilBertForSequenceClassification"], "model_type": "distilbert",
+            "vocab_size": 30522, "dim": 768, "n_layers": 6, "n_heads": 12, "hidden_dim": 3072,
+            "max_position_embeddings": 512, "activation": "gelu", "dropout": 0.0, "attention_dropout": 0.0,
+            "seq_classif_dropout": 0.0, "initializer_range": 0.02, "pad_token_id": 0,
+            "sinusoidal_pos_embds": False, "id2label": {"0": "LABEL_0", "1": "LABEL_1"},
+            "label2id": {"LABEL_0": 0, "LABEL_1": 1}}
 
 
 def write_model(path, shape):
@@ -104,24 +130,32 @@ def main():
     ap.add_argument("--model-dir", help="where the random model is written once (default: a temp dir per shape)")
     ap.add_argument("--dtypes", default="f32,int8,nf4")
     ap.add_argument("--repeat", type=int, default=2, help="alternating sweeps per tool; the best is kept")
+    ap.add_argument("--loupe-only", action="store_true", help="no PyTorch side (config-only random model)")
     ap.add_argument("--out")
     ap.add_argument("--write-model", help=argparse.SUPPRESS)
     a = ap.parse_args()
     os.chdir(ROOT)  # loupe bench's defaults (the bundled data) are relative to the checkout
     if a.write_model:
         return write_model(a.write_model, a.shape)
-    a.model_dir = a.model_dir or os.path.join(tempfile.gettempdir(), f"loupe-bench-sweep-{a.shape}")
-    make_model(a.model_dir, a.shape)
+    a.model_dir = a.model_dir or os.path.join(tempfile.gettempdir(),
+                                              f"loupe-bench-sweep-{a.shape}" + ("-config" if a.loupe_only else ""))
+    make_model(a.model_dir, a.shape, a.loupe_only)
     work = tempfile.mkdtemp(prefix="lp_bench_sweep_")
     env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")  # PyTorch's best setting on a small machine
 
     def better(best, pts):  # per batch size, the sweep with the higher mean samples/s
         return {bs: max(best.get(bs, (0, 0)), v) for bs, v in pts.items()}
 
-    torch_pts, tsweep, trss, loupe_runs = {}, 0, 0, {}
+    torch_pts, tsweep, trss, loupe_runs, machine = {}, 0, 0, {}, None
     # PyTorch and loupe alternate, --repeat times each, and each keeps its best sweep per batch
     # size: a busy machine reads low, never high, so the best of a few is the least disturbed
     for _ in range(a.repeat):
+        if a.loupe_only:
+            for dt in a.dtypes.split(","):
+                pts, lrss, machine = loupe_sweep(a.model_dir, a, dt, work)
+                prev = loupe_runs.get(dt, ({}, (0, 0)))
+                loupe_runs[dt] = (better(prev[0], pts), (max(prev[1][0], lrss[0]), max(prev[1][1], lrss[1])))
+            continue
         tout, rss = run([sys.executable, os.path.join(HERE, "torch_sweep.py"), "--model", a.model_dir,
                          "--batch-sizes", a.batch_sizes, "--seq-len", str(a.seq_len), "--warmup", str(a.warmup),
                          "--runs", str(a.runs), "--threads", str(a.threads)], env)
@@ -143,6 +177,23 @@ def main():
           f"{machine['cpu']}, "
           f"{machine['simd']}, OpenBLAS {machine['blas_core']}\n")
     f32 = res["loupe"]["f32"]
+    if a.loupe_only:
+        print("| batch | loupe f32 samples/s |" + "".join(f" loupe {d} | {d} vs f32 |" for d in res["loupe"] if d != "f32"))
+        print("|---|---|" + "---|---|" * (len(res["loupe"]) - 1))
+        for bs in [int(x) for x in a.batch_sizes.split(",")]:
+            l = f32["points"][bs]
+            print(f"| {bs} | {l[0]:.1f} ± {l[1]:.1f} |" + "".join(
+                f" {v['points'][bs][0]:.1f} ± {v['points'][bs][1]:.1f} | {v['points'][bs][0] / l[0]:.2f}x |"
+                for d, v in res["loupe"].items() if d != "f32"))
+        print("peak RSS during the sweep: " + ", ".join(f"{d} {v['sweep_peak_rss_mb']:.0f} MB" for d, v in res["loupe"].items()))
+        print("accuracy on data/bench-intents (tests/golden/bench_cls): " + ", ".join(
+            f"{d} {v['accuracy_bench_cls']:.4f} ({v['accuracy_bench_cls'] - f32['accuracy_bench_cls']:+.4f})"
+            for d, v in res["loupe"].items()))
+        if a.out:
+            with open(a.out, "w") as f:
+                json.dump(res, f, indent=1)
+        subprocess.run(["rm", "-rf", work])
+        return
     print("| batch | PyTorch samples/s | loupe f32 samples/s | ratio (target >= 1.3) |" +
           "".join(f" loupe {d} | {d} vs f32 |" for d in res["loupe"] if d != "f32"))
     print("|---|---|---|---|" + "---|---|" * (len(res["loupe"]) - 1))

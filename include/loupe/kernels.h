@@ -83,7 +83,7 @@ void lp_ggml_dequantize(lp_ggml_type t, const void *src, float *dst, int64_t n);
  * absmax). Everything lives in one lp_alloc block of category QUANTIZED_WEIGHT that the
  * pointers below point into; lp_qweight_free releases it. */
 typedef struct lp_qweight {
-    lp_dtype dtype;       /* LP_DTYPE_NF4, LP_DTYPE_INT8 or LP_DTYPE_GGML */
+    lp_dtype dtype;       /* LP_DTYPE_NF4, LP_DTYPE_INT8, LP_DTYPE_GGML or LP_DTYPE_BF16 (packed) */
     int64_t rows, cols;   /* OC, C: the f32 weight's shape, row-major [out, in] */
     int64_t n;            /* rows * cols */
     /* NF4: W flattened row-major, blocks of 64 consecutive values (blocks cross rows
@@ -111,6 +111,11 @@ typedef struct lp_qweight {
     lp_ggml_type gtype;
     uint8_t *blocks;      /* (rows * row_bytes) */
     int64_t row_bytes;    /* cols / block * block bytes */
+    /* BF16: W packed in panels of LP_BF16_PANEL output channels, k in adjacent pairs:
+     * W[o, k] at ((o / 32 * cpad / 2 + k / 2) * 32 + o % 32) * 2 + k % 2; rows padded to
+     * whole panels and cols to cpad (even) with zeros */
+    uint16_t *bf16;
+    int64_t cpad;         /* cols rounded up to even */
     void *mem;            /* owned: the one lp_alloc block */
 } lp_qweight;
 
@@ -262,6 +267,8 @@ typedef struct lp_kernel_table {
                                  int64_t C, int64_t OC);
     lp_status (*qmatmul_backward)(float *dinp, const float *dout, const lp_qweight *w, int64_t N, int64_t C,
                                   int64_t OC);
+    lp_status (*bf16_matmul_forward)(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N,
+                                     int64_t C, int64_t OC);
     void (*add_inplace)(float *y, const float *x, int64_t n);
     lp_status (*lora_forward)(float *out, float *u, uint8_t *keep, const float *inp, const lp_lora_base *base,
                               const float *A, const float *B, float s, float p, lp_rng *rng, int64_t N, int64_t C,
@@ -698,6 +705,21 @@ LP_WARN_UNUSED lp_status lp_qweight_quantize_ggml(lp_qweight *q, lp_ggml_type t,
 /* sum_i W[row, i] * x[i] (x has cols floats) as the optimized forward computes it: the
  * integer kernels on blocks, x quantized per block (for tests and benchmarks). */
 float lp_qweight_ggml_row_dot(const lp_qweight *w, int64_t row, const float *x);
+
+/* ---- bf16 weights (dtype LP_DTYPE_BF16): inference compute in bf16 ----
+ * W rounded to bf16 (nearest even) and packed once into the GEMM's panels (see lp_qweight);
+ * lp_qmatmul_forward then rounds the activations to bf16 per call and accumulates the exact
+ * bf16 x bf16 products in f32 (vdpbf16ps on AVX512_BF16, FMA on the widened pairs below
+ * it). Its error against f32 arithmetic on the unrounded operands is that of rounding both
+ * to bf16 (|rel| <= 2^-8 each), plus f32 summation. The backward unpacks (exact). */
+#define LP_BF16_PANEL 32
+/* Bytes of a (rows, cols) weight packed as bf16 (rows rounded up to whole panels). */
+size_t lp_qweight_bf16_plan_nbytes(int64_t rows, int64_t cols);
+/* *q = w (rows, cols) f32 rounded to bf16 and packed (category QUANTIZED_WEIGHT, tagged
+ * name, which must outlive q). Errors: LP_STATUS_INVALID_ARG (shape), LP_STATUS_NUMERIC (a
+ * non-finite weight, named by row and column), LP_STATUS_NO_MEMORY; on error *q is zeroed. */
+LP_WARN_UNUSED lp_status lp_qweight_pack_bf16(lp_qweight *q, const float *w, int64_t rows, int64_t cols,
+                                              const char *name);
 
 /* out (n) = dequantized elements [start, start+n) of the flattened (rows*cols) weight. */
 void lp_qweight_dequantize(float *out, const lp_qweight *w, int64_t start, int64_t n);

@@ -72,6 +72,10 @@ static lp_status load_model(lp_bench_state *s)
         o.lora.targets = "q";
         o.lora.base_dtype = c->dtype == LP_BENCH_DTYPE_NF4 ? LP_DTYPE_NF4 : LP_DTYPE_INT8;
         break;
+    case LP_BENCH_DTYPE_BF16:
+        /* Linears rounded to bf16 and packed at load, run by the bf16 GEMM (f32 accumulation) */
+        o.weights = LP_WEIGHT_FORMAT_BF16;
+        break;
     case LP_BENCH_DTYPE_Q8_0:
         /* Linears converted at load to ggml's Q8_0 blocks, run by the integer kernels */
         o.weights = LP_WEIGHT_FORMAT_Q8_0;
@@ -79,7 +83,7 @@ static lp_status load_model(lp_bench_state *s)
     default:
         return lp_err(
             LP_STATUS_UNSUPPORTED,
-            "--dtype %s: the model layer has no %s inference path yet (f32, q8_0, int8 and nf4 run today)",
+            "--dtype %s: the model layer has no %s inference path yet (f32, bf16, q8_0, int8 and nf4 run today)",
             lp_bench_dtype_name(c->dtype), lp_bench_dtype_name(c->dtype));
     }
     if (c->adapter_dir) {

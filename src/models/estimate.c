@@ -19,7 +19,8 @@
  *   fused quantized base: one dequantized slab of W at a time (lp_qmatmul_slab_width);
  *                        kept GGML formats forward with the activations quantized (N rows
  *                        of 40 bytes per 32, or 292 per 256) or per-thread f32 tiles of 16
- *                        rows (F16/BF16); NF4 for N <= 8 through the fused GEMV (none)
+ *                        rows (F16/BF16); NF4 for N <= 8 through the fused GEMV (none);
+ *                        packed bf16 weights: the activations rounded to bf16 (N, even in)
  *   fused LoRA backward:  g (N,r) beside the base's slab [with dropout: 256 dropped input
  *                        rows (256,in) or threads x 32 masked rows (32,in)]
  *   fused LoRA dropout forward: threads x 64 dropped rows (64,in)
@@ -59,6 +60,8 @@ static uint64_t linear_scratch(const lp_model *m, const lp_model_linear *ml, uin
                   : (N * (in / (ml->qgtype == LP_GGML_TYPE_Q4_K || ml->qgtype == LP_GGML_TYPE_Q6_K ? 256 : 32)) *
                          (ml->qgtype == LP_GGML_TYPE_Q4_K || ml->qgtype == LP_GGML_TYPE_Q6_K ? 292 : 40) +
                      3) / 4;
+    else if (ml->quantized && ml->qdtype == LP_DTYPE_BF16) /* the activations rounded to bf16, even width */
+        fwd = (N * (in + (in & 1)) * 2 + 3) / 4;
     else if (ml->quantized && N <= 8) /* NF4 decode: the fused GEMV, no scratch */
         fwd = 0;
     uint64_t bwd = max2(quant ? (uint64_t)lp_qmatmul_slab_width((int64_t)in, (int64_t)out) * in : 0,
@@ -131,7 +134,8 @@ lp_status lp_model_estimate(const char *dir, const lp_model_options *opt, int64_
         out->quantized_weights += quant || ml->qdtype == LP_DTYPE_NF4
                                       ? lp_qweight_plan_nbytes(quant ? m->lora.base_dtype : LP_DTYPE_NF4, l->out,
                                                                l->in, true)
-                                      : lp_qweight_ggml_plan_nbytes(ml->qgtype, l->out, l->in);
+                                  : ml->qdtype == LP_DTYPE_BF16 ? lp_qweight_bf16_plan_nbytes(l->out, l->in)
+                                                                : lp_qweight_ggml_plan_nbytes(ml->qgtype, l->out, l->in);
     }
     out->parameters = 4 * (uint64_t)m->n_floats;
     out->gradients = 4 * grad_floats;

@@ -1,14 +1,15 @@
 /* Inference weights kept quantized without LoRA (lp_model_options.weights): a GGUF's
- * blocks as stored, or an f32/bf16 checkpoint's Linears converted at load to Q8_0, Q4_0 or
- * NF4. The Linears leave the f32 parameter table, as QLoRA's base does, and run through
- * lp_qmatmul_* (integer kernels for the GGML formats, the fused GEMV for NF4 decode). */
+ * blocks as stored, or an f32/bf16 checkpoint's Linears converted at load to Q8_0, Q4_0,
+ * NF4 or packed bf16. The Linears leave the f32 parameter table, as QLoRA's base does, and
+ * run through lp_qmatmul_* (integer kernels for the GGML formats, the fused GEMV for NF4
+ * decode, the bf16 GEMM of bf16_gemm.c for bf16, a GGUF's BF16 tensors included). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "models_internal.h"
 
-static const char *const fmt_names[] = {"f32", "stored", "q8_0", "q4_0", "nf4"};
+static const char *const fmt_names[] = {"f32", "stored", "q8_0", "q4_0", "nf4", "bf16"};
 
 const char *lp_weight_format_name(lp_weight_format f)
 {
@@ -26,7 +27,7 @@ lp_status lp_weight_format_parse(const char *s, lp_weight_format *out)
         *out = LP_WEIGHT_FORMAT_F32;
         return LP_OK;
     }
-    return lp_err(LP_STATUS_INVALID_ARG, "weight format '%s' (expected f32, stored, q8_0, q4_0 or nf4)",
+    return lp_err(LP_STATUS_INVALID_ARG, "weight format '%s' (expected f32, stored, q8_0, q4_0, nf4 or bf16)",
                   s ? s : "(null)");
 }
 
@@ -45,7 +46,8 @@ static void plan_linear(lp_model *m, lp_model_linear *ml)
         if (t < 0 || t == LP_GGML_TYPE_F32 || !lp_ggml_type_runnable((lp_ggml_type)t))
             return; /* f32 in the file, or a type only dequantized: f32 */
         ml->quantized = true;
-        ml->qdtype = LP_DTYPE_GGML;
+        /* a BF16 tensor runs the bf16 GEMM: repacked at load (lossless), not tile-converted */
+        ml->qdtype = t == LP_GGML_TYPE_BF16 ? LP_DTYPE_BF16 : LP_DTYPE_GGML;
         ml->qgtype = (lp_ggml_type)t;
         return;
     }
@@ -59,9 +61,30 @@ static void plan_linear(lp_model *m, lp_model_linear *ml)
         ml->quantized = in % LP_NF4_BLOCK == 0; /* blocks within rows: the fused GEMV applies */
         ml->qdtype = LP_DTYPE_NF4;
         return;
+    case LP_WEIGHT_FORMAT_BF16: /* any shape: the packing pads rows and the odd column */
+        ml->quantized = true;
+        ml->qdtype = LP_DTYPE_BF16;
+        return;
     default:
         return;
     }
+}
+
+/* *q (a GGUF's BF16 tensor as stored) repacked into the bf16 GEMM's panels: the values are
+ * bf16 already, so unpacking to f32 and rounding back is exact. */
+static lp_status repack_bf16(lp_qweight *q, const char *name)
+{
+    if (q->dtype != LP_DTYPE_GGML || q->gtype != LP_GGML_TYPE_BF16)
+        return LP_OK;
+    float *w = lp_malloc((size_t)q->n * sizeof *w);
+    if (!w)
+        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory repacking the bf16 weight", name);
+    const int64_t rows = q->rows, cols = q->cols;
+    lp_qweight_dequantize(w, q, 0, q->n);
+    lp_qweight_free(q); /* first: never two copies in QUANTIZED_WEIGHT (the plan counts one) */
+    lp_status st = lp_qweight_pack_bf16(q, w, rows, cols, name);
+    free(w);
+    return st;
 }
 
 lp_status lp_model__quant_setup(lp_model *m)
@@ -69,7 +92,7 @@ lp_status lp_model__quant_setup(lp_model *m)
     const lp_weight_format f = m->opt.weights;
     if (f == LP_WEIGHT_FORMAT_F32)
         return LP_OK;
-    if ((unsigned)f > LP_WEIGHT_FORMAT_NF4)
+    if ((unsigned)f > LP_WEIGHT_FORMAT_BF16)
         return lp_err(LP_STATUS_INVALID_ARG, "%s: unknown weight format %d", m->dir, (int)f);
     lp_status st;
     if (f == LP_WEIGHT_FORMAT_STORED && lp_path_is_gguf(m->dir) && (st = lp_gguf_open(m->dir, &m->qgguf)) != LP_OK)
@@ -110,8 +133,12 @@ static lp_status quantize_head(lp_model *m)
         int32_t t = lp_gguf_model_weight_type(m->qgguf, hf);
         if (t > LP_GGML_TYPE_F32 && lp_ggml_type_runnable((lp_ggml_type)t))
             st = lp_gguf_model_qweight(m->qgguf, hf, m->head_q, "lm_head (quantized copy)");
+        if (st == LP_OK)
+            st = repack_bf16(m->head_q, "lm_head (quantized copy)");
     }
-    if (st != LP_OK && m->opt.weights == LP_WEIGHT_FORMAT_NF4 && h->in % LP_NF4_BLOCK == 0)
+    if (st != LP_OK && m->opt.weights == LP_WEIGHT_FORMAT_BF16)
+        st = lp_qweight_pack_bf16(m->head_q, p->data, h->out, h->in, "lm_head (quantized copy)");
+    else if (st != LP_OK && m->opt.weights == LP_WEIGHT_FORMAT_NF4 && h->in % LP_NF4_BLOCK == 0)
         st = lp_qweight_quantize(m->head_q, LP_DTYPE_NF4, p->data, h->out, h->in, true, "lm_head (quantized copy)");
     else if (st != LP_OK)
         st = lp_qweight_quantize_ggml(m->head_q,
@@ -140,6 +167,8 @@ lp_status lp_model__quant_finish(lp_model *m)
             char hf[300];
             snprintf(hf, sizeof hf, "%s.weight", ml->module);
             st = lp_gguf_model_qweight(m->qgguf, hf, ml->q, ml->module);
+            if (st == LP_OK)
+                st = repack_bf16(ml->q, ml->module);
         } else {
             /* the f32 weight exists only for the moment it is quantized */
             float *w = lp_malloc((size_t)(out * in) * sizeof *w);
@@ -149,8 +178,9 @@ lp_status lp_model__quant_finish(lp_model *m)
                 lp_model__convert(w, ml->qsrc);
             else
                 lp_rng_normal(&rng, w, out * in, 0.0f, (float)m->init_range);
-            st = ml->qdtype == LP_DTYPE_NF4 ? lp_qweight_quantize(ml->q, LP_DTYPE_NF4, w, out, in, true, ml->module)
-                                            : lp_qweight_quantize_ggml(ml->q, ml->qgtype, w, out, in, ml->module);
+            st = ml->qdtype == LP_DTYPE_NF4    ? lp_qweight_quantize(ml->q, LP_DTYPE_NF4, w, out, in, true, ml->module)
+                 : ml->qdtype == LP_DTYPE_BF16 ? lp_qweight_pack_bf16(ml->q, w, out, in, ml->module)
+                                               : lp_qweight_quantize_ggml(ml->q, ml->qgtype, w, out, in, ml->module);
             free(w);
             if (st != LP_OK)
                 st = lp_err_wrap(st, "%s: quantizing %s.weight to %s", m->dir, ml->module,

@@ -55,7 +55,6 @@ expect 1 "tests/golden/cls_bert/config.json" "2 labels" "16" -- --model tests/go
 expect 1 "tests/golden/cls_bert/config.json" "$MAP" -- --model tests/golden/cls_bert --label-map $MAP
 expect 1 "--label-map" "$T/missing.json" -- --model $MODEL --label-map "$T/missing.json"
 expect 2 "--dtype" "fp8" -- --model $MODEL --dtype fp8
-expect 1 "--dtype bf16" -- --model $MODEL --dtype bf16
 # the YAML config: an unknown key, a bad value, a list, each named with file and line
 printf 'batch_sizes: "1,2"\nnot_a_flag: 3\n' >"$T/unknown.yaml"
 printf 'warmup: 1\nruns: -4\n' >"$T/value.yaml"

@@ -281,6 +281,16 @@ def main():
     check(q8["model_summary"]["size_mb"] < m["model_summary"]["size_mb"], "q8_0 weights are smaller")
     accq = q8["full_dataset_metrics"]["accuracy"]
     check(abs(accq - m["full_dataset_metrics"]["accuracy"]) < 0.05, f"q8_0 accuracy {accq} near f32's")
+    # --dtype bf16: the Linears rounded to bf16 and run by the bf16 GEMM (f32 accumulation);
+    # the weights take half of f32's bytes, the argmax moves only on near-ties (bf16 keeps
+    # 8 bits of mantissa: logits move by ~2^-8 relative)
+    loupe(*common, "--run-id", "bf16", "--dtype", "bf16", "--batch-sizes", "1,8", "--runs", "2", "--warmup", "0",
+          "--skip-profiling", "--skip-plots", "--samples", "960")
+    bf = json.load(open(os.path.join(out, "bf16", "baseline_metrics.json")))
+    check(bf["model_summary"]["dtype"] == "bf16", f"bf16 model summary {bf['model_summary']}")
+    check(bf["model_summary"]["size_mb"] < m["model_summary"]["size_mb"], "bf16 weights are smaller")
+    accb = bf["full_dataset_metrics"]["accuracy"]
+    check(abs(accb - m["full_dataset_metrics"]["accuracy"]) < 0.02, f"bf16 accuracy {accb} near f32's")
     check_plots(os.path.join(out, "cmp", "plots"))
     if failures:
         print(f"{len(failures)} check(s) failed; outputs kept in {out}", file=sys.stderr)

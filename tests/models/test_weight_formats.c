@@ -80,10 +80,15 @@ static double rel_err(const float *a, const float *b, int64_t n)
     return d / r;
 }
 
+static bool g_raw_ref; /* compare with the f32 weights as they are, not q's dequantization */
+
 static void check(const char *dir, lp_weight_format f, int want_quantized, double tol)
 {
     lp_model *q = load(dir, f), *ref = load(dir, LP_WEIGHT_FORMAT_F32);
-    assert_int_equal(dequantize_into(ref, q), want_quantized);
+    if (g_raw_ref)
+        assert_non_null(lp_model_qweight(q, "model.layers.0.self_attn.q_proj.weight"));
+    else
+        assert_int_equal(dequantize_into(ref, q), want_quantized);
     lp_model_info info;
     lp_model_info_get(q, &info);
     const int64_t V = info.vocab_size;
@@ -115,6 +120,25 @@ static void test_smollm(void **state)
     check("tests/golden/smollm_lm", LP_WEIGHT_FORMAT_Q8_0, 14, 8e-2);
     check("tests/golden/smollm_lm", LP_WEIGHT_FORMAT_Q4_0, 14, 8e-2);
     check("tests/golden/smollm_lm", LP_WEIGHT_FORMAT_NF4, 12, 1e-5);
+}
+
+/* bf16: every Linear (any shape) rounded to bf16 and run by the bf16 GEMM, which rounds the
+ * activations to bf16 too. Against the f32 model with the same (bf16) weights only the
+ * activation rounding differs: each Linear's output moves by <= 2^-9 sum|x w|, a few 1e-3
+ * of the largest logit through two layers; against the unrounded f32 weights the weight
+ * rounding adds as much again. Bounds 2e-2 and 3e-2 (measured 0.004-0.009 and 0.007-0.017). */
+static void test_bf16(void **state)
+{
+    (void)state;
+    check("tests/golden/smollm_lm", LP_WEIGHT_FORMAT_BF16, 14, 2e-2);
+    check("tests/golden/qwen2_lm", LP_WEIGHT_FORMAT_BF16, 14, 2e-2);
+    g_raw_ref = true;
+    check("tests/golden/smollm_lm", LP_WEIGHT_FORMAT_BF16, 14, 3e-2);
+    check("tests/golden/qwen2_lm", LP_WEIGHT_FORMAT_BF16, 14, 3e-2);
+    g_no_grad = true; /* inference: the LM head gets a bf16 copy as well (one more rounding) */
+    check("tests/golden/qwen2_lm", LP_WEIGHT_FORMAT_BF16, 14, 4e-2);
+    g_no_grad = false;
+    g_raw_ref = false;
 }
 
 static void test_qwen2(void **state)
@@ -172,6 +196,70 @@ static void test_smollm2_stored(void **state)
     }
     lp_model_free(q);
     lp_model_free(ref);
+}
+
+/* A GGUF's BF16 tensors kept as stored run the bf16 GEMM: repacked at load, they hold the
+ * very values --quantize bf16 gives the f32 source (rounding to bf16 is what both did), and
+ * the logits are the same bit for bit (same kernel, same operands). */
+static void test_stored_bf16(void **state)
+{
+    (void)state;
+    const char *src = "tests/golden/gguf_tiny/qwen2_lm.gguf";
+    char out[] = "/tmp/loupe_bf16XXXXXX.gguf";
+    int fd = mkstemps(out, 5);
+    assert_true(fd >= 0);
+    close(fd);
+    /* the source with its layers' matrices as BF16, through the GGUF writer */
+    lp_gguf_file *g = NULL;
+    lp_gguf_writer *w = NULL;
+    if (lp_gguf_open(src, &g) != LP_OK || lp_gguf_writer_init(&w, out, 32) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    for (size_t i = 0; i < lp_gguf_kv_count(g); i++)
+        assert_int_equal(lp_gguf_writer_add_kv(w, lp_gguf_kv_at(g, i)->key, &lp_gguf_kv_at(g, i)->v), LP_OK);
+    int nbf = 0;
+    for (size_t i = 0; i < lp_gguf_tensor_count(g); i++) {
+        const lp_gguf_tensor *t = lp_gguf_tensor_at(g, i);
+        assert_int_equal(t->type, LP_GGML_TYPE_F32);
+        if (t->ndim != 2 || strncmp(t->name, "blk.", 4)) { /* the embedding stays F32, like the source's */
+            assert_int_equal(lp_gguf_writer_add_tensor(w, t->name, t->ndim, t->ne, LP_GGML_TYPE_F32, t->data,
+                                                       t->numel * 4),
+                             LP_OK);
+            continue;
+        }
+        uint16_t *h = malloc((size_t)t->numel * 2);
+        assert_non_null(h);
+        lp_ggml_quantize(LP_GGML_TYPE_BF16, t->data, h, (int64_t)t->numel);
+        assert_int_equal(lp_gguf_writer_add_tensor(w, t->name, 2, t->ne, LP_GGML_TYPE_BF16, h, t->numel * 2), LP_OK);
+        free(h);
+        nbf++;
+    }
+    assert_true(nbf >= 14);
+    assert_int_equal(lp_gguf_writer_finish(w), LP_OK);
+    lp_gguf_writer_free(w);
+    lp_gguf_close(g);
+    lp_model *a = load(out, LP_WEIGHT_FORMAT_STORED), *b = load(src, LP_WEIGHT_FORMAT_BF16);
+    const lp_qweight *qa = lp_model_qweight(a, "model.layers.1.mlp.down_proj.weight"),
+                     *qb = lp_model_qweight(b, "model.layers.1.mlp.down_proj.weight");
+    assert_non_null(qa);
+    assert_non_null(qb);
+    assert_int_equal(qa->dtype, LP_DTYPE_BF16);
+    assert_int_equal(lp_qweight_nbytes(qa), lp_qweight_nbytes(qb));
+    assert_memory_equal(qa->bf16, qb->bf16, lp_qweight_nbytes(qa));
+    lp_model_info info;
+    lp_model_info_get(a, &info);
+    const int64_t V = info.vocab_size, T = 5;
+    int32_t ids[5] = {1, 7, 3, 9, 2};
+    float *la = malloc((size_t)(T * V) * sizeof *la), *lb = malloc((size_t)(T * V) * sizeof *lb);
+    assert_non_null(la);
+    assert_non_null(lb);
+    if (lp_model_forward(a, ids, NULL, NULL, 1, T, la) != LP_OK || lp_model_forward(b, ids, NULL, NULL, 1, T, lb) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    assert_memory_equal(la, lb, (size_t)(T * V) * sizeof *la);
+    free(la);
+    free(lb);
+    lp_model_free(a);
+    lp_model_free(b);
+    remove(out);
 }
 
 /* STORED on a GGUF whose tensors are F32 keeps them f32; on a safetensors directory too. */
@@ -283,6 +371,9 @@ static void test_errors(void **state)
     lp_weight_format f;
     assert_int_equal(lp_weight_format_parse("q4_0", &f), LP_OK);
     assert_int_equal(f, LP_WEIGHT_FORMAT_Q4_0);
+    assert_int_equal(lp_weight_format_parse("bf16", &f), LP_OK);
+    assert_int_equal(f, LP_WEIGHT_FORMAT_BF16);
+    assert_string_equal(lp_weight_format_name(LP_WEIGHT_FORMAT_BF16), "bf16");
     assert_int_equal(lp_weight_format_parse("dequantize", &f), LP_OK);
     assert_int_equal(f, LP_WEIGHT_FORMAT_F32);
     assert_int_equal(lp_weight_format_parse("q5_k", &f), LP_STATUS_INVALID_ARG);
@@ -302,9 +393,9 @@ static void test_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_smollm),
+        cmocka_unit_test(test_bf16), cmocka_unit_test(test_smollm),
         cmocka_unit_test(test_qwen2),
-        cmocka_unit_test(test_stored_f32),
+        cmocka_unit_test(test_stored_bf16), cmocka_unit_test(test_stored_f32),
         cmocka_unit_test(test_smollm2_stored),
         cmocka_unit_test(test_quantize_file_reloads),
         cmocka_unit_test(test_head_copy),

@@ -198,6 +198,11 @@ static inline void lp_k_split(int64_t n, int tid, int nthreads, int64_t *lo, int
 #define LP_SGEMM_SMALL_M 16
 void lp_k__sgemm_small_m(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *B,
                          int64_t ldb, float beta, float *C, int64_t ldc);
+/* ---- bf16 weight GEMM (bf16_gemm.c) ---- */
+LP_DECLARE_BOTH(lp_status, bf16_matmul_forward, float *out, const float *inp, const lp_qweight *w, const float *bias,
+                int64_t N, int64_t C, int64_t OC)
+/* out (n) = elements [start, start+n) of a packed bf16 weight as f32 (exact). */
+void lp_k_bf16_dequantize_range(float *out, const lp_qweight *w, int64_t start, int64_t n);
 /* ---- KV-cache decoding ---- */
 LP_DECLARE_BOTH(void, kv_write, void *kc, void *vc, const float *k, const float *v, const lp_kv_geom *g, int64_t t0,
                 int64_t T)

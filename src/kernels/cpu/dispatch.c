@@ -31,6 +31,7 @@
         ENTRY(impl, qweight_dequantize), ENTRY(impl, qmatmul_forward), ENTRY(impl, qmatmul_backward),               \
         ENTRY(impl, add_inplace), ENTRY(impl, lora_forward), ENTRY(impl, lora_backward), /* quant section */        \
         ENTRY(impl, kv_write), ENTRY(impl, attention_decode), /* KV-cache decoding */                                 \
+        ENTRY(impl, bf16_matmul_forward), /* bf16 weights */                                                        \
     }
 
 static const lp_kernel_table table_ref = TABLE(ref, "ref", "baseline");

@@ -18,6 +18,9 @@ void lp_qweight_dequantize(float *out, const lp_qweight *w, int64_t start, int64
     if (w->dtype == LP_DTYPE_NF4) {
         LP_OP_BEGIN("lp::nf4_dequantize", 1.0 * n, 4.5 * n, 2, w->rows, w->cols);
         K->qweight_dequantize(out, w, start, n);
+    } else if (w->dtype == LP_DTYPE_BF16) {
+        LP_OP_BEGIN("lp::bf16_dequantize", 0.0, 6.0 * n, 2, w->rows, w->cols);
+        K->qweight_dequantize(out, w, start, n);
     } else if (w->dtype == LP_DTYPE_GGML) {
         LP_OP_BEGIN("lp::ggml_dequantize", 1.0 * n, 4.0 * n + (double)lp_qweight_nbytes(w) * n / (double)w->n, 2,
                     w->rows, w->cols);
@@ -58,6 +61,10 @@ lp_status lp_qmatmul_forward(float *out, const float *inp, const lp_qweight *w, 
     double fl = 2.0 * N * C * OC + (bias ? 1.0 * N * OC : 0.0), by = 4.0 * (N * C + N * OC) + wbytes(w);
     if (w && w->dtype == LP_DTYPE_GGML)
         return ggml_forward(out, inp, w, bias, N, C, OC, fl, by);
+    if (w && w->dtype == LP_DTYPE_BF16) {
+        LP_OP_BEGIN("lp::bf16_gemm_forward", fl, by, 3, N, C, OC);
+        return K->bf16_matmul_forward(out, inp, w, bias, N, C, OC);
+    }
     if (w->dtype == LP_DTYPE_NF4) {
         LP_OP_BEGIN("lp::nf4_matmul_forward", fl, by, 3, N, C, OC);
         return K->qmatmul_forward(out, inp, w, bias, N, C, OC);
@@ -73,6 +80,9 @@ lp_status lp_qmatmul_backward(float *dinp, const float *dout, const lp_qweight *
     double fl = 2.0 * N * C * OC, by = 4.0 * (N * C + N * OC) + wbytes(w);
     if (w->dtype == LP_DTYPE_NF4) {
         LP_OP_BEGIN("lp::nf4_matmul_backward", fl, by, 3, N, C, OC);
+        return K->qmatmul_backward(dinp, dout, w, N, C, OC);
+    } else if (w->dtype == LP_DTYPE_BF16) {
+        LP_OP_BEGIN("lp::bf16_matmul_backward", fl, by, 3, N, C, OC);
         return K->qmatmul_backward(dinp, dout, w, N, C, OC);
     } else if (w->dtype == LP_DTYPE_GGML) {
         LP_OP_BEGIN("lp::ggml_matmul_backward", fl, by, 3, N, C, OC);

@@ -109,6 +109,8 @@ void lp_k_qweight_dequantize_ref(float *out, const lp_qweight *w, int64_t start,
 {
     if (w->dtype == LP_DTYPE_GGML)
         lp_k_ggml_dequantize_range(out, w, start, n);
+    else if (w->dtype == LP_DTYPE_BF16)
+        lp_k_bf16_dequantize_range(out, w, start, n);
     else if (w->dtype == LP_DTYPE_NF4)
         lp_k_nf4_dequantize_ref(out, w, start, n);
     else
@@ -122,6 +124,8 @@ void lp_k_qweight_dequantize_opt(float *out, const lp_qweight *w, int64_t start,
     if (n < 2 * chunk) {
         if (w->dtype == LP_DTYPE_GGML)
             lp_k_ggml_dequantize_range(out, w, start, n);
+        else if (w->dtype == LP_DTYPE_BF16)
+            lp_k_bf16_dequantize_range(out, w, start, n);
         else if (w->dtype == LP_DTYPE_NF4)
             lp_k_nf4_dequantize_opt(out, w, start, n);
         else
@@ -134,6 +138,8 @@ void lp_k_qweight_dequantize_opt(float *out, const lp_qweight *w, int64_t start,
         int64_t lo = c * chunk, len = lo + chunk < n ? chunk : n - lo;
         if (w->dtype == LP_DTYPE_GGML)
             lp_k_ggml_dequantize_range(out + lo, w, start + lo, len);
+        else if (w->dtype == LP_DTYPE_BF16)
+            lp_k_bf16_dequantize_range(out + lo, w, start + lo, len);
         else if (w->dtype == LP_DTYPE_NF4)
             lp_k_nf4_dequantize_opt(out + lo, w, start + lo, len);
         else
