@@ -24,7 +24,7 @@ TRAIN_STEPS=${TRAIN_STEPS:-12}
 OUT=${1:-$(mktemp -d /tmp/loupe-contention.XXXXXX)}
 mkdir -p "$OUT"
 HAVE_TORCH=0
-if python3 -c "import torch, transformers" 2>/dev/null; then HAVE_TORCH=1; fi
+if python3 -c "import torch" 2>/dev/null; then HAVE_TORCH=1; fi
 
 pids=()
 stop_busy() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; pids=(); }
@@ -62,7 +62,7 @@ torch_side() { # kind -> ms
     python3 "$(dirname "$0")/torch_side.py" --kind "$1" --model "$MODEL" --infer-model "$INFER_MODEL" --steps "$TRAIN_STEPS"
 }
 
-printf '# %s\n# load before: %s\n' "$("$LOUPE" peak 2>/dev/null | grep -i -m1 isa || echo "isa: ?")" "$(cat /proc/loadavg)" | tee "$OUT/results.tsv"
+printf '# %s\n# load before: %s\n' "$("$LOUPE" peak 2>/dev/null | grep -m1 '^loupe peak:' || echo 'loupe peak: ?')" "$(cat /proc/loadavg)" | tee "$OUT/results.tsv"
 printf '# cpu: %s, %s CPUs usable\n' "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)" "$(nproc)" | tee -a "$OUT/results.tsv"
 printf 'busy\tsetting\tinfer_b1_p50_ms\ttrain_step_ms\ttrain_cpu_share\tload\n' | tee -a "$OUT/results.tsv"
 for b in $BUSY; do
@@ -86,5 +86,5 @@ for b in $BUSY; do
     fi
 done
 stop_busy
-[ "$HAVE_TORCH" = 1 ] || echo "# PyTorch: not importable here (python3 -c 'import torch, transformers'); loupe only" | tee -a "$OUT/results.tsv"
+[ "$HAVE_TORCH" = 1 ] || echo "# PyTorch: not importable here (python3 -c 'import torch'); loupe only" | tee -a "$OUT/results.tsv"
 echo "# results: $OUT/results.tsv"

@@ -51,10 +51,10 @@ double lp_contention_cpu_share(const lp_contention *c)
 const char *lp_contention_note(const lp_contention *c, char *buf, size_t cap)
 {
     snprintf(buf, cap,
-             "the machine looks busy: over the last %d steps the %d thread%s got %.0f%% of the CPU time "
-             "they had wall time for (other processes hold the cores); times from this run are slower "
-             "than this machine can do, and LP_THREADS=%d may be faster",
-             (int)c->run, (int)c->threads, c->threads == 1 ? "" : "s", 100 * lp_contention_cpu_share(c),
+             "the machine looks busy: %d timed steps in a row got under %.0f%% of wall time x %d thread%s in CPU "
+             "time (%.0f%% so far: other processes hold the cores); times from this run are slower than this "
+             "machine can do, and LP_THREADS=%d may be faster",
+             (int)c->run, 100 * LP_CONTENTION_SHARE, (int)c->threads, c->threads == 1 ? "" : "s", 100 * lp_contention_cpu_share(c),
              c->threads > 1 ? c->threads / 2 : 1);
     return buf;
 }
