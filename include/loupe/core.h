@@ -195,9 +195,9 @@ int lp_threads_cores(void);
  * GOMP_SPINCOUNT=LP_THREADS_SPIN and re-executes the program so the OpenMP runtime, which
  * reads its environment when it loads, sees it. Returns when nothing was to be done or
  * exec failed. The value was chosen by bench/contention (bench/README.md). */
-#define LP_THREADS_SPIN 10000
+#define LP_THREADS_SPIN 1000
 void lp_threads_bound_spin(char **argv);
-/* The wait policy in effect, for reports: "GOMP_SPINCOUNT=10000 (loupe)",
+/* The wait policy in effect, for reports: "GOMP_SPINCOUNT=1000 (loupe)",
  * "OMP_WAIT_POLICY=passive (user)" or "OpenMP runtime default". */
 const char *lp_threads_spin_desc(void);
 
