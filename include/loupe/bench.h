@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "loupe/base.h"
+#include "loupe/core.h"
 #include "loupe/nn.h"
 #include "loupe/prof.h"
 
@@ -174,6 +175,7 @@ typedef struct lp_bench_result {
     /* machine */
     char cpu[128], simd[32];
     int32_t threads;
+    lp_contention busy; /* the timed sweep runs' CPU share: was the machine busy? */
 } lp_bench_result;
 
 /* Runs the bench of c, writing into dir (created; the caller may pass a temporary

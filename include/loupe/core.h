@@ -184,8 +184,47 @@ const char *lp_threads_blas_core(void);
 /* A one-line notice when lp_threads_init overrode OPENBLAS_CORETYPE or OpenBLAS's fallback
  * for an unknown CPU, else NULL. */
 const char *lp_threads_blas_note(void);
-/* Available cores (sched_getaffinity). */
+/* The CPUs this process may use: its affinity mask (sched_getaffinity) and, when its
+ * cgroup (or an ancestor) has a CPU quota, ceil(quota / period); the smaller wins. This is
+ * the default thread count. */
 int lp_threads_cores(void);
+
+/* Bounded spin: libgomp's threads spin ~3 ms at barriers before sleeping, which on a busy
+ * machine keeps cores from the thread the others wait for. Call first in main(): unless
+ * OMP_WAIT_POLICY or GOMP_SPINCOUNT is set (or LP_SPIN=default), it sets
+ * GOMP_SPINCOUNT=LP_THREADS_SPIN and re-executes the program so the OpenMP runtime, which
+ * reads its environment when it loads, sees it. Returns when nothing was to be done or
+ * exec failed. The value was chosen by bench/contention (bench/README.md). */
+#define LP_THREADS_SPIN 1000
+void lp_threads_bound_spin(char **argv);
+/* The wait policy in effect, for reports: "GOMP_SPINCOUNT=1000 (loupe)",
+ * "OMP_WAIT_POLICY=passive (user)" or "OpenMP runtime default". */
+const char *lp_threads_spin_desc(void);
+
+/* ---- contention --------------------------------------------------------------------- */
+
+/* This process's CPU time in seconds (all threads; CLOCK_PROCESS_CPUTIME_ID). */
+double lp_cpu_time_s(void);
+
+/* A step is flagged when its threads got less than LP_CONTENTION_SHARE of wall x threads
+ * in CPU time; LP_CONTENTION_RUN flagged steps in a row make the run contended. */
+#define LP_CONTENTION_SHARE 0.75
+#define LP_CONTENTION_RUN 3
+typedef struct lp_contention {
+    int32_t threads;
+    int64_t steps, flagged; /* steps seen, steps under the share */
+    int32_t run;            /* flagged steps in a row, up to now */
+    double wall_s, cpu_s;   /* sums over the steps seen */
+    bool noticed;           /* the run was judged contended */
+} lp_contention;
+void lp_contention_init(lp_contention *c, int32_t threads);
+/* Adds one step (wall and process CPU seconds). Returns true once: at the step that makes
+ * the run contended (the caller says so then, e.g. lp_contention_note on stderr). */
+bool lp_contention_add(lp_contention *c, double wall_s, double cpu_s);
+/* CPU time / (wall time x threads) over all steps seen; 0 before any. */
+double lp_contention_cpu_share(const lp_contention *c);
+/* The one-line notice, into buf (always terminated); returns buf. */
+const char *lp_contention_note(const lp_contention *c, char *buf, size_t cap);
 
 /* ---- RNG ---------------------------------------------------------------------------- */
 

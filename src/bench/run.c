@@ -63,6 +63,7 @@ lp_status lp_bench_run(const lp_bench_config *c, const char *dir, lp_bench_resul
     if (c->threads > 0)
         lp_threads_set(c->threads);
     r->threads = lp_threads_get();
+    lp_contention_init(&r->busy, r->threads);
     lp_bench_machine(r->cpu, sizeof r->cpu, r->simd, sizeof r->simd);
     lp_bench_state s = {.c = c, .dir = dir, .r = r};
     if ((st = lp_bench__load(&s)) == LP_OK && (st = lp_bench__sweep(&s)) == LP_OK &&

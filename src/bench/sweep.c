@@ -91,9 +91,14 @@ static lp_status one_batch_size(lp_bench_state *s, lp_bench_point *p, int64_t *c
         *cursor += bs;
         lp_prof_mem_reset_peaks();
         int64_t t0 = lp_prof_now_ns();
+        double cpu0 = lp_cpu_time_s();
         if ((st = forward(s)) != LP_OK)
             return st;
         int64_t t1 = lp_prof_now_ns();
+        if (lp_contention_add(&s->r->busy, (t1 - t0) / 1e9, lp_cpu_time_s() - cpu0) && c->progress) {
+            char note[512];
+            fprintf(stderr, "loupe bench: %s\n", lp_contention_note(&s->r->busy, note, sizeof note));
+        }
         lp_prof_mem_stats(&ms);
         int64_t rss = 0, hwm = 0;
         if (lp_prof_rss(&rss, &hwm) != LP_OK)

@@ -174,6 +174,13 @@ lp_status lp_bench__write_json(const lp_bench_state *s)
     cJSON_AddStringToObject(mach, "isa_detected", lp_isa_name(lp_isa_detect()));
     cJSON_AddNumberToObject(mach, "threads", r->threads);
     cJSON_AddStringToObject(mach, "blas_core", lp_threads_blas_core());
+    cJSON_AddStringToObject(mach, "wait_policy", lp_threads_spin_desc());
+    /* CPU time over wall x threads of the timed runs; under 0.75 for runs in a row: busy (core.h) */
+    cJSON *busy = cJSON_AddObjectToObject(mach, "contention");
+    cJSON_AddNumberToObject(busy, "cpu_share", lp_contention_cpu_share(&r->busy));
+    cJSON_AddNumberToObject(busy, "runs_flagged", (double)r->busy.flagged);
+    cJSON_AddNumberToObject(busy, "runs", (double)r->busy.steps);
+    cJSON_AddBoolToObject(busy, "noticed", r->busy.noticed);
     cJSON *ms = cJSON_AddObjectToObject(j, "model_summary");
     cJSON_AddStringToObject(ms, "model_type", r->model_type);
     cJSON_AddStringToObject(ms, "architecture", r->arch);

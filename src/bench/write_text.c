@@ -182,6 +182,10 @@ lp_status lp_bench__write_summary(const lp_bench_state *s)
     fprintf(fp, "Model size: %.2f MB (%s)\nLabels: %d, max length %d tokens\n", r->model_mb, r->dtype,
             r->num_labels, r->max_length);
     fprintf(fp, "Machine: %s, %s, %d thread%s\n", r->cpu, r->simd, r->threads, r->threads == 1 ? "" : "s");
+    fprintf(fp, "Threads got %.0f%% of wall x threads in CPU time (%lld of %lld timed runs under %.0f%%)%s; %s\n",
+            100 * lp_contention_cpu_share(&r->busy), (long long)r->busy.flagged, (long long)r->busy.steps,
+            100 * LP_CONTENTION_SHARE, r->busy.noticed ? ": the machine was busy, times are slower than it can do" : "",
+            lp_threads_spin_desc());
     fprintf(fp, "Data: %s, %lld rows (sweep pool %lld), %.1f tokens per row on average, longest %d\n\n",
             c->synthetic ? "synthetic ids" : c->data_file, (long long)r->n_rows, (long long)r->pool_rows,
             r->mean_len, r->max_len_seen);

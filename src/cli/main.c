@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "loupe/core.h"
 #include "loupe/kernels.h"
 
 static const struct {
@@ -44,6 +45,8 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    /* first: may re-execute the program with a bounded OpenMP spin (see core.h) */
+    lp_threads_bound_spin(argv);
     if (argc < 2) {
         usage(stderr);
         return LP_EXIT_USAGE;

@@ -1,10 +1,8 @@
 /* The one thread pool: OpenMP. OpenBLAS on Debian (libopenblas0-openmp) parallelises
  * with the same OpenMP runtime, so lp_threads_set sets both and no second pool exists.
  *
- * Wait policy: we leave the runtime's default (GOMP spins briefly, then sleeps). With a
- * single pool there is nothing to spin against, and the short spin keeps the gap between
- * back-to-back kernels of a training step small; OMP_WAIT_POLICY=passive still works
- * for a shared machine. */
+ * Wait policy: a bounded spin (spin.c) set before the runtime loads; the user's
+ * OMP_WAIT_POLICY / GOMP_SPINCOUNT win. */
 #define _GNU_SOURCE
 #include <cpuid.h>
 #include <omp.h>
@@ -31,12 +29,13 @@ static int n_threads;
 int lp_threads_cores(void)
 {
     cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n > 0)
-            return n;
-    }
-    return omp_get_num_procs();
+    int n = 0;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        n = CPU_COUNT(&set);
+    if (n <= 0)
+        n = omp_get_num_procs();
+    int quota = lp_core__cgroup_cpus(); /* 0: no quota */
+    return quota > 0 && quota < n ? quota : n;
 }
 
 void lp_threads_set(int n)

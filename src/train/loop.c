@@ -33,6 +33,7 @@ typedef struct run {
     bool prof_on;
     double t_start, elapsed0;
     int64_t em_before;          /* exact-match hits before training; -1 not measured */
+    lp_contention busy;         /* step wall vs process CPU time: is the machine busy? */
 } run;
 
 /* models/default keeps the seed its weights are drawn from in config.json. */
@@ -317,7 +318,7 @@ static lp_status write_run_files(run *R, bool interrupted, const char *stop_reas
         st = lp_rundir_write_epochs(p, &R->h);
     lp_summary_in in = {.c = R->c, .model = R->model, .h = &R->h, .pf = &R->pf, .run_id = R->run_id,
                         .peak_gflops = peak, .peak_source = peak_src, .interrupted = interrupted,
-                        .stop_reason = stop_reason};
+                        .stop_reason = stop_reason, .busy = &R->busy};
     snprintf(p, sizeof p, "%s/summary.json", R->run_dir);
     if (st == LP_OK)
         st = lp_rundir_write_summary(p, &in);
@@ -537,6 +538,7 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
     lp_progress pg;
     lp_progress_init(&pg, c, R.total, step);
     R.t_start = lp_train_now_s();
+    lp_contention_init(&R.busy, lp_threads_get());
     const char *stop_reason = NULL;
     char step_msg[1024] = "";
     bool order_ready = false;
@@ -553,11 +555,18 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
             order_ready = true;
         }
         lp_step_rec rec;
+        double cpu0 = lp_cpu_time_s();
         if ((step_st = train_step(&R, &pos, step + 1, &rec)) != LP_OK) {
             snprintf(step_msg, sizeof step_msg, "%s", lp_err_msg());
             break;
         }
         step++;
+        if (lp_contention_add(&R.busy, rec.step_ms / 1e3, lp_cpu_time_s() - cpu0)) {
+            char note[512];
+            lp_progress_end(&pg);
+            fprintf(stderr, "loupe train: step %lld: %s\n", (long long)step,
+                    lp_contention_note(&R.busy, note, sizeof note));
+        }
         if ((st = lp_history_add_step(&R.h, &rec)) != LP_OK)
             break;
         double wt = (double)time(NULL);

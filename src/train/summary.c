@@ -158,6 +158,18 @@ lp_status lp_rundir_write_summary(const char *path, const lp_summary_in *in)
     if (lp_prof_rss(&rss, &peak_rss) == LP_OK)
         cJSON_AddNumberToObject(j, "peak_rss_bytes", (double)peak_rss);
 
+    /* contention: the threads' CPU time over wall x threads; a share well under 1 for
+     * several steps in a row means other processes held the cores (core.h) */
+    if (in->busy) {
+        cJSON *b = cJSON_AddObjectToObject(j, "contention");
+        cJSON_AddNumberToObject(b, "cpu_share", lp_contention_cpu_share(in->busy));
+        cJSON_AddNumberToObject(b, "steps_flagged", (double)in->busy->flagged);
+        cJSON_AddNumberToObject(b, "steps", (double)in->busy->steps);
+        cJSON_AddBoolToObject(b, "noticed", in->busy->noticed);
+        cJSON_AddNumberToObject(b, "threads", in->busy->threads);
+        cJSON_AddStringToObject(b, "wait_policy", lp_threads_spin_desc());
+    }
+
     cJSON *top = cJSON_AddArrayToObject(j, "top_ops");
     for (int i = 0; in->pf && i < in->pf->n_top; i++) {
         const lp_top_op *t = &in->pf->top[i];

@@ -161,6 +161,7 @@ typedef struct lp_summary_in {
     const char *peak_source;
     bool interrupted;
     const char *stop_reason;   /* NULL: finished */
+    const lp_contention *busy; /* the steps' CPU share (NULL: not measured) */
 } lp_summary_in;
 
 LP_WARN_UNUSED lp_status lp_rundir_write_summary(const char *path, const lp_summary_in *in);

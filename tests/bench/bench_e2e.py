@@ -132,6 +132,12 @@ def check_run(run, bs_list, runs, golden):
     mach = m["machine"]
     check(mach["simd"] in levels and mach["isa_detected"] in levels, f"ISA levels {mach}")
     check(mach["simd"] == (os.environ.get("LP_ISA") or mach["isa_detected"]), f"ISA ran {mach}")
+    # contention: one record per timed run; a CPU share is >= 0 and not far above 1 (a helper
+    # thread adds a little); its value depends on the machine's load, so no more is asserted
+    busy = mach["contention"]
+    check(busy["runs"] == len(bs_list) * runs and 0 <= busy["runs_flagged"] <= busy["runs"], f"contention {busy}")
+    check(0 <= busy["cpu_share"] <= 1.5 and isinstance(busy["noticed"], bool), f"contention {busy}")
+    check(mach["wait_policy"], "wait policy")
     pts = m["batch_metrics"]
     check([p["batch_size"] for p in pts] == bs_list, f"batch sizes {[p['batch_size'] for p in pts]}")
     # detailed_metrics.csv: one row per batch size and run, numbers consistent per row

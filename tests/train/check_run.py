@@ -116,6 +116,11 @@ def main():
     else:  # adapters and the head only
         check(0 < m["params_trainable"] < 0.05 * m["params_total"], f"{method} trains {m['params_trainable']} parameters")
     check(s["steps"] == n and n > 0, f"summary steps {s['steps']} vs {n} rows")
+    # contention: every step of this process measured (a resumed run counts only its own);
+    # the CPU share's value depends on the machine's load, so only its range is checked
+    b = s["contention"]
+    check(0 < b["steps"] <= n and 0 <= b["steps_flagged"] <= b["steps"], f"contention {b}")
+    check(0 <= b["cpu_share"] <= 1.5 and b["threads"] >= 1 and b["wait_policy"], f"contention {b}")
     check(s["samples_per_s"] > 0 and s["tokens_per_s"] > s["samples_per_s"], "throughput")
     sm = s["step_ms"]
     check(0 < sm["min"] <= sm["median"] <= sm["p90"] <= sm["max"], f"step_ms order {sm}")
