@@ -25,6 +25,18 @@ static lp_kernel_table table = {
     .swiglu_backward = lp_cu_swiglu_backward,
     .scale = lp_cu_scale,
     .add_inplace = lp_cu_add_inplace,
+    .bias_backward = lp_cu_bias_backward,
+    .sum_squares = lp_cu_sum_squares,
+    .adamw_step = lp_cu_adamw_step,
+    .rows_gather = lp_cu_rows_gather,
+    .rows_scatter_add = lp_cu_rows_scatter_add,
+    .mean_pool_forward = lp_cu_mean_pool_forward,
+    .mean_pool_backward = lp_cu_mean_pool_backward,
+    .l2_normalize = lp_cu_l2_normalize,
+    .dropout_forward = lp_cu_dropout_forward,
+    .dropout_backward = lp_cu_dropout_backward,
+    .qweight_dequantize = lp_cu_qweight_dequantize,
+    /* cukern: layernorm, rmsnorm, softmax, embedding, cross_entropy, rope, attention_fused */
 };
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static lp_status init_st;
@@ -48,7 +60,7 @@ static lp_status status_of(cudaError_t e)
 }
 
 /* Keeps the first error since the last sync. */
-static lp_status pend(lp_status st)
+lp_status lp_cu_pend(lp_status st)
 {
     if (!ctx_ready)
         return st;
@@ -63,7 +75,7 @@ static lp_status pend(lp_status st)
 
 lp_status lp_cu_fail(const char *op, const char *call, cudaError_t e)
 {
-    return pend(lp_err(status_of(e), "cuda %s: %s: %s: %s", op, call, cudaGetErrorName(e), cudaGetErrorString(e)));
+    return lp_cu_pend(lp_err(status_of(e), "cuda %s: %s: %s: %s", op, call, cudaGetErrorName(e), cudaGetErrorString(e)));
 }
 
 lp_status lp_cu_fail_blas(const char *op, const char *call, cublasStatus_t s)
@@ -71,7 +83,7 @@ lp_status lp_cu_fail_blas(const char *op, const char *call, cublasStatus_t s)
     lp_status st = s == CUBLAS_STATUS_ALLOC_FAILED ? LP_STATUS_NO_MEMORY
                    : s == CUBLAS_STATUS_INVALID_VALUE ? LP_STATUS_INVALID_ARG
                                                       : LP_STATUS_UNSUPPORTED;
-    return pend(lp_err(st, "cuda %s: %s: %s (%d)", op, call, cublasLtGetStatusString(s), (int)s));
+    return lp_cu_pend(lp_err(st, "cuda %s: %s: %s (%d)", op, call, cublasLtGetStatusString(s), (int)s));
 }
 
 /* ---- memory ---- */
@@ -111,7 +123,7 @@ static void *cu_alloc(void *c, size_t bytes, const char *what)
 static void cu_free(void *c, void *p)
 {
     if (lp_cu_alloc_put(&((lp_cuda_ctx *)c)->alloc, p) != LP_OK)
-        pend(LP_STATUS_INVALID_ARG);
+        lp_cu_pend(LP_STATUS_INVALID_ARG);
 }
 
 static lp_status cu_upload(void *c, void *dst, const void *src, size_t bytes)
