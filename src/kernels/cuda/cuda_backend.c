@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_blaslt.h"
 #include "cuda_kernels.h"
 
 #define WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLASLt's recommendation for Hopper */
@@ -83,7 +84,7 @@ lp_status lp_cu_fail_blas(const char *op, const char *call, cublasStatus_t s)
     lp_status st = s == CUBLAS_STATUS_ALLOC_FAILED ? LP_STATUS_NO_MEMORY
                    : s == CUBLAS_STATUS_INVALID_VALUE ? LP_STATUS_INVALID_ARG
                                                       : LP_STATUS_UNSUPPORTED;
-    return lp_cu_pend(lp_err(st, "cuda %s: %s: %s (%d)", op, call, cublasLtGetStatusString(s), (int)s));
+    return lp_cu_pend(lp_err(st, "cuda %s: %s: %s (%d)", op, call, lp_cublaslt_status(s), (int)s));
 }
 
 /* ---- memory ---- */
@@ -226,9 +227,12 @@ static lp_status make_ctx(void)
     INIT_TRY(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking));
     INIT_TRY(cudaEventCreate(&ctx.t0));
     INIT_TRY(cudaEventCreate(&ctx.t1));
-    cublasStatus_t s = cublasLtCreate(&ctx.lt);
+    lp_status lst = lp_cublaslt_load();
+    if (lst != LP_OK)
+        return lst;
+    cublasStatus_t s = lp_lt.Create(&ctx.lt);
     if (s != CUBLAS_STATUS_SUCCESS)
-        return lp_err(LP_STATUS_UNSUPPORTED, "cuda: cublasLtCreate: %s", cublasLtGetStatusString(s));
+        return lp_err(LP_STATUS_UNSUPPORTED, "cuda: cublasLtCreate: %s", lp_cublaslt_status(s));
     pthread_mutex_init(&ctx.err_mu, NULL);
     ctx.device = dev;
     lp_cu_alloc_init(&ctx.alloc, raw_alloc, raw_free, NULL);

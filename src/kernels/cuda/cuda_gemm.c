@@ -7,6 +7,7 @@
  * shape is the next step if launches ever show in a profile. */
 #include <stdint.h>
 
+#include "cuda_blaslt.h"
 #include "cuda_kernels.h"
 
 static uint32_t align_of(const void *p)
@@ -38,49 +39,49 @@ static lp_status lt_gemm(const char *op, cudaDataType_t ab, cublasComputeType_t 
     cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
     cublasLtMatmulPreference_t pref = NULL;
     cublasStatus_t s;
-    const char *call = "cublasLtMatmulDescCreate";
+    const char *call = "lp_lt.MatmulDescCreate";
 #define LT(c)                                                                                                   \
     do {                                                                                                        \
         call = #c;                                                                                              \
         if ((s = (c)) != CUBLAS_STATUS_SUCCESS)                                                                 \
             goto done;                                                                                          \
     } while (0)
-    LT(cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F));
-    LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    LT(cublasLtMatrixLayoutCreate(&la, ab, a_rows, a_cols, ldb));
-    LT(cublasLtMatrixLayoutCreate(&lb, ab, b_rows, b_cols, lda));
-    LT(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, (uint64_t)N, (uint64_t)M, ldc));
-    LT(cublasLtMatmulPreferenceCreate(&pref));
+    LT(lp_lt.MatmulDescCreate(&desc, compute, CUDA_R_32F));
+    LT(lp_lt.MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LT(lp_lt.MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    LT(lp_lt.MatrixLayoutCreate(&la, ab, a_rows, a_cols, ldb));
+    LT(lp_lt.MatrixLayoutCreate(&lb, ab, b_rows, b_cols, lda));
+    LT(lp_lt.MatrixLayoutCreate(&lc, CUDA_R_32F, (uint64_t)N, (uint64_t)M, ldc));
+    LT(lp_lt.MatmulPreferenceCreate(&pref));
     uint64_t ws = x->workspace_bytes;
     uint32_t al_a = align_of(B), al_b = align_of(A), al_c = align_of(C);
-    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a));
-    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b));
-    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c));
-    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c));
+    LT(lp_lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    LT(lp_lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a));
+    LT(lp_lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b));
+    LT(lp_lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c));
+    LT(lp_lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c));
     cublasLtMatmulHeuristicResult_t res;
     int nres = 0;
-    LT(cublasLtMatmulAlgoGetHeuristic(x->lt, desc, la, lb, lc, lc, pref, 1, &res, &nres));
+    LT(lp_lt.MatmulAlgoGetHeuristic(x->lt, desc, la, lb, lc, lc, pref, 1, &res, &nres));
     if (nres == 0) {
-        call = "cublasLtMatmulAlgoGetHeuristic (no algorithm for this shape)";
+        call = "cublasLtMatmulAlgoGetHeuristic: no algorithm for this shape";
         s = CUBLAS_STATUS_NOT_SUPPORTED;
         goto done;
     }
-    LT(cublasLtMatmul(x->lt, desc, &alpha, B, la, A, lb, &beta, C, lc, C, lc, &res.algo, x->workspace, ws,
+    LT(lp_lt.Matmul(x->lt, desc, &alpha, B, la, A, lb, &beta, C, lc, C, lc, &res.algo, x->workspace, ws,
                       x->stream));
 #undef LT
 done:
     if (pref)
-        cublasLtMatmulPreferenceDestroy(pref);
+        lp_lt.MatmulPreferenceDestroy(pref);
     if (lc)
-        cublasLtMatrixLayoutDestroy(lc);
+        lp_lt.MatrixLayoutDestroy(lc);
     if (lb)
-        cublasLtMatrixLayoutDestroy(lb);
+        lp_lt.MatrixLayoutDestroy(lb);
     if (la)
-        cublasLtMatrixLayoutDestroy(la);
+        lp_lt.MatrixLayoutDestroy(la);
     if (desc)
-        cublasLtMatmulDescDestroy(desc);
+        lp_lt.MatmulDescDestroy(desc);
     if (s != CUBLAS_STATUS_SUCCESS)
         return lp_cu_fail_blas(op, call, s);
     return LP_OK;
