@@ -11,11 +11,15 @@ static __constant__ float c_dyn[256];
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 static cudaError_t tables_err;
 
+// Once per process. cudaMemcpyToSymbol from pageable memory may return before the copy has
+// landed, and the context's stream does not wait for the legacy stream: wait here.
 static void tables_upload(void)
 {
     tables_err = cudaMemcpyToSymbol(c_nf4, lp_nf4_code, sizeof c_nf4);
     if (tables_err == cudaSuccess)
         tables_err = cudaMemcpyToSymbol(c_dyn, lp_nf4_dynamic_map, sizeof c_dyn);
+    if (tables_err == cudaSuccess)
+        tables_err = cudaDeviceSynchronize();
 }
 
 typedef struct nf4_args {
