@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The CUDA checks, run ON a GPU machine from the repository root, on binaries built
-# elsewhere and packed by scripts/gpu-pack.sh: nvidia-smi, every CUDA test binary (the op
+# elsewhere and packed by scripts/gpu-pack.sh: nvidia-smi, every CUDA test binary (test_cuda*: the op
 # table against the CPU reference, with its per-case errors and timings), and
 # `loupe peak --device cuda`. Logs go to OUT_DIR (default $OUT, else gpu-logs): summary.txt,
 # one <test>.log per test binary, peak.txt. Exit status: 0 when every test passed (a skip,
@@ -34,7 +34,7 @@ say "== nvidia-smi"
 nvidia-smi 2>&1 | tee -a "$summary" || say "(nvidia-smi failed)"
 
 fail=0
-for t in "$pack"/bin/test_cuda_*; do
+for t in "$pack"/bin/test_cuda*; do
   [ -x "$t" ] || continue
   name=$(basename "$t")
   start=$(date +%s.%N)
