@@ -87,7 +87,7 @@ static __device__ __forceinline__ void load_tile(float *dst, int dld, const floa
 template <int DPL>
 __global__ void __launch_bounds__(ATHREADS) attn_fwd_kernel(float *out, float *lse, attn_args a)
 {
-    extern __shared__ float sm[];
+    LP_CU_DYN_SMEM(float, sm);
     const int D = a.D, LD = odd_ld(D);
     float *Qs = sm;           /* AQ x D, read by broadcast */
     float *Ks = Qs + AQ * D;  /* AK x LD, one row per lane */
@@ -198,7 +198,7 @@ template <int DPL>
 __global__ void __launch_bounds__(ATHREADS) attn_dq_kernel(float *dq, const float *dout, const float *out,
                                                            const float *lse, attn_args a)
 {
-    extern __shared__ float sm[];
+    LP_CU_DYN_SMEM(float, sm);
     const int D = a.D, LD = odd_ld(D);
     float *Qs = sm;            /* AQ x D, broadcast */
     float *Os = Qs + AQ * D;   /* AQ x D: dout rows, broadcast */
@@ -308,7 +308,7 @@ template <int DPL>
 __global__ void __launch_bounds__(ATHREADS) attn_dkv_kernel(float *dk, float *dv, const float *dout,
                                                             const float *out, const float *lse, attn_args a)
 {
-    extern __shared__ float sm[];
+    LP_CU_DYN_SMEM(float, sm);
     const int D = a.D, LD = odd_ld(D);
     float *Ks = sm;            /* AK x D, broadcast */
     float *Vs = Ks + AK * D;   /* AK x D, broadcast */
@@ -468,7 +468,7 @@ static attn_args make_args(const float *q, const float *k, const float *v, const
     do {                                                                                                         \
         if ((smem) > 48 * 1024)                                                                                  \
             (void)cudaFuncSetAttribute(KERNEL<DPLV>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(smem));  \
-        KERNEL<DPLV><<<grid, ATHREADS, smem, lp_cu_nn_stream()>>>(__VA_ARGS__);                                  \
+        LP_CU_LAUNCH(KERNEL<DPLV>, grid, ATHREADS, smem, lp_cu_nn_stream(), __VA_ARGS__);                                  \
     } while (0)
 
 #define ATTN_DISPATCH(KERNEL, dpl, grid, smem, ...)                                                                  \

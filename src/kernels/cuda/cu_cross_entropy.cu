@@ -148,12 +148,12 @@ extern "C" lp_status lp_cu_cross_entropy_forward(float *loss, float *lse, const 
         return lp_err(LP_STATUS_UNSUPPORTED, "cuda cross-entropy: %lld rows exceed one launch", (long long)N);
     cudaStream_t st = lp_cu_nn_stream();
     if (N > 0 && V > 0) {
-        ce_lse_kernel<<<(unsigned)N, CE_THREADS, 0, st>>>(lse, logits, V);
+        LP_CU_LAUNCH(ce_lse_kernel, (unsigned)N, CE_THREADS, 0, st, lse, logits, V);
         lp_status s = lp_cu_nn_launched("cross_entropy_forward (lse)");
         if (s != LP_OK)
             return s;
     }
-    ce_loss_kernel<<<1, 1024, 0, st>>>(loss, lse, logits, targets, N, V, ignore_index, lp_cu_nn_error_slot());
+    LP_CU_LAUNCH(ce_loss_kernel, 1, 1024, 0, st, loss, lse, logits, targets, N, V, ignore_index, lp_cu_nn_error_slot());
     return lp_cu_nn_launched("cross_entropy_forward (loss)");
 }
 
@@ -167,9 +167,9 @@ extern "C" void lp_cu_cross_entropy_backward(float *dlogits, const float *logits
     int64_t *count = (int64_t *)lp_cu_nn_scratch(sizeof(int64_t), "cross_entropy_backward");
     if (!count)
         return;
-    ce_count_kernel<<<1, 1024, 0, st>>>(count, targets, N, ignore_index);
+    LP_CU_LAUNCH(ce_count_kernel, 1, 1024, 0, st, count, targets, N, ignore_index);
     if (lp_cu_nn_launched("cross_entropy_backward (count)") == LP_OK) {
-        ce_backward_kernel<<<(unsigned)N, CE_THREADS, 0, st>>>(dlogits, logits, lse, targets, count, V, ignore_index,
+        LP_CU_LAUNCH(ce_backward_kernel, (unsigned)N, CE_THREADS, 0, st, dlogits, logits, lse, targets, count, V, ignore_index,
                                                                dloss);
         (void)lp_cu_nn_launched("cross_entropy_backward");
     }

@@ -75,7 +75,7 @@ extern "C" lp_status lp_cu_embedding_forward(float *out, const int32_t *ids, con
         return LP_OK;
     if (B * T > INT32_MAX)
         return lp_err(LP_STATUS_UNSUPPORTED, "cuda embedding: %lld tokens exceed one launch", (long long)(B * T));
-    emb_forward_kernel<<<(unsigned)(B * T), emb_block(C), 0, lp_cu_nn_stream()>>>(
+    LP_CU_LAUNCH(emb_forward_kernel, (unsigned)(B * T), emb_block(C), 0, lp_cu_nn_stream(), 
         out, ids, type_ids, wte, wpe, wtt, T, (int)C, V, TT, pos_offset, lp_cu_nn_error_slot());
     return lp_cu_nn_launched("embedding_forward");
 }
@@ -86,7 +86,7 @@ extern "C" void lp_cu_embedding_backward(float *dwte, float *dwpe, float *dwtt, 
 {
     if (B * T <= 0 || C <= 0 || (!dwte && !dwpe && !dwtt) || B * T > INT32_MAX)
         return;
-    emb_backward_kernel<<<(unsigned)(B * T), emb_block(C), 0, lp_cu_nn_stream()>>>(dwte, dwpe, dwtt, dout, ids,
+    LP_CU_LAUNCH(emb_backward_kernel, (unsigned)(B * T), emb_block(C), 0, lp_cu_nn_stream(), dwte, dwpe, dwtt, dout, ids,
                                                                                   type_ids, T, (int)C, pos_offset);
     (void)lp_cu_nn_launched("embedding_backward");
 }

@@ -117,7 +117,7 @@ extern "C" void lp_cu_layernorm_forward(float *out, float *mean, float *rstd, co
 {
     if (N <= 0 || C <= 0)
         return;
-    ln_forward_kernel<<<cu_blocks(N, LN_ROWS_PER_BLOCK, INT32_MAX), 32 * LN_ROWS_PER_BLOCK, 0, lp_cu_nn_stream()>>>(
+    LP_CU_LAUNCH(ln_forward_kernel, cu_blocks(N, LN_ROWS_PER_BLOCK, INT32_MAX), 32 * LN_ROWS_PER_BLOCK, 0, lp_cu_nn_stream(), 
         out, mean, rstd, inp, weight, bias, N, (int)C, eps);
     (void)lp_cu_nn_launched("layernorm_forward");
 }
@@ -129,7 +129,7 @@ extern "C" void lp_cu_layernorm_backward(float *dinp, float *dweight, float *dbi
     if (N <= 0 || C <= 0)
         return;
     cudaStream_t st = lp_cu_nn_stream();
-    ln_backward_dinp_kernel<<<cu_blocks(N, LN_ROWS_PER_BLOCK, INT32_MAX), 32 * LN_ROWS_PER_BLOCK, 0, st>>>(
+    LP_CU_LAUNCH(ln_backward_dinp_kernel, cu_blocks(N, LN_ROWS_PER_BLOCK, INT32_MAX), 32 * LN_ROWS_PER_BLOCK, 0, st, 
         dinp, dout, inp, weight, mean, rstd, N, (int)C);
     if (lp_cu_nn_launched("layernorm_backward") != LP_OK || (!dweight && !dbias))
         return;
@@ -137,10 +137,10 @@ extern "C" void lp_cu_layernorm_backward(float *dinp, float *dweight, float *dbi
     float *part = (float *)lp_cu_nn_scratch((size_t)(2 * G * C) * sizeof(float), "layernorm_backward");
     if (!part)
         return;
-    ln_backward_part_kernel<<<dim3((unsigned)((C + 31) / 32), (unsigned)G), dim3(32, 8), 0, st>>>(
+    LP_CU_LAUNCH(ln_backward_part_kernel, dim3((unsigned)((C + 31) / 32), (unsigned)G), dim3(32, 8), 0, st, 
         part, part + G * C, dout, inp, mean, rstd, N, (int)C, chunk);
     if (lp_cu_nn_launched("layernorm_backward (partials)") == LP_OK) {
-        ln_backward_final_kernel<<<cu_blocks(C, 256, INT32_MAX), 256, 0, st>>>(dweight, dbias, part, part + G * C,
+        LP_CU_LAUNCH(ln_backward_final_kernel, cu_blocks(C, 256, INT32_MAX), 256, 0, st, dweight, dbias, part, part + G * C,
                                                                               G, (int)C);
         (void)lp_cu_nn_launched("layernorm_backward (sums)");
     }

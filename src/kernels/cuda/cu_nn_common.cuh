@@ -10,6 +10,9 @@
 
 #include "cu_nn.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
 /* The stream every NN kernel is enqueued on: the backend context's. */
 cudaStream_t lp_cu_nn_stream(void);
 
@@ -28,8 +31,23 @@ void lp_cu_nn_scratch_free(void *p);
 enum { LP_CU_ERR_NONE = 0, LP_CU_ERR_EMB_ID, LP_CU_ERR_EMB_TYPE, LP_CU_ERR_EMB_POS, LP_CU_ERR_CE_LABEL,
        LP_CU_ERR_CE_NONFINITE };
 int *lp_cu_nn_error_slot(void);
+#ifdef __cplusplus
+}
+#endif
 
-#ifdef __CUDACC__
+/* Launch and dynamic shared memory through macros, so that the kernels also build as plain
+ * C++ against the CPU emulator of tests/kernels/cuda_emu (LP_CUDA_EMU), which runs them on
+ * machines without a GPU. */
+#ifdef LP_CUDA_EMU
+#define LP_CU_LAUNCH(kernel, grid, block, smem, stream, ...) \
+    ((void)(stream), lp_emu_launch(kernel, dim3(grid), dim3(block), (size_t)(smem), __VA_ARGS__))
+#define LP_CU_DYN_SMEM(type, name) type *name = (type *)lp_emu_dyn_smem()
+#else
+#define LP_CU_LAUNCH(kernel, grid, block, smem, stream, ...) kernel<<<grid, block, smem, stream>>>(__VA_ARGS__)
+#define LP_CU_DYN_SMEM(type, name) extern __shared__ type name[]
+#endif
+
+#if defined(__CUDACC__) || defined(LP_CUDA_EMU)
 static __device__ __forceinline__ void cu_record_error(int *slot, int kind, long long row)
 {
     if (atomicCAS(slot, 0, kind) == 0)

@@ -85,8 +85,8 @@ extern "C" void lp_cu_rmsnorm_forward(float *out, float *rstd, const float *inp,
 {
     if (N <= 0 || C <= 0)
         return;
-    rms_forward_kernel<<<cu_blocks(N, RMS_ROWS_PER_BLOCK, INT32_MAX), 32 * RMS_ROWS_PER_BLOCK, 0,
-                         lp_cu_nn_stream()>>>(out, rstd, inp, weight, N, (int)C, eps);
+    LP_CU_LAUNCH(rms_forward_kernel, cu_blocks(N, RMS_ROWS_PER_BLOCK, INT32_MAX), 32 * RMS_ROWS_PER_BLOCK, 0,
+                         lp_cu_nn_stream(), out, rstd, inp, weight, N, (int)C, eps);
     (void)lp_cu_nn_launched("rmsnorm_forward");
 }
 
@@ -103,15 +103,15 @@ extern "C" void lp_cu_rmsnorm_backward(float *dinp, float *dweight, const float 
         float *part = (float *)lp_cu_nn_scratch((size_t)(G * C) * sizeof(float), "rmsnorm_backward");
         if (!part)
             return;
-        rms_backward_part_kernel<<<dim3((unsigned)((C + 31) / 32), (unsigned)G), dim3(32, 8), 0, st>>>(
+        LP_CU_LAUNCH(rms_backward_part_kernel, dim3((unsigned)((C + 31) / 32), (unsigned)G), dim3(32, 8), 0, st, 
             part, dout, inp, rstd, N, (int)C, chunk);
         if (lp_cu_nn_launched("rmsnorm_backward (partials)") == LP_OK) {
-            rms_backward_final_kernel<<<cu_blocks(C, 256, INT32_MAX), 256, 0, st>>>(dweight, part, G, (int)C);
+            LP_CU_LAUNCH(rms_backward_final_kernel, cu_blocks(C, 256, INT32_MAX), 256, 0, st, dweight, part, G, (int)C);
             (void)lp_cu_nn_launched("rmsnorm_backward (sums)");
         }
         lp_cu_nn_scratch_free(part);
     }
-    rms_backward_dinp_kernel<<<cu_blocks(N, RMS_ROWS_PER_BLOCK, INT32_MAX), 32 * RMS_ROWS_PER_BLOCK, 0, st>>>(
+    LP_CU_LAUNCH(rms_backward_dinp_kernel, cu_blocks(N, RMS_ROWS_PER_BLOCK, INT32_MAX), 32 * RMS_ROWS_PER_BLOCK, 0, st, 
         dinp, dout, inp, weight, rstd, N, (int)C);
     (void)lp_cu_nn_launched("rmsnorm_backward");
 }

@@ -37,7 +37,7 @@ extern "C" void lp_cu_rope_cache(float *cos_, float *sin_, const int32_t *pos, c
     const int64_t half = D / 2;
     if (N <= 0 || half <= 0)
         return;
-    rope_cache_kernel<<<cu_blocks(N * half, 256, 65535), 256, 0, lp_cu_nn_stream()>>>(cos_, sin_, pos, inv_freq,
+    LP_CU_LAUNCH(rope_cache_kernel, cu_blocks(N * half, 256, 65535), 256, 0, lp_cu_nn_stream(), cos_, sin_, pos, inv_freq,
                                                                                      attn_factor, N, half);
     (void)lp_cu_nn_launched("rope_cache");
 }
@@ -54,7 +54,7 @@ static void rope_rotate(float *x, const float *cos_, const float *sin_, int64_t 
         return;
     }
     int64_t t = (H * half + 31) / 32 * 32;
-    rope_rotate_kernel<<<(unsigned)N, (unsigned)(t > 256 ? 256 : t), 0, lp_cu_nn_stream()>>>(
+    LP_CU_LAUNCH(rope_rotate_kernel, (unsigned)N, (unsigned)(t > 256 ? 256 : t), 0, lp_cu_nn_stream(), 
         x, cos_, sin_, (int)H, (int)half, (int)D, ld, sgn);
     (void)lp_cu_nn_launched(op);
 }

@@ -49,7 +49,7 @@ extern "C" void lp_cu_softmax_forward(float *out, const float *inp, int64_t N, i
 {
     if (N <= 0 || C <= 0)
         return;
-    softmax_forward_kernel<<<(unsigned)N, sm_block(C), 0, lp_cu_nn_stream()>>>(out, inp, (int)C);
+    LP_CU_LAUNCH(softmax_forward_kernel, (unsigned)N, sm_block(C), 0, lp_cu_nn_stream(), out, inp, (int)C);
     (void)lp_cu_nn_launched("softmax_forward");
 }
 
@@ -57,6 +57,6 @@ extern "C" void lp_cu_softmax_backward(float *dinp, const float *dout, const flo
 {
     if (N <= 0 || C <= 0)
         return;
-    softmax_backward_kernel<<<(unsigned)N, sm_block(C), 0, lp_cu_nn_stream()>>>(dinp, dout, out, (int)C);
+    LP_CU_LAUNCH(softmax_backward_kernel, (unsigned)N, sm_block(C), 0, lp_cu_nn_stream(), dinp, dout, out, (int)C);
     (void)lp_cu_nn_launched("softmax_backward");
 }
