@@ -1,8 +1,9 @@
 /* The backend seam (DESIGN-NEXT change 2), private to kernels/: what a device offers the
  * neutral wrappers in cpu/dispatch.c (profiling, argument checks, compositions). Today one
  * backend, the CPU, with one instance per ISA level (its op table is that level's compiled
- * copy); a CUDA backend is another instance of the same struct, with its context (stream,
- * cuBLAS handle) and device buffers.
+ * copy); the CUDA backend (cuda/, lp_backend_cuda) is another instance of the same struct,
+ * with its context (device, stream, cuBLASLt handle) and device buffers: its op table has
+ * the same entries, every pointer a DEVICE pointer.
  *
  *   const lp_backend *be = lp_backend_cpu(lp_kernels_isa());
  *   float *x = be->alloc(be->ctx, n * sizeof(float), "activations");
@@ -21,14 +22,18 @@
 #define LP_BACKEND_OP(name) offsetof(lp_kernel_table, name)
 
 typedef struct lp_backend {
-    const char *name;  /* "cpu" */
-    const char *level; /* CPU: the ISA level (lp_isa_name) */
-    void *ctx;         /* CPU: NULL (the OpenMP team is process-wide) */
+    const char *name;  /* "cpu" or "cuda" */
+    const char *level; /* CPU: the ISA level (lp_isa_name); CUDA: "sm_90", ... */
+    void *ctx;         /* CPU: NULL (the OpenMP team is process-wide); CUDA: its lp_cuda_ctx */
     /* Buffers in the backend's memory. alloc: NULL and lp_err on failure (the caller owns
      * the buffer; release with free). upload / download copy host <-> backend, copy and
      * memset work inside the backend; all are ordered before the next op, and sync waits
-     * for everything queued (CPU: they run at once, sync returns LP_OK). */
+     * for everything queued (CPU: they run at once, sync returns LP_OK). CUDA: ops are
+     * void, so a failed launch (or a bad free) is kept and the next sync returns it, with
+     * lp_err naming the op and the CUDA error. */
     void *(*alloc)(void *ctx, size_t bytes, const char *what);
+    /* alloc under a memory category (alloc's buffers are TEMPORARY) */
+    void *(*alloc_tagged)(void *ctx, size_t bytes, lp_mem_category cat, const char *what);
     void (*free)(void *ctx, void *p);
     lp_status (*upload)(void *ctx, void *dst, const void *src, size_t bytes);
     lp_status (*download)(void *ctx, void *dst, const void *src, size_t bytes);
@@ -44,5 +49,48 @@ typedef struct lp_backend {
 /* The CPU backend at `isa` (static storage, never NULL); its ops are
  * lp_kernels_table_isa(isa), so call only when lp_isa_missing(isa) is NULL. */
 const lp_backend *lp_backend_cpu(lp_isa isa);
+
+/* ---- CUDA (src/kernels/cuda; stubs in a build without it) ------------------------------ */
+
+/* What the CUDA context knows of its device (cudaGetDeviceProperties / attributes). */
+typedef struct lp_cuda_device_info {
+    int device;               /* ordinal (LP_CUDA_DEVICE, default 0) */
+    char name[256];           /* "NVIDIA H100 80GB HBM3" */
+    int cc_major, cc_minor;   /* compute capability: 9.0 for H100/H200 */
+    int sm_count;
+    int sm_clock_khz;         /* peak SM clock */
+    int mem_clock_khz;        /* peak memory clock */
+    int mem_bus_bits;
+    int l2_bytes;
+    size_t total_mem;         /* bytes */
+    size_t free_mem;          /* bytes free when the context was made */
+    int driver_version, runtime_version; /* 13000 = 13.0 */
+} lp_cuda_device_info;
+
+/* The process's CUDA backend (one device, one stream; made on the first call, static
+ * storage afterwards). Errors (LP_STATUS_UNSUPPORTED, *out NULL): "this loupe was built
+ * without CUDA", "no CUDA GPU is present (cudaGetDeviceCount: <CUDA's message>)", or the
+ * CUDA / cuBLASLt call that failed while making the context. */
+LP_WARN_UNUSED lp_status lp_backend_cuda(const lp_backend **out);
+/* The device of a CUDA backend; NULL for another backend. */
+const lp_cuda_device_info *lp_cuda_device_info_get(const lp_backend *b);
+/* f32 GEMMs (the table's sgemm) with TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32:
+ * inputs rounded to 10 mantissa bits, f32 accumulation) when on; plain f32 by default. */
+void lp_cuda_set_tf32(const lp_backend *b, bool on);
+/* The bf16 GEMM (device pointers): C (M,N) f32 = alpha * op(A) @ op(B) + beta * C, A and B
+ * bf16 (uint16_t bits) laid out as in lp_sgemm, f32 accumulation (cuBLASLt). Asynchronous
+ * on the backend's stream; LP_OK or the cuBLASLt error. */
+LP_WARN_UNUSED lp_status lp_cuda_gemm_bf16(const lp_backend *b, bool trans_a, bool trans_b, int64_t M, int64_t N,
+                                           int64_t K, float alpha, const uint16_t *A, int64_t lda,
+                                           const uint16_t *B, int64_t ldb, float beta, float *C, int64_t ldc);
+/* Device time between two points of the stream (CUDA events): start, queue work, then
+ * *ms = the time of what was queued in between (waits for it). */
+LP_WARN_UNUSED lp_status lp_cuda_timer_start(const lp_backend *b);
+LP_WARN_UNUSED lp_status lp_cuda_timer_stop(const lp_backend *b, double *ms);
+/* The caching allocator's counters (cuda/cuda_alloc.h: lp_cu_alloc_stats, per category),
+ * and returning its cached blocks to the device. */
+struct lp_cu_alloc_stats;
+void lp_cuda_alloc_stats(const lp_backend *b, struct lp_cu_alloc_stats *out);
+void lp_cuda_empty_cache(const lp_backend *b);
 
 #endif

@@ -24,11 +24,48 @@
 
 #include "loupe/kernels.h"
 #include "../../src/kernels/cuda/cu_nn.h"
+#ifndef LP_CUDA_EMU
+#include "cuda_test_util.h" /* ct_init: the CUDA backend, or the skip */
+#endif
 
 cudaStream_t lp_cu_nn_stream(void); /* cu_nn_common.cuh, which is CUDA C++ */
 
 static int g_fail, g_cases;
 static const lp_kernel_table *R; /* the CPU reference */
+static const lp_kernel_table *K; /* the ops under test: the CUDA backend's table */
+
+#ifdef LP_CUDA_EMU
+/* the emulator has no backend: the same launchers in a table of their own */
+static const lp_kernel_table emu_table = {
+    .name = "cuda-emu",
+    .embedding_forward = lp_cu_embedding_forward,
+    .embedding_backward = lp_cu_embedding_backward,
+    .layernorm_forward = lp_cu_layernorm_forward,
+    .layernorm_backward = lp_cu_layernorm_backward,
+    .softmax_forward = lp_cu_softmax_forward,
+    .softmax_backward = lp_cu_softmax_backward,
+    .attention_fused_forward = lp_cu_attention_fused_forward,
+    .attention_fused_backward = lp_cu_attention_fused_backward,
+    .cross_entropy_forward = lp_cu_cross_entropy_forward,
+    .cross_entropy_backward = lp_cu_cross_entropy_backward,
+    .rmsnorm_forward = lp_cu_rmsnorm_forward,
+    .rmsnorm_backward = lp_cu_rmsnorm_backward,
+    .rope_cache = lp_cu_rope_cache,
+    .rope_forward = lp_cu_rope_forward,
+    .rope_backward = lp_cu_rope_backward,
+};
+#endif
+
+/* Waits for the ops queued and returns the first error they kept (a launch failure, a call
+ * refused, an id or label out of range): the backend's sync. */
+static lp_status sync_status(void)
+{
+#ifdef LP_CUDA_EMU
+    return lp_cu_nn_take_error();
+#else
+    return ct_be->sync(ct_be->ctx);
+#endif
+}
 static uint32_t g_seed = 12345;
 
 static float frand(float lo, float hi)
@@ -65,8 +102,9 @@ static void *dput(const void *h, size_t bytes)
 {
     void *d = NULL;
     ck(cudaMalloc(&d, bytes ? bytes : 4), "cudaMalloc");
-    if (bytes)
-        ck(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice), "upload");
+    if (bytes) /* on the ops' stream (non-blocking: the legacy stream would not order it) */
+        ck(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, lp_cu_nn_stream()), "upload");
+    ck(cudaStreamSynchronize(lp_cu_nn_stream()), "upload sync");
     return d;
 }
 #define DPUTF(h, n) ((float *)dput((h), (size_t)(n) * sizeof(float)))
@@ -77,17 +115,20 @@ static float *dnan(int64_t n)
 {
     void *d = NULL;
     ck(cudaMalloc(&d, (size_t)(n > 0 ? n : 1) * sizeof(float)), "cudaMalloc");
-    ck(cudaMemset(d, 0xFF, (size_t)(n > 0 ? n : 1) * sizeof(float)), "memset");
+    ck(cudaMemsetAsync(d, 0xFF, (size_t)(n > 0 ? n : 1) * sizeof(float), lp_cu_nn_stream()), "memset");
     return d;
 }
 
 /* host copy of n device floats (waits for the stream) */
 static float *dget(const float *d, int64_t n)
 {
-    ck(cudaStreamSynchronize(lp_cu_nn_stream()), "sync");
-    ck(cudaGetLastError(), "kernel");
+    if (sync_status() != LP_OK) {
+        fprintf(stderr, "FATAL: an op failed: %s\n", lp_err_msg());
+        exit(1);
+    }
     float *h = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
-    ck(cudaMemcpy(h, d, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost), "download");
+    ck(cudaMemcpyAsync(h, d, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost, lp_cu_nn_stream()), "download");
+    ck(cudaStreamSynchronize(lp_cu_nn_stream()), "download sync");
     return h;
 }
 
@@ -179,8 +220,8 @@ static void case_layernorm(int64_t N, int64_t C)
     R->layernorm_forward(out, mean, rstd, x, w, bi, N, C, 1e-5f);
     float *dx = DPUTF(x, N * C), *dw = DPUTF(w, C), *db = DPUTF(bi, C);
     float *dout_ = dnan(N * C), *dmean = dnan(N), *drstd = dnan(N);
-    lp_cu_layernorm_forward(dout_, dmean, drstd, dx, dw, db, N, C, 1e-5f);
-    double t = TIME_US(10, lp_cu_layernorm_forward(dout_, dmean, drstd, dx, dw, db, N, C, 1e-5f));
+    K->layernorm_forward(dout_, dmean, drstd, dx, dw, db, N, C, 1e-5f);
+    double t = TIME_US(10, K->layernorm_forward(dout_, dmean, drstd, dx, dw, db, N, C, 1e-5f));
     check("layernorm_forward out", shape, dout_, out, N * C, 2e-5, 1e-4, t);
     check("layernorm_forward mean", shape, dmean, mean, N, 2e-5, 1e-4, -1);
     check("layernorm_forward rstd", shape, drstd, rstd, N, 2e-5, 1e-4, -1);
@@ -189,11 +230,11 @@ static void case_layernorm(int64_t N, int64_t C)
     float *gx = malloc(N * C * 4), *gw = hcopy(gw0, C), *gb = hcopy(gb0, C);
     R->layernorm_backward(gx, gw, gb, g, x, w, mean, rstd, N, C);
     float *dg = DPUTF(g, N * C), *dgx = dnan(N * C), *dgw = DPUTF(gw0, C), *dgb = DPUTF(gb0, C);
-    lp_cu_layernorm_backward(dgx, dgw, dgb, dg, dx, dw, dmean, drstd, N, C);
+    K->layernorm_backward(dgx, dgw, dgb, dg, dx, dw, dmean, drstd, N, C);
     check("layernorm_backward dinp", shape, dgx, gx, N * C, 2e-5, 1e-4, -1);
     check("layernorm_backward dweight", shape, dgw, gw, C, 1e-3, 1e-4, -1);
     check("layernorm_backward dbias", shape, dgb, gb, C, 1e-3, 1e-4, -1);
-    t = TIME_US(10, lp_cu_layernorm_backward(dgx, dgw, dgb, dg, dx, dw, dmean, drstd, N, C));
+    t = TIME_US(10, K->layernorm_backward(dgx, dgw, dgb, dg, dx, dw, dmean, drstd, N, C));
     printf("%-28s %-44s %9.2f us/call\n", "layernorm_backward (time)", shape, t);
     void *dev[] = {dx, dw, db, dout_, dmean, drstd, dg, dgx, dgw, dgb};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
@@ -212,18 +253,18 @@ static void case_rmsnorm(int64_t N, int64_t C, int inplace)
     float *out = malloc(N * C * 4), *rstd = malloc(N * 4);
     R->rmsnorm_forward(out, rstd, x, w, N, C, 1e-6f);
     float *dx = DPUTF(x, N * C), *dw = DPUTF(w, C), *dout_ = dnan(N * C), *drstd = dnan(N);
-    lp_cu_rmsnorm_forward(dout_, drstd, dx, dw, N, C, 1e-6f);
-    double t = TIME_US(10, lp_cu_rmsnorm_forward(dout_, drstd, dx, dw, N, C, 1e-6f));
+    K->rmsnorm_forward(dout_, drstd, dx, dw, N, C, 1e-6f);
+    double t = TIME_US(10, K->rmsnorm_forward(dout_, drstd, dx, dw, N, C, 1e-6f));
     check("rmsnorm_forward out", shape, dout_, out, N * C, 2e-5, 1e-4, t);
     check("rmsnorm_forward rstd", shape, drstd, rstd, N, 2e-5, 1e-4, -1);
     float *g = hrand(N * C, -1, 1), *gw0 = hrand(C, -1, 1), *gx = malloc(N * C * 4), *gw = hcopy(gw0, C);
     R->rmsnorm_backward(gx, gw, g, x, w, rstd, N, C);
     float *dg = DPUTF(g, N * C), *dgx = inplace ? dg : dnan(N * C), *dgw = DPUTF(gw0, C);
-    lp_cu_rmsnorm_backward(dgx, dgw, dg, dx, dw, drstd, N, C);
+    K->rmsnorm_backward(dgx, dgw, dg, dx, dw, drstd, N, C);
     check("rmsnorm_backward dinp", shape, dgx, gx, N * C, 2e-5, 1e-4, -1);
     check("rmsnorm_backward dweight", shape, dgw, gw, C, 1e-3, 1e-4, -1);
     if (!inplace) {
-        t = TIME_US(10, lp_cu_rmsnorm_backward(dgx, dgw, dg, dx, dw, drstd, N, C));
+        t = TIME_US(10, K->rmsnorm_backward(dgx, dgw, dg, dx, dw, drstd, N, C));
         printf("%-28s %-44s %9.2f us/call\n", "rmsnorm_backward (time)", shape, t);
         cudaFree(dgx);
     }
@@ -241,14 +282,14 @@ static void case_softmax(int64_t N, int64_t C)
     x[0] = -INFINITY; /* -inf entries get probability 0 */
     R->softmax_forward(out, x, N, C);
     float *dx = DPUTF(x, N * C), *dy = dnan(N * C);
-    lp_cu_softmax_forward(dy, dx, N, C);
-    double t = TIME_US(10, lp_cu_softmax_forward(dy, dx, N, C));
+    K->softmax_forward(dy, dx, N, C);
+    double t = TIME_US(10, K->softmax_forward(dy, dx, N, C));
     check("softmax_forward", shape, dy, out, N * C, 1e-6, 1e-4, t);
     float *g = hrand(N * C, -1, 1), *gx = malloc(N * C * 4);
     R->softmax_backward(gx, g, out, N, C);
     float *dg = DPUTF(g, N * C), *dgx = dnan(N * C), *dout_ = DPUTF(out, N * C);
-    lp_cu_softmax_backward(dgx, dg, dout_, N, C);
-    t = TIME_US(10, lp_cu_softmax_backward(dgx, dg, dout_, N, C));
+    K->softmax_backward(dgx, dg, dout_, N, C);
+    t = TIME_US(10, K->softmax_backward(dgx, dg, dout_, N, C));
     check("softmax_backward", shape, dgx, gx, N * C, 1e-6, 1e-4, t);
     cudaFree(dx), cudaFree(dy), cudaFree(dg), cudaFree(dgx), cudaFree(dout_);
     free(x), free(out), free(g), free(gx);
@@ -279,13 +320,13 @@ static void case_embedding(int64_t B, int64_t T, int64_t C, int64_t V, int64_t P
     }
     int32_t *dids = DPUTI(ids, B * T), *dty = DPUTI(ty, B * T);
     float *dwte = DPUTF(wte, V * C), *dwpe = DPUTF(wpe, P * C), *dwtt = DPUTF(wtt, TT * C), *dy = dnan(B * T * C);
-    st = lp_cu_embedding_forward(dy, dids, use_types ? dty : NULL, dwte, use_wpe ? dwpe : NULL,
+    st = K->embedding_forward(dy, dids, use_types ? dty : NULL, dwte, use_wpe ? dwpe : NULL,
                                  use_types ? dwtt : NULL, B, T, C, V, P, TT, off);
-    double t = TIME_US(10, (void)lp_cu_embedding_forward(dy, dids, use_types ? dty : NULL, dwte,
+    double t = TIME_US(10, (void)K->embedding_forward(dy, dids, use_types ? dty : NULL, dwte,
                                                          use_wpe ? dwpe : NULL, use_types ? dwtt : NULL, B, T, C,
                                                          V, P, TT, off));
     check("embedding_forward", shape, dy, out, B * T * C, 0, 0, t);
-    expect(st == LP_OK && lp_cu_nn_take_error() == LP_OK, "embedding_forward: LP_OK, no recorded error");
+    expect(st == LP_OK && sync_status() == LP_OK, "embedding_forward: LP_OK, sync LP_OK");
     /* backward: += onto random tables */
     float *g = hrand(B * T * C, -1, 1), *gte0 = hrand(V * C, -1, 1), *gpe0 = hrand(P * C, -1, 1),
           *gtt0 = hrand(TT * C, -1, 1);
@@ -294,20 +335,20 @@ static void case_embedding(int64_t B, int64_t T, int64_t C, int64_t V, int64_t P
                           C, off);
     float *dg = DPUTF(g, B * T * C), *dgte = DPUTF(gte0, V * C), *dgpe = DPUTF(gpe0, P * C),
           *dgtt = DPUTF(gtt0, TT * C);
-    lp_cu_embedding_backward(dgte, use_wpe ? dgpe : NULL, use_types ? dgtt : NULL, dg, dids, use_types ? dty : NULL,
+    K->embedding_backward(dgte, use_wpe ? dgpe : NULL, use_types ? dgtt : NULL, dg, dids, use_types ? dty : NULL,
                              B, T, C, off);
     check("embedding_backward dwte", shape, dgte, gte, V * C, 1e-5, 0, -1);
     check("embedding_backward dwpe", shape, dgpe, gpe, P * C, 1e-5, 0, -1);
     check("embedding_backward dwtt", shape, dgtt, gtt, TT * C, 1e-5, 0, -1);
     /* an id outside the vocabulary: its row NaN, the error recorded as LP_STATUS_RANGE */
     int32_t bad = (int32_t)V;
-    ck(cudaMemcpy(dids + (B * T - 1), &bad, 4, cudaMemcpyHostToDevice), "upload");
-    st = lp_cu_embedding_forward(dy, dids, NULL, dwte, NULL, NULL, B, T, C, V, P, TT, off);
+    ck(cudaMemcpyAsync(dids + (B * T - 1), &bad, 4, cudaMemcpyHostToDevice, lp_cu_nn_stream()), "upload");
+    st = K->embedding_forward(dy, dids, NULL, dwte, NULL, NULL, B, T, C, V, P, TT, off);
+    lp_status st1 = sync_status(), st2 = sync_status();
     float *y = dget(dy, B * T * C);
-    expect(st == LP_OK && isnan(y[(B * T - 1) * C]) && lp_cu_nn_take_error() == LP_STATUS_RANGE &&
-               lp_cu_nn_take_error() == LP_OK,
-           "embedding bad id: NaN row, RANGE once");
-    expect(lp_cu_embedding_forward(dy, dids, NULL, dwte, dwpe, NULL, B, T, C, V, T + off - 1, TT, off) ==
+    expect(st == LP_OK && st1 == LP_STATUS_RANGE && st2 == LP_OK && isnan(y[(B * T - 1) * C]),
+           "embedding bad id: NaN row, RANGE at the next sync only");
+    expect(K->embedding_forward(dy, dids, NULL, dwte, dwpe, NULL, B, T, C, V, T + off - 1, TT, off) ==
                LP_STATUS_RANGE,
            "embedding positions past P: RANGE at once");
     free(y);
@@ -336,23 +377,24 @@ static void case_cross_entropy(int64_t N, int64_t V, int n_ignored)
     }
     float *dx = DPUTF(x, N * V), *dlse = dnan(N), *dloss = dnan(1);
     int32_t *dtg = DPUTI(tg, N);
-    lp_status st = lp_cu_cross_entropy_forward(dloss, dlse, dx, dtg, N, V, -100);
-    double t = TIME_US(10, (void)lp_cu_cross_entropy_forward(dloss, dlse, dx, dtg, N, V, -100));
+    lp_status st = K->cross_entropy_forward(dloss, dlse, dx, dtg, N, V, -100);
+    double t = TIME_US(10, (void)K->cross_entropy_forward(dloss, dlse, dx, dtg, N, V, -100));
     check("cross_entropy_forward loss", shape, dloss, &loss, 1, 1e-5, 1e-5, t);
     check("cross_entropy_forward lse", shape, dlse, lse, N, 1e-5, 1e-6, -1);
-    expect(st == LP_OK && lp_cu_nn_take_error() == LP_OK, "cross_entropy_forward: LP_OK, no recorded error");
+    expect(st == LP_OK && sync_status() == LP_OK, "cross_entropy_forward: LP_OK, sync LP_OK");
     float *gx = malloc(N * V * 4);
     R->cross_entropy_backward(gx, x, lse, tg, N, V, -100, 1.5f);
     float *dgx = dnan(N * V);
-    lp_cu_cross_entropy_backward(dgx, dx, dlse, dtg, N, V, -100, 1.5f);
-    t = TIME_US(10, lp_cu_cross_entropy_backward(dgx, dx, dlse, dtg, N, V, -100, 1.5f));
+    K->cross_entropy_backward(dgx, dx, dlse, dtg, N, V, -100, 1.5f);
+    t = TIME_US(10, K->cross_entropy_backward(dgx, dx, dlse, dtg, N, V, -100, 1.5f));
     check("cross_entropy_backward", shape, dgx, gx, N * V, 1e-9, 1e-4, t);
     /* a label outside [0, V): loss NaN, RANGE recorded */
     int32_t bad = (int32_t)V;
-    ck(cudaMemcpy(dtg + (N - 1), &bad, 4, cudaMemcpyHostToDevice), "upload");
-    (void)lp_cu_cross_entropy_forward(dloss, dlse, dx, dtg, N, V, -100);
+    ck(cudaMemcpyAsync(dtg + (N - 1), &bad, 4, cudaMemcpyHostToDevice, lp_cu_nn_stream()), "upload");
+    (void)K->cross_entropy_forward(dloss, dlse, dx, dtg, N, V, -100);
+    lp_status st1 = sync_status();
     float *l = dget(dloss, 1);
-    expect(isnan(*l) && lp_cu_nn_take_error() == LP_STATUS_RANGE, "cross_entropy bad label: NaN loss, RANGE");
+    expect(isnan(*l) && st1 == LP_STATUS_RANGE, "cross_entropy bad label: NaN loss, RANGE at the next sync");
     free(l);
     cudaFree(dx), cudaFree(dlse), cudaFree(dloss), cudaFree(dtg), cudaFree(dgx);
     free(x), free(tg), free(lse), free(gx);
@@ -377,8 +419,8 @@ static void case_rope(int64_t N, int64_t H, int64_t D, int64_t ld)
     R->rope_cache(c, s, pos, inv, 0.9f, N, D);
     int32_t *dpos = DPUTI(pos, N);
     float *dinv = DPUTF(inv, D / 2), *dc = dnan(N * D / 2), *ds = dnan(N * D / 2);
-    lp_cu_rope_cache(dc, ds, dpos, dinv, 0.9f, N, D);
-    double t = TIME_US(10, lp_cu_rope_cache(dc, ds, dpos, dinv, 0.9f, N, D));
+    K->rope_cache(dc, ds, dpos, dinv, 0.9f, N, D);
+    double t = TIME_US(10, K->rope_cache(dc, ds, dpos, dinv, 0.9f, N, D));
     check("rope_cache cos", shape, dc, c, N * D / 2, 1e-6, 1e-6, t);
     check("rope_cache sin", shape, ds, s, N * D / 2, 1e-6, 1e-6, -1);
     /* rotate heads inside rows of ld floats (the rest of each row must stay untouched) */
@@ -387,11 +429,11 @@ static void case_rope(int64_t N, int64_t H, int64_t D, int64_t ld)
     R->rope_backward(xb, c, s, N, H, D, ld);
     float *dcr = DPUTF(c, N * D / 2), *dsr = DPUTF(s, N * D / 2); /* the same cache on both sides */
     float *dx = DPUTF(x, N * ld), *dxb = DPUTF(x, N * ld);
-    lp_cu_rope_forward(dx, dcr, dsr, N, H, D, ld);
-    lp_cu_rope_backward(dxb, dcr, dsr, N, H, D, ld);
+    K->rope_forward(dx, dcr, dsr, N, H, D, ld);
+    K->rope_backward(dxb, dcr, dsr, N, H, D, ld);
     check("rope_forward", shape, dx, xr, N * ld, 1e-6, 1e-6, -1);
     check("rope_backward", shape, dxb, xb, N * ld, 1e-6, 1e-6, -1);
-    t = TIME_US(10, lp_cu_rope_forward(dx, dcr, dsr, N, H, D, ld));
+    t = TIME_US(10, K->rope_forward(dx, dcr, dsr, N, H, D, ld));
     printf("%-28s %-44s %9.2f us/call\n", "rope_forward (time)", shape, t);
     void *dev[] = {dpos, dinv, dc, ds, dcr, dsr, dx, dxb};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
@@ -461,8 +503,8 @@ static void case_attention(attn_case ac)
     float *dq_ = DPUTF(hq, nq), *dk_ = ac.packed ? dq_ : DPUTF(hk, nkv), *dv_ = ac.packed ? dq_ : DPUTF(hv, nkv);
     int32_t *dmask = mask ? DPUTI(mask, B * T) : NULL;
     float *dout_ = dnan(B * T * C), *dlse = dnan(B * H * T);
-    lp_cu_attention_fused_forward(dout_, dlse, dq_ + qo, dk_ + ko, dv_ + vo, dmask, &g, dp);
-    double t = TIME_US(3, lp_cu_attention_fused_forward(dout_, dlse, dq_ + qo, dk_ + ko, dv_ + vo, dmask, &g, dp));
+    K->attention_fused_forward(dout_, dlse, dq_ + qo, dk_ + ko, dv_ + vo, dmask, &g, dp);
+    double t = TIME_US(3, K->attention_fused_forward(dout_, dlse, dq_ + qo, dk_ + ko, dv_ + vo, dmask, &g, dp));
     check("attention_fused_forward out", shape, dout_, out, B * T * C, 2e-5, 1e-4, t);
     check("attention_fused_forward lse", shape, dlse, lse, B * H * T, 2e-5, 1e-4, -1);
     /* backward: gradients into NaN-filled buffers of the inputs' layout */
@@ -476,9 +518,9 @@ static void case_attention(attn_case ac)
     ref->attention_fused_backward(gq + qo, gk + ko, gv + vo, go, out, lse, hq + qo, hk + ko, hv + vo, mask, &g, dp);
     float *dgo = DPUTF(go, B * T * C), *dgq = dnan(nq), *dgk = ac.packed ? dgq : dnan(nkv),
           *dgv = ac.packed ? dgq : dnan(nkv);
-    lp_cu_attention_fused_backward(dgq + qo, dgk + ko, dgv + vo, dgo, dout_, dlse, dq_ + qo, dk_ + ko, dv_ + vo, dmask,
+    K->attention_fused_backward(dgq + qo, dgk + ko, dgv + vo, dgo, dout_, dlse, dq_ + qo, dk_ + ko, dv_ + vo, dmask,
                                    &g, dp);
-    t = TIME_US(3, lp_cu_attention_fused_backward(dgq + qo, dgk + ko, dgv + vo, dgo, dout_, dlse, dq_ + qo, dk_ + ko,
+    t = TIME_US(3, K->attention_fused_backward(dgq + qo, dgk + ko, dgv + vo, dgo, dout_, dlse, dq_ + qo, dk_ + ko,
                                                   dv_ + vo, dmask, &g, dp));
     if (ac.packed) {
         check("attention_fused_backward dqkv", shape, dgq, gq, nq, 1e-4, 1e-3, t);
@@ -536,22 +578,25 @@ static void attention_cases(void)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         case_attention(cases[i]);
     lp_attn_geom big = {.B = 1, .T = 8, .H = 1, .Hkv = 1, .D = 300, .ldq = 300, .ldkv = 300};
-    expect(lp_cu_attention_supports(&big) == LP_STATUS_UNSUPPORTED, "attention D=300: UNSUPPORTED");
+    expect(lp_cu_attention_supports(&big) == LP_STATUS_UNSUPPORTED, "attention D=300: supports UNSUPPORTED");
+    K->attention_fused_forward(NULL, NULL, NULL, NULL, NULL, NULL, &big, NULL);
+    expect(sync_status() == LP_STATUS_UNSUPPORTED && sync_status() == LP_OK,
+           "attention D=300: launcher refuses, UNSUPPORTED at the next sync");
 }
 
 int main(void)
 {
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n < 1) {
-        printf("skipped: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-        return 77;
-    }
-    struct cudaDeviceProp prop;
-    ck(cudaGetDeviceProperties(&prop, 0), "device properties");
-    printf("device: %s (sm_%d%d, %d SMs)\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
     if (lp_kernels_init() != LP_OK)
         return 1;
+#ifdef LP_CUDA_EMU
+    printf("device: the CPU emulator of tests/kernels/cuda_emu (LP_CUDA_EMU); times are emulation times\n");
+    K = &emu_table;
+#else
+    int rc = ct_init(); /* prints the device, or the reason for the skip */
+    if (rc)
+        return rc;
+    K = ct_be->ops;
+#endif
     R = lp_kernels_table(LP_KERNELS_IMPL_REF);
     ck(cudaEventCreate(&ev0), "event");
     ck(cudaEventCreate(&ev1), "event");

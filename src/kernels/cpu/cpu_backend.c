@@ -12,6 +12,12 @@ static void *cpu_alloc(void *ctx, size_t bytes, const char *what)
     return lp_alloc(bytes, LP_MEM_CATEGORY_TEMPORARY, what);
 }
 
+static void *cpu_alloc_tagged(void *ctx, size_t bytes, lp_mem_category cat, const char *what)
+{
+    (void)ctx;
+    return lp_alloc(bytes, cat, what);
+}
+
 static void cpu_free(void *ctx, void *p)
 {
     (void)ctx;
@@ -51,8 +57,9 @@ static bool cpu_supports(const lp_backend *b, size_t op)
 
 #define CPU_BACKEND                                                                                            \
     {                                                                                                        \
-        .name = "cpu", .alloc = cpu_alloc, .free = cpu_free, .upload = cpu_copy, .download = cpu_copy,       \
-        .copy = cpu_copy, .memset = cpu_memset, .sync = cpu_sync, .supports = cpu_supports                   \
+        .name = "cpu", .alloc = cpu_alloc, .alloc_tagged = cpu_alloc_tagged, .free = cpu_free,               \
+        .upload = cpu_copy, .download = cpu_copy, .copy = cpu_copy, .memset = cpu_memset, .sync = cpu_sync,  \
+        .supports = cpu_supports                                                                             \
     }
 
 static lp_backend cpu[LP_ISA_COUNT] = {CPU_BACKEND, CPU_BACKEND, CPU_BACKEND, CPU_BACKEND};

@@ -487,8 +487,11 @@ extern "C" void lp_cu_attention_fused_forward(float *out, float *lse, const floa
                                               const float *v, const int32_t *mask, const lp_attn_geom *g,
                                               const lp_attn_dropout *drop)
 {
-    if (lp_cu_attention_supports(g) != LP_OK)
+    lp_status st = lp_cu_attention_supports(g);
+    if (st != LP_OK) {
+        lp_cu_nn_refuse("attention_fused_forward", st);
         return;
+    }
     const attn_args a = make_args(q, k, v, mask, g, drop);
     const int dpl = (a.D + 31) / 32;
     const dim3 grid((unsigned)((g->T + AQ - 1) / AQ), (unsigned)g->H, (unsigned)g->B);
@@ -502,8 +505,11 @@ extern "C" void lp_cu_attention_fused_backward(float *dq, float *dk, float *dv, 
                                                const int32_t *mask, const lp_attn_geom *g,
                                                const lp_attn_dropout *drop)
 {
-    if (lp_cu_attention_supports(g) != LP_OK)
+    lp_status st = lp_cu_attention_supports(g);
+    if (st != LP_OK) {
+        lp_cu_nn_refuse("attention_fused_backward", st);
         return;
+    }
     const attn_args a = make_args(q, k, v, mask, g, drop);
     const int dpl = (a.D + 31) / 32;
     const dim3 gq((unsigned)((g->T + AQ - 1) / AQ), (unsigned)g->H, (unsigned)g->B);

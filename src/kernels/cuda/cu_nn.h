@@ -69,10 +69,10 @@ void lp_cu_attention_fused_backward(float *dq, float *dk, float *dv, const float
  * launchers refuse (lp_err, nothing written) what this refuses. */
 lp_status lp_cu_attention_supports(const lp_attn_geom *g);
 
-/* Synchronizes the stream and returns the first data error a kernel recorded since the
- * last call (LP_STATUS_RANGE: an id, position, type or label out of range; LP_STATUS_NUMERIC:
- * a non-finite logit row), through lp_err naming op and row, then clears it; LP_OK when none.
- * A CUDA error met while synchronizing is returned too. */
+/* Waits for the stream and returns the first data error a kernel recorded since the last
+ * call (LP_STATUS_RANGE: an id, type or label out of range; LP_STATUS_NUMERIC: a non-finite
+ * logit row), through lp_err naming op and row, then clears it; LP_OK when none. The CUDA
+ * backend's sync calls it, so the next sync after the launch returns the error. */
 lp_status lp_cu_nn_take_error(void);
 
 #ifdef __cplusplus

@@ -20,6 +20,10 @@ cudaStream_t lp_cu_nn_stream(void);
  * LP_OK or the status it set. */
 lp_status lp_cu_nn_launched(const char *op);
 
+/* After lp_err was set for a call the launcher refuses (nothing enqueued): the refusal
+ * becomes the context's pending error too, so the next sync returns it. Returns st's status. */
+lp_status lp_cu_nn_refuse(const char *op, lp_status st);
+
 /* Device memory of at least `bytes` for one call's temporaries, stream-ordered (freed with
  * lp_cu_nn_scratch_free on the same stream after the kernels that use it). NULL and lp_err
  * when it cannot be had. */
@@ -28,7 +32,7 @@ void lp_cu_nn_scratch_free(void *p);
 
 /* Data errors recorded on the device (lp_cu_nn_take_error reads them): the slot is two
  * ints, [0] the kind (first writer wins), [1] the row. */
-enum { LP_CU_ERR_NONE = 0, LP_CU_ERR_EMB_ID, LP_CU_ERR_EMB_TYPE, LP_CU_ERR_EMB_POS, LP_CU_ERR_CE_LABEL,
+enum { LP_CU_ERR_NONE = 0, LP_CU_ERR_EMB_ID, LP_CU_ERR_EMB_TYPE, LP_CU_ERR_CE_LABEL,
        LP_CU_ERR_CE_NONFINITE };
 int *lp_cu_nn_error_slot(void);
 #ifdef __cplusplus

@@ -49,8 +49,8 @@ static void rope_rotate(float *x, const float *cos_, const float *sin_, int64_t 
     if (N <= 0 || H <= 0 || half <= 0)
         return;
     if (N > INT32_MAX || H * half > INT32_MAX) {
-        lp_err(LP_STATUS_UNSUPPORTED, "cuda %s: %lld tokens x %lld pairs exceed one launch", op, (long long)N,
-               (long long)(H * half));
+        lp_cu_nn_refuse(op, lp_err(LP_STATUS_UNSUPPORTED, "cuda %s: %lld tokens x %lld pairs exceed one launch", op,
+                                   (long long)N, (long long)(H * half)));
         return;
     }
     int64_t t = (H * half + 31) / 32 * 32;

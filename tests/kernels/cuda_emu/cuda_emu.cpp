@@ -248,6 +248,11 @@ cudaError_t cudaMemset(void *p, int value, size_t bytes)
     memset(p, value, bytes);
     return cudaSuccess;
 }
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind, cudaStream_t)
+{
+    return cudaMemcpy(dst, src, bytes, kind);
+}
+cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t) { return cudaMemset(p, value, bytes); }
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 
 struct lp_emu_event {
