@@ -798,6 +798,24 @@ LP_WARN_UNUSED lp_status lp_peak_measure(lp_peak_result *out, double seconds, in
  * it for MFU without the sgemm and triad buffers showing up in its memory accounting. */
 double lp_peak_fma_gflops(double seconds);
 
+/* The CUDA device's ceilings (`loupe peak --device cuda`): cuBLASLt GEMMs at n x n x n on
+ * uniform random data (bf16 inputs with f32 accumulation, TF32, f32), each the mean of reps
+ * timed products (CUDA events) after two warm-ups, and a device-to-device copy. */
+typedef struct lp_cuda_peak_result {
+    char device[256];       /* the device's name */
+    int cc_major, cc_minor; /* compute capability */
+    int sm_count, sm_clock_mhz;
+    double memory_gib;
+    int driver_version, runtime_version;
+    int64_t gemm_n;
+    double bf16_tflops, tf32_tflops, f32_tflops;
+    double copy_gbs;        /* bytes read + written per second, GB/s */
+    int64_t copy_bytes;     /* bytes copied per run */
+} lp_cuda_peak_result;
+/* n in 256..16384, reps >= 1. Errors: LP_STATUS_UNSUPPORTED "this loupe was built without
+ * CUDA" or "no CUDA GPU is present (...)"; LP_STATUS_NO_MEMORY; a CUDA error by its call. */
+LP_WARN_UNUSED lp_status lp_cuda_peak_measure(lp_cuda_peak_result *out, int64_t n, int reps);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,8 @@
 /* loupe peak: this machine's ceilings, the denominators of MFU and bandwidth figures:
  * the f32 FMA peak (register-resident FMA chains on every thread, widest vectors and AVX2),
  * OpenBLAS sgemm at a large square size, and memory bandwidth (STREAM triad). Text table
- * or JSON (stdout, and --output FILE written atomically). */
+ * or JSON (stdout, and --output FILE written atomically). --device cuda: the GPU's cuBLASLt
+ * GEMM throughput (bf16, TF32, f32) and device-to-device copy bandwidth instead. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,14 +16,20 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: loupe peak [--threads N] [--seconds S] [--size N] [--json] [--output FILE]\n\n"
+            "usage: loupe peak [--device cpu|cuda] [--threads N] [--seconds S] [--size N] [--json]\n"
+            "                  [--output FILE]\n\n"
             "Measure this machine's f32 FMA peak (per vector width), OpenBLAS sgemm GFLOP/s at a\n"
             "large square size, and memory bandwidth (STREAM triad). Each figure is the best of\n"
             "many short runs, so a busy machine reads low, never high. The FMA peak is that of\n"
-            "the ISA level the kernels run at (LP_ISA=baseline|avx2|avx512|avx512bf16 forces one).\n\n"
+            "the ISA level the kernels run at (LP_ISA=baseline|avx2|avx512|avx512bf16 forces one).\n"
+            "With --device cuda: cuBLASLt GEMM TFLOP/s at N x N x N on random data (bf16 inputs\n"
+            "with f32 accumulation, TF32, f32; the mean of 10 products after 2 warm-ups) and\n"
+            "device-to-device copy bandwidth, on the GPU LP_CUDA_DEVICE names (default 0).\n\n"
+            "  --device D     cpu (default) or cuda\n"
             "  --threads N    threads (default: LP_THREADS, OMP_NUM_THREADS, else all cores)\n"
             "  --seconds S    time spent on each probe, 0.1..60 (default 1)\n"
-            "  --size N       sgemm size N x N x N, 64..8192 (default 2048)\n"
+            "  --size N       sgemm size N x N x N, 64..8192 (default 2048; cuda: 256..16384,\n"
+            "                 default 8192)\n"
             "  --json         print JSON instead of the table\n"
             "  --output FILE  also write the JSON to FILE (atomically)\n");
 }
@@ -46,6 +53,47 @@ static cJSON *to_json(const lp_peak_result *r)
     cJSON_AddNumberToObject(o, "triad_gbs", r->triad_gbs);
     cJSON_AddNumberToObject(o, "triad_array_bytes", (double)r->triad_bytes);
     return o;
+}
+
+static cJSON *cuda_json(const lp_cuda_peak_result *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    char cc[16];
+    snprintf(cc, sizeof cc, "%d.%d", r->cc_major, r->cc_minor);
+    cJSON_AddStringToObject(o, "device", r->device);
+    cJSON_AddStringToObject(o, "compute_capability", cc);
+    cJSON_AddNumberToObject(o, "sm_count", r->sm_count);
+    cJSON_AddNumberToObject(o, "sm_clock_mhz", r->sm_clock_mhz);
+    cJSON_AddNumberToObject(o, "memory_gib", r->memory_gib);
+    cJSON_AddNumberToObject(o, "cuda_driver", r->driver_version);
+    cJSON_AddNumberToObject(o, "cuda_runtime", r->runtime_version);
+    cJSON_AddNumberToObject(o, "gemm_n", (double)r->gemm_n);
+    cJSON_AddNumberToObject(o, "bf16_tflops", r->bf16_tflops);
+    cJSON_AddNumberToObject(o, "tf32_tflops", r->tf32_tflops);
+    cJSON_AddNumberToObject(o, "f32_tflops", r->f32_tflops);
+    cJSON_AddNumberToObject(o, "copy_gbs", r->copy_gbs);
+    cJSON_AddNumberToObject(o, "copy_bytes", (double)r->copy_bytes);
+    return o;
+}
+
+static void cuda_table(const lp_cuda_peak_result *r)
+{
+    printf("loupe peak --device cuda: %s (sm_%d%d, %d SMs, %d MHz, %.1f GiB), CUDA driver %d.%d, runtime %d.%d\n\n",
+           r->device, r->cc_major, r->cc_minor, r->sm_count, r->sm_clock_mhz, r->memory_gib, r->driver_version / 1000,
+           r->driver_version % 1000 / 10, r->runtime_version / 1000, r->runtime_version % 1000 / 10);
+    printf("%-44s %12s\n", "probe", "value");
+    char label[64];
+    long long n = (long long)r->gemm_n;
+    snprintf(label, sizeof label, "bf16 GEMM %lldx%lldx%lld (f32 accumulate)", n, n, n);
+    printf("%-44s %7.1f TFLOP/s\n", label, r->bf16_tflops);
+    snprintf(label, sizeof label, "tf32 GEMM %lldx%lldx%lld", n, n, n);
+    printf("%-44s %7.1f TFLOP/s\n", label, r->tf32_tflops);
+    snprintf(label, sizeof label, "f32 GEMM %lldx%lldx%lld", n, n, n);
+    printf("%-44s %7.1f TFLOP/s\n", label, r->f32_tflops);
+    snprintf(label, sizeof label, "device-to-device copy, %.0f MiB", r->copy_bytes / 1048576.0);
+    printf("%-44s %7.0f GB/s (read + write)\n", label, r->copy_gbs);
 }
 
 static void print_table(const lp_peak_result *r)
@@ -74,11 +122,11 @@ int lp_cmd_peak(int argc, char **argv)
         {"threads", required_argument, NULL, 't'}, {"seconds", required_argument, NULL, 's'},
         {"size", required_argument, NULL, 'n'},    {"json", no_argument, NULL, 'j'},
         {"output", required_argument, NULL, 'o'},  {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"device", required_argument, NULL, 'd'},  {NULL, 0, NULL, 0},
     };
-    long threads = 0, size = 2048;
+    long threads = 0, size = 0;
     double seconds = 1.0;
-    int json = 0;
+    int json = 0, cuda = 0;
     const char *output = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -95,8 +143,13 @@ int lp_cmd_peak(int argc, char **argv)
             break;
         }
         case 'n':
-            if (lp_cli_parse_long("peak", "--size", optarg, 64, 8192, &size) != 0)
+            if (lp_cli_parse_long("peak", "--size", optarg, 64, 16384, &size) != 0)
                 return LP_EXIT_USAGE;
+            break;
+        case 'd':
+            if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda"))
+                return lp_cli_usage_error("peak", "--device must be cpu or cuda, got '%s'", optarg);
+            cuda = !strcmp(optarg, "cuda");
             break;
         case 'j': json = 1; break;
         case 'o': output = optarg; break;
@@ -106,18 +159,29 @@ int lp_cmd_peak(int argc, char **argv)
     }
     if (optind < argc)
         return lp_cli_usage_error("peak", "unexpected argument '%s'", argv[optind]);
-
-    lp_threads_init();
-    if (threads > 0)
-        lp_threads_set((int)threads);
-    lp_peak_result r;
-    if (lp_peak_measure(&r, seconds, size) != LP_OK)
-        return lp_cli_fail("peak");
+    if (cuda && size && size < 256)
+        return lp_cli_usage_error("peak", "--size with --device cuda must be in 256..16384, got %ld", size);
+    if (!cuda && size > 8192)
+        return lp_cli_usage_error("peak", "--size must be in 64..8192, got %ld", size);
 
     cJSON *o = NULL;
     char *text = NULL;
+    lp_cuda_peak_result cr;
+    lp_peak_result r;
+    if (cuda) {
+        if (lp_cuda_peak_measure(&cr, size ? size : 8192, 10) != LP_OK)
+            return lp_cli_fail("peak");
+        o = json || output ? cuda_json(&cr) : NULL;
+    } else {
+        lp_threads_init();
+        if (threads > 0)
+            lp_threads_set((int)threads);
+        if (lp_peak_measure(&r, seconds, size ? size : 2048) != LP_OK)
+            return lp_cli_fail("peak");
+        o = json || output ? to_json(&r) : NULL;
+    }
+
     if (json || output) {
-        o = to_json(&r);
         text = o ? cJSON_Print(o) : NULL;
         if (!text) {
             cJSON_Delete(o);
@@ -132,6 +196,8 @@ int lp_cmd_peak(int argc, char **argv)
     }
     if (json)
         printf("%s\n", text);
+    else if (cuda)
+        cuda_table(&cr);
     else
         print_table(&r);
     cJSON_free(text);

@@ -87,6 +87,14 @@ LP_WARN_UNUSED lp_status lp_cuda_gemm_bf16(const lp_backend *b, bool trans_a, bo
  * *ms = the time of what was queued in between (waits for it). */
 LP_WARN_UNUSED lp_status lp_cuda_timer_start(const lp_backend *b);
 LP_WARN_UNUSED lp_status lp_cuda_timer_stop(const lp_backend *b, double *ms);
+/* A quantized weight on the device: *d = h's header with its arrays copied into one device
+ * block of b (category QUANTIZED_WEIGHT, tagged name), which the CUDA table's
+ * qweight_dequantize reads (a device lp_qweight's arrays are device pointers; the header
+ * itself stays on the host and is passed by pointer). NF4 (double quant or not) and int8;
+ * LP_STATUS_UNSUPPORTED for the other dtypes. Release with lp_cuda_qweight_free. */
+LP_WARN_UNUSED lp_status lp_cuda_qweight_upload(const lp_backend *b, const lp_qweight *h, lp_qweight *d,
+                                                const char *name);
+void lp_cuda_qweight_free(const lp_backend *b, lp_qweight *d);
 /* The caching allocator's counters (cuda/cuda_alloc.h: lp_cu_alloc_stats, per category),
  * and returning its cached blocks to the device. */
 struct lp_cu_alloc_stats;

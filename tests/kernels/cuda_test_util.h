@@ -125,7 +125,8 @@ static inline void ct_free_all(void)
         (ms) /= CT_REPS;                                                                                        \
     } while (0)
 
-/* got against want: |got - want| <= atol + rtol |want| everywhere, no NaN. Prints the case's
+/* got against want: |got - want| <= atol + rtol |want| everywhere (atol = rtol = 0: equal),
+ * NaN exactly where want has NaN. Prints the case's
  * line (and the worst element on failure); returns 1 on failure. ms < 0: not timed. */
 static inline int ct_check(const char *op, const char *shape, const float *got, const float *want, int64_t n,
                            double atol, double rtol, double ms)
@@ -133,13 +134,16 @@ static inline int ct_check(const char *op, const char *shape, const float *got, 
     double worst = 0.0, max_abs = 0.0, max_rel = 0.0;
     int64_t wi = -1, nan_at = -1;
     for (int64_t i = 0; i < n; i++) {
-        if (isnan(got[i]) != isnan(want[i]) || (isnan(got[i]) && nan_at < 0)) {
+        if (isnan(got[i]) != isnan(want[i])) {
             nan_at = i;
             break;
         }
+        if (isnan(got[i]))
+            continue;
         double d = fabs((double)got[i] - want[i]);
         double r = d / (fabs((double)want[i]) > 1e-30 ? fabs((double)want[i]) : 1e-30);
-        double e = d / (atol + rtol * fabs((double)want[i]));
+        double tol = atol + rtol * fabs((double)want[i]);
+        double e = tol > 0 ? d / tol : d > 0 ? INFINITY : 0.0; /* tolerance 0: bit for bit */
         max_abs = d > max_abs ? d : max_abs;
         max_rel = r > max_rel && fabs((double)want[i]) > atol ? r : max_rel;
         if (e > worst)

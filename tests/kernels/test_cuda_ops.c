@@ -19,9 +19,10 @@ static int fails, cases;
 /* ---- sgemm (cuBLASLt) ----
  * Inputs uniform in [-1, 1]; the reference accumulates in double. f32: cuBLAS's f32 sums
  * reorder K products of size <= 1, error ~ sqrt(K) * 2^-24 per element: atol 2e-6 sqrt(K)
- * leaves a ~30x margin. TF32 rounds both inputs to 10 mantissa bits (rel. 2^-11 each), so the
- * products carry ~1e-3 relative error that random signs sum to ~1e-3 sqrt(K / 3): atol 1e-3
- * sqrt(K). */
+ * leaves a ~30x margin. TF32 keeps 10 mantissa bits of each input (rel. error up to 2^-10
+ * each if truncated), so a product of mean size 1/4 carries up to ~5e-4 absolute error, and
+ * random signs sum K of them to a standard deviation of ~2e-4 sqrt(K); the worst of a million
+ * elements is ~5 of those: atol 2e-3 sqrt(K) (plus rtol 1e-3) leaves a 2x margin. */
 static void sgemm_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t pad, float alpha, float beta,
                        bool tf32)
 {
@@ -42,7 +43,9 @@ static void sgemm_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_
     snprintf(shape, sizeof shape, "M%lld N%lld K%lld pad%lld b%g", (long long)M, (long long)N, (long long)K,
              (long long)pad, (double)beta);
     double rk = sqrt((double)(K > 0 ? K : 1));
-    CASE(op, shape, got, want, nc, (tf32 ? 1e-3 : 2e-6) * rk, tf32 ? 1e-3 : 1e-5, ms);
+    CASE(op, shape, got, want, nc, (tf32 ? 2e-3 : 2e-6) * rk, tf32 ? 1e-3 : 1e-5, ms);
+    if (M * N * K >= 1 << 24)
+        printf("    %.2f TFLOP/s\n", 2.0 * M * N * K / (ms * 1e-3) / 1e12);
     ct_free_all();
     fails += kt_release(op);
 }
@@ -58,6 +61,49 @@ static void test_sgemm(void)
     sgemm_case(true, false, 64, 64, 0, 0, 1.0f, 0.5f, false);     /* K = 0: C scaled by beta */
     sgemm_case(false, true, 128, 768, 768, 0, 1.0f, 0.0f, true);
     sgemm_case(true, false, 257, 3072, 768, 1, 1.0f, 1.0f, true);
+}
+
+/* ---- bf16 GEMM (lp_cuda_gemm_bf16: the peak probe's) ----
+ * Against the reference sgemm on the same bf16 values widened to f32: bf16 x bf16 products
+ * are exact in f32 (8 + 8 significant bits), so only the f32 accumulation differs, as in the
+ * f32 case: atol 2e-6 sqrt(K), rtol 1e-5. */
+static void gemm_bf16_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K)
+{
+    int64_t lda = ta ? M : K, ldb = tb ? K : N, na = M * K, nb = K * N;
+    float *A = kt_rand_f(na, -1, 1), *B = kt_rand_f(nb, -1, 1), *want = kt_nan(M * N), *got = kt_nan(M * N);
+    uint16_t *A16 = kt_alloc((size_t)na * 2), *B16 = kt_alloc((size_t)nb * 2);
+    lp_f32_to_bf16_n(A16, A, na);
+    lp_f32_to_bf16_n(B16, B, nb);
+    lp_bf16_to_f32_n(A, A16, na);
+    lp_bf16_to_f32_n(B, B16, nb);
+    ct_ref->sgemm(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, want, N);
+    uint16_t *dA = ct_up_bytes(A16, (size_t)na * 2), *dB = ct_up_bytes(B16, (size_t)nb * 2);
+    float *dC = ct_dnan(M * N);
+    if (lp_cuda_gemm_bf16(ct_be, ta, tb, M, N, K, 1.0f, dA, lda, dB, ldb, 0.0f, dC, N) != LP_OK)
+        ct_die("gemm_bf16");
+    ct_down(got, dC, M * N);
+    double ms;
+    lp_status gst = LP_OK;
+    CT_TIME(ms, gst |= lp_cuda_gemm_bf16(ct_be, ta, tb, M, N, K, 1.0f, dA, lda, dB, ldb, 0.0f, dC, N));
+    if (gst != LP_OK)
+        ct_die("gemm_bf16 (timed)");
+    char op[40], shape[64];
+    snprintf(op, sizeof op, "gemm_bf16 %c%c", ta ? 'T' : 'N', tb ? 'T' : 'N');
+    snprintf(shape, sizeof shape, "M%lld N%lld K%lld", (long long)M, (long long)N, (long long)K);
+    CASE(op, shape, got, want, M * N, 2e-6 * sqrt((double)K), 1e-5, ms);
+    if (M * N * K >= 1 << 24)
+        printf("    %.2f TFLOP/s\n", 2.0 * M * N * K / (ms * 1e-3) / 1e12);
+    ct_free_all();
+    fails += kt_release(op);
+}
+
+static void test_gemm_bf16(void)
+{
+    gemm_bf16_case(false, true, 7, 13, 5);
+    gemm_bf16_case(false, true, 128, 768, 768);
+    gemm_bf16_case(false, false, 257, 3072, 768);
+    gemm_bf16_case(true, false, 64, 100, 300);
+    gemm_bf16_case(false, true, 1024, 1024, 1024);
 }
 
 /* ---- GELU ----
@@ -98,6 +144,305 @@ static void test_gelu(void)
     }
 }
 
+
+/* ---- SwiGLU ----
+ * f32 expf against the double reference: the sigmoid and products carry a few ulp each;
+ * atol 1e-6 (outputs near 0), rtol 1e-5. gate and up strided by ld (halves of one buffer). */
+static void swiglu_case(int64_t N, int64_t F, int64_t ld)
+{
+    int64_t nin = N * ld;
+    float *gate = kt_rand_f(nin, -8, 8), *upv = kt_rand_f(nin, -2, 2), *dy = kt_rand_f(N * F, -1, 1);
+    float *want = kt_nan(N * F), *got = kt_nan(N * F);
+    float *dg_want = kt_nan(nin), *du_want = kt_nan(nin), *dg_got = kt_nan(nin), *du_got = kt_nan(nin);
+    ct_ref->swiglu_forward(want, gate, upv, N, F, ld);
+    ct_ref->swiglu_backward(dg_want, du_want, dy, gate, upv, N, F, ld);
+    float *g = ct_up(gate, nin), *u = ct_up(upv, nin), *d = ct_up(dy, N * F), *o = ct_dnan(N * F);
+    float *dg = ct_dnan(nin), *du = ct_dnan(nin); /* the ld - F columns past each row's F stay NaN on both sides */
+    ct_be->ops->swiglu_forward(o, g, u, N, F, ld);
+    ct_be->ops->swiglu_backward(dg, du, d, g, u, N, F, ld);
+    ct_down(got, o, N * F);
+    ct_down(dg_got, dg, nin);
+    ct_down(du_got, du, nin);
+    double ms_f, ms_b;
+    CT_TIME(ms_f, ct_be->ops->swiglu_forward(o, g, u, N, F, ld));
+    CT_TIME(ms_b, ct_be->ops->swiglu_backward(dg, du, d, g, u, N, F, ld));
+    char shape[64];
+    snprintf(shape, sizeof shape, "N%lld F%lld ld%lld", (long long)N, (long long)F, (long long)ld);
+    CASE("swiglu_forward", shape, got, want, N * F, 1e-6, 1e-5, ms_f);
+    CASE("swiglu_backward dgate", shape, dg_got, dg_want, nin, 1e-6, 1e-5, ms_b);
+    CASE("swiglu_backward dup", shape, du_got, du_want, nin, 1e-6, 1e-5, -1);
+    ct_free_all();
+    fails += kt_release("swiglu");
+}
+
+/* ---- bias ----
+ * add and broadcast are the same single f32 operation per element: bit for bit. The
+ * gradient's column sums run in another order than the reference's sequential f32 sum; the
+ * reference's own rounding grows like eps * |partial sums| ~ eps * N / 2 for inputs in
+ * [-1, 1], so atol 2^-22 * N bounds both with margin. */
+static void bias_case(int64_t N, int64_t C)
+{
+    float *x = kt_rand_f(N * C, -1, 1), *b = kt_rand_f(C, -1, 1), *db0 = kt_rand_f(C, -1, 1);
+    float *add_want = kt_copy(x, N * C), *bc_want = kt_nan(N * C), *db_want = kt_copy(db0, C);
+    float *add_got = kt_nan(N * C), *bc_got = kt_nan(N * C), *db_got = kt_nan(C);
+    ct_ref->bias_add_forward(add_want, b, N, C);
+    ct_ref->bias_broadcast(bc_want, b, N, C);
+    ct_ref->bias_backward(db_want, x, N, C);
+    float *dx = ct_up(x, N * C), *dbias = ct_up(b, C), *ddb = ct_up(db0, C), *dbc = ct_dnan(N * C);
+    ct_be->ops->bias_broadcast(dbc, dbias, N, C);
+    ct_be->ops->bias_backward(ddb, dx, N, C); /* before dx changes */
+    ct_be->ops->bias_add_forward(dx, dbias, N, C);
+    ct_down(add_got, dx, N * C);
+    ct_down(bc_got, dbc, N * C);
+    ct_down(db_got, ddb, C);
+    double ms_a, ms_c, ms_b;
+    CT_TIME(ms_a, ct_be->ops->bias_add_forward(dx, dbias, N, C));
+    CT_TIME(ms_c, ct_be->ops->bias_broadcast(dbc, dbias, N, C));
+    CT_TIME(ms_b, ct_be->ops->bias_backward(ddb, dbc, N, C));
+    char shape[64];
+    snprintf(shape, sizeof shape, "N%lld C%lld", (long long)N, (long long)C);
+    CASE("bias_add_forward", shape, add_got, add_want, N * C, 0, 0, ms_a);
+    CASE("bias_broadcast", shape, bc_got, bc_want, N * C, 0, 0, ms_c);
+    CASE("bias_backward", shape, db_got, db_want, C, 0x1p-22 * (double)N, 0, ms_b);
+    ct_free_all();
+    fails += kt_release("bias");
+}
+
+/* ---- scale, add_inplace: one f32 operation per element, bit for bit ---- */
+static void scale_add_case(int64_t n)
+{
+    float *x = kt_rand_f(n, -5, 5), *y = kt_rand_f(n, -5, 5);
+    float *sc_want = kt_copy(x, n), *add_want = kt_copy(y, n), *got = kt_nan(n), *got2 = kt_nan(n);
+    ct_ref->scale(sc_want, n, 0.37f);
+    ct_ref->add_inplace(add_want, x, n);
+    float *dx = ct_up(x, n), *dy = ct_up(y, n);
+    ct_be->ops->add_inplace(dy, dx, n);
+    ct_be->ops->scale(dx, n, 0.37f);
+    ct_down(got, dx, n);
+    ct_down(got2, dy, n);
+    double ms_s, ms_a;
+    CT_TIME(ms_s, ct_be->ops->scale(dx, n, 1.0f));
+    CT_TIME(ms_a, ct_be->ops->add_inplace(dy, dx, n));
+    char shape[32];
+    snprintf(shape, sizeof shape, "n=%lld", (long long)n);
+    CASE("scale", shape, got, sc_want, n, 0, 0, ms_s);
+    CASE("add_inplace", shape, got2, add_want, n, 0, 0, ms_a);
+    ct_free_all();
+    fails += kt_release("scale/add");
+}
+
+/* ---- sum_squares: both sum in double (different orders): relative 1e-12 ---- */
+static void sum_squares_case(int64_t n)
+{
+    float *x = kt_rand_f(n, -3, 3);
+    double want = ct_ref->sum_squares(x, n);
+    float *dx = ct_up(x, n);
+    double got = ct_be->ops->sum_squares(dx, n), ms;
+    CT_TIME(ms, (void)ct_be->ops->sum_squares(dx, n));
+    double rel = fabs(got - want) / (want > 0 ? want : 1.0);
+    int fail = !(rel <= 1e-12);
+    cases++;
+    fails += fail;
+    printf("%-28s n=%-28lld got %.17g want %.17g rel %.2e  tol rtol 1e-12  %s  %.4f ms\n", "sum_squares",
+           (long long)n, got, want, rel, fail ? "FAIL" : "PASS", ms);
+    ct_free_all();
+    fails += kt_release("sum_squares");
+}
+
+/* ---- AdamW: the reference's f32 operations in its order, no FMA: bit for bit over three
+ * steps (bias correction changes with the step) ---- */
+static void adamw_case(int64_t n)
+{
+    float *p = kt_rand_f(n, -1, 1), *g = kt_rand_f(n, -1, 1), *m = kt_rand_f(n, -0.1f, 0.1f);
+    float *v = kt_rand_f(n, 0, 0.01f);
+    float *dp = ct_up(p, n), *dg = ct_up(g, n), *dm = ct_up(m, n), *dv = ct_up(v, n);
+    for (int64_t step = 1; step <= 3; step++) {
+        ct_ref->adamw_step(p, g, m, v, n, 1e-3, 0.9, 0.999, 1e-8, 0.01, step);
+        ct_be->ops->adamw_step(dp, dg, dm, dv, n, 1e-3, 0.9, 0.999, 1e-8, 0.01, step);
+    }
+    float *gp = kt_nan(n), *gm = kt_nan(n), *gv = kt_nan(n);
+    ct_down(gp, dp, n);
+    ct_down(gm, dm, n);
+    ct_down(gv, dv, n);
+    double ms;
+    CT_TIME(ms, ct_be->ops->adamw_step(dp, dg, dm, dv, n, 1e-3, 0.9, 0.999, 1e-8, 0.01, 4));
+    char shape[32];
+    snprintf(shape, sizeof shape, "n=%lld 3 steps", (long long)n);
+    CASE("adamw_step param", shape, gp, p, n, 0, 0, ms);
+    CASE("adamw_step m", shape, gm, m, n, 0, 0, -1);
+    CASE("adamw_step v", shape, gv, v, n, 0, 0, -1);
+    ct_free_all();
+    fails += kt_release("adamw");
+}
+
+/* ---- rows gather / scatter-add: copies, and adds in the reference's order: bit for bit
+ * (indices repeat, so the scatter's order matters) ---- */
+static void rows_case(int64_t rows, int64_t n, int64_t C)
+{
+    float *x = kt_rand_f(rows * C, -1, 1), *dout = kt_rand_f(n * C, -1, 1), *dx0 = kt_rand_f(rows * C, -1, 1);
+    int64_t *idx = (int64_t *)kt_alloc((size_t)n * sizeof(int64_t));
+    for (int64_t i = 0; i < n; i++)
+        idx[i] = (int64_t)(kt_rand() % (uint32_t)rows);
+    float *g_want = kt_nan(n * C), *s_want = kt_copy(dx0, rows * C), *g_got = kt_nan(n * C), *s_got = kt_nan(rows * C);
+    ct_ref->rows_gather(g_want, x, idx, n, C);
+    ct_ref->rows_scatter_add(s_want, dout, idx, n, C);
+    float *dx = ct_up(x, rows * C), *dd = ct_up(dout, n * C), *ddx = ct_up(dx0, rows * C), *go = ct_dnan(n * C);
+    int64_t *di = ct_up_bytes(idx, (size_t)n * sizeof(int64_t));
+    ct_be->ops->rows_gather(go, dx, di, n, C);
+    ct_be->ops->rows_scatter_add(ddx, dd, di, n, C);
+    ct_down(g_got, go, n * C);
+    ct_down(s_got, ddx, rows * C);
+    double ms_g, ms_s;
+    CT_TIME(ms_g, ct_be->ops->rows_gather(go, dx, di, n, C));
+    CT_TIME(ms_s, ct_be->ops->rows_scatter_add(ddx, dd, di, n, C));
+    char shape[64];
+    snprintf(shape, sizeof shape, "rows%lld n%lld C%lld", (long long)rows, (long long)n, (long long)C);
+    CASE("rows_gather", shape, g_got, g_want, n * C, 0, 0, ms_g);
+    CASE("rows_scatter_add", shape, s_got, s_want, rows * C, 0, 0, ms_s);
+    ct_free_all();
+    fails += kt_release("rows");
+}
+
+/* ---- mean pooling: the same double sums in the same order: bit for bit; L2 normalize sums
+ * squares in double in another order, so its scale may differ by an ulp: rtol 2.5e-7 ---- */
+static void pool_case(int64_t B, int64_t T, int64_t C, bool with_mask)
+{
+    float *x = kt_rand_f(B * T * C, -2, 2), *dout = kt_rand_f(B * C, -1, 1);
+    int32_t *mask = NULL;
+    if (with_mask) {
+        mask = (int32_t *)kt_alloc((size_t)(B * T) * sizeof(int32_t));
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t t = 0; t < T; t++) /* right padding of a varying length; row 0 all padding */
+                mask[b * T + t] = b > 0 && t < 1 + (b * 7) % T;
+    }
+    float *f_want = kt_nan(B * C), *b_want = kt_nan(B * T * C), *n_want = kt_copy(x, B * T * C);
+    float *f_got = kt_nan(B * C), *b_got = kt_nan(B * T * C), *n_got = kt_nan(B * T * C);
+    ct_ref->mean_pool_forward(f_want, x, mask, B, T, C);
+    ct_ref->mean_pool_backward(b_want, dout, mask, B, T, C);
+    ct_ref->l2_normalize(n_want, B * T, C);
+    float *dx = ct_up(x, B * T * C), *dd = ct_up(dout, B * C), *fo = ct_dnan(B * C), *bo = ct_dnan(B * T * C);
+    int32_t *dm = mask ? ct_up_bytes(mask, (size_t)(B * T) * sizeof(int32_t)) : NULL;
+    ct_be->ops->mean_pool_forward(fo, dx, dm, B, T, C);
+    ct_be->ops->mean_pool_backward(bo, dd, dm, B, T, C);
+    ct_be->ops->l2_normalize(dx, B * T, C);
+    ct_down(f_got, fo, B * C);
+    ct_down(b_got, bo, B * T * C);
+    ct_down(n_got, dx, B * T * C);
+    double ms_f, ms_b, ms_n;
+    CT_TIME(ms_f, ct_be->ops->mean_pool_forward(fo, dx, dm, B, T, C));
+    CT_TIME(ms_b, ct_be->ops->mean_pool_backward(bo, dd, dm, B, T, C));
+    CT_TIME(ms_n, ct_be->ops->l2_normalize(dx, B * T, C));
+    char shape[64];
+    snprintf(shape, sizeof shape, "B%lld T%lld C%lld %s", (long long)B, (long long)T, (long long)C,
+             with_mask ? "mask" : "nomask");
+    CASE("mean_pool_forward", shape, f_got, f_want, B * C, 0, 0, ms_f);
+    CASE("mean_pool_backward", shape, b_got, b_want, B * T * C, 0, 0, ms_b);
+    CASE("l2_normalize", shape, n_got, n_want, B * T * C, 0, 2.5e-7, ms_n);
+    ct_free_all();
+    fails += kt_release("pool");
+}
+
+/* ---- dropout: the CPU's Philox mask element for element, outputs bit for bit, and the rng
+ * advanced as the CPU advances it ---- */
+static void dropout_case(int64_t n, float p)
+{
+    float *x = kt_rand_f(n, -1, 1), *dy = kt_rand_f(n, -1, 1);
+    float *o_want = kt_nan(n), *d_want = kt_nan(n), *o_got = kt_nan(n), *d_got = kt_nan(n);
+    uint8_t *k_want = kt_alloc((size_t)n), *k_got = kt_alloc((size_t)n);
+    lp_rng r1 = {.seed = 1234, .stream = 7, .offset = 11}, r2 = r1;
+    ct_ref->dropout_forward(o_want, k_want, x, n, p, &r1);
+    ct_ref->dropout_backward(d_want, dy, k_want, n, p);
+    float *dx = ct_up(x, n), *ddy = ct_up(dy, n), *o = ct_dnan(n), *d = ct_dnan(n);
+    uint8_t *k = ct_dalloc((size_t)n);
+    ct_be->ops->dropout_forward(o, k, dx, n, p, &r2);
+    ct_be->ops->dropout_backward(d, ddy, k, n, p);
+    ct_down(o_got, o, n);
+    ct_down(d_got, d, n);
+    ct_down_bytes(k_got, k, (size_t)n);
+    double ms_f, ms_b;
+    lp_rng r3 = r2;
+    CT_TIME(ms_f, ct_be->ops->dropout_forward(o, k, dx, n, p, &r3));
+    CT_TIME(ms_b, ct_be->ops->dropout_backward(d, ddy, k, n, p));
+    char shape[48];
+    snprintf(shape, sizeof shape, "n=%lld p=%g", (long long)n, (double)p);
+    int64_t kdiff = 0;
+    for (int64_t i = 0; i < n; i++)
+        kdiff += k_got[i] != k_want[i];
+    cases++;
+    int kfail = kdiff != 0 || r1.offset != r2.offset;
+    fails += kfail;
+    printf("%-28s %-30s %lld of %lld mask elements differ, rng offset %llu vs %llu  %s\n", "dropout_forward mask",
+           shape, (long long)kdiff, (long long)n, (unsigned long long)r2.offset, (unsigned long long)r1.offset,
+           kfail ? "FAIL" : "PASS");
+    CASE("dropout_forward", shape, o_got, o_want, n, 0, 0, ms_f);
+    CASE("dropout_backward", shape, d_got, d_want, n, 0, 0, ms_b);
+    ct_free_all();
+    fails += kt_release("dropout");
+}
+
+/* ---- qweight_dequantize: NF4 (double quant or not, the bnb CPU row lookup) and int8 on a
+ * weight uploaded with lp_cuda_qweight_upload: the same rounded f32 operations, bit for bit,
+ * over a range starting mid-block at an odd element ---- */
+static void dequant_case(lp_dtype dt, int64_t rows, int64_t cols, bool dq, bool cpu_rows)
+{
+    int64_t n = rows * cols;
+    float *w = kt_rand_f(n, -0.5f, 0.5f);
+    lp_qweight hq, dqw;
+    if (lp_qweight_quantize(&hq, dt, w, rows, cols, dq, "test weight") != LP_OK)
+        ct_die("quantize");
+    hq.bnb_cpu_rows = cpu_rows;
+    if (lp_cuda_qweight_upload(ct_be, &hq, &dqw, "test weight") != LP_OK)
+        ct_die("qweight upload");
+    int64_t start = n > 100 ? 37 : 0, len = n - start;
+    float *want = kt_nan(len), *got = kt_nan(len);
+    ct_ref->qweight_dequantize(want, &hq, start, len);
+    float *o = ct_dnan(len);
+    ct_be->ops->qweight_dequantize(o, &dqw, start, len);
+    ct_down(got, o, len);
+    double ms;
+    CT_TIME(ms, ct_be->ops->qweight_dequantize(o, &dqw, start, len));
+    char op[48], shape[64];
+    snprintf(op, sizeof op, "qweight_dequantize %s%s%s", lp_dtype_name(dt), dq ? " dq" : "", cpu_rows ? " rows" : "");
+    snprintf(shape, sizeof shape, "%lldx%lld from %lld", (long long)rows, (long long)cols, (long long)start);
+    CASE(op, shape, got, want, len, 0, 0, ms);
+    lp_cuda_qweight_free(ct_be, &dqw);
+    lp_qweight_free(&hq);
+    ct_free_all();
+    fails += kt_release("dequant");
+}
+
+static void test_rest(void)
+{
+    static const int64_t sw[][3] = {{1, 1, 1}, {7, 33, 70}, {129, 1000, 2000}, {512, 2816, 5632}};
+    for (size_t i = 0; i < sizeof sw / sizeof sw[0]; i++)
+        swiglu_case(sw[i][0], sw[i][1], sw[i][2]);
+    static const int64_t bs[][2] = {{1, 1}, {7, 33}, {513, 768}, {4097, 3072}, {16384, 129}};
+    for (size_t i = 0; i < sizeof bs / sizeof bs[0]; i++)
+        bias_case(bs[i][0], bs[i][1]);
+    static const int64_t ns[] = {1, 1000, 65537, (1 << 22) + 3};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        scale_add_case(ns[i]);
+        sum_squares_case(ns[i]);
+        adamw_case(ns[i]);
+        dropout_case(ns[i], 0.1f);
+    }
+    dropout_case(4099, 0.0f);
+    dropout_case(4099, 0.9f);
+    rows_case(5, 3, 1);
+    rows_case(64, 100, 768); /* more picks than rows: repeats */
+    rows_case(4096, 8, 896);
+    pool_case(1, 1, 1, false);
+    pool_case(3, 17, 65, true);
+    pool_case(32, 128, 768, true);
+    pool_case(8, 512, 384, false);
+    dequant_case(LP_DTYPE_NF4, 7, 9, false, false);
+    dequant_case(LP_DTYPE_NF4, 64, 768, true, false);
+    dequant_case(LP_DTYPE_NF4, 33, 80, true, true); /* cols % 64 != 0: per-row lookup differs */
+    dequant_case(LP_DTYPE_NF4, 300, 1000, false, false);
+    dequant_case(LP_DTYPE_NF4, 2048, 2048, true, false);
+    dequant_case(LP_DTYPE_INT8, 33, 77, false, false);
+}
+
 /* supports(): true exactly for the filled entries, false outside the table */
 static void test_supports(void)
 {
@@ -115,7 +460,9 @@ int main(void)
         return rc;
     test_supports();
     test_sgemm();
+    test_gemm_bf16();
     test_gelu();
+    test_rest();
     printf("%d of %d cases passed\n", cases - fails, cases);
     return fails ? 1 : 0;
 }

@@ -35,9 +35,8 @@ static lp_status emu_pending;
 lp_status lp_cu_nn_refuse(const char *op, lp_status st)
 {
 #ifndef LP_CUDA_EMU
-    char msg[384];
-    snprintf(msg, sizeof msg, "%s", lp_err_msg());
-    return lp_cu_fail(op, msg, st == LP_STATUS_INVALID_ARG ? cudaErrorInvalidValue : cudaErrorNotSupported);
+    (void)op; /* lp_err already names it */
+    return lp_cu_pend(st);
 #else
     (void)op;
     if (emu_pending == LP_OK) /* the emulator has no context: kept here for take_error */

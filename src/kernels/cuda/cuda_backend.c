@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cu_nn.h"
+#include "cuda_blaslt.h"
 #include "cuda_kernels.h"
 
 #define WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLASLt's recommendation for Hopper */
@@ -26,6 +27,17 @@ static lp_kernel_table table = {
     .swiglu_backward = lp_cu_swiglu_backward,
     .scale = lp_cu_scale,
     .add_inplace = lp_cu_add_inplace,
+    .bias_backward = lp_cu_bias_backward,
+    .sum_squares = lp_cu_sum_squares,
+    .adamw_step = lp_cu_adamw_step,
+    .rows_gather = lp_cu_rows_gather,
+    .rows_scatter_add = lp_cu_rows_scatter_add,
+    .mean_pool_forward = lp_cu_mean_pool_forward,
+    .mean_pool_backward = lp_cu_mean_pool_backward,
+    .l2_normalize = lp_cu_l2_normalize,
+    .dropout_forward = lp_cu_dropout_forward,
+    .dropout_backward = lp_cu_dropout_backward,
+    .qweight_dequantize = lp_cu_qweight_dequantize,
     /* cukern's NN ops (cu_*.cu) */
     .embedding_forward = lp_cu_embedding_forward,
     .embedding_backward = lp_cu_embedding_backward,
@@ -65,7 +77,7 @@ static lp_status status_of(cudaError_t e)
 }
 
 /* Keeps the first error since the last sync. */
-static lp_status pend(lp_status st)
+lp_status lp_cu_pend(lp_status st)
 {
     if (!ctx_ready)
         return st;
@@ -80,7 +92,7 @@ static lp_status pend(lp_status st)
 
 lp_status lp_cu_fail(const char *op, const char *call, cudaError_t e)
 {
-    return pend(lp_err(status_of(e), "cuda %s: %s: %s: %s", op, call, cudaGetErrorName(e), cudaGetErrorString(e)));
+    return lp_cu_pend(lp_err(status_of(e), "cuda %s: %s: %s: %s", op, call, cudaGetErrorName(e), cudaGetErrorString(e)));
 }
 
 lp_status lp_cu_fail_blas(const char *op, const char *call, cublasStatus_t s)
@@ -88,7 +100,7 @@ lp_status lp_cu_fail_blas(const char *op, const char *call, cublasStatus_t s)
     lp_status st = s == CUBLAS_STATUS_ALLOC_FAILED ? LP_STATUS_NO_MEMORY
                    : s == CUBLAS_STATUS_INVALID_VALUE ? LP_STATUS_INVALID_ARG
                                                       : LP_STATUS_UNSUPPORTED;
-    return pend(lp_err(st, "cuda %s: %s: %s (%d)", op, call, cublasLtGetStatusString(s), (int)s));
+    return lp_cu_pend(lp_err(st, "cuda %s: %s: %s (%d)", op, call, lp_cublaslt_status(s), (int)s));
 }
 
 /* ---- memory ---- */
@@ -128,7 +140,7 @@ static void *cu_alloc(void *c, size_t bytes, const char *what)
 static void cu_free(void *c, void *p)
 {
     if (lp_cu_alloc_put(&((lp_cuda_ctx *)c)->alloc, p) != LP_OK)
-        pend(LP_STATUS_INVALID_ARG);
+        lp_cu_pend(LP_STATUS_INVALID_ARG);
 }
 
 static lp_status cu_upload(void *c, void *dst, const void *src, size_t bytes)
@@ -234,9 +246,12 @@ static lp_status make_ctx(void)
     INIT_TRY(cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking));
     INIT_TRY(cudaEventCreate(&ctx.t0));
     INIT_TRY(cudaEventCreate(&ctx.t1));
-    cublasStatus_t s = cublasLtCreate(&ctx.lt);
+    lp_status lst = lp_cublaslt_load();
+    if (lst != LP_OK)
+        return lst;
+    cublasStatus_t s = lp_lt.Create(&ctx.lt);
     if (s != CUBLAS_STATUS_SUCCESS)
-        return lp_err(LP_STATUS_UNSUPPORTED, "cuda: cublasLtCreate: %s", cublasLtGetStatusString(s));
+        return lp_err(LP_STATUS_UNSUPPORTED, "cuda: cublasLtCreate: %s", lp_cublaslt_status(s));
     pthread_mutex_init(&ctx.err_mu, NULL);
     ctx.device = dev;
     lp_cu_alloc_init(&ctx.alloc, raw_alloc, raw_free, NULL);

@@ -3,10 +3,13 @@
  * cuBLASLt's column-major, so C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T: the same
  * buffers, operands swapped, no copies. Pointer alignments are passed to the heuristic
  * (which otherwise assumes 256-byte aligned operands and may pick a kernel that faults on a
- * view into a buffer). Descriptors are made per call (a few microseconds); a cache keyed by
- * shape is the next step if launches ever show in a profile. */
+ * view into a buffer). Descriptors and the chosen algorithm are kept per shape (plans
+ * below). */
+#include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 
+#include "cuda_blaslt.h"
 #include "cuda_kernels.h"
 
 static uint32_t align_of(const void *p)
@@ -15,6 +18,90 @@ static uint32_t align_of(const void *p)
     while (a > 1 && (uintptr_t)p % a)
         a /= 2;
     return a;
+}
+
+/* A GEMM's cuBLASLt objects and chosen algorithm, kept per shape: a training step repeats
+ * the same few dozen shapes, and the heuristic query costs more than a small GEMM. */
+typedef struct plan_key {
+    int32_t ab, compute, ta, tb;
+    int64_t M, N, K, lda, ldb, ldc;
+    uint32_t al_a, al_b, al_c, pad;
+} plan_key;
+
+typedef struct plan {
+    plan_key key;
+    uint64_t last; /* use stamp for eviction; 0 = empty slot */
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulAlgo_t algo;
+} plan;
+
+#define PLANS 64
+static plan plans[PLANS];
+static uint64_t plan_tick;
+static pthread_mutex_t plans_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void plan_clear(plan *p)
+{
+    if (p->lc)
+        lp_lt.MatrixLayoutDestroy(p->lc);
+    if (p->lb)
+        lp_lt.MatrixLayoutDestroy(p->lb);
+    if (p->la)
+        lp_lt.MatrixLayoutDestroy(p->la);
+    if (p->desc)
+        lp_lt.MatmulDescDestroy(p->desc);
+    memset(p, 0, sizeof *p);
+}
+
+/* Fills p for k: descriptors, layouts (column-major view, see the top), and the heuristic's
+ * first algorithm. On failure p is cleared and *call names the call that failed. */
+static cublasStatus_t plan_make(plan *p, const plan_key *k, lp_cuda_ctx *x, const char **call)
+{
+    /* first cuBLAS operand: our B, stored column-major as (N,K) or, transposed, (K,N) */
+    cublasOperation_t ta = k->tb ? CUBLAS_OP_T : CUBLAS_OP_N, tb = k->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    uint64_t a_rows = k->tb ? k->K : k->N, a_cols = k->tb ? k->N : k->K;
+    uint64_t b_rows = k->ta ? k->M : k->K, b_cols = k->ta ? k->K : k->M;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasStatus_t s;
+    memset(p, 0, sizeof *p);
+#define LT(c)                                                                                                   \
+    do {                                                                                                        \
+        *call = #c;                                                                                             \
+        if ((s = (c)) != CUBLAS_STATUS_SUCCESS)                                                                 \
+            goto fail;                                                                                          \
+    } while (0)
+    LT(lp_lt.MatmulDescCreate(&p->desc, (cublasComputeType_t)k->compute, CUDA_R_32F));
+    LT(lp_lt.MatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LT(lp_lt.MatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    LT(lp_lt.MatrixLayoutCreate(&p->la, (cudaDataType_t)k->ab, a_rows, a_cols, k->ldb));
+    LT(lp_lt.MatrixLayoutCreate(&p->lb, (cudaDataType_t)k->ab, b_rows, b_cols, k->lda));
+    LT(lp_lt.MatrixLayoutCreate(&p->lc, CUDA_R_32F, (uint64_t)k->N, (uint64_t)k->M, k->ldc));
+    LT(lp_lt.MatmulPreferenceCreate(&pref));
+    uint64_t ws = x->workspace_bytes;
+    LT(lp_lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    LT(lp_lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &k->al_a, sizeof k->al_a));
+    LT(lp_lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &k->al_b, sizeof k->al_b));
+    LT(lp_lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &k->al_c, sizeof k->al_c));
+    LT(lp_lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &k->al_c, sizeof k->al_c));
+    cublasLtMatmulHeuristicResult_t res;
+    int nres = 0;
+    LT(lp_lt.MatmulAlgoGetHeuristic(x->lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &nres));
+#undef LT
+    if (nres == 0) {
+        *call = "cublasLtMatmulAlgoGetHeuristic: no algorithm for this shape";
+        s = CUBLAS_STATUS_NOT_SUPPORTED;
+        goto fail;
+    }
+    p->algo = res.algo;
+    p->key = *k;
+    lp_lt.MatmulPreferenceDestroy(pref);
+    return CUBLAS_STATUS_SUCCESS;
+fail:
+    if (pref)
+        lp_lt.MatmulPreferenceDestroy(pref);
+    plan_clear(p);
+    return s;
 }
 
 static lp_status lt_gemm(const char *op, cudaDataType_t ab, cublasComputeType_t compute, bool trans_a, bool trans_b,
@@ -30,57 +117,33 @@ static lp_status lt_gemm(const char *op, cudaDataType_t ab, cublasComputeType_t 
         lp_cu_scale_2d(C, M, N, ldc, beta);
         return LP_OK;
     }
-    /* first cuBLAS operand: our B, stored column-major as (N,K) or, transposed, (K,N) */
-    cublasOperation_t ta = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, tb = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    uint64_t a_rows = trans_b ? K : N, a_cols = trans_b ? N : K;
-    uint64_t b_rows = trans_a ? M : K, b_cols = trans_a ? K : M;
-    cublasLtMatmulDesc_t desc = NULL;
-    cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
-    cublasLtMatmulPreference_t pref = NULL;
-    cublasStatus_t s;
-    const char *call = "cublasLtMatmulDescCreate";
-#define LT(c)                                                                                                   \
-    do {                                                                                                        \
-        call = #c;                                                                                              \
-        if ((s = (c)) != CUBLAS_STATUS_SUCCESS)                                                                 \
-            goto done;                                                                                          \
-    } while (0)
-    LT(cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F));
-    LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    LT(cublasLtMatrixLayoutCreate(&la, ab, a_rows, a_cols, ldb));
-    LT(cublasLtMatrixLayoutCreate(&lb, ab, b_rows, b_cols, lda));
-    LT(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, (uint64_t)N, (uint64_t)M, ldc));
-    LT(cublasLtMatmulPreferenceCreate(&pref));
-    uint64_t ws = x->workspace_bytes;
-    uint32_t al_a = align_of(B), al_b = align_of(A), al_c = align_of(C);
-    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a));
-    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b));
-    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c));
-    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c));
-    cublasLtMatmulHeuristicResult_t res;
-    int nres = 0;
-    LT(cublasLtMatmulAlgoGetHeuristic(x->lt, desc, la, lb, lc, lc, pref, 1, &res, &nres));
-    if (nres == 0) {
-        call = "cublasLtMatmulAlgoGetHeuristic (no algorithm for this shape)";
-        s = CUBLAS_STATUS_NOT_SUPPORTED;
-        goto done;
+    plan_key k;
+    memset(&k, 0, sizeof k); /* padding too: keys compare with memcmp */
+    k.ab = ab, k.compute = compute, k.ta = trans_a, k.tb = trans_b;
+    k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = ldb, k.ldc = ldc;
+    k.al_a = align_of(B), k.al_b = align_of(A), k.al_c = align_of(C);
+    pthread_mutex_lock(&plans_mu);
+    plan *p = NULL, *victim = &plans[0];
+    for (int i = 0; i < PLANS && !p; i++) {
+        if (plans[i].last && !memcmp(&plans[i].key, &k, sizeof k))
+            p = &plans[i];
+        else if (plans[i].last < victim->last)
+            victim = &plans[i];
     }
-    LT(cublasLtMatmul(x->lt, desc, &alpha, B, la, A, lb, &beta, C, lc, C, lc, &res.algo, x->workspace, ws,
-                      x->stream));
-#undef LT
-done:
-    if (pref)
-        cublasLtMatmulPreferenceDestroy(pref);
-    if (lc)
-        cublasLtMatrixLayoutDestroy(lc);
-    if (lb)
-        cublasLtMatrixLayoutDestroy(lb);
-    if (la)
-        cublasLtMatrixLayoutDestroy(la);
-    if (desc)
-        cublasLtMatmulDescDestroy(desc);
+    const char *call = "";
+    cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+    if (!p) {
+        plan_clear(victim);
+        s = plan_make(victim, &k, x, &call);
+        p = s == CUBLAS_STATUS_SUCCESS ? victim : NULL;
+    }
+    if (p) {
+        p->last = ++plan_tick;
+        call = "cublasLtMatmul";
+        s = lp_lt.Matmul(x->lt, p->desc, &alpha, B, p->la, A, p->lb, &beta, C, p->lc, C, p->lc, &p->algo,
+                         x->workspace, x->workspace_bytes, x->stream);
+    }
+    pthread_mutex_unlock(&plans_mu);
     if (s != CUBLAS_STATUS_SUCCESS)
         return lp_cu_fail_blas(op, call, s);
     return LP_OK;

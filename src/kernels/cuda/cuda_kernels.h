@@ -46,6 +46,8 @@ cudaStream_t lp_cu_stream(void);
  * name>: <CUDA message>". Returns LP_OK or the status it recorded, with lp_err set. */
 lp_status lp_cu_fail(const char *op, const char *call, cudaError_t e);
 lp_status lp_cu_fail_blas(const char *op, const char *call, cublasStatus_t s);
+/* Records st with the thread's current lp_err message as the pending error; returns st. */
+lp_status lp_cu_pend(lp_status st);
 /* After a launch: picks up a launch error (cudaGetLastError) for op. */
 static inline lp_status lp_cu_check(const char *op)
 {
@@ -93,12 +95,19 @@ void lp_cu_add_inplace(float *y, const float *x, int64_t n);
 /* C (M,N) with row stride ldc *= beta (0: set to 0), for GEMMs with K == 0 */
 void lp_cu_scale_2d(float *C, int64_t M, int64_t N, int64_t ldc, float beta);
 
+/* x (n) = uniform in [-1, 1) from a hash of (seed, i); as bf16 bits with bf16 set (peak.cu) */
+void lp_cu_fill_uniform(void *x, int64_t n, uint32_t seed, bool bf16);
+
 /* ---- reductions (reduce.cu) ---- */
 void lp_cu_bias_backward(float *dbias, const float *dout, int64_t N, int64_t C);
 double lp_cu_sum_squares(const float *x, int64_t n);
 void lp_cu_mean_pool_forward(float *out, const float *x, const int32_t *mask, int64_t B, int64_t T, int64_t C);
 void lp_cu_mean_pool_backward(float *dx, const float *dout, const int32_t *mask, int64_t B, int64_t T, int64_t C);
 void lp_cu_l2_normalize(float *x, int64_t N, int64_t C);
+
+/* ---- dropout (dropout.cu; philox.cuh is the device Philox for cukern's fused dropout) ---- */
+void lp_cu_dropout_forward(float *out, uint8_t *keep, const float *inp, int64_t n, float p, lp_rng *rng);
+void lp_cu_dropout_backward(float *dinp, const float *dout, const uint8_t *keep, int64_t n, float p);
 
 /* ---- rows, optimizer, quantized weights (rows.cu, adamw.cu, nf4.cu) ---- */
 void lp_cu_rows_gather(float *out, const float *x, const int64_t *idx, int64_t n, int64_t C);

@@ -56,3 +56,10 @@ void lp_cuda_empty_cache(const lp_backend *b)
 {
     (void)b;
 }
+
+lp_status lp_cuda_peak_measure(lp_cuda_peak_result *out, int64_t n, int reps)
+{
+    (void)n, (void)reps;
+    memset(out, 0, sizeof *out);
+    return lp_err(LP_STATUS_UNSUPPORTED, NO_CUDA);
+}

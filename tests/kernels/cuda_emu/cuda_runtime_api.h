@@ -6,6 +6,25 @@
 
 #include <stddef.h>
 
+/* renamed, so that they never clash with the CUDA runtime a CUDA build also links */
+#define cudaGetDeviceCount lp_emu_cudaGetDeviceCount
+#define cudaGetDeviceProperties lp_emu_cudaGetDeviceProperties
+#define cudaGetLastError lp_emu_cudaGetLastError
+#define cudaGetErrorString lp_emu_cudaGetErrorString
+#define cudaMalloc lp_emu_cudaMalloc
+#define cudaMallocAsync lp_emu_cudaMallocAsync
+#define cudaFree lp_emu_cudaFree
+#define cudaFreeAsync lp_emu_cudaFreeAsync
+#define cudaMemcpy lp_emu_cudaMemcpy
+#define cudaMemset lp_emu_cudaMemset
+#define cudaMemcpyAsync lp_emu_cudaMemcpyAsync
+#define cudaMemsetAsync lp_emu_cudaMemsetAsync
+#define cudaStreamSynchronize lp_emu_cudaStreamSynchronize
+#define cudaEventCreate lp_emu_cudaEventCreate
+#define cudaEventRecord lp_emu_cudaEventRecord
+#define cudaEventSynchronize lp_emu_cudaEventSynchronize
+#define cudaEventElapsedTime lp_emu_cudaEventElapsedTime
+
 #ifdef __cplusplus
 extern "C" {
 #endif

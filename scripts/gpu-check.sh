@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The CUDA checks, run ON a GPU machine from the repository root, on binaries built
+# elsewhere and packed by scripts/gpu-pack.sh: nvidia-smi, every CUDA test binary (the op
+# table against the CPU reference, with its per-case errors and timings), and
+# `loupe peak --device cuda`. Logs go to OUT_DIR (default $OUT, else gpu-logs): summary.txt,
+# one <test>.log per test binary, peak.txt. Exit status: 0 when every test passed (a skip,
+# exit 77, counts as a failure here: on a GPU machine nothing should skip).
+# Usage: scripts/gpu-check.sh PACK_DIR [OUT_DIR]
+set -uo pipefail
+pack=${1:?usage: scripts/gpu-check.sh PACK_DIR [OUT_DIR]}
+out=${2:-${OUT:-gpu-logs}}
+mkdir -p "$out"
+pack=$(cd "$pack" && pwd)
+summary="$out/summary.txt"
+: >"$summary"
+say() { echo "$*" | tee -a "$summary"; }
+
+# the CUDA libraries: the pack's, the toolkit's, and those of pip's nvidia-* wheels
+libs="$pack/lib"
+for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda-*/lib64 /usr/local/cuda-*/lib; do
+  [ -d "$d" ] && libs="$libs:$d"
+done
+if command -v python3 >/dev/null; then
+  py=$(python3 -c 'import glob, os, sys
+print(":".join(sorted({d for p in sys.path if os.path.isdir(p) for d in glob.glob(os.path.join(p, "nvidia", "*", "lib"))})))' 2>/dev/null)
+  [ -n "$py" ] && libs="$libs:$py"
+fi
+export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LP_SOURCE_DIR=$PWD
+
+say "== gpu-check $(date -u +%FT%TZ) on $(hostname)"
+say "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+say "== nvidia-smi"
+nvidia-smi 2>&1 | tee -a "$summary" || say "(nvidia-smi failed)"
+
+fail=0
+for t in "$pack"/bin/test_cuda_*; do
+  [ -x "$t" ] || continue
+  name=$(basename "$t")
+  start=$(date +%s.%N)
+  timeout 150 "$t" >"$out/$name.log" 2>&1
+  rc=$?
+  secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  case $rc in
+    0) st=PASS ;; 77) st="SKIPPED ($(head -n 1 "$out/$name.log"))"; fail=1 ;;
+    124) st="TIMEOUT"; fail=1 ;; *) st="FAIL (exit $rc)"; fail=1 ;;
+  esac
+  say "== $name: $st in ${secs}s; $(grep -c ' PASS ' "$out/$name.log") PASS, $(grep -c ' FAIL ' "$out/$name.log") FAIL lines"
+  grep -E ' FAIL |FATAL|worst element|NaN at' "$out/$name.log" | head -n 20 | tee -a "$summary"
+done
+
+say "== loupe peak --device cuda"
+{ timeout 120 "$pack/bin/loupe" peak --device cuda && timeout 120 "$pack/bin/loupe" peak --device cuda --json; } \
+  >"$out/peak.txt" 2>&1 || { fail=1; say "(loupe peak --device cuda failed)"; }
+head -n 8 "$out/peak.txt" | tee -a "$summary"
+say "== $( [ $fail = 0 ] && echo 'all CUDA checks passed' || echo 'SOME CUDA CHECKS FAILED' )"
+exit $fail
