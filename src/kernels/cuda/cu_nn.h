@@ -74,6 +74,10 @@ lp_status lp_cu_attention_supports(const lp_attn_geom *g);
  * logit row), through lp_err naming op and row, then clears it; LP_OK when none. The CUDA
  * backend's sync calls it, so the next sync after the launch returns the error. */
 lp_status lp_cu_nn_take_error(void);
+/* The device record of those errors (two ints: kind, row), made on the first call; the
+ * backend calls it when it makes its context, so no launch needs cudaMalloc (CUDA Graph
+ * capture). NULL when it cannot be had: the kernels then only write NaN. */
+int *lp_cu_nn_error_slot(void);
 
 #ifdef __cplusplus
 }

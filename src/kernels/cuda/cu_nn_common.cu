@@ -83,16 +83,17 @@ void lp_cu_nn_scratch_free(void *p)
     (void)cudaFreeAsync(p, lp_cu_nn_stream());
 }
 
-/* One two-int slot per process (device memory, zeroed once, never freed). Made on first use
- * by an embedding or cross-entropy launch: outside CUDA Graph capture (cudaMalloc). */
+/* One two-int slot per process (device memory, zeroed once, never freed), made when the
+ * backend is (so not inside a CUDA Graph capture: cudaMalloc) or on first use. */
 static int *g_slot;
 
 int *lp_cu_nn_error_slot(void)
 {
     if (!g_slot) {
         int *p = NULL;
+        cudaStream_t st = lp_cu_nn_stream();
         if (cudaMalloc((void **)&p, 2 * sizeof(int)) != cudaSuccess ||
-            cudaMemsetAsync(p, 0, 2 * sizeof(int), lp_cu_nn_stream()) != cudaSuccess) {
+            cudaMemsetAsync(p, 0, 2 * sizeof(int), st) != cudaSuccess || cudaStreamSynchronize(st) != cudaSuccess) {
             (void)cudaGetLastError();
             return NULL; /* the kernels then only write NaN */
         }

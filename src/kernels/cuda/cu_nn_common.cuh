@@ -34,7 +34,6 @@ void lp_cu_nn_scratch_free(void *p);
  * ints, [0] the kind (first writer wins), [1] the row. */
 enum { LP_CU_ERR_NONE = 0, LP_CU_ERR_EMB_ID, LP_CU_ERR_EMB_TYPE, LP_CU_ERR_CE_LABEL,
        LP_CU_ERR_CE_NONFINITE };
-int *lp_cu_nn_error_slot(void);
 #ifdef __cplusplus
 }
 #endif

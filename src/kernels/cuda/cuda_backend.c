@@ -266,6 +266,7 @@ static lp_status make_ctx(void)
                            .download = cu_download, .copy = cu_copy, .memset = cu_memset, .sync = cu_sync,
                            .supports = cu_supports, .ops = &table};
     ctx_ready = true;
+    (void)lp_cu_nn_error_slot(); /* the NN kernels' error record, made now: not during a graph capture */
     return LP_OK;
 }
 
