@@ -70,35 +70,56 @@ static __device__ __forceinline__ bool visible(const attn_args &a, int64_t i, in
     return !a.mask || (mj && (!a.segments || mj == mi));
 }
 
-/* stride of tiles read one row per lane: odd, so the 32 lanes hit 32 banks */
-static __host__ __device__ __forceinline__ int odd_ld(int D) { return D % 2 == 0 ? D + 1 : D; }
+/* Tiles in shared memory have Dp = D rounded up to 4 columns (zeros past D), so the dot
+ * products read float4s. Tiles read across lanes (lane = column) use stride Dp; tiles read
+ * one row per lane (lane = row) use stride lane_ld: a multiple of 4 whose quarter is odd,
+ * so the 8 lanes of each 128-bit load phase hit distinct banks. */
+static __host__ __device__ __forceinline__ int pad4(int D) { return (D + 3) / 4 * 4; }
+static __host__ __device__ __forceinline__ int lane_ld(int D) { return (pad4(D) / 4) % 2 ? pad4(D) : pad4(D) + 4; }
 
-/* rows [r0, r0+rows) x D of src (row stride ld, column offset col, rows past T read 0) into dst (stride dld) */
-static __device__ __forceinline__ void load_tile(float *dst, int dld, const float *src, int64_t ld, int64_t row0,
-                                                 int64_t T, int D)
+/* the 4 floats at p (16-byte aligned: tile strides and offsets are multiples of 4 floats) */
+static __device__ __forceinline__ float4 ld4(const float *p)
 {
-    for (int e = threadIdx.x; e < AK * D; e += ATHREADS) {
-        const int r = e / D, d = e % D;
+#ifdef LP_CUDA_EMU
+    if ((uintptr_t)p % 16)
+        __trap();
+#endif
+    return *reinterpret_cast<const float4 *>(p);
+}
+
+/* s + a . b over one float4, in order */
+static __device__ __forceinline__ float dot4(float4 a, float4 b, float s)
+{
+    return fmaf(a.w, b.w, fmaf(a.z, b.z, fmaf(a.y, b.y, fmaf(a.x, b.x, s))));
+}
+
+/* rows [row0, row0+32) x Dp of src (row stride ld; columns past D and rows past T read 0)
+ * into dst (row stride dld) */
+static __device__ __forceinline__ void load_tile(float *dst, int dld, const float *src, int64_t ld, int64_t row0,
+                                                 int64_t T, int D, int Dp)
+{
+    for (int e = threadIdx.x; e < AK * Dp; e += ATHREADS) {
+        const int r = e / Dp, d = e % Dp;
         const int64_t i = row0 + r;
-        dst[r * dld + d] = i < T ? src[i * ld + d] : 0.0f;
+        dst[r * dld + d] = i < T && d < D ? src[i * ld + d] : 0.0f;
     }
 }
 
 template <int DPL>
-__global__ void __launch_bounds__(ATHREADS) attn_fwd_kernel(float *out, float *lse, attn_args a)
+__global__ void __launch_bounds__(ATHREADS, 2) attn_fwd_kernel(float *out, float *lse, attn_args a)
 {
-    LP_CU_DYN_SMEM(float, sm);
-    const int D = a.D, LD = odd_ld(D);
-    float *Qs = sm;           /* AQ x D, read by broadcast */
-    float *Ks = Qs + AQ * D;  /* AK x LD, one row per lane */
-    float *Vs = Ks + AK * LD; /* AK x D, read across lanes */
-    int *Ms = (int *)(Vs + AK * D);
+    LP_CU_DYN_SMEM(float4, sm4);
+    const int D = a.D, Dp = pad4(D), LD = lane_ld(D);
+    float *Qs = (float *)sm4;  /* AQ x Dp, read by broadcast */
+    float *Ks = Qs + AQ * Dp;  /* AK x LD, one row per lane */
+    float *Vs = Ks + AK * LD;  /* AK x Dp, read across lanes */
+    int *Ms = (int *)(Vs + AK * Dp);
     const int64_t T = a.T, b = blockIdx.z, h = blockIdx.y, q0 = (int64_t)blockIdx.x * AQ;
     const int64_t kvo = (h / a.grp) * D;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int32_t *mb = a.mask ? a.mask + b * T : NULL;
 
-    load_tile(Qs, D, a.q + b * T * a.ldq + h * D, a.ldq, q0, T, D);
+    load_tile(Qs, Dp, a.q + b * T * a.ldq + h * D, a.ldq, q0, T, D, Dp);
 
     float m[QW], l[QW], o[QW][DPL];
     int32_t mi[QW];
@@ -119,8 +140,8 @@ __global__ void __launch_bounds__(ATHREADS) attn_fwd_kernel(float *out, float *l
 
     for (int64_t k0 = klo; k0 < khi; k0 += AK) {
         __syncthreads(); /* the previous tile is no longer read */
-        load_tile(Ks, LD, a.k + b * T * a.ldkv + kvo, a.ldkv, k0, T, D);
-        load_tile(Vs, D, a.v + b * T * a.ldkv + kvo, a.ldkv, k0, T, D);
+        load_tile(Ks, LD, a.k + b * T * a.ldkv + kvo, a.ldkv, k0, T, D, Dp);
+        load_tile(Vs, Dp, a.v + b * T * a.ldkv + kvo, a.ldkv, k0, T, D, Dp);
         if (threadIdx.x < AK) {
             const int64_t j = k0 + threadIdx.x;
             Ms[threadIdx.x] = j < T ? (mb ? mb[j] : 1) : 0;
@@ -131,12 +152,12 @@ __global__ void __launch_bounds__(ATHREADS) attn_fwd_kernel(float *out, float *l
 #pragma unroll
         for (int rr = 0; rr < QW; rr++)
             s[rr] = 0.0f;
-        const float *kr = Ks + lane * LD, *qr = Qs + warp * QW * D;
-        for (int d = 0; d < D; d++) {
-            const float kd = kr[d];
+        const float *kr = Ks + lane * LD, *qr = Qs + warp * QW * Dp;
+        for (int d = 0; d < Dp; d += 4) {
+            const float4 kd = ld4(kr + d);
 #pragma unroll
             for (int rr = 0; rr < QW; rr++)
-                s[rr] += qr[rr * D + d] * kd;
+                s[rr] = dot4(ld4(qr + rr * Dp + d), kd, s[rr]);
         }
         float pz[QW];
 #pragma unroll
@@ -163,7 +184,7 @@ __global__ void __launch_bounds__(ATHREADS) attn_fwd_kernel(float *out, float *l
 #pragma unroll
             for (int rr = 0; rr < QW; rr++)
                 pj[rr] = __shfl_sync(0xffffffffu, pz[rr], jj);
-            const float *vr = Vs + jj * D;
+            const float *vr = Vs + jj * Dp;
 #pragma unroll
             for (int t = 0; t < DPL; t++) {
                 const int d = lane + 32 * t;
@@ -195,14 +216,14 @@ __global__ void __launch_bounds__(ATHREADS) attn_fwd_kernel(float *out, float *l
 
 /* dq (layout of q) = sum_j ds_ij k_j, ds = p (z dp - D_i) scale; a block per query tile */
 template <int DPL>
-__global__ void __launch_bounds__(ATHREADS) attn_dq_kernel(float *dq, const float *dout, const float *out,
+__global__ void __launch_bounds__(ATHREADS, 2) attn_dq_kernel(float *dq, const float *dout, const float *out,
                                                            const float *lse, attn_args a)
 {
-    LP_CU_DYN_SMEM(float, sm);
-    const int D = a.D, LD = odd_ld(D);
-    float *Qs = sm;            /* AQ x D, broadcast */
-    float *Os = Qs + AQ * D;   /* AQ x D: dout rows, broadcast */
-    float *Ks = Os + AQ * D;   /* AK x LD: one row per lane, and across lanes */
+    LP_CU_DYN_SMEM(float4, sm4);
+    const int D = a.D, Dp = pad4(D), LD = lane_ld(D);
+    float *Qs = (float *)sm4;  /* AQ x Dp, broadcast */
+    float *Os = Qs + AQ * Dp;  /* AQ x Dp: dout rows, broadcast */
+    float *Ks = Os + AQ * Dp;  /* AK x LD: one row per lane, and across lanes */
     float *Vs = Ks + AK * LD;  /* AK x LD: one row per lane */
     int *Ms = (int *)(Vs + AK * LD);
     const int64_t T = a.T, b = blockIdx.z, h = blockIdx.y, q0 = (int64_t)blockIdx.x * AQ, C = a.H * D;
@@ -210,8 +231,8 @@ __global__ void __launch_bounds__(ATHREADS) attn_dq_kernel(float *dq, const floa
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int32_t *mb = a.mask ? a.mask + b * T : NULL;
 
-    load_tile(Qs, D, a.q + b * T * a.ldq + h * D, a.ldq, q0, T, D);
-    load_tile(Os, D, dout + b * T * C + h * D, C, q0, T, D);
+    load_tile(Qs, Dp, a.q + b * T * a.ldq + h * D, a.ldq, q0, T, D, Dp);
+    load_tile(Os, Dp, dout + b * T * C + h * D, C, q0, T, D, Dp);
 
     float li[QW], di[QW], acc[QW][DPL];
     int32_t mi[QW];
@@ -237,8 +258,8 @@ __global__ void __launch_bounds__(ATHREADS) attn_dq_kernel(float *dq, const floa
 
     for (int64_t k0 = klo; k0 < khi; k0 += AK) {
         __syncthreads();
-        load_tile(Ks, LD, a.k + b * T * a.ldkv + kvo, a.ldkv, k0, T, D);
-        load_tile(Vs, LD, a.v + b * T * a.ldkv + kvo, a.ldkv, k0, T, D);
+        load_tile(Ks, LD, a.k + b * T * a.ldkv + kvo, a.ldkv, k0, T, D, Dp);
+        load_tile(Vs, LD, a.v + b * T * a.ldkv + kvo, a.ldkv, k0, T, D, Dp);
         if (threadIdx.x < AK) {
             const int64_t j = k0 + threadIdx.x;
             Ms[threadIdx.x] = j < T ? (mb ? mb[j] : 1) : 0;
@@ -250,13 +271,13 @@ __global__ void __launch_bounds__(ATHREADS) attn_dq_kernel(float *dq, const floa
         for (int rr = 0; rr < QW; rr++)
             s[rr] = dp[rr] = 0.0f;
         const float *kr = Ks + lane * LD, *vr = Vs + lane * LD;
-        const float *qr = Qs + warp * QW * D, *orr = Os + warp * QW * D;
-        for (int d = 0; d < D; d++) {
-            const float kd = kr[d], vd = vr[d];
+        const float *qr = Qs + warp * QW * Dp, *orr = Os + warp * QW * Dp;
+        for (int d = 0; d < Dp; d += 4) {
+            const float4 kd = ld4(kr + d), vd = ld4(vr + d);
 #pragma unroll
             for (int rr = 0; rr < QW; rr++) {
-                s[rr] += qr[rr * D + d] * kd;
-                dp[rr] += orr[rr * D + d] * vd;
+                s[rr] = dot4(ld4(qr + rr * Dp + d), kd, s[rr]);
+                dp[rr] = dot4(ld4(orr + rr * Dp + d), vd, dp[rr]);
             }
         }
         float ds[QW];
@@ -305,14 +326,14 @@ __global__ void __launch_bounds__(ATHREADS) attn_dq_kernel(float *dq, const floa
 /* dk, dv (layout of k, v) for a tile of AK keys of one kv head: sums over the query heads of
  * its group (in order) and their visible queries; a warp owns KW keys, lanes own dimensions */
 template <int DPL>
-__global__ void __launch_bounds__(ATHREADS) attn_dkv_kernel(float *dk, float *dv, const float *dout,
+__global__ void __launch_bounds__(ATHREADS, 2) attn_dkv_kernel(float *dk, float *dv, const float *dout,
                                                             const float *out, const float *lse, attn_args a)
 {
-    LP_CU_DYN_SMEM(float, sm);
-    const int D = a.D, LD = odd_ld(D);
-    float *Ks = sm;            /* AK x D, broadcast */
-    float *Vs = Ks + AK * D;   /* AK x D, broadcast */
-    float *Qs = Vs + AK * D;   /* AQ x LD: one row per lane, and across lanes */
+    LP_CU_DYN_SMEM(float4, sm4);
+    const int D = a.D, Dp = pad4(D), LD = lane_ld(D);
+    float *Ks = (float *)sm4;  /* AK x Dp, broadcast */
+    float *Vs = Ks + AK * Dp;  /* AK x Dp, broadcast */
+    float *Qs = Vs + AK * Dp;  /* AQ x LD: one row per lane, and across lanes */
     float *Os = Qs + AQ * LD;  /* AQ x LD: dout rows, likewise */
     float *Ls = Os + AQ * LD;  /* AQ lse */
     float *Ds = Ls + AQ;       /* AQ D_i */
@@ -321,8 +342,8 @@ __global__ void __launch_bounds__(ATHREADS) attn_dkv_kernel(float *dk, float *dv
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int32_t *mb = a.mask ? a.mask + b * T : NULL;
 
-    load_tile(Ks, D, a.k + b * T * a.ldkv + kvh * D, a.ldkv, k0, T, D);
-    load_tile(Vs, D, a.v + b * T * a.ldkv + kvh * D, a.ldkv, k0, T, D);
+    load_tile(Ks, Dp, a.k + b * T * a.ldkv + kvh * D, a.ldkv, k0, T, D, Dp);
+    load_tile(Vs, Dp, a.v + b * T * a.ldkv + kvh * D, a.ldkv, k0, T, D, Dp);
     float gk[KW][DPL], gv[KW][DPL];
     int32_t mj[KW];
 #pragma unroll
@@ -342,8 +363,8 @@ __global__ void __launch_bounds__(ATHREADS) attn_dkv_kernel(float *dk, float *dv
         const int64_t h = kvh * a.grp + g;
         for (int64_t i0 = ilo - ilo % AQ; i0 < ihi; i0 += AQ) {
             __syncthreads();
-            load_tile(Qs, LD, a.q + b * T * a.ldq + h * D, a.ldq, i0, T, D);
-            load_tile(Os, LD, dout + b * T * C + h * D, C, i0, T, D);
+            load_tile(Qs, LD, a.q + b * T * a.ldq + h * D, a.ldq, i0, T, D, Dp);
+            load_tile(Os, LD, dout + b * T * C + h * D, C, i0, T, D, Dp);
 #pragma unroll
             for (int rr = 0; rr < QW; rr++) { /* this warp's QW rows of lse, D_i, mask */
                 const int r = warp * QW + rr;
@@ -369,13 +390,13 @@ __global__ void __launch_bounds__(ATHREADS) attn_dkv_kernel(float *dk, float *dv
             for (int kk = 0; kk < KW; kk++)
                 s[kk] = dp[kk] = 0.0f;
             const float *qr = Qs + lane * LD, *orr = Os + lane * LD;
-            const float *kw = Ks + warp * KW * D, *vw = Vs + warp * KW * D;
-            for (int d = 0; d < D; d++) {
-                const float qd = qr[d], od = orr[d];
+            const float *kw = Ks + warp * KW * Dp, *vw = Vs + warp * KW * Dp;
+            for (int d = 0; d < Dp; d += 4) {
+                const float4 qd = ld4(qr + d), od = ld4(orr + d);
 #pragma unroll
                 for (int kk = 0; kk < KW; kk++) {
-                    s[kk] += qd * kw[kk * D + d];
-                    dp[kk] += od * vw[kk * D + d];
+                    s[kk] = dot4(qd, ld4(kw + kk * Dp + d), s[kk]);
+                    dp[kk] = dot4(od, ld4(vw + kk * Dp + d), dp[kk]);
                 }
             }
             float pz[KW], ds[KW];
@@ -429,9 +450,9 @@ __global__ void __launch_bounds__(ATHREADS) attn_dkv_kernel(float *dk, float *dv
     }
 }
 
-static size_t fwd_smem(int D) { return ((size_t)AQ * D + (size_t)AK * odd_ld(D) + (size_t)AK * D + AK) * 4; }
-static size_t dq_smem(int D) { return ((size_t)2 * AQ * D + (size_t)2 * AK * odd_ld(D) + AK) * 4; }
-static size_t dkv_smem(int D) { return ((size_t)2 * AK * D + (size_t)2 * AQ * odd_ld(D) + 3 * AQ) * 4; }
+static size_t fwd_smem(int D) { return ((size_t)AQ * pad4(D) + (size_t)AK * lane_ld(D) + (size_t)AK * pad4(D) + AK) * 4; }
+static size_t dq_smem(int D) { return ((size_t)2 * AQ * pad4(D) + (size_t)2 * AK * lane_ld(D) + AK) * 4; }
+static size_t dkv_smem(int D) { return ((size_t)2 * AK * pad4(D) + (size_t)2 * AQ * lane_ld(D) + 3 * AQ) * 4; }
 
 extern "C" lp_status lp_cu_attention_supports(const lp_attn_geom *g)
 {

@@ -145,6 +145,7 @@ void run_block(int nt)
 } // namespace
 
 void __syncthreads(void) { yield(WAIT_BLOCK); }
+void __trap(void) { fatal("__trap (a device-side check failed)"); }
 void lp_emu_sync_warp(void) { yield(WAIT_WARP); }
 int lp_emu_lane(void) { return cur & 31; }
 uint64_t *lp_emu_warp_slots(void) { return slots.data() + (cur & ~31); }

@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <functional>
@@ -22,8 +23,15 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __shared__ static
+
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+
+/* a device-side assertion failure: the emulator stops */
+[[noreturn]] void __trap(void);
 
 struct dim3 {
     unsigned x, y, z;
