@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "loupe/kernels.h"
 #include "../../src/kernels/cuda/cu_nn.h"
@@ -87,6 +88,13 @@ static float *hcopy(const float *x, int64_t n)
     float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
     memcpy(p, x, (size_t)n * sizeof(float));
     return p;
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
 static void ck(cudaError_t e, const char *what)
@@ -499,12 +507,15 @@ static void case_attention(attn_case ac)
         return;
     }
     float *out = malloc(B * T * C * 4), *lse = malloc(B * H * T * 4);
+    double cpu_f = now_us();
     ref->attention_fused_forward(out, lse, hq + qo, hk + ko, hv + vo, mask, &g, dp);
+    cpu_f = now_us() - cpu_f;
     float *dq_ = DPUTF(hq, nq), *dk_ = ac.packed ? dq_ : DPUTF(hk, nkv), *dv_ = ac.packed ? dq_ : DPUTF(hv, nkv);
     int32_t *dmask = mask ? DPUTI(mask, B * T) : NULL;
     float *dout_ = dnan(B * T * C), *dlse = dnan(B * H * T);
     K->attention_fused_forward(dout_, dlse, dq_ + qo, dk_ + ko, dv_ + vo, dmask, &g, dp);
     double t = TIME_US(3, K->attention_fused_forward(dout_, dlse, dq_ + qo, dk_ + ko, dv_ + vo, dmask, &g, dp));
+    double t_f = t;
     check("attention_fused_forward out", shape, dout_, out, B * T * C, 2e-5, 1e-4, t);
     check("attention_fused_forward lse", shape, dlse, lse, B * H * T, 2e-5, 1e-4, -1);
     /* backward: gradients into NaN-filled buffers of the inputs' layout */
@@ -515,12 +526,14 @@ static void case_attention(attn_case ac)
     if (!ac.packed)
         for (int64_t i = 0; i < nkv; i++)
             gk[i] = gv[i] = NAN;
+    double cpu_b = now_us();
     ref->attention_fused_backward(gq + qo, gk + ko, gv + vo, go, out, lse, hq + qo, hk + ko, hv + vo, mask, &g, dp);
+    cpu_b = now_us() - cpu_b;
     float *dgo = DPUTF(go, B * T * C), *dgq = dnan(nq), *dgk = ac.packed ? dgq : dnan(nkv),
           *dgv = ac.packed ? dgq : dnan(nkv);
     K->attention_fused_backward(dgq + qo, dgk + ko, dgv + vo, dgo, dout_, dlse, dq_ + qo, dk_ + ko, dv_ + vo, dmask,
                                    &g, dp);
-    t = TIME_US(3, K->attention_fused_backward(dgq + qo, dgk + ko, dgv + vo, dgo, dout_, dlse, dq_ + qo, dk_ + ko,
+    double t_b = t = TIME_US(3, K->attention_fused_backward(dgq + qo, dgk + ko, dgv + vo, dgo, dout_, dlse, dq_ + qo, dk_ + ko,
                                                   dv_ + vo, dmask, &g, dp));
     if (ac.packed) {
         check("attention_fused_backward dqkv", shape, dgq, gq, nq, 1e-4, 1e-3, t);
@@ -529,6 +542,20 @@ static void case_attention(attn_case ac)
         check("attention_fused_backward dk", shape, dgk, gk, nkv, 1e-4, 1e-3, -1);
         check("attention_fused_backward dv", shape, dgv, gv, nkv, 1e-4, 1e-3, -1);
     }
+    /* rates, counting FlashAttention's way: 4 D flops per visible (query, key) pair forward,
+     * 10 D backward; and the CPU table's time for the same call (one run, wall clock) */
+    double pairs = 0;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t i = 0; i < T; i++) {
+            int64_t lo, hi;
+            lp_attn_key_range(&g, i, &lo, &hi);
+            for (int64_t j = lo; j < hi; j++)
+                pairs += lp_attn_mask_visible(&g, mask ? mask + b * T : NULL, i, j);
+        }
+    pairs *= (double)H;
+    printf("%-28s %-44s fwd %.1f GFLOP/s bwd %.1f GFLOP/s; CPU %s %.0f / %.0f us (x%.0f / x%.0f)\n", "attention rate",
+           shape, 4 * D * pairs / t_f * 1e-3, 10 * D * pairs / t_b * 1e-3, ref->name, cpu_f, cpu_b, cpu_f / t_f,
+           cpu_b / t_b);
     cudaFree(dq_), cudaFree(dout_), cudaFree(dlse), cudaFree(dgo), cudaFree(dgq);
     if (!ac.packed) {
         cudaFree(dk_), cudaFree(dv_), cudaFree(dgk), cudaFree(dgv);
@@ -569,6 +596,7 @@ static void attention_cases(void)
         {"dropout", G(2, 45, 4, 2, 64, true, 0), 0, 1, 0.1f, 0},
         {"bert-base", G(8, 128, 12, 12, 64, false, 0), 0, 1, 0, 1},
         {"qwen-0.5b", G(2, 512, 14, 2, 64, true, 0), 0, 0, 0, 1},
+        {"long-2k", G(1, 2048, 16, 16, 64, true, 0), 0, 0, 0, 1},
 #endif
     };
 #undef G
