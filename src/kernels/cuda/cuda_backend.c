@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cu_nn.h"
 #include "cuda_blaslt.h"
 #include "cuda_kernels.h"
 
@@ -37,7 +38,22 @@ static lp_kernel_table table = {
     .dropout_forward = lp_cu_dropout_forward,
     .dropout_backward = lp_cu_dropout_backward,
     .qweight_dequantize = lp_cu_qweight_dequantize,
-    /* cukern: layernorm, rmsnorm, softmax, embedding, cross_entropy, rope, attention_fused */
+    /* cukern's NN ops (cu_*.cu) */
+    .embedding_forward = lp_cu_embedding_forward,
+    .embedding_backward = lp_cu_embedding_backward,
+    .layernorm_forward = lp_cu_layernorm_forward,
+    .layernorm_backward = lp_cu_layernorm_backward,
+    .softmax_forward = lp_cu_softmax_forward,
+    .softmax_backward = lp_cu_softmax_backward,
+    .attention_fused_forward = lp_cu_attention_fused_forward,
+    .attention_fused_backward = lp_cu_attention_fused_backward,
+    .cross_entropy_forward = lp_cu_cross_entropy_forward,
+    .cross_entropy_backward = lp_cu_cross_entropy_backward,
+    .rmsnorm_forward = lp_cu_rmsnorm_forward,
+    .rmsnorm_backward = lp_cu_rmsnorm_backward,
+    .rope_cache = lp_cu_rope_cache,
+    .rope_forward = lp_cu_rope_forward,
+    .rope_backward = lp_cu_rope_backward,
 };
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static lp_status init_st;
@@ -165,6 +181,9 @@ static lp_status cu_sync(void *c)
     cudaError_t e = cudaStreamSynchronize(x->stream);
     if (e != cudaSuccess)
         lp_cu_fail("sync", "cudaStreamSynchronize", e);
+    /* a data error the NN kernels recorded on the device (an id or label out of range, a
+     * non-finite logit row): what the CPU kernels return as a status */
+    lp_status nn = lp_cu_nn_take_error();
     pthread_mutex_lock(&x->err_mu);
     lp_status st = x->err;
     if (st != LP_OK)
@@ -172,7 +191,7 @@ static lp_status cu_sync(void *c)
     x->err = LP_OK;
     x->err_msg[0] = '\0';
     pthread_mutex_unlock(&x->err_mu);
-    return st;
+    return st != LP_OK ? st : nn;
 }
 
 static bool cu_supports(const lp_backend *b, size_t op)
@@ -247,6 +266,7 @@ static lp_status make_ctx(void)
                            .download = cu_download, .copy = cu_copy, .memset = cu_memset, .sync = cu_sync,
                            .supports = cu_supports, .ops = &table};
     ctx_ready = true;
+    (void)lp_cu_nn_error_slot(); /* the NN kernels' error record, made now: not during a graph capture */
     return LP_OK;
 }
 
