@@ -68,6 +68,20 @@ size_t lp_prof__events_n_names(const lp_prof_events *ev);
 const char *lp_prof__events_name_at(const lp_prof_events *ev, size_t i, int64_t *pid,
                                     int64_t *tid);
 
+/* Mutable access for lp_prof_events_add_gpu (numbering host ranges). */
+lp_prof_event *lp_prof__events_at(lp_prof_events *ev, size_t i);
+
+/* The session's GPU source hooks (gpu_source.c): start at a window's start; at its stop,
+ * add the records to ev (origin = CLOCK_MONOTONIC ns of ev's ts 0, window [0, end_ns]). */
+void lp_prof__gpu_window_start(void);
+lp_status lp_prof__gpu_window_stop(lp_prof_events *ev, int64_t origin_mono_ns, int64_t end_ns);
+
+/* The trace writer's GPU parts (gpu_trace.c): one GPU event (with its ac2g flow line, no
+ * trailing separator) and the "deviceProperties" key (with its trailing ",\n"). */
+void lp_prof__write_gpu_event(lp_prof_out *o, const lp_prof_event *e, const lp_gpu_device_props *devs,
+                              size_t nd);
+void lp_prof__write_device_props(lp_prof_out *o, const lp_gpu_device_props *d, size_t nd);
+
 /* JSON number helpers. */
 void lp_prof_fmt_us(char *buf, size_t cap, int64_t ns); /* "<int>.<3 digits>" */
 
