@@ -48,7 +48,11 @@ static inline int64_t lp_prof__ticks_to_ns(const lp_prof_tcal *c, int64_t t)
 
 /* Recorder control (record.c). */
 void lp_prof__rec_set_flags(int record_shapes, int hw_counters);
-void lp_prof__rec_enable(int on);          /* flips lp_prof__active */
+void lp_prof__rec_enable(int on);          /* flips lp_prof__active's recording bit */
+/* lp_prof__active's bits: recording (the buffers take events), and NVTX-only (ranges go to
+ * NVTX while loupe is not recording; lp_prof_nvtx_enable). */
+enum { LP_PROF__ACT_REC = 1, LP_PROF__ACT_NVTX = 2 };
+#define LP_PROF__RECORDING() (__atomic_load_n(&lp_prof__active, __ATOMIC_RELAXED) & LP_PROF__ACT_REC)
 /* Marks the start of a window: later events only. Drops buffered events. */
 void lp_prof__rec_window_start(int64_t t_ns);
 /* Collects events recorded in [t_start, t_end] (ticks) into ev, ts relative to t_start. */

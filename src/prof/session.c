@@ -45,7 +45,7 @@ static void prepare_trace(void)
 
 static void start_trace(void)
 {
-    if (!__atomic_load_n(&lp_prof__active, __ATOMIC_RELAXED))
+    if (!LP_PROF__RECORDING())
         prepare_trace();
     lp_prof_mem_stats(&S.base);
     lp_prof__gpu_window_start(); /* before the window: its first launches are recorded */
@@ -171,7 +171,7 @@ static void open_step(void)
     S.step_pushed = 0;
     if (!S.cfg.use_schedule)
         return;
-    if (LP_PROF__ON()) {
+    if (LP_PROF__RECORDING()) {
         lp_prof__step_push(S.step_num);
         S.step_pushed = 1;
     }

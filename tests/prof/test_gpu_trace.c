@@ -499,6 +499,99 @@ static void test_cupti_absent(void **state)
     assert_int_equal(lp_prof_cupti_attach(), LP_STATUS_UNSUPPORTED);
 }
 
+/* ---- the session with a GPU source (the collector's path, fed recorded records) ---------- */
+
+static int64_t fake_t0;
+static int seen_kernels, seen_runtime, seen_flow_s, seen_nvtx_only, seen_recorded, fake_started;
+
+static lp_status fake_start(void)
+{
+    fake_started++;
+    fake_t0 = lp_prof_now_ns();
+    return LP_OK;
+}
+
+/* The fixture's records moved onto this process: GPU time 1.0 s = the source's start, the
+ * API calls on this thread. */
+static lp_status fake_stop(lp_gpu_records **out)
+{
+    lp_gpu_records *src, *r;
+    lp_status st = lp_gpu_records_read_jsonl(FIXTURE, &src);
+    if (st != LP_OK)
+        return st;
+    if ((st = lp_gpu_records_new(&r)) != LP_OK)
+        return st;
+    for (size_t i = 0; i < lp_gpu_records_count(src) && st == LP_OK; i++) {
+        lp_gpu_activity a = *lp_gpu_records_get(src, i);
+        if (a.pid >= 0) {
+            a.pid = getpid();
+            a.tid = lp_prof_thread_id();
+        }
+        st = lp_gpu_records_add(r, &a);
+    }
+    if (st == LP_OK)
+        st = lp_gpu_records_set_device(r, lp_gpu_records_device(src, 0));
+    lp_gpu_records_set_clock(r, 1000000000, fake_t0);
+    lp_gpu_records_free(src);
+    if (st != LP_OK) {
+        lp_gpu_records_free(r);
+        return st;
+    }
+    *out = r;
+    return LP_OK;
+}
+
+static const lp_prof_gpu_source fake_source = {fake_start, fake_stop};
+
+static lp_status count_events(const lp_prof_events *ev, void *user)
+{
+    (void)user;
+    size_t nd;
+    assert_non_null(lp_prof_events_gpu_devices(ev, &nd));
+    assert_int_equal(nd, 1);
+    for (size_t i = 0; i < lp_prof_events_count(ev); i++) {
+        const lp_prof_event *e = lp_prof_events_get(ev, i);
+        seen_kernels += !strcmp(e->cat, "kernel");
+        seen_runtime += !strcmp(e->cat, "cuda_runtime");
+        seen_flow_s += e->gpu_flow == 's';
+        seen_nvtx_only += !strcmp(e->name, "nvtx_only");
+        seen_recorded += !strcmp(e->name, "recorded");
+    }
+    return LP_OK;
+}
+
+static void test_session_gpu_source(void **state)
+{
+    (void)state;
+    /* NVTX-only mode first: ranges reach NVTX (in CUDA builds), the recorder takes nothing */
+    int have_nvtx = lp_prof_nvtx_enable(1);
+    lp_prof_range_push("nvtx_only");
+    lp_prof_range_pop();
+    lp_prof_set_gpu_source(&fake_source);
+    lp_prof_config cfg;
+    lp_prof_config_init(&cfg);
+    cfg.on_trace_ready = count_events;
+    assert_int_equal(lp_prof_start(&cfg), LP_OK);
+    lp_prof_range_push("recorded");
+    usleep(2000); /* the records reach 0.7 ms after the source's start; the window must hold them */
+    lp_prof_range_pop();
+    lp_status st = lp_prof_stop();
+    if (st != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    lp_prof_set_gpu_source(NULL);
+    lp_prof_nvtx_enable(0);
+    lp_prof_range_push("after"); /* nothing on: the inline check stops it */
+    lp_prof_range_pop();
+    assert_int_equal(fake_started, 1);
+    /* the same 5 kernels (late_kernel at 0.705 ms is in a >= 2 ms window this time) + 1 */
+    assert_int_equal(seen_kernels, 6);
+    assert_int_equal(seen_runtime, 7);
+    assert_int_equal(seen_recorded, 1);
+    assert_int_equal(seen_nvtx_only, 0);
+    assert_true(seen_flow_s >= 6);
+    print_message("NVTX in this build: %s\n", have_nvtx ? "yes" : "no");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -509,6 +602,7 @@ int main(void)
         cmocka_unit_test(test_trace_from_records),
         cmocka_unit_test(test_peak),
         cmocka_unit_test(test_cupti_absent),
+        cmocka_unit_test(test_session_gpu_source),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
