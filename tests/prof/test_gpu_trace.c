@@ -507,12 +507,11 @@ static int seen_kernels, seen_runtime, seen_flow_s, seen_nvtx_only, seen_recorde
 static lp_status fake_start(void)
 {
     fake_started++;
-    fake_t0 = lp_prof_now_ns();
     return LP_OK;
 }
 
-/* The fixture's records moved onto this process: GPU time 1.0 s = the source's start, the
- * API calls on this thread. */
+/* The fixture's records moved onto this process: GPU time 1.0 s = fake_t0 (a time inside
+ * the window the test marks), the API calls on this thread. */
 static lp_status fake_stop(lp_gpu_records **out)
 {
     lp_gpu_records *src, *r;
@@ -573,6 +572,7 @@ static void test_session_gpu_source(void **state)
     cfg.on_trace_ready = count_events;
     assert_int_equal(lp_prof_start(&cfg), LP_OK);
     lp_prof_range_push("recorded");
+    fake_t0 = lp_prof_now_ns();
     usleep(2000); /* the records reach 0.7 ms after the source's start; the window must hold them */
     lp_prof_range_pop();
     lp_status st = lp_prof_stop();
