@@ -742,6 +742,11 @@ const char *lp_gpu_peak_dtype_name(lp_gpu_peak_dtype t);
  * lacks (bf16 before sm_80, fp8 before sm_89); LP_STATUS_INVALID_ARG for SMs or clock <= 0. */
 LP_WARN_UNUSED lp_status lp_gpu_peak_flops(int cc_major, int cc_minor, int n_sms, double clock_mhz,
                                            lp_gpu_peak_dtype t, double *flops, char *why, size_t cap);
+/* The same for a device: its name picks NVIDIA's quoted clock where the datasheet figure is
+ * below the max SM clock (H100 SXM / H200: 1830 MHz, H100 PCIe: 1620, H100 NVL: 1545),
+ * else d->max_sm_clock_mhz; *why names the card, the figure and the clock's source. */
+LP_WARN_UNUSED lp_status lp_gpu_peak_for_device(const lp_gpu_device_props *d, lp_gpu_peak_dtype t, double *flops,
+                                                char *why, size_t cap);
 
 /* The CUPTI collector (CUDA builds with CUPTI; elsewhere every call returns
  * LP_STATUS_UNSUPPORTED saying so). Attach once before lp_prof_start: each recorded window

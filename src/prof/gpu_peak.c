@@ -61,3 +61,38 @@ lp_status lp_gpu_peak_flops(int cc_major, int cc_minor, int n_sms, double clock_
                  cc_minor, a->name, per, dt_names[t], n_sms, clock_mhz, *flops / 1e12);
     return LP_OK;
 }
+
+/* Cards whose published dense peaks use a clock below their max SM clock (NVML/CUDA report
+ * the max, e.g. 1980 MHz on H100 SXM and H200, while NVIDIA quotes 989.4 TFLOP/s bf16 at
+ * 1830): the clock the datasheet figure implies. Matched on the device name and SMs. */
+static const struct {
+    const char *name_part;
+    int sms;
+    int mhz;
+} quoted[] = {
+    {"H100 80GB HBM3", 132, 1830}, /* H100 SXM5 */
+    {"H100 SXM", 132, 1830},
+    {"H200", 132, 1830},
+    {"H100 PCIe", 114, 1620},
+    {"H100 NVL", 132, 1545},       /* 835 TFLOP/s bf16 dense */
+};
+
+lp_status lp_gpu_peak_for_device(const lp_gpu_device_props *d, lp_gpu_peak_dtype t, double *flops, char *why,
+                                 size_t cap)
+{
+    int mhz = d->max_sm_clock_mhz;
+    const char *src = "max SM clock";
+    for (size_t i = 0; i < sizeof quoted / sizeof quoted[0]; i++)
+        if (strstr(d->name, quoted[i].name_part) && d->num_sms == quoted[i].sms) {
+            mhz = quoted[i].mhz;
+            src = "NVIDIA's quoted clock for this card";
+            break;
+        }
+    char base[200];
+    lp_status st = lp_gpu_peak_flops(d->compute_major, d->compute_minor, d->num_sms, mhz, t, flops, base, sizeof base);
+    if (st != LP_OK)
+        return st;
+    if (why && cap)
+        snprintf(why, cap, "%s: %s (%s)", d->name, base, src);
+    return LP_OK;
+}

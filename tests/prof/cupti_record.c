@@ -76,9 +76,8 @@ static void summarize(const lp_gpu_records *r)
                d->compute_minor, d->num_sms, d->max_sm_clock_mhz);
         double f;
         char why[200];
-        if (lp_gpu_peak_flops(d->compute_major, d->compute_minor, d->num_sms, d->max_sm_clock_mhz,
-                              LP_GPU_PEAK_BF16, &f, why, sizeof why) == LP_OK)
-            printf("  peak at the max clock: %s\n", why);
+        if (lp_gpu_peak_for_device(d, LP_GPU_PEAK_BF16, &f, why, sizeof why) == LP_OK)
+            printf("  dense peak: %s\n", why);
     }
     CHECK(by_kind[LP_GPU_KERNEL] >= 4, "expected >= 4 kernels, got %zu", by_kind[LP_GPU_KERNEL]);
     CHECK(by_kind[LP_GPU_MEMCPY] >= 2, "expected >= 2 memcpy, got %zu", by_kind[LP_GPU_MEMCPY]);

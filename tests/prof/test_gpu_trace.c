@@ -431,6 +431,20 @@ static void test_peak(void **state)
     assert_non_null(strstr(lp_err_msg(), "no bf16"));
     assert_int_equal(lp_gpu_peak_flops(5, 2, 16, 1000, LP_GPU_PEAK_FP32, &f, NULL, 0), LP_STATUS_UNSUPPORTED);
     assert_int_equal(lp_gpu_peak_flops(9, 0, 0, 1830, LP_GPU_PEAK_BF16, &f, NULL, 0), LP_STATUS_INVALID_ARG);
+    /* by device: H200 and H100 SXM report a 1980 MHz max clock; the datasheet's 989.4 is at 1830 */
+    lp_gpu_device_props h200 = {0, "NVIDIA H200", 150754820096, 9, 0, 1024, 2048, 65536, 32, 49152,
+                                132, 65536, 232448, 233472, 32, 1980};
+    assert_int_equal(lp_gpu_peak_for_device(&h200, LP_GPU_PEAK_BF16, &f, why, sizeof why), LP_OK);
+    assert_true(fabs(f - 989.4e12) < 0.005 * 989.4e12);
+    assert_non_null(strstr(why, "NVIDIA H200: sm_90 (Hopper)"));
+    assert_non_null(strstr(why, "quoted clock"));
+    lp_gpu_device_props l4 = {0, "NVIDIA L4", 23580639232, 8, 9, 1024, 1536, 65536, 32, 49152,
+                              58, 65536, 101376, 102400, 24, 2040};
+    assert_int_equal(lp_gpu_peak_for_device(&l4, LP_GPU_PEAK_BF16, &f, why, sizeof why), LP_OK);
+    assert_true(fabs(f - 121e12) < 0.01 * 121e12);
+    assert_non_null(strstr(why, "max SM clock"));
+    l4.max_sm_clock_mhz = 0; /* unknown clock: an error, not a zero peak */
+    assert_int_equal(lp_gpu_peak_for_device(&l4, LP_GPU_PEAK_BF16, &f, why, sizeof why), LP_STATUS_INVALID_ARG);
     assert_int_equal(lp_gpu_peak_flops(9, 0, 132, 0, LP_GPU_PEAK_BF16, &f, NULL, 0), LP_STATUS_INVALID_ARG);
 }
 
