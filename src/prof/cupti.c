@@ -84,6 +84,19 @@ static const char *overhead_name(CUpti_ActivityOverheadKind k)
     }
 }
 
+/* Runtime calls Kineto leaves out (its blocklist): frequent, never launch work, and would
+ * swamp a trace (cuBLAS asks cudaGetDevice on every call). */
+static int blocklisted(const char *api)
+{
+    static const char *const names[] = {"cudaGetDevice", "cudaSetDevice", "cudaGetLastError",
+                                        "cudaPeekAtLastError", "cudaDeviceGetAttribute",
+                                        "cudaFuncGetAttributes", "cudaGetDeviceCount"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(api, names[i]))
+            return 1;
+    return 0;
+}
+
 static int64_t u32_or_none(uint32_t v) { return v == UINT32_MAX ? -1 : (int64_t)v; }
 
 /* One CUPTI record -> C.r (caller holds C.mu). Kinds not asked for are skipped. */
@@ -153,6 +166,8 @@ static void convert(const CUpti_Activity *rec)
         int rt = rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
         a.kind = rt ? LP_GPU_RUNTIME : LP_GPU_DRIVER;
         api_name(rt ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, p->cbid, name, sizeof name);
+        if (rt && blocklisted(name))
+            return;
         a.name = name;
         a.start_ns = (int64_t)p->start;
         a.end_ns = (int64_t)p->end;

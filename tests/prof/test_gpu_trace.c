@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include <cjson/cJSON.h>
+#include <glob.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -393,6 +394,77 @@ static void test_trace_from_records(void **state)
     lp_prof_events_free(ev);
 }
 
+/* ---- real-hardware records (cupti_record's records.jsonl, committed by the lead) ---------- */
+
+static void check_recorded(const char *path)
+{
+    lp_gpu_records *r;
+    lp_status st = lp_gpu_records_read_jsonl(path, &r);
+    if (st != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    size_t n = lp_gpu_records_count(r), dev = 0, matched = 0, kernels = 0;
+    int64_t first = INT64_MAX, cg, ch;
+    lp_gpu_records_clock(r, &cg, &ch);
+    for (size_t i = 0; i < n; i++) {
+        const lp_gpu_activity *a = lp_gpu_records_get(r, i);
+        if (a->start_ns < first)
+            first = a->start_ns;
+        if (a->kind != LP_GPU_KERNEL && a->kind != LP_GPU_MEMCPY && a->kind != LP_GPU_MEMSET)
+            continue;
+        dev++;
+        kernels += a->kind == LP_GPU_KERNEL;
+        for (size_t j = 0; j < n; j++) {
+            const lp_gpu_activity *b = lp_gpu_records_get(r, j);
+            if ((b->kind == LP_GPU_RUNTIME || b->kind == LP_GPU_DRIVER) && b->correlation == a->correlation) {
+                matched++;
+                break;
+            }
+        }
+    }
+    /* CUPTI gives every kernel, copy and memset its launching call's correlation id */
+    assert_true(dev > 0 && kernels > 0);
+    assert_int_equal(matched, dev);
+    lp_prof_events *ev;
+    assert_int_equal(lp_prof_events_new(&ev), LP_OK);
+    st = lp_prof_events_add_gpu(ev, r, first - cg + ch, INT64_MIN, INT64_MAX); /* first record at ts 0 */
+    if (st != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    char out[128];
+    snprintf(out, sizeof out, "%s/recorded.pt.trace.json", tmpdir);
+    assert_int_equal(lp_prof_export_chrome(ev, out), LP_OK);
+    lp_trace_model *m;
+    if (lp_trace_model_load(out, NULL, &m) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    int64_t calls = 0;
+    for (size_t i = 0; i < m->n_kernels; i++)
+        calls += m->kernels[i].kind == LP_TRACE_KIND_KERNEL ? m->kernels[i].calls : 0;
+    assert_int_equal(calls, (int64_t)kernels);
+    print_message("%s: %zu records, %zu device records all with their launch, %zu kernels\n", path, n, dev,
+                  kernels);
+    lp_trace_model_free(m);
+    lp_prof_events_free(ev);
+    lp_gpu_records_free(r);
+}
+
+static void test_recorded_fixtures(void **state)
+{
+    (void)state;
+    glob_t g;
+    int found = 0;
+    if (glob("tests/fixtures/cupti/*.jsonl", 0, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            if (!strstr(g.gl_pathv[i], "/crafted_")) {
+                check_recorded(g.gl_pathv[i]);
+                found++;
+            }
+        globfree(&g);
+    }
+    if (!found) {
+        print_message("no real-hardware records in tests/fixtures/cupti yet (cupti_record writes them)\n");
+        skip();
+    }
+}
+
 /* ---- peak ----------------------------------------------------------------------------------- */
 
 static void peak_near(int maj, int min, int sms, double mhz, lp_gpu_peak_dtype t, double published, double rel)
@@ -614,6 +686,7 @@ int main(void)
         cmocka_unit_test(test_jsonl_strict),
         cmocka_unit_test(test_occupancy_matches_pytorch),
         cmocka_unit_test(test_trace_from_records),
+        cmocka_unit_test(test_recorded_fixtures),
         cmocka_unit_test(test_peak),
         cmocka_unit_test(test_cupti_absent),
         cmocka_unit_test(test_session_gpu_source),
