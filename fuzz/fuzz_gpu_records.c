@@ -25,7 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             double b, w;
             int o;
             if (a->kind == LP_GPU_KERNEL &&
-                lp_gpu_kernel_occupancy(lp_gpu_records_device(r, d), a, &b, &w, &o) && (!isfinite(b) || !isfinite(w)))
+                lp_gpu_kernel_occupancy(lp_gpu_records_device(r, d), a, &b, &w, &o) &&
+                (!isfinite(b) || !isfinite(w)))
                 abort();
         }
     }

@@ -21,15 +21,15 @@
 static struct {
     pthread_mutex_t mu;
     int inited, running;
-    lp_gpu_records *r;   /* records of the running collection */
-    lp_status err;       /* first failure while converting (out of memory) */
+    lp_gpu_records *r; /* records of the running collection */
+    lp_status err;     /* first failure while converting (out of memory) */
     uint64_t dropped;
     char *(*demangle)(const char *, char *, size_t *, int *);
 } C = {PTHREAD_MUTEX_INITIALIZER, 0, 0, NULL, LP_OK, 0, NULL};
 
-static const CUpti_ActivityKind kinds_required[] = {
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
-    CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
+static const CUpti_ActivityKind kinds_required[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                                    CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
+                                                    CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
 static const CUpti_ActivityKind kinds_optional[] = {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
                                                     CUPTI_ACTIVITY_KIND_OVERHEAD};
 
@@ -59,7 +59,8 @@ static void api_name(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, char *buf,
 {
     const char *n = NULL;
     if (cuptiGetCallbackName(dom, cbid, &n) != CUPTI_SUCCESS || !n) {
-        snprintf(buf, cap, "%s %u", dom == CUPTI_CB_DOMAIN_RUNTIME_API ? "runtime" : "driver", (unsigned)cbid);
+        snprintf(buf, cap, "%s %u", dom == CUPTI_CB_DOMAIN_RUNTIME_API ? "runtime" : "driver",
+                 (unsigned)cbid);
         return;
     }
     snprintf(buf, cap, "%s", n);
@@ -71,16 +72,26 @@ static void api_name(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, char *buf,
 static const char *overhead_name(CUpti_ActivityOverheadKind k)
 {
     switch (k) {
-    case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER: return "Driver Compiler";
-    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH: return "Buffer Flush";
-    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION: return "Instrumentation";
-    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE: return "Resource";
-    case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING: return "Runtime Triggered Module Loading";
-    case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING: return "Lazy Function Loading";
-    case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL: return "Command Buffer Full";
-    case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST: return "Activity Buffer Request";
-    case CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT: return "UVM Activity Init";
-    default: return "Unknown";
+    case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER:
+        return "Driver Compiler";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH:
+        return "Buffer Flush";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION:
+        return "Instrumentation";
+    case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE:
+        return "Resource";
+    case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING:
+        return "Runtime Triggered Module Loading";
+    case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING:
+        return "Lazy Function Loading";
+    case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL:
+        return "Command Buffer Full";
+    case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST:
+        return "Activity Buffer Request";
+    case CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT:
+        return "UVM Activity Init";
+    default:
+        return "Unknown";
     }
 }
 
@@ -88,16 +99,19 @@ static const char *overhead_name(CUpti_ActivityOverheadKind k)
  * swamp a trace (cuBLAS asks cudaGetDevice on every call). */
 static int blocklisted(const char *api)
 {
-    static const char *const names[] = {"cudaGetDevice", "cudaSetDevice", "cudaGetLastError",
-                                        "cudaPeekAtLastError", "cudaDeviceGetAttribute",
-                                        "cudaFuncGetAttributes", "cudaGetDeviceCount"};
+    static const char *const names[] = {
+        "cudaGetDevice",          "cudaSetDevice",         "cudaGetLastError",  "cudaPeekAtLastError",
+        "cudaDeviceGetAttribute", "cudaFuncGetAttributes", "cudaGetDeviceCount"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(api, names[i]))
             return 1;
     return 0;
 }
 
-static int64_t u32_or_none(uint32_t v) { return v == UINT32_MAX ? -1 : (int64_t)v; }
+static int64_t u32_or_none(uint32_t v)
+{
+    return v == UINT32_MAX ? -1 : (int64_t)v;
+}
 
 /* One CUPTI record -> C.r (caller holds C.mu). Kinds not asked for are skipped. */
 static void convert(const CUpti_Activity *rec)
@@ -284,7 +298,10 @@ static lp_status add_devices(lp_gpu_records *r)
     return LP_OK;
 }
 
-int lp_prof_cupti_built(void) { return 1; }
+int lp_prof_cupti_built(void)
+{
+    return 1;
+}
 
 lp_status lp_prof_cupti_start(void)
 {
@@ -377,4 +394,7 @@ lp_status lp_prof_cupti_attach(void)
     return LP_OK;
 }
 
-void lp_prof_cupti_detach(void) { lp_prof_set_gpu_source(NULL); }
+void lp_prof_cupti_detach(void)
+{
+    lp_prof_set_gpu_source(NULL);
+}

@@ -53,12 +53,12 @@ lp_status lp_gpu_peak_flops(int cc_major, int cc_minor, int n_sms, double clock_
         return lp_err(LP_STATUS_UNSUPPORTED, "GPU peak: no FLOP/clock table for sm_%d%d", cc_major, cc_minor);
     int per = a->per_clk[t];
     if (!per)
-        return lp_err(LP_STATUS_UNSUPPORTED, "GPU peak: sm_%d%d (%s) has no %s tensor cores", cc_major, cc_minor,
-                      a->name, dt_names[t]);
+        return lp_err(LP_STATUS_UNSUPPORTED, "GPU peak: sm_%d%d (%s) has no %s tensor cores", cc_major,
+                      cc_minor, a->name, dt_names[t]);
     *flops = (double)per * n_sms * clock_mhz * 1e6;
     if (why && cap)
-        snprintf(why, cap, "sm_%d%d (%s): %d dense %s FLOP/clk/SM x %d SMs x %.0f MHz = %.1f TFLOP/s", cc_major,
-                 cc_minor, a->name, per, dt_names[t], n_sms, clock_mhz, *flops / 1e12);
+        snprintf(why, cap, "sm_%d%d (%s): %d dense %s FLOP/clk/SM x %d SMs x %.0f MHz = %.1f TFLOP/s",
+                 cc_major, cc_minor, a->name, per, dt_names[t], n_sms, clock_mhz, *flops / 1e12);
     return LP_OK;
 }
 
@@ -71,10 +71,8 @@ static const struct {
     int mhz;
 } quoted[] = {
     {"H100 80GB HBM3", 132, 1830}, /* H100 SXM5 */
-    {"H100 SXM", 132, 1830},
-    {"H200", 132, 1830},
-    {"H100 PCIe", 114, 1620},
-    {"H100 NVL", 132, 1545},       /* 835 TFLOP/s bf16 dense */
+    {"H100 SXM", 132, 1830},       {"H200", 132, 1830},
+    {"H100 PCIe", 114, 1620},      {"H100 NVL", 132, 1545}, /* 835 TFLOP/s bf16 dense */
 };
 
 lp_status lp_gpu_peak_for_device(const lp_gpu_device_props *d, lp_gpu_peak_dtype t, double *flops, char *why,
@@ -89,7 +87,8 @@ lp_status lp_gpu_peak_for_device(const lp_gpu_device_props *d, lp_gpu_peak_dtype
             break;
         }
     char base[200];
-    lp_status st = lp_gpu_peak_flops(d->compute_major, d->compute_minor, d->num_sms, mhz, t, flops, base, sizeof base);
+    lp_status st =
+        lp_gpu_peak_flops(d->compute_major, d->compute_minor, d->num_sms, mhz, t, flops, base, sizeof base);
     if (st != LP_OK)
         return st;
     if (why && cap)

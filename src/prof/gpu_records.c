@@ -16,16 +16,16 @@ struct lp_gpu_records {
     int64_t clock_gpu, clock_host;
 };
 
-static const char *const kind_names[LP_GPU_KIND__COUNT] = {
-    "kernel", "memcpy", "memset", "runtime", "driver", "sync", "overhead"};
+static const char *const kind_names[LP_GPU_KIND__COUNT] = {"kernel", "memcpy", "memset",  "runtime",
+                                                           "driver", "sync",   "overhead"};
 static const char *const kind_cats[LP_GPU_KIND__COUNT] = {
     "kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "cuda_sync", "overhead"};
-static const char *const copy_names[LP_GPU_COPY__COUNT] = {
-    "Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
+static const char *const copy_names[LP_GPU_COPY__COUNT] = {"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                                           "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
 static const char *const mem_names[LP_GPU_MEMKIND__COUNT] = {
     "Unknown", "Pageable", "Pinned", "Device", "Array", "Managed", "Device Static", "Managed Static"};
-static const char *const sync_names[LP_GPU_SYNCKIND__COUNT] = {
-    "Unknown", "Event Sync", "Stream Wait Event", "Stream Sync", "Context Sync"};
+static const char *const sync_names[LP_GPU_SYNCKIND__COUNT] = {"Unknown", "Event Sync", "Stream Wait Event",
+                                                               "Stream Sync", "Context Sync"};
 
 const char *lp_gpu_kind_name(lp_gpu_kind k)
 {
@@ -101,7 +101,10 @@ lp_status lp_gpu_records_add(lp_gpu_records *r, const lp_gpu_activity *a)
     return LP_OK;
 }
 
-size_t lp_gpu_records_count(const lp_gpu_records *r) { return r->n; }
+size_t lp_gpu_records_count(const lp_gpu_records *r)
+{
+    return r->n;
+}
 const lp_gpu_activity *lp_gpu_records_get(const lp_gpu_records *r, size_t i)
 {
     return i < r->n ? &r->a[i] : NULL;
@@ -124,7 +127,10 @@ lp_status lp_gpu_records_set_device(lp_gpu_records *r, const lp_gpu_device_props
     return LP_OK;
 }
 
-size_t lp_gpu_records_n_devices(const lp_gpu_records *r) { return r->n_dev; }
+size_t lp_gpu_records_n_devices(const lp_gpu_records *r)
+{
+    return r->n_dev;
+}
 const lp_gpu_device_props *lp_gpu_records_device(const lp_gpu_records *r, size_t i)
 {
     return i < r->n_dev ? &r->dev[i] : NULL;
@@ -334,20 +340,38 @@ static lp_status parse_str(line_ctx *c, char **out)
         }
         char e = *c->p++;
         switch (e) {
-        case '"': s[k++] = '"'; break;
-        case '\\': s[k++] = '\\'; break;
-        case '/': s[k++] = '/'; break;
-        case 'b': s[k++] = '\b'; break;
-        case 'f': s[k++] = '\f'; break;
-        case 'n': s[k++] = '\n'; break;
-        case 'r': s[k++] = '\r'; break;
-        case 't': s[k++] = '\t'; break;
+        case '"':
+            s[k++] = '"';
+            break;
+        case '\\':
+            s[k++] = '\\';
+            break;
+        case '/':
+            s[k++] = '/';
+            break;
+        case 'b':
+            s[k++] = '\b';
+            break;
+        case 'f':
+            s[k++] = '\f';
+            break;
+        case 'n':
+            s[k++] = '\n';
+            break;
+        case 'r':
+            s[k++] = '\r';
+            break;
+        case 't':
+            s[k++] = '\t';
+            break;
         case 'u': {
             unsigned u = 0;
             for (int j = 0; j < 4; j++, c->p++) {
                 char h = c->p < c->end ? *c->p : 0;
-                int v = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
-                        : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+                int v = h >= '0' && h <= '9'   ? h - '0'
+                        : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                        : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                               : -1;
                 if (v < 0) {
                     free(s);
                     return bad(c, "bad \\u escape");
@@ -567,11 +591,11 @@ static lp_status no_unused(line_ctx *c)
 }
 
 #define I64 INT64_MAX
-#define TRY(x)                                                                                  \
-    do {                                                                                        \
-        lp_status st_ = (x);                                                                    \
-        if (st_ != LP_OK)                                                                       \
-            return st_;                                                                         \
+#define TRY(x)                                                                                               \
+    do {                                                                                                     \
+        lp_status st_ = (x);                                                                                 \
+        if (st_ != LP_OK)                                                                                    \
+            return st_;                                                                                      \
     } while (0)
 
 static lp_status read_device(line_ctx *c, lp_gpu_records *r)
@@ -610,8 +634,8 @@ static lp_status read_record(line_ctx *c, lp_gpu_records *r, int kind)
     lp_gpu_activity_init(&a);
     a.kind = (lp_gpu_kind)kind;
     kv *nm = find(c, "name");
-    int named = kind == LP_GPU_KERNEL || kind == LP_GPU_RUNTIME || kind == LP_GPU_DRIVER ||
-                kind == LP_GPU_OVERHEAD;
+    int named =
+        kind == LP_GPU_KERNEL || kind == LP_GPU_RUNTIME || kind == LP_GPU_DRIVER || kind == LP_GPU_OVERHEAD;
     if (named && (!nm || nm->type != V_STR || !nm->s[0]))
         return bad(c, "\"name\" must be a non-empty string");
     if (!named && nm)

@@ -38,10 +38,19 @@ static lp_status no_cupti(void)
     return lp_err(LP_STATUS_UNSUPPORTED,
                   "profiler: this loupe was built without CUPTI (no CUDA toolkit found at configure time)");
 }
-lp_status lp_prof_cupti_attach(void) { return no_cupti(); }
+lp_status lp_prof_cupti_attach(void)
+{
+    return no_cupti();
+}
 void lp_prof_cupti_detach(void) {}
-int lp_prof_cupti_built(void) { return 0; }
-lp_status lp_prof_cupti_start(void) { return no_cupti(); }
+int lp_prof_cupti_built(void)
+{
+    return 0;
+}
+lp_status lp_prof_cupti_start(void)
+{
+    return no_cupti();
+}
 lp_status lp_prof_cupti_stop(lp_gpu_records **out)
 {
     *out = NULL;

@@ -11,7 +11,10 @@
 /* CUPTI's "no stream" (context-wide sync): Kineto writes tid -1. */
 #define STREAM_NONE 4294967295LL
 
-static int is_api(lp_gpu_kind k) { return k == LP_GPU_RUNTIME || k == LP_GPU_DRIVER; }
+static int is_api(lp_gpu_kind k)
+{
+    return k == LP_GPU_RUNTIME || k == LP_GPU_DRIVER;
+}
 static int is_device(lp_gpu_kind k)
 {
     return k == LP_GPU_KERNEL || k == LP_GPU_MEMCPY || k == LP_GPU_MEMSET || k == LP_GPU_SYNC;
@@ -376,7 +379,8 @@ void lp_prof__write_gpu_event(lp_prof_out *o, const lp_prof_event *e, const lp_g
         lp_prof_out_printf(o,
                            "%s\"queued\": 0, \"device\": %d, \"context\": %d, \"stream\": %lld, "
                            "\"correlation\": %lld, \"registers per thread\": %d, \"shared memory\": %lld",
-                           sep, (int)a->device, (int)a->context, (long long)a->stream, (long long)a->correlation,
+                           sep, (int)a->device, (int)a->context, (long long)a->stream,
+                           (long long)a->correlation,
                            a->registers_per_thread > 0 ? (int)a->registers_per_thread : 0,
                            (long long)(a->static_smem > 0 ? a->static_smem : 0) +
                                (a->dynamic_smem > 0 ? a->dynamic_smem : 0));
@@ -401,8 +405,8 @@ void lp_prof__write_gpu_event(lp_prof_out *o, const lp_prof_event *e, const lp_g
         lp_prof_out_printf(o,
                            "%s\"device\": %d, \"context\": %d, \"stream\": %lld, \"correlation\": %lld, "
                            "\"bytes\": %lld, \"memory bandwidth (GB/s)\": %s",
-                           sep, (int)a->device, (int)a->context, (long long)a->stream, (long long)a->correlation,
-                           (long long)bytes, bw);
+                           sep, (int)a->device, (int)a->context, (long long)a->stream,
+                           (long long)a->correlation, (long long)bytes, bw);
         break;
     }
     case LP_GPU_RUNTIME:
@@ -453,9 +457,10 @@ void lp_prof__write_device_props(lp_prof_out *o, const lp_gpu_device_props *d, s
                            "\"sharedMemPerMultiprocessor\": %lld\n    }%s\n",
                            (long long)d[i].total_global_mem, (int)d[i].compute_major, (int)d[i].compute_minor,
                            (int)d[i].max_threads_per_block, (int)d[i].max_threads_per_sm,
-                           (int)d[i].regs_per_block, (int)d[i].warp_size, (long long)d[i].shared_mem_per_block,
-                           (int)d[i].num_sms, (int)d[i].regs_per_sm, (long long)d[i].shared_mem_per_block_optin,
-                           (long long)d[i].shared_mem_per_sm, i + 1 < nd ? "," : "");
+                           (int)d[i].regs_per_block, (int)d[i].warp_size,
+                           (long long)d[i].shared_mem_per_block, (int)d[i].num_sms, (int)d[i].regs_per_sm,
+                           (long long)d[i].shared_mem_per_block_optin, (long long)d[i].shared_mem_per_sm,
+                           i + 1 < nd ? "," : "");
     }
     lp_prof_out_puts(o, "  ],\n");
 }

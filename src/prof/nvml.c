@@ -9,8 +9,12 @@
 
 typedef int nvml_ret; /* nvmlReturn_t: 0 = NVML_SUCCESS */
 typedef void *nvml_dev;
-typedef struct { unsigned gpu, memory; } nvml_util;
-typedef struct { unsigned long long total, free, used; } nvml_mem;
+typedef struct {
+    unsigned gpu, memory;
+} nvml_util;
+typedef struct {
+    unsigned long long total, free, used;
+} nvml_mem;
 enum { NVML_CLOCK_SM = 1 };
 
 static struct {
@@ -34,7 +38,8 @@ static void probe(void)
     }
     nvml_ret (*init)(void) = (nvml_ret(*)(void))dlsym(h, "nvmlInit_v2");
     nvml_ret (*count)(unsigned *) = (nvml_ret(*)(unsigned *))dlsym(h, "nvmlDeviceGetCount_v2");
-    nvml_ret (*get)(unsigned, nvml_dev *) = (nvml_ret(*)(unsigned, nvml_dev *))dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
+    nvml_ret (*get)(unsigned, nvml_dev *) =
+        (nvml_ret(*)(unsigned, nvml_dev *))dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
     N.util = (nvml_ret(*)(nvml_dev, nvml_util *))dlsym(h, "nvmlDeviceGetUtilizationRates");
     N.mem = (nvml_ret(*)(nvml_dev, nvml_mem *))dlsym(h, "nvmlDeviceGetMemoryInfo");
     N.power = (nvml_ret(*)(nvml_dev, unsigned *))dlsym(h, "nvmlDeviceGetPowerUsage");

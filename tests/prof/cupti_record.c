@@ -24,22 +24,22 @@ int lp_rec_launch_add(const float *a, const float *b, float *c, int n, int reps,
 static char records_path[1024], trace_path[1024];
 static int failures;
 
-#define CHECK(cond, ...)                                                                        \
-    do {                                                                                        \
-        if (!(cond)) {                                                                          \
-            printf("FAIL: " __VA_ARGS__);                                                       \
-            printf("\n");                                                                       \
-            failures++;                                                                         \
-        }                                                                                       \
+#define CHECK(cond, ...)                                                                                     \
+    do {                                                                                                     \
+        if (!(cond)) {                                                                                       \
+            printf("FAIL: " __VA_ARGS__);                                                                    \
+            printf("\n");                                                                                    \
+            failures++;                                                                                      \
+        }                                                                                                    \
     } while (0)
 
-#define CU(x)                                                                                   \
-    do {                                                                                        \
-        cudaError_t e_ = (x);                                                                   \
-        if (e_ != cudaSuccess) {                                                                \
-            printf("FAIL: %s: %s\n", #x, cudaGetErrorString(e_));                               \
-            exit(1);                                                                            \
-        }                                                                                       \
+#define CU(x)                                                                                                \
+    do {                                                                                                     \
+        cudaError_t e_ = (x);                                                                                \
+        if (e_ != cudaSuccess) {                                                                             \
+            printf("FAIL: %s: %s\n", #x, cudaGetErrorString(e_));                                            \
+            exit(1);                                                                                         \
+        }                                                                                                    \
     } while (0)
 
 /* Summary of the raw records: by kind, and device work whose launch record is present. */
@@ -67,8 +67,8 @@ static void summarize(const lp_gpu_records *r)
         }
         if (a->kind == LP_GPU_KERNEL)
             printf("  kernel %-40.40s stream %lld grid [%d,%d,%d] block [%d,%d,%d] regs %d dur %lld ns\n",
-                   a->name, (long long)a->stream, a->grid[0], a->grid[1], a->grid[2], a->block[0], a->block[1],
-                   a->block[2], a->registers_per_thread, (long long)(a->end_ns - a->start_ns));
+                   a->name, (long long)a->stream, a->grid[0], a->grid[1], a->grid[2], a->block[0],
+                   a->block[1], a->block[2], a->registers_per_thread, (long long)(a->end_ns - a->start_ns));
     }
     printf("device records with their launch (correlation): %zu of %zu\n", matched, dev);
     for (size_t i = 0; i < lp_gpu_records_n_devices(r); i++) {
@@ -113,7 +113,8 @@ static lp_status write_trace(const lp_prof_events *ev, void *user)
     int64_t streams[16];
     for (size_t i = 0; i < n; i++) {
         const lp_prof_event *k = lp_prof_events_get(ev, i);
-        if (!k->gpu || (strcmp(k->cat, "kernel") && strcmp(k->cat, "gpu_memcpy") && strcmp(k->cat, "gpu_memset")))
+        if (!k->gpu ||
+            (strcmp(k->cat, "kernel") && strcmp(k->cat, "gpu_memcpy") && strcmp(k->cat, "gpu_memset")))
             continue;
         int64_t j = 0;
         while (j < n_streams && streams[j] != k->tid)

@@ -116,19 +116,25 @@ static void test_jsonl_strict(void **state)
     expect_error("{\"kind\": \"runtime\"}\n", "x.jsonl:1: first line");
     expect_error(HDR "{\"kind\": \"runtime\", \"name\": \"cudaLaunchKernel\", " API ", \"extra\": 1}\n",
                  "x.jsonl:2: unknown key \"extra\"");
-    expect_error(HDR "\n{\"kind\": \"runtime\", \"name\": \"a\", \"start\": 1.5}\n", "x.jsonl:3: expected an integer");
+    expect_error(HDR "\n{\"kind\": \"runtime\", \"name\": \"a\", \"start\": 1.5}\n",
+                 "x.jsonl:3: expected an integer");
     expect_error(HDR "{\"kind\": \"bogus\"}\n", "x.jsonl:2: unknown kind \"bogus\"");
-    expect_error(HDR "{\"kind\": \"runtime\", \"name\": \"a\", \"name\": \"b\"}\n", "x.jsonl:2: duplicate key");
+    expect_error(HDR "{\"kind\": \"runtime\", \"name\": \"a\", \"name\": \"b\"}\n",
+                 "x.jsonl:2: duplicate key");
     expect_error(HDR "{\"kind\": \"runtime\", \"name\": \"a\", \"start\": 5, \"end\": 2, \"pid\": 1}\n",
                  "x.jsonl:2: \"end\" before \"start\"");
     expect_error(HDR "{\"kind\": \"runtime\", \"name\": \"a\", " API "} x\n", "x.jsonl:2: text after");
-    expect_error(HDR "{\"kind\": \"runtime\", \"name\": \"a\", \"start\": 1, \"end\": 2}\n", "x.jsonl:2: missing \"pid\"");
-    expect_error(HDR "{\"kind\": \"memset\", \"start\": 1, \"end\": 2, \"device\": 0, \"context\": 1, \"stream\": 7, "
-                     "\"correlation\": 3, \"bytes\": 8, \"dst\": \"Moon\"}\n",
-                 "x.jsonl:2: unknown \"dst\" value \"Moon\"");
-    expect_error(HDR "{\"kind\": \"kernel\", \"name\": \"k\", \"start\": 1, \"end\": 2, \"device\": 0, \"context\": 1, "
-                     "\"stream\": 7, \"correlation\": 3, \"grid\": [1, 1], \"block\": [1, 1, 1]}\n",
-                 "x.jsonl:2: expected an array of 3 integers");
+    expect_error(HDR "{\"kind\": \"runtime\", \"name\": \"a\", \"start\": 1, \"end\": 2}\n",
+                 "x.jsonl:2: missing \"pid\"");
+    expect_error(
+        HDR "{\"kind\": \"memset\", \"start\": 1, \"end\": 2, \"device\": 0, \"context\": 1, \"stream\": 7, "
+            "\"correlation\": 3, \"bytes\": 8, \"dst\": \"Moon\"}\n",
+        "x.jsonl:2: unknown \"dst\" value \"Moon\"");
+    expect_error(
+        HDR
+        "{\"kind\": \"kernel\", \"name\": \"k\", \"start\": 1, \"end\": 2, \"device\": 0, \"context\": 1, "
+        "\"stream\": 7, \"correlation\": 3, \"grid\": [1, 1], \"block\": [1, 1, 1]}\n",
+        "x.jsonl:2: expected an array of 3 integers");
     expect_error(HDR "{\"kind\": \"runtime\", \"name\": \"a\\ud800\"}\n", "x.jsonl:2: \\u escape");
     expect_error(HDR "{\"kind\": \"runtime\", \"name\": \"a\", \"start\": 99999999999999999999}\n",
                  "x.jsonl:2: integer out of range");
@@ -148,8 +154,14 @@ static void test_jsonl_strict(void **state)
 static lp_gpu_device_props a100(void)
 {
     /* deviceProperties of hta-nccl-ddp-rank0.json.gz (NVIDIA A100-PG509-200) */
-    lp_gpu_device_props d = {0, "NVIDIA A100-PG509-200", 42297524224, 8, 0, 1024, 2048, 65536, 32, 49152,
-                             108, 65536, 166912, 167936, 0, 0};
+    lp_gpu_device_props d = {0,           "NVIDIA A100-PG509-200",
+                             42297524224, 8,
+                             0,           1024,
+                             2048,        65536,
+                             32,          49152,
+                             108,         65536,
+                             166912,      167936,
+                             0,           0};
     return d;
 }
 
@@ -183,8 +195,8 @@ static void test_occupancy_matches_pytorch(void **state)
     /* hta-triton-compiled: triton_poi_fused_add_cos_sin_0, grid 1, block 128, 16 regs */
     kernel_args(&d, 1, 128, 16, 0, "0.009259", "0.037037", 0);
     /* kineto-h100-cuda-sync-2026: H100 (132 SMs), grid 1, block 1, 0 regs */
-    lp_gpu_device_props h = {0, "NVIDIA H100", 102085492736, 9, 0, 1024, 2048, 65536, 32, 49152,
-                             132, 65536, 232448, 233472, 0, 0};
+    lp_gpu_device_props h = {0,  "NVIDIA H100", 102085492736, 9,     0,      1024,   2048, 65536,
+                             32, 49152,         132,          65536, 232448, 233472, 0,    0};
     kernel_args(&h, 1, 1, 0, 0, "0.007576", "0.000237", 0);
     /* no SM count: nothing computed (Kineto then omits the three args) */
     lp_gpu_device_props none;
@@ -306,7 +318,8 @@ static void test_trace_from_records(void **state)
     assert_true(num(ga, "warps per SM") == 32.0);
     /* 128 regs x 512 threads use the whole register file: 1 block = 512 of 2048 threads */
     assert_int_equal((int)num(ga, "est. achieved occupancy %"), 25);
-    const cJSON *mc = cJSON_GetObjectItem(find_event(evs, "gpu_memcpy", "Memcpy HtoD (Pinned -> Device)"), "args");
+    const cJSON *mc =
+        cJSON_GetObjectItem(find_event(evs, "gpu_memcpy", "Memcpy HtoD (Pinned -> Device)"), "args");
     assert_int_equal((int)num(mc, "bytes"), 1048576);
     assert_true(num(mc, "memory bandwidth (GB/s)") == 1048576.0 / 20000.0); /* bytes/ns = GB/s */
     find_event(evs, "gpu_memset", "Memset (Device)");
@@ -467,7 +480,8 @@ static void test_recorded_fixtures(void **state)
 
 /* ---- peak ----------------------------------------------------------------------------------- */
 
-static void peak_near(int maj, int min, int sms, double mhz, lp_gpu_peak_dtype t, double published, double rel)
+static void peak_near(int maj, int min, int sms, double mhz, lp_gpu_peak_dtype t, double published,
+                      double rel)
 {
     double f;
     char why[160];
@@ -475,14 +489,15 @@ static void peak_near(int maj, int min, int sms, double mhz, lp_gpu_peak_dtype t
     if (st != LP_OK)
         fail_msg("%s", lp_err_msg());
     if (fabs(f - published) > rel * published)
-        fail_msg("sm_%d%d %s: %g vs published %g (%s)", maj, min, lp_gpu_peak_dtype_name(t), f, published, why);
+        fail_msg("sm_%d%d %s: %g vs published %g (%s)", maj, min, lp_gpu_peak_dtype_name(t), f, published,
+                 why);
 }
 
 static void test_peak(void **state)
 {
     (void)state;
     /* NVIDIA's datasheet dense figures; tolerance 0.5 % (their rounding to 3-4 digits) */
-    peak_near(8, 0, 108, 1410, LP_GPU_PEAK_BF16, 312e12, 0.005);  /* A100 SXM */
+    peak_near(8, 0, 108, 1410, LP_GPU_PEAK_BF16, 312e12, 0.005); /* A100 SXM */
     peak_near(8, 0, 108, 1410, LP_GPU_PEAK_TF32, 156e12, 0.005);
     peak_near(8, 0, 108, 1410, LP_GPU_PEAK_FP32, 19.5e12, 0.005);
     peak_near(9, 0, 132, 1830, LP_GPU_PEAK_BF16, 989.4e12, 0.005); /* H100 SXM */
@@ -492,31 +507,34 @@ static void test_peak(void **state)
     peak_near(9, 0, 114, 1620, LP_GPU_PEAK_BF16, 756e12, 0.005);   /* H100 PCIe */
     peak_near(8, 9, 58, 2040, LP_GPU_PEAK_BF16, 121e12, 0.01);     /* L4: 121 (rounded) */
     peak_near(8, 9, 58, 2040, LP_GPU_PEAK_FP8, 242e12, 0.01);
-    peak_near(8, 6, 72, 1695, LP_GPU_PEAK_BF16, 125e12, 0.005);    /* A10 */
-    peak_near(7, 0, 80, 1530, LP_GPU_PEAK_FP16, 125e12, 0.005);    /* V100 SXM2 */
-    peak_near(7, 5, 40, 1590, LP_GPU_PEAK_FP16, 65e12, 0.005);     /* T4 */
+    peak_near(8, 6, 72, 1695, LP_GPU_PEAK_BF16, 125e12, 0.005); /* A10 */
+    peak_near(7, 0, 80, 1530, LP_GPU_PEAK_FP16, 125e12, 0.005); /* V100 SXM2 */
+    peak_near(7, 5, 40, 1590, LP_GPU_PEAK_FP16, 65e12, 0.005);  /* T4 */
     double f;
     char why[160];
     assert_int_equal(lp_gpu_peak_flops(9, 0, 132, 1830, LP_GPU_PEAK_BF16, &f, why, sizeof why), LP_OK);
-    assert_string_equal(why, "sm_90 (Hopper): 4096 dense bf16 FLOP/clk/SM x 132 SMs x 1830 MHz = 989.4 TFLOP/s");
-    assert_int_equal(lp_gpu_peak_flops(7, 5, 40, 1590, LP_GPU_PEAK_BF16, &f, why, sizeof why), LP_STATUS_UNSUPPORTED);
+    assert_string_equal(why,
+                        "sm_90 (Hopper): 4096 dense bf16 FLOP/clk/SM x 132 SMs x 1830 MHz = 989.4 TFLOP/s");
+    assert_int_equal(lp_gpu_peak_flops(7, 5, 40, 1590, LP_GPU_PEAK_BF16, &f, why, sizeof why),
+                     LP_STATUS_UNSUPPORTED);
     assert_non_null(strstr(lp_err_msg(), "no bf16"));
     assert_int_equal(lp_gpu_peak_flops(5, 2, 16, 1000, LP_GPU_PEAK_FP32, &f, NULL, 0), LP_STATUS_UNSUPPORTED);
     assert_int_equal(lp_gpu_peak_flops(9, 0, 0, 1830, LP_GPU_PEAK_BF16, &f, NULL, 0), LP_STATUS_INVALID_ARG);
     /* by device: H200 and H100 SXM report a 1980 MHz max clock; the datasheet's 989.4 is at 1830 */
-    lp_gpu_device_props h200 = {0, "NVIDIA H200", 150754820096, 9, 0, 1024, 2048, 65536, 32, 49152,
-                                132, 65536, 232448, 233472, 32, 1980};
+    lp_gpu_device_props h200 = {0,  "NVIDIA H200", 150754820096, 9,     0,      1024,   2048, 65536,
+                                32, 49152,         132,          65536, 232448, 233472, 32,   1980};
     assert_int_equal(lp_gpu_peak_for_device(&h200, LP_GPU_PEAK_BF16, &f, why, sizeof why), LP_OK);
     assert_true(fabs(f - 989.4e12) < 0.005 * 989.4e12);
     assert_non_null(strstr(why, "NVIDIA H200: sm_90 (Hopper)"));
     assert_non_null(strstr(why, "quoted clock"));
-    lp_gpu_device_props l4 = {0, "NVIDIA L4", 23580639232, 8, 9, 1024, 1536, 65536, 32, 49152,
-                              58, 65536, 101376, 102400, 24, 2040};
+    lp_gpu_device_props l4 = {0,  "NVIDIA L4", 23580639232, 8,     9,      1024,   1536, 65536,
+                              32, 49152,       58,          65536, 101376, 102400, 24,   2040};
     assert_int_equal(lp_gpu_peak_for_device(&l4, LP_GPU_PEAK_BF16, &f, why, sizeof why), LP_OK);
     assert_true(fabs(f - 121e12) < 0.01 * 121e12);
     assert_non_null(strstr(why, "max SM clock"));
     l4.max_sm_clock_mhz = 0; /* unknown clock: an error, not a zero peak */
-    assert_int_equal(lp_gpu_peak_for_device(&l4, LP_GPU_PEAK_BF16, &f, why, sizeof why), LP_STATUS_INVALID_ARG);
+    assert_int_equal(lp_gpu_peak_for_device(&l4, LP_GPU_PEAK_BF16, &f, why, sizeof why),
+                     LP_STATUS_INVALID_ARG);
     assert_int_equal(lp_gpu_peak_flops(9, 0, 132, 0, LP_GPU_PEAK_BF16, &f, NULL, 0), LP_STATUS_INVALID_ARG);
 }
 
