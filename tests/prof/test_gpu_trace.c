@@ -404,6 +404,28 @@ static void test_trace_from_records(void **state)
     assert_true(m->has_device);
     assert_int_equal(m->gpu_all.n_streams, 2);
     lp_trace_model_free(m);
+
+    /* the live key averages (key_averages.txt) link through the External id: same answer */
+    lp_prof_keyavg_opts ko;
+    lp_prof_keyavg_opts_init(&ko);
+    lp_prof_keyavg ka;
+    assert_int_equal(lp_prof_keyavg_build(ev, &ko, &ka), LP_OK);
+    int rows = 0;
+    for (size_t i = 0; i < ka.n; i++) {
+        const lp_prof_keyavg_row *kr = &ka.rows[i];
+        if (kr->is_device)
+            continue;
+        double want = !strcmp(kr->key, "aten::mm")      ? 60.0
+                      : !strcmp(kr->key, "aten::add")   ? 30.0
+                      : !strcmp(kr->key, "aten::copy_") ? 20.0
+                                                        : -1;
+        if (want < 0)
+            continue;
+        assert_true(fabs(kr->self_device_us - want) < 1e-9); /* whole ns -> us: exact in a double */
+        rows++;
+    }
+    assert_int_equal(rows, 3);
+    lp_prof_keyavg_free(&ka);
     lp_prof_events_free(ev);
 }
 
