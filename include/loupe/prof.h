@@ -708,7 +708,7 @@ LP_WARN_UNUSED lp_status lp_gpu_records_read_jsonl(const char *path, lp_gpu_reco
 /* Adds r's records to ev as PyTorch writes them: device work on pid = device, tid =
  * stream; API calls on their process/thread; args as Kineto's; the ac2g flow pair on each
  * launch with device work (correlation = flow id); the devices into "deviceProperties";
- * "External id" of the innermost host range around each API call (host 'X' events without
+ * "External id" of the innermost host range each API call starts in (host 'X' events without
  * one are numbered first) on the call and its device work. Timestamps: host ns relative to
  * ev's ts 0, whose CLOCK_MONOTONIC time is origin_mono_ns: rel = gpu - clock.gpu +
  * clock.host - origin_mono_ns. Only API calls starting in [lo_ns, hi_ns] (relative) are kept
@@ -770,8 +770,9 @@ typedef struct lp_prof_gpu_source {
 void lp_prof_set_gpu_source(const lp_prof_gpu_source *src);
 
 /* NVTX: with LP_HAVE_NVTX (CUDA builds), recorded ranges push/pop NVTX ranges; nvtx_enable
- * also sends every range to NVTX while loupe is not recording (for Nsight Systems). Returns
- * 0 when this build has no NVTX. */
+ * (1) also sends every range to NVTX while loupe is not recording (for Nsight Systems);
+ * -1 does so only when a tool is injected (NVTX_INJECTION64_PATH set, as nsys does), 0
+ * stops it. Returns whether ranges now go to NVTX outside recording (0 without NVTX). */
 int lp_prof_nvtx_enable(int on);
 
 /* NVML, loaded at run time (dlopen of libnvidia-ml.so.1, or $LP_NVML_LIB): GPU 0's

@@ -214,9 +214,11 @@ static lp_status link_ext(lp_prof_events *ev, const lp_gpu_activity *const *api,
             stack[sp++] = i;
             continue;
         }
-        for (size_t s = sp; s > 0; s--) { /* innermost range holding the whole call */
+        /* innermost range the call starts in (not the whole call: the recorder's TSC-to-ns
+         * calibration may put the range's end a few ns before the call's) */
+        for (size_t s = sp; s > 0; s--) {
             const item *h = &it[stack[s - 1]];
-            if (h->ts <= it[i].ts && h->end >= it[i].end) {
+            if (h->ts <= it[i].ts && h->end > it[i].ts) {
                 ext[it[i].idx] = lp_prof_events_get(ev, h->idx)->external_id;
                 break;
             }

@@ -88,11 +88,15 @@ void lp_prof__rec_enable(int on)
 int lp_prof_nvtx_enable(int on)
 {
 #ifdef LP_HAVE_NVTX
+    if (on < 0) { /* auto: a tool (Nsight Systems) injects itself through this variable */
+        const char *inj = getenv("NVTX_INJECTION64_PATH");
+        on = inj && *inj;
+    }
     if (on)
         __atomic_or_fetch(&lp_prof__active, LP_PROF__ACT_NVTX, __ATOMIC_RELEASE);
     else
         __atomic_and_fetch(&lp_prof__active, ~LP_PROF__ACT_NVTX, __ATOMIC_RELEASE);
-    return 1;
+    return on != 0;
 #else
     (void)on;
     return 0;

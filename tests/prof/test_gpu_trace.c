@@ -689,6 +689,8 @@ static void test_session_gpu_source(void **state)
 {
     (void)state;
     /* NVTX-only mode first: ranges reach NVTX (in CUDA builds), the recorder takes nothing */
+    unsetenv("NVTX_INJECTION64_PATH");
+    assert_int_equal(lp_prof_nvtx_enable(-1), 0); /* auto: no tool injected, stays off */
     int have_nvtx = lp_prof_nvtx_enable(1);
     lp_prof_range_push("nvtx_only");
     lp_prof_range_pop();
