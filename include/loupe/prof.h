@@ -300,6 +300,10 @@ uint32_t lp_prof_transition(lp_prof_action prev, int next);
 /* for any parsed Kineto trace) consumes.                                              */
 /* ------------------------------------------------------------------------------------ */
 
+/* GPU records (defined in the GPU section below). */
+typedef struct lp_gpu_activity lp_gpu_activity;
+typedef struct lp_gpu_device_props lp_gpu_device_props;
+
 /* One completed event. Strings and arrays are borrowed by lp_prof_events_add (copied). */
 typedef struct lp_prof_event {
     const char *name;        /* required */
@@ -328,6 +332,12 @@ typedef struct lp_prof_event {
     int32_t mem_category;    /* lp_mem_category or -1 unknown */
     /* Hardware counters over the range (inclusive); -1 = unavailable/off. */
     int64_t hw_cycles, hw_instructions, hw_cache_misses;
+    /* GPU events (kernel, gpu_memcpy, gpu_memset, cuda_runtime, cuda_driver, cuda_sync,
+     * overhead) made by lp_prof_events_add_gpu: the record behind the event (copied), NULL
+     * for host events. gpu_flow: 's' = the ac2g flow starts here (a launch with device
+     * work), 'f' = it ends here (device work with a launch), 0 = none. */
+    const lp_gpu_activity *gpu;
+    char gpu_flow;
 } lp_prof_event;
 
 /* Fills e with "absent" values (external_id/correlation/n_inputs/mem_category/hw_* = -1,
@@ -369,6 +379,12 @@ LP_WARN_UNUSED lp_status lp_prof_events_set_thread_name(lp_prof_events *ev, int6
                                                         int64_t tid, const char *name);
 LP_WARN_UNUSED lp_status lp_prof_events_set_process_name(lp_prof_events *ev, int64_t pid,
                                                          const char *name);
+/* GPUs written as the trace's "deviceProperties" (copied; replaces any earlier set;
+ * lp_prof_events_add_gpu sets them). */
+LP_WARN_UNUSED lp_status lp_prof_events_set_gpu_devices(lp_prof_events *ev,
+                                                        const lp_gpu_device_props *d,
+                                                        size_t n);
+const lp_gpu_device_props *lp_prof_events_gpu_devices(const lp_prof_events *ev, size_t *n);
 /* Name given to a thread, NULL if none. */
 const char *lp_prof_events_thread_name(const lp_prof_events *ev, int64_t pid, int64_t tid);
 /* Formats input shapes as torch's str(input_shapes): "[[64, 768], [768, 768]]", "[]".
@@ -579,6 +595,200 @@ LP_WARN_UNUSED lp_status lp_prof_export_default(const lp_prof_events *ev, void *
 const char *lp_prof_last_trace_path(void);
 
 /* ------------------------------------------------------------------------------------ */
+/* GPU activity: CUPTI-neutral records, their JSONL file, Kineto conversion, GPU peak. */
+/* ------------------------------------------------------------------------------------ */
+
+/*   lp_gpu_records *r;                                  // from the CUPTI collector, or:
+ *   if (lp_gpu_records_read_jsonl("tests/fixtures/cupti/two_streams.jsonl", &r) != LP_OK) ...
+ *   lp_prof_events_add_gpu(ev, r, origin_mono_ns, INT64_MIN, INT64_MAX);  // kernels on
+ *   lp_prof_export_chrome(ev, "t.pt.trace.json");       // streams, ac2g flows, deviceProperties
+ *
+ * Records carry CUPTI's own clock; the records' clock pair (gpu ns, host CLOCK_MONOTONIC
+ * ns, taken together once) maps them onto the host timeline. No CUDA header is needed. */
+
+typedef enum lp_gpu_kind {
+    LP_GPU_KERNEL = 0, /* "kernel" (CONCURRENT_KERNEL) */
+    LP_GPU_MEMCPY,     /* "gpu_memcpy" */
+    LP_GPU_MEMSET,     /* "gpu_memset" */
+    LP_GPU_RUNTIME,    /* "cuda_runtime": a CUDA runtime API call on a host thread */
+    LP_GPU_DRIVER,     /* "cuda_driver": a driver API call (cuLaunchKernel) */
+    LP_GPU_SYNC,       /* "cuda_sync": stream/event/context synchronisation */
+    LP_GPU_OVERHEAD,   /* "overhead": CUPTI's own (buffer flush, instrumentation) */
+    LP_GPU_KIND__COUNT
+} lp_gpu_kind;
+
+/* The JSONL "kind" words: "kernel", "memcpy", "memset", "runtime", "driver", "sync",
+ * "overhead"; "?" out of range. */
+const char *lp_gpu_kind_name(lp_gpu_kind k);
+/* Kineto's trace category of a kind: "kernel", "gpu_memcpy", ... */
+const char *lp_gpu_kind_category(lp_gpu_kind k);
+
+/* CUPTI's numbering (CUpti_ActivityMemcpyKind / MemoryKind / SynchronizationType), kept
+ * so the collector copies the values; names are Kineto's strings. */
+enum { LP_GPU_COPY__COUNT = 11, LP_GPU_MEMKIND__COUNT = 8, LP_GPU_SYNCKIND__COUNT = 5 };
+/* "Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP" */
+const char *lp_gpu_copy_kind_name(int k);
+/* "Unknown", "Pageable", "Pinned", "Device", "Array", "Managed", "Device Static",
+ * "Managed Static" */
+const char *lp_gpu_mem_kind_name(int k);
+/* "Unknown", "Event Sync", "Stream Wait Event", "Stream Sync", "Context Sync" */
+const char *lp_gpu_sync_kind_name(int k);
+
+/* One activity record. -1 marks an absent integer. */
+typedef struct lp_gpu_activity {
+    lp_gpu_kind kind;
+    const char *name;         /* kernel: as CUPTI gives it; runtime/driver: API name without
+                                 the _vNNNN suffix ("cudaLaunchKernel"); overhead: its kind
+                                 ("Buffer Flush"); memcpy/memset/sync: NULL (named by kind) */
+    int64_t start_ns, end_ns; /* CUPTI clock */
+    int32_t device, context;  /* device records and sync */
+    int64_t stream;
+    int64_t correlation;      /* CUPTI correlation id (API call <-> device work) */
+    int64_t pid, tid;         /* runtime/driver/overhead: OS process and thread */
+    int32_t cbid;             /* runtime/driver callback id */
+    int32_t grid[3], block[3];
+    int32_t registers_per_thread;
+    int32_t static_smem, dynamic_smem; /* bytes per block */
+    int64_t bytes;            /* memcpy / memset */
+    int32_t copy_kind;        /* memcpy: LP_GPU_COPY (CUPTI numbering) */
+    int32_t src_kind, dst_kind; /* memcpy: memory kinds; memset: dst_kind is the memory */
+    int32_t sync_kind;        /* sync: CUPTI numbering */
+    int64_t cuda_event_id;    /* sync on an event */
+    int64_t queued_ns;        /* kernel: CUPTI clock, -1 unknown */
+} lp_gpu_activity;
+
+/* Fills a with absent values (every id -1, dims 0, kind KERNEL). */
+void lp_gpu_activity_init(lp_gpu_activity *a);
+
+/* One GPU's properties, as PyTorch's trace "deviceProperties" carries them, plus what the
+ * occupancy estimate needs (max_blocks_per_sm) and the peak (clock). */
+typedef struct lp_gpu_device_props {
+    int32_t id;
+    char name[128];
+    int64_t total_global_mem;
+    int32_t compute_major, compute_minor;
+    int32_t max_threads_per_block, max_threads_per_sm;
+    int32_t regs_per_block, warp_size;
+    int64_t shared_mem_per_block;
+    int32_t num_sms;
+    int32_t regs_per_sm;
+    int64_t shared_mem_per_block_optin, shared_mem_per_sm;
+    int32_t max_blocks_per_sm; /* 0 = from the compute capability */
+    int32_t max_sm_clock_mhz;  /* 0 unknown */
+} lp_gpu_device_props;
+
+/* Records of one collection: activities (names copied), devices, and the clock pair. */
+typedef struct lp_gpu_records lp_gpu_records;
+LP_WARN_UNUSED lp_status lp_gpu_records_new(lp_gpu_records **out);
+void lp_gpu_records_free(lp_gpu_records *r);
+/* Appends a copy of *a. LP_STATUS_INVALID_ARG for a kind out of range, end < start, or a
+ * kernel/API record without a name. */
+LP_WARN_UNUSED lp_status lp_gpu_records_add(lp_gpu_records *r, const lp_gpu_activity *a);
+size_t lp_gpu_records_count(const lp_gpu_records *r);
+const lp_gpu_activity *lp_gpu_records_get(const lp_gpu_records *r, size_t i);
+/* Adds or replaces (same id) a device. */
+LP_WARN_UNUSED lp_status lp_gpu_records_set_device(lp_gpu_records *r, const lp_gpu_device_props *d);
+size_t lp_gpu_records_n_devices(const lp_gpu_records *r);
+const lp_gpu_device_props *lp_gpu_records_device(const lp_gpu_records *r, size_t i);
+/* The clock pair: CUPTI's timestamp and CLOCK_MONOTONIC ns read together. */
+void lp_gpu_records_set_clock(lp_gpu_records *r, int64_t gpu_ns, int64_t host_mono_ns);
+/* 1 and the pair when set, else 0 (then GPU ns are taken as host monotonic ns). */
+int lp_gpu_records_clock(const lp_gpu_records *r, int64_t *gpu_ns, int64_t *host_mono_ns);
+
+/* JSONL ("recorded activity records"): one object per line; first {"loupe_gpu_records": 1},
+ * then "clock" and "device" lines and one line per record ({"kind": "kernel", ...}; see
+ * tests/fixtures/cupti/README.md). Written atomically. */
+LP_WARN_UNUSED lp_status lp_gpu_records_write_jsonl(const lp_gpu_records *r, const char *path);
+/* Strict reader: unknown keys, wrong types, bad kinds, missing required fields, duplicate
+ * keys and trailing text are LP_STATUS_FORMAT naming `name` and the line. */
+LP_WARN_UNUSED lp_status lp_gpu_records_parse_jsonl(const char *name, const char *text, size_t len,
+                                                    lp_gpu_records **out);
+LP_WARN_UNUSED lp_status lp_gpu_records_read_jsonl(const char *path, lp_gpu_records **out);
+
+/* Adds r's records to ev as PyTorch writes them: device work on pid = device, tid =
+ * stream; API calls on their process/thread; args as Kineto's; the ac2g flow pair on each
+ * launch with device work (correlation = flow id); the devices into "deviceProperties";
+ * "External id" of the innermost host range each API call starts in (host 'X' events without
+ * one are numbered first) on the call and its device work. Timestamps: host ns relative to
+ * ev's ts 0, whose CLOCK_MONOTONIC time is origin_mono_ns: rel = gpu - clock.gpu +
+ * clock.host - origin_mono_ns. Only API calls starting in [lo_ns, hi_ns] (relative) are kept
+ * with their device work; device work without a kept call is kept when it starts there. */
+LP_WARN_UNUSED lp_status lp_prof_events_add_gpu(lp_prof_events *ev, const lp_gpu_records *r,
+                                                int64_t origin_mono_ns, int64_t lo_ns, int64_t hi_ns);
+
+/* Kineto's kernel estimates from a device: blocks per SM = blocks / SMs, warps per SM =
+ * that x threads per block / warp size, and the theoretical occupancy (%, rounded) limited
+ * by threads, blocks, registers and shared memory per SM, capped by the blocks present.
+ * Returns 0 (nothing computed) when d lacks SMs or threads per SM. */
+int lp_gpu_kernel_occupancy(const lp_gpu_device_props *d, const lp_gpu_activity *k,
+                            double *blocks_per_sm, double *warps_per_sm, int *occupancy_pct);
+
+/* Dense tensor-core (or, for FP32, CUDA-core FMA) peak of a GPU. */
+typedef enum lp_gpu_peak_dtype {
+    LP_GPU_PEAK_BF16 = 0,
+    LP_GPU_PEAK_FP16,
+    LP_GPU_PEAK_TF32,
+    LP_GPU_PEAK_FP32,   /* no tensor cores: FP32 FMA units x 2 */
+    LP_GPU_PEAK_FP8,
+    LP_GPU_PEAK__COUNT
+} lp_gpu_peak_dtype;
+/* "bf16", "fp16", "tf32", "fp32", "fp8". */
+const char *lp_gpu_peak_dtype_name(lp_gpu_peak_dtype t);
+/* FLOP/s = FLOP per clock per SM (per architecture, from NVIDIA's published dense peaks)
+ * x SMs x clock. clock_mhz: the boost clock NVIDIA quotes its peak at (H100/H200 SXM:
+ * 1830 MHz, not NVML's 1980 max). *why (cap bytes, may be NULL) states the figure used,
+ * e.g. "H100-class sm_90: 4096 dense bf16 FLOP/clk/SM x 132 SMs x 1830 MHz = 989.4
+ * TFLOP/s". LP_STATUS_UNSUPPORTED (message) for an unknown architecture or a dtype it
+ * lacks (bf16 before sm_80, fp8 before sm_89); LP_STATUS_INVALID_ARG for SMs or clock <= 0. */
+LP_WARN_UNUSED lp_status lp_gpu_peak_flops(int cc_major, int cc_minor, int n_sms, double clock_mhz,
+                                           lp_gpu_peak_dtype t, double *flops, char *why, size_t cap);
+/* The same for a device: its name picks NVIDIA's quoted clock where the datasheet figure is
+ * below the max SM clock (H100 SXM / H200: 1830 MHz, H100 PCIe: 1620, H100 NVL: 1545),
+ * else d->max_sm_clock_mhz; *why names the card, the figure and the clock's source. */
+LP_WARN_UNUSED lp_status lp_gpu_peak_for_device(const lp_gpu_device_props *d, lp_gpu_peak_dtype t, double *flops,
+                                                char *why, size_t cap);
+
+/* The CUPTI collector (CUDA builds with CUPTI; elsewhere every call returns
+ * LP_STATUS_UNSUPPORTED saying so). Attach once before lp_prof_start: each recorded window
+ * then enables CUPTI activity (kernels, memcpy, memset, runtime, driver, sync, overhead),
+ * flushes at the window's stop, and adds the records to the window's events. */
+LP_WARN_UNUSED lp_status lp_prof_cupti_attach(void);
+void lp_prof_cupti_detach(void);
+/* 1 when this build has the collector. */
+int lp_prof_cupti_built(void);
+/* Manual use (the record tool): start collecting now; stop flushes and hands the records
+ * (with devices and the clock pair) to the caller (*out, free with lp_gpu_records_free). */
+LP_WARN_UNUSED lp_status lp_prof_cupti_start(void);
+LP_WARN_UNUSED lp_status lp_prof_cupti_stop(lp_gpu_records **out);
+
+/* A source of GPU records for the session: start at a window's start, stop at its end
+ * (returning the records, or NULL). Registered by the collector; NULL unregisters. */
+typedef struct lp_prof_gpu_source {
+    lp_status (*start)(void);
+    lp_status (*stop)(lp_gpu_records **out);
+} lp_prof_gpu_source;
+void lp_prof_set_gpu_source(const lp_prof_gpu_source *src);
+
+/* NVTX: with LP_HAVE_NVTX (CUDA builds), recorded ranges push/pop NVTX ranges; nvtx_enable
+ * (1) also sends every range to NVTX while loupe is not recording (for Nsight Systems);
+ * -1 does so only when a tool is injected (NVTX_INJECTION64_PATH set, as nsys does), 0
+ * stops it. Returns whether ranges now go to NVTX outside recording (0 without NVTX). */
+int lp_prof_nvtx_enable(int on);
+
+/* NVML, loaded at run time (dlopen of libnvidia-ml.so.1, or $LP_NVML_LIB): GPU 0's
+ * utilisation %, memory used, power and SM clock. 1 when available, else 0 with the reason
+ * in *why (static string; may be NULL). */
+typedef struct lp_gpu_sample {
+    double util_pct;       /* -1 unknown */
+    int64_t mem_used_bytes;/* -1 unknown */
+    double power_w;        /* -1 unknown */
+    int32_t sm_clock_mhz;  /* -1 unknown */
+} lp_gpu_sample;
+int lp_prof_nvml_available(const char **why);
+/* Reads GPU 0 now; 0 when NVML is unavailable (s then all -1). */
+int lp_prof_nvml_sample(lp_gpu_sample *s);
+
+/* ------------------------------------------------------------------------------------ */
 /* Hardware counters and the background sampler.                                       */
 /* ------------------------------------------------------------------------------------ */
 
@@ -588,8 +798,8 @@ int lp_prof_hw_available(const char **why);
 
 typedef struct lp_prof_sampler lp_prof_sampler;
 /* Starts a thread that appends "time_s,rss_bytes,cpu_percent,gpu_util_percent,
- * gpu_mem_bytes" every period_ms (GPU columns empty until a GPU backend fills them) and
- * writes csv_path atomically when stopped. */
+ * gpu_mem_bytes,gpu_power_w,gpu_sm_clock_mhz" every period_ms (GPU columns from NVML when a
+ * GPU is present, empty otherwise) and writes csv_path atomically when stopped. */
 LP_WARN_UNUSED lp_status lp_prof_sampler_start(const char *csv_path, int period_ms,
                                                lp_prof_sampler **out);
 /* Stops the thread, writes the CSV, frees s. */

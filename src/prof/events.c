@@ -32,6 +32,8 @@ struct lp_prof_events {
     size_t strtab_cap, strtab_n;
     tname *names;
     size_t n_names;
+    lp_gpu_device_props *gpus;
+    size_t n_gpus;
     lp_prof_events_info info;
 };
 
@@ -77,6 +79,7 @@ void lp_prof_events_free(lp_prof_events *ev)
     for (size_t i = 0; i < ev->n_names; i++)
         free(ev->names[i].name);
     free(ev->names);
+    free(ev->gpus);
     free(ev->ev);
     free(ev);
 }
@@ -170,6 +173,17 @@ lp_status lp_prof_events_add(lp_prof_events *ev, const lp_prof_event *e)
     c.input_ranks = NULL;
     c.input_dims = NULL;
     c.input_types = NULL;
+    c.gpu = NULL;
+    if (e->gpu) { /* the record is kept whole for the trace writer's args */
+        lp_gpu_activity *g = arena_alloc(ev, sizeof *g);
+        if (!g)
+            return lp_err(LP_STATUS_NO_MEMORY, "profiler: out of memory (GPU record)");
+        *g = *e->gpu;
+        g->name = e->gpu->name ? intern(ev, e->gpu->name) : NULL;
+        if (e->gpu->name && !g->name)
+            return lp_err(LP_STATUS_NO_MEMORY, "profiler: out of memory (GPU record)");
+        c.gpu = g;
+    }
     if (e->n_inputs > 0) {
         size_t nd = 0;
         for (int i = 0; i < e->n_inputs; i++) {
@@ -296,6 +310,33 @@ lp_status lp_prof_events_set_thread_name(lp_prof_events *ev, int64_t pid, int64_
 lp_status lp_prof_events_set_process_name(lp_prof_events *ev, int64_t pid, const char *name)
 {
     return set_name(ev, pid, INT64_MIN, name ? name : "");
+}
+
+lp_status lp_prof_events_set_gpu_devices(lp_prof_events *ev, const lp_gpu_device_props *d,
+                                         size_t n)
+{
+    lp_gpu_device_props *c = NULL;
+    if (n) {
+        c = malloc(n * sizeof *c);
+        if (!c)
+            return lp_err(LP_STATUS_NO_MEMORY, "profiler: out of memory (GPU devices)");
+        memcpy(c, d, n * sizeof *c);
+    }
+    free(ev->gpus);
+    ev->gpus = c;
+    ev->n_gpus = n;
+    return LP_OK;
+}
+
+const lp_gpu_device_props *lp_prof_events_gpu_devices(const lp_prof_events *ev, size_t *n)
+{
+    *n = ev->n_gpus;
+    return ev->gpus;
+}
+
+lp_prof_event *lp_prof__events_at(lp_prof_events *ev, size_t i)
+{
+    return i < ev->n ? &ev->ev[i] : NULL;
 }
 
 const char *lp_prof_events_thread_name(const lp_prof_events *ev, int64_t pid, int64_t tid)

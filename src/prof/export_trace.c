@@ -116,7 +116,10 @@ lp_status lp_prof_export_chrome(const lp_prof_events *ev, const char *path)
     gethostname(host, sizeof host - 1);
     host[sizeof host - 1] = '\0';
 
-    lp_prof_out_puts(o, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n");
+    size_t n_dev;
+    const lp_gpu_device_props *devs = lp_prof_events_gpu_devices(ev, &n_dev);
+    lp_prof_out_puts(o, "{\n  \"schemaVersion\": 1,\n");
+    lp_prof__write_device_props(o, devs, n_dev);
     /* HTA finds the rank with the regex "rank":\s+(\d+): keep the space, keep it early. */
     lp_prof_out_puts(o, "  \"distributedInfo\": {\"backend\": \"none\", \"rank\": 0, "
                         "\"world_size\": 1},\n");
@@ -144,8 +147,22 @@ lp_status lp_prof_export_chrome(const lp_prof_events *ev, const char *path)
         if (e->external_id >= next_ext)
             next_ext = e->external_id + 1;
     }
+    int64_t gpu_pids[64];
+    size_t n_gpu_pids = 0;
     for (size_t i = 0; i < n; i++) {
         const lp_prof_event *e = lp_prof_events_get(ev, i);
+        if (e->gpu) { /* Kineto's GPU events: own args, no Ev Idx, not in the op count */
+            lp_prof__write_gpu_event(o, e, devs, n_dev);
+            lp_prof_out_puts(o, ",\n");
+            int dev = e->gpu->kind == LP_GPU_KERNEL || e->gpu->kind == LP_GPU_MEMCPY ||
+                      e->gpu->kind == LP_GPU_MEMSET || e->gpu->kind == LP_GPU_SYNC;
+            size_t k = 0;
+            while (dev && k < n_gpu_pids && gpu_pids[k] != e->pid)
+                k++;
+            if (dev && k == n_gpu_pids && n_gpu_pids < 64 && e->pid != in->pid)
+                gpu_pids[n_gpu_pids++] = e->pid;
+            continue;
+        }
         int64_t ext = e->external_id >= 0 ? e->external_id : (e->ph == 'i' ? 0 : next_ext++);
         write_event(o, e, ext, idx, in);
         if (e->ph != 'i') {
@@ -174,6 +191,25 @@ lp_status lp_prof_export_chrome(const lp_prof_events *ev, const char *path)
         write_meta(o, "process_name", in->pid, 0, "name", "loupe", 0);
         lp_prof_out_puts(o, ",\n");
         write_meta(o, "process_labels", in->pid, 0, "labels", "CPU", 0);
+        lp_prof_out_puts(o, ",\n");
+    }
+    /* GPUs: the host process's name, label "GPU <n>", sorted after the CPU (Kineto) */
+    const char *host_name = "loupe";
+    for (size_t i = 0; i < nn; i++) {
+        int64_t pid, tid;
+        const char *name = lp_prof__events_name_at(ev, i, &pid, &tid);
+        if (tid == INT64_MIN && pid == in->pid)
+            host_name = name;
+    }
+    for (size_t k = 0; k < n_gpu_pids; k++) {
+        char label[32];
+        snprintf(label, sizeof label, "GPU %lld", (long long)gpu_pids[k]);
+        write_meta(o, "process_name", gpu_pids[k], 0, "name", host_name, 0);
+        lp_prof_out_puts(o, ",\n");
+        write_meta(o, "process_labels", gpu_pids[k], 0, "labels", label, 0);
+        lp_prof_out_puts(o, ",\n");
+        write_meta(o, "process_sort_index", gpu_pids[k], 0, "sort_index", NULL,
+                   (long long)(16777216 + gpu_pids[k]));
         lp_prof_out_puts(o, ",\n");
     }
     for (size_t i = 0; i < nn; i++) {

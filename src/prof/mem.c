@@ -44,7 +44,7 @@ static void account(const void *addr, int64_t delta, lp_mem_category cat)
     } else {
         atomic_fetch_add_explicit(&n_frees, 1, memory_order_relaxed);
     }
-    if (LP_PROF__ON() && __atomic_load_n(&lp_prof__mem_on, __ATOMIC_RELAXED))
+    if (LP_PROF__RECORDING() && __atomic_load_n(&lp_prof__mem_on, __ATOMIC_RELAXED))
         lp_prof__mem_record(addr, delta, (int)cat, t);
 }
 

@@ -48,7 +48,11 @@ static inline int64_t lp_prof__ticks_to_ns(const lp_prof_tcal *c, int64_t t)
 
 /* Recorder control (record.c). */
 void lp_prof__rec_set_flags(int record_shapes, int hw_counters);
-void lp_prof__rec_enable(int on);          /* flips lp_prof__active */
+void lp_prof__rec_enable(int on);          /* flips lp_prof__active's recording bit */
+/* lp_prof__active's bits: recording (the buffers take events), and NVTX-only (ranges go to
+ * NVTX while loupe is not recording; lp_prof_nvtx_enable). */
+enum { LP_PROF__ACT_REC = 1, LP_PROF__ACT_NVTX = 2 };
+#define LP_PROF__RECORDING() (__atomic_load_n(&lp_prof__active, __ATOMIC_RELAXED) & LP_PROF__ACT_REC)
 /* Marks the start of a window: later events only. Drops buffered events. */
 void lp_prof__rec_window_start(int64_t t_ns);
 /* Collects events recorded in [t_start, t_end] (ticks) into ev, ts relative to t_start. */
@@ -67,6 +71,20 @@ int lp_prof__hw_read(int fd_leader, int64_t v[3]);
 size_t lp_prof__events_n_names(const lp_prof_events *ev);
 const char *lp_prof__events_name_at(const lp_prof_events *ev, size_t i, int64_t *pid,
                                     int64_t *tid);
+
+/* Mutable access for lp_prof_events_add_gpu (numbering host ranges). */
+lp_prof_event *lp_prof__events_at(lp_prof_events *ev, size_t i);
+
+/* The session's GPU source hooks (gpu_source.c): start at a window's start; at its stop,
+ * add the records to ev (origin = CLOCK_MONOTONIC ns of ev's ts 0, window [0, end_ns]). */
+void lp_prof__gpu_window_start(void);
+lp_status lp_prof__gpu_window_stop(lp_prof_events *ev, int64_t origin_mono_ns, int64_t end_ns);
+
+/* The trace writer's GPU parts (gpu_trace.c): one GPU event (with its ac2g flow line, no
+ * trailing separator) and the "deviceProperties" key (with its trailing ",\n"). */
+void lp_prof__write_gpu_event(lp_prof_out *o, const lp_prof_event *e, const lp_gpu_device_props *devs,
+                              size_t nd);
+void lp_prof__write_device_props(lp_prof_out *o, const lp_gpu_device_props *d, size_t nd);
 
 /* JSON number helpers. */
 void lp_prof_fmt_us(char *buf, size_t cap, int64_t ns); /* "<int>.<3 digits>" */

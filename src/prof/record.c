@@ -11,6 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef LP_HAVE_NVTX
+/* header-only NVTX3: with no tool attached a push/pop is a call through a null-checked
+ * function pointer */
+#include <nvtx3/nvToolsExt.h>
+#define NVTX_PUSH(name) nvtxRangePushA(name)
+#define NVTX_POP() nvtxRangePop()
+#else
+#define NVTX_PUSH(name) ((void)0)
+#define NVTX_POP() ((void)0)
+#endif
 
 int lp_prof__active;
 int lp_prof__mem_on;
@@ -67,7 +77,31 @@ void lp_prof__rec_set_flags(int record_shapes, int hw_counters)
     rec_hw = hw_counters;
 }
 
-void lp_prof__rec_enable(int on) { __atomic_store_n(&lp_prof__active, on, __ATOMIC_RELEASE); }
+void lp_prof__rec_enable(int on)
+{
+    if (on)
+        __atomic_or_fetch(&lp_prof__active, LP_PROF__ACT_REC, __ATOMIC_RELEASE);
+    else
+        __atomic_and_fetch(&lp_prof__active, ~LP_PROF__ACT_REC, __ATOMIC_RELEASE);
+}
+
+int lp_prof_nvtx_enable(int on)
+{
+#ifdef LP_HAVE_NVTX
+    if (on < 0) { /* auto: a tool (Nsight Systems) injects itself through this variable */
+        const char *inj = getenv("NVTX_INJECTION64_PATH");
+        on = inj && *inj;
+    }
+    if (on)
+        __atomic_or_fetch(&lp_prof__active, LP_PROF__ACT_NVTX, __ATOMIC_RELEASE);
+    else
+        __atomic_and_fetch(&lp_prof__active, ~LP_PROF__ACT_NVTX, __ATOMIC_RELEASE);
+    return on != 0;
+#else
+    (void)on;
+    return 0;
+#endif
+}
 
 static tbuf *register_thread(void)
 {
@@ -145,6 +179,9 @@ static void hw_fill(rec *r)
 
 void lp_prof__push(const char *name, lp_prof_cat cat)
 {
+    NVTX_PUSH(name);
+    if (!LP_PROF__RECORDING())
+        return;
     uint32_t x = hw_extra();
     rec *r = reserve(1 + x);
     if (!r)
@@ -177,6 +214,9 @@ void lp_prof__step_push(int64_t n)
 
 void lp_prof__op_push(const lp_prof_op_desc *d, const int64_t *dims, double flops, double bytes)
 {
+    NVTX_PUSH(d->name);
+    if (!LP_PROF__RECORDING())
+        return;
     uint32_t nd = 0;
     int ni = d->ninputs;
     if (ni < 0 || ni > LP_PROF_MAX_INPUTS)
@@ -220,6 +260,9 @@ void lp_prof__step_pop(void)
 
 void lp_prof__pop(void)
 {
+    NVTX_POP();
+    if (!LP_PROF__RECORDING())
+        return;
     uint32_t x = hw_extra();
     rec *r = reserve(1 + x);
     if (!r)

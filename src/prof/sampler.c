@@ -1,6 +1,6 @@
 /* Background sampler: a thread that records RSS and process CPU utilisation (from /proc)
- * every period into memory, written as CSV atomically on stop. GPU columns stay empty
- * until a GPU backend provides them. */
+ * and, when NVML loads, GPU 0's utilisation, memory used, power and SM clock every period
+ * into memory, written as CSV atomically on stop. Without a GPU the GPU cells stay empty. */
 #include "prof_internal.h"
 
 #include <pthread.h>
@@ -13,6 +13,7 @@ typedef struct sample {
     double t_s;
     int64_t rss;
     double cpu_pct;
+    lp_gpu_sample gpu;
 } sample;
 
 struct lp_prof_sampler {
@@ -49,7 +50,7 @@ static int64_t cpu_ticks(void)
 }
 
 /* Appends one sample (caller holds s->mu). */
-static void add_sample(lp_prof_sampler *s, double t_s, int64_t rss, double pct)
+static void add_sample(lp_prof_sampler *s, double t_s, int64_t rss, double pct, const lp_gpu_sample *g)
 {
     sample *ns2 = lp_grow(s->s, &s->cap, s->n + 1, sizeof *ns2, 256);
     if (!ns2) {
@@ -57,7 +58,7 @@ static void add_sample(lp_prof_sampler *s, double t_s, int64_t rss, double pct)
         return;
     }
     s->s = ns2;
-    s->s[s->n++] = (sample){t_s, rss, pct};
+    s->s[s->n++] = (sample){t_s, rss, pct, *g};
 }
 
 /* Takes a sample: RSS now, CPU % since the previous sample (-1 for the first). */
@@ -76,8 +77,10 @@ static void take(lp_prof_sampler *s)
         s->prev_t = now;
         s->prev_c = c;
     }
+    lp_gpu_sample g;
+    lp_prof_nvml_sample(&g); /* all -1 without NVML */
     pthread_mutex_lock(&s->mu);
-    add_sample(s, (double)(now - s->t0) / 1e9, rss, pct);
+    add_sample(s, (double)(now - s->t0) / 1e9, rss, pct, &g);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -141,7 +144,8 @@ lp_status lp_prof_sampler_stop(lp_prof_sampler *s)
     lp_prof_out *o;
     lp_status st = lp_prof_out_open(&o, s->path, 0);
     if (st == LP_OK) {
-        lp_prof_out_puts(o, "time_s,rss_bytes,cpu_percent,gpu_util_percent,gpu_mem_bytes\n");
+        lp_prof_out_puts(o, "time_s,rss_bytes,cpu_percent,gpu_util_percent,gpu_mem_bytes,gpu_power_w,"
+                            "gpu_sm_clock_mhz\n");
         for (size_t i = 0; i < s->n; i++) {
             lp_prof_out_printf(o, "%.6f,", s->s[i].t_s);
             if (s->s[i].rss >= 0)
@@ -149,7 +153,20 @@ lp_status lp_prof_sampler_stop(lp_prof_sampler *s)
             lp_prof_out_puts(o, ",");
             if (s->s[i].cpu_pct >= 0)
                 lp_prof_out_printf(o, "%.1f", s->s[i].cpu_pct);
-            lp_prof_out_puts(o, ",,\n");
+            const lp_gpu_sample *g = &s->s[i].gpu;
+            lp_prof_out_puts(o, ",");
+            if (g->util_pct >= 0)
+                lp_prof_out_printf(o, "%.0f", g->util_pct);
+            lp_prof_out_puts(o, ",");
+            if (g->mem_used_bytes >= 0)
+                lp_prof_out_printf(o, "%lld", (long long)g->mem_used_bytes);
+            lp_prof_out_puts(o, ",");
+            if (g->power_w >= 0)
+                lp_prof_out_printf(o, "%.3f", g->power_w);
+            lp_prof_out_puts(o, ",");
+            if (g->sm_clock_mhz >= 0)
+                lp_prof_out_printf(o, "%d", (int)g->sm_clock_mhz);
+            lp_prof_out_puts(o, "\n");
         }
         st = lp_prof_out_commit(o);
     }

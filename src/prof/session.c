@@ -45,9 +45,10 @@ static void prepare_trace(void)
 
 static void start_trace(void)
 {
-    if (!__atomic_load_n(&lp_prof__active, __ATOMIC_RELAXED))
+    if (!LP_PROF__RECORDING())
         prepare_trace();
     lp_prof_mem_stats(&S.base);
+    lp_prof__gpu_window_start(); /* before the window: its first launches are recorded */
     S.t_start = lp_prof__ticks();
     lp_prof__rec_window_start(S.t_start);
     S.window_open = 1;
@@ -94,6 +95,11 @@ static lp_status stop_trace(void)
     in->has_mem_baseline = 1;
     memcpy(in->mem_baseline, S.base.current, sizeof in->mem_baseline);
     in->trace_index = S.traces_saved;
+    /* GPU records after the CPU ones, so External ids link to their ranges; the collector
+     * is stopped even when collection failed */
+    lp_status gst = lp_prof__gpu_window_stop(ev, start_ns, in->window_end_ns);
+    if (st == LP_OK)
+        st = gst;
     char pname[64];
     process_name(pname, sizeof pname);
     if (st == LP_OK)
@@ -165,7 +171,7 @@ static void open_step(void)
     S.step_pushed = 0;
     if (!S.cfg.use_schedule)
         return;
-    if (LP_PROF__ON()) {
+    if (LP_PROF__RECORDING()) {
         lp_prof__step_push(S.step_num);
         S.step_pushed = 1;
     }

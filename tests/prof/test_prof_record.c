@@ -400,7 +400,8 @@ static void test_hw_and_sampler(void **state)
     assert_non_null(fp);
     char line[256];
     assert_non_null(fgets(line, sizeof line, fp));
-    assert_string_equal(line, "time_s,rss_bytes,cpu_percent,gpu_util_percent,gpu_mem_bytes\n");
+    assert_string_equal(line, "time_s,rss_bytes,cpu_percent,gpu_util_percent,gpu_mem_bytes,gpu_power_w,"
+                              "gpu_sm_clock_mhz\n");
     int rows = 0, with_cpu = 0;
     double prev = -1;
     while (fgets(line, sizeof line, fp)) {
