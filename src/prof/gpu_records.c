@@ -1,6 +1,7 @@
 /* GPU activity records: a CUPTI-neutral container (activities with their own name copies,
  * devices, the GPU/host clock pair) and its JSONL file, read strictly so a recorded
  * fixture that drifts from the format fails loudly with file and line. */
+#define _GNU_SOURCE /* strdup */
 #include "prof_internal.h"
 
 #include <errno.h>
