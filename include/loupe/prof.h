@@ -750,8 +750,9 @@ LP_WARN_UNUSED lp_status lp_gpu_peak_for_device(const lp_gpu_device_props *d, lp
 
 /* The CUPTI collector (CUDA builds with CUPTI; elsewhere every call returns
  * LP_STATUS_UNSUPPORTED saying so). Attach once before lp_prof_start: each recorded window
- * then enables CUPTI activity (kernels, memcpy, memset, runtime, driver, sync, overhead),
- * flushes at the window's stop, and adds the records to the window's events. */
+ * then enables CUPTI activity (kernels, memcpy, memset, runtime, driver, overhead; stream /
+ * event / context synchronisation too with LP_PROF_CUDA_SYNC=1, off by default as in
+ * PyTorch), flushes at the window's stop, and adds the records to the window's events. */
 LP_WARN_UNUSED lp_status lp_prof_cupti_attach(void);
 void lp_prof_cupti_detach(void);
 /* 1 when this build has the collector. */

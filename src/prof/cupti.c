@@ -30,8 +30,16 @@ static struct {
 static const CUpti_ActivityKind kinds_required[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
                                                     CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
                                                     CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
-static const CUpti_ActivityKind kinds_optional[] = {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-                                                    CUPTI_ACTIVITY_KIND_OVERHEAD};
+/* Synchronization records are opt-in, as in PyTorch (enable_cuda_sync_events): default
+ * traces carry none, and HTA counts them as non-compute GPU time. LP_PROF_CUDA_SYNC=1 on. */
+static const CUpti_ActivityKind kinds_optional[] = {CUPTI_ACTIVITY_KIND_OVERHEAD,
+                                                    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+
+static size_t n_optional(void)
+{
+    const char *e = getenv("LP_PROF_CUDA_SYNC");
+    return e && !strcmp(e, "1") ? 2 : 1;
+}
 
 static lp_status cupti_fail(const char *what, CUptiResult res)
 {
@@ -342,7 +350,7 @@ lp_status lp_prof_cupti_start(void)
             return st;
         }
     }
-    for (size_t i = 0; i < sizeof kinds_optional / sizeof kinds_optional[0]; i++)
+    for (size_t i = 0; i < n_optional(); i++)
         (void)cuptiActivityEnable(kinds_optional[i]); /* nice to have; older drivers may refuse */
     return LP_OK;
 }

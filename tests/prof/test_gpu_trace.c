@@ -403,6 +403,11 @@ static void test_trace_from_records(void **state)
     assert_true(gemm_linked);
     assert_true(m->has_device);
     assert_int_equal(m->gpu_all.n_streams, 2);
+    /* union of kernels: 60 + (210..232) 22 + 10 + 5; memory: memcpy 20 + memset 1 (HTA
+     * 0.5 on this trace: compute 97 us, kernel span 385 us) */
+    assert_int_equal(m->gpu_all.compute_ns, 97000);
+    assert_int_equal(m->gpu_all.memory_ns, 21000);
+    assert_int_equal(m->gpu_all.last_ns - m->gpu_all.first_ns, 385000);
     lp_trace_model_free(m);
 
     /* the live key averages (key_averages.txt) link through the External id: same answer */
