@@ -31,7 +31,7 @@ struct fiber {
 };
 
 std::vector<fiber> F;
-std::vector<char *> stacks;
+char *stacks[1024]; /* fiber stacks, made once and kept (a plain array: never destroyed) */
 std::vector<uint64_t> slots; /* 32 per warp */
 std::vector<float> smem;
 jmp_buf sched_jb;
@@ -88,8 +88,9 @@ __attribute__((noinline)) void resume(int i)
 void run_block(int nt)
 {
     F.assign((size_t)nt, fiber());
-    while ((int)stacks.size() < nt)
-        stacks.push_back((char *)malloc(STACK));
+    for (int i = 0; i < nt; i++)
+        if (!stacks[i] && !(stacks[i] = (char *)malloc(STACK)))
+            fatal("no memory for fiber stacks");
     for (int i = 0; i < nt; i++) {
         F[i].tid = dim3(i % blockDim.x, (i / blockDim.x) % blockDim.y, i / (blockDim.x * blockDim.y));
         F[i].state = RUN;
