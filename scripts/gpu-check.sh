@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # The CUDA checks, run ON a GPU machine from the repository root, on binaries built
-# elsewhere and packed by scripts/gpu-pack.sh: nvidia-smi, every CUDA test binary (the op
+# elsewhere and packed by scripts/gpu-pack.sh: nvidia-smi, every CUDA test binary (test_cuda*: the op
 # table against the CPU reference, with its per-case errors and timings), and
 # `loupe peak --device cuda`. Logs go to OUT_DIR (default $OUT, else gpu-logs): summary.txt,
 # one <test>.log per test binary, peak.txt. Exit status: 0 when every test passed (a skip,
 # exit 77, counts as a failure here: on a GPU machine nothing should skip).
-# Usage: scripts/gpu-check.sh PACK_DIR [OUT_DIR]
+# Usage: scripts/gpu-check.sh PACK_DIR|PACK.tar.gz [OUT_DIR]
 set -uo pipefail
-pack=${1:?usage: scripts/gpu-check.sh PACK_DIR [OUT_DIR]}
+pack=${1:?usage: scripts/gpu-check.sh PACK_DIR|PACK.tar.gz [OUT_DIR]}
 out=${2:-${OUT:-gpu-logs}}
 mkdir -p "$out"
+if [ -f "$pack" ]; then # the tarball, unpacked in a temporary folder
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  tar -C "$tmp" -xzf "$pack" || { echo "gpu-check: cannot unpack $pack" >&2; exit 1; }
+  pack=$(find "$tmp" -mindepth 1 -maxdepth 1 -type d | head -n 1)
+fi
+[ -d "$pack/bin" ] || { echo "gpu-check: $pack has no bin/ (make it with scripts/gpu-pack.sh)" >&2; exit 1; }
 pack=$(cd "$pack" && pwd)
 summary="$out/summary.txt"
 : >"$summary"
@@ -34,7 +41,7 @@ say "== nvidia-smi"
 nvidia-smi 2>&1 | tee -a "$summary" || say "(nvidia-smi failed)"
 
 fail=0
-for t in "$pack"/bin/test_cuda_*; do
+for t in "$pack"/bin/test_cuda*; do
   [ -x "$t" ] || continue
   name=$(basename "$t")
   start=$(date +%s.%N)

@@ -4,16 +4,20 @@
 // over t in order, in double, as the CPU reference does: equal to it bit for bit.
 #include "cuda_kernels.h"
 
-// dbias (C) += column sums of dout (N,C): a 32 x 32 block owns 32 columns, each of its 32
-// rows of threads sums every 32nd row (coalesced loads), then the 32 partials are added in
-// a fixed order.
-static __global__ void bias_bwd_k(float *dbias, const float *dout, int64_t N, int64_t C)
+// dbias (C) += column sums of dout (N,C). A 32 x 32 block owns 32 columns of a chunk of
+// rows; each of its 32 rows of threads sums every 32nd row of the chunk (coalesced loads),
+// then the 32 partials are added in a fixed order. One chunk when the columns alone give the
+// GPU two blocks per SM; else the rows are split into chunks whose partial sums (scratch)
+// a second kernel adds in chunk order: deterministic, no atomics.
+static __global__ void bias_bwd_k(float *dst, const float *dout, int64_t N, int64_t C, int64_t rows_per_chunk,
+                                  bool accumulate)
 {
     __shared__ float part[32][33];
     int64_t c = (int64_t)blockIdx.x * 32 + threadIdx.x;
+    int64_t r0 = (int64_t)blockIdx.y * rows_per_chunk, r1 = r0 + rows_per_chunk < N ? r0 + rows_per_chunk : N;
     float s = 0.0f;
     if (c < C)
-        for (int64_t i = threadIdx.y; i < N; i += 32)
+        for (int64_t i = r0 + threadIdx.y; i < r1; i += 32)
             s += dout[i * C + c];
     part[threadIdx.y][threadIdx.x] = s;
     __syncthreads();
@@ -21,15 +25,51 @@ static __global__ void bias_bwd_k(float *dbias, const float *dout, int64_t N, in
         float t = 0.0f;
         for (int k = 0; k < 32; k++)
             t += part[k][threadIdx.x];
+        if (accumulate)
+            dst[c] += t;
+        else
+            dst[(int64_t)blockIdx.y * C + c] = t;
+    }
+}
+
+static __global__ void bias_bwd_sum_k(float *dbias, const float *part, int64_t chunks, int64_t C)
+{
+    for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < C; c += (int64_t)gridDim.x * blockDim.x) {
+        float t = 0.0f;
+        for (int64_t k = 0; k < chunks; k++)
+            t += part[k * C + c];
         dbias[c] += t;
     }
 }
 
 extern "C" void lp_cu_bias_backward(float *dbias, const float *dout, int64_t N, int64_t C)
 {
-    if (C == 0)
+    lp_cuda_ctx *ctx = lp_cu_ctx();
+    if (C == 0 || N == 0 || !ctx)
         return;
-    bias_bwd_k<<<(unsigned)((C + 31) / 32), dim3(32, 32), 0, lp_cu_stream()>>>(dbias, dout, N, C);
+    int64_t bx = (C + 31) / 32, want = 2 * (int64_t)ctx->info.sm_count;
+    int64_t chunks = bx >= want ? 1 : (want + bx - 1) / bx;
+    int64_t max_chunks = (N + 255) / 256; // at least 8 rows per thread
+    chunks = chunks < max_chunks ? chunks : max_chunks;
+    chunks = chunks < 65535 ? chunks : 65535;
+    int64_t rows = (N + chunks - 1) / chunks;
+    float *part = NULL;
+    if (chunks > 1) {
+        part = (float *)lp_cu_alloc_get(&ctx->alloc, (size_t)(chunks * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY,
+                                        "bias_backward partials");
+        if (!part) { // no scratch: one chunk, slower but right
+            chunks = 1;
+            rows = N;
+        }
+    }
+    if (chunks == 1) {
+        bias_bwd_k<<<dim3((unsigned)bx, 1), dim3(32, 32), 0, ctx->stream>>>(dbias, dout, N, C, N, true);
+    } else {
+        bias_bwd_k<<<dim3((unsigned)bx, (unsigned)chunks), dim3(32, 32), 0, ctx->stream>>>(part, dout, N, C, rows,
+                                                                                           false);
+        bias_bwd_sum_k<<<lp_cu_blocks(C, 256), 256, 0, ctx->stream>>>(dbias, part, chunks, C);
+        lp_cu_alloc_put(&ctx->alloc, part); // reused only by work queued after this on the stream
+    }
     lp_cu_check("bias_backward");
 }
 
