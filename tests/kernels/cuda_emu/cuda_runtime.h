@@ -82,7 +82,10 @@ static inline float atomicAdd(float *p, float v)
     *p = old + v;
     return old;
 }
-static inline uint32_t __umulhi(uint32_t a, uint32_t b) { return (uint32_t)(((uint64_t)a * b) >> 32); }
+static inline uint32_t __umulhi(uint32_t a, uint32_t b)
+{
+    return (uint32_t)(((uint64_t)a * b) >> 32);
+}
 static inline float __fmul_rn(float a, float b)
 {
     volatile float r = a * b; /* never contracted into an FMA */
