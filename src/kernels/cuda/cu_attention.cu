@@ -95,6 +95,19 @@ static __device__ __forceinline__ float4 ld4(const float *p)
     return *reinterpret_cast<const float4 *>(p);
 }
 
+/* Each warp hands its lanes' per-key (or per-query) values to all its lanes through a small
+ * slice of shared memory, QW (= KW = 4) floats per lane, read back as broadcast float4s:
+ * one 128-bit load per step instead of four shuffles. */
+static_assert(QW == 4 && KW == 4, "the exchange slices hold one float4 per lane");
+static __device__ __forceinline__ void st4(float *p, float a, float b, float c, float d)
+{
+#ifdef LP_CUDA_EMU
+    if ((uintptr_t)p % 16)
+        __trap();
+#endif
+    *reinterpret_cast<float4 *>(p) = make_float4(a, b, c, d);
+}
+
 /* s + a . b over one float4, in order */
 static __device__ __forceinline__ float dot4(float4 a, float4 b, float s)
 {
@@ -121,7 +134,8 @@ __global__ void __launch_bounds__(ATHREADS, 2) attn_fwd_kernel(float *out, float
     float *Qs = (float *)sm4; /* AQ x Dp, read by broadcast */
     float *Ks = Qs + AQ * Dp; /* AK x LD, one row per lane */
     float *Vs = Ks + AK * LD; /* AK x Dp, read across lanes */
-    int *Ms = (int *)(Vs + AK * Dp);
+    float *Ps = Vs + AK * Dp; /* AW x AK x QW: each warp's probabilities, [key][query] */
+    int *Ms = (int *)(Ps + AW * AK * QW);
     const int64_t T = a.T, b = blockIdx.z, h = blockIdx.y, q0 = (int64_t)blockIdx.x * AQ;
     const int64_t kvo = (h / a.grp) * D;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -187,11 +201,12 @@ __global__ void __launch_bounds__(ATHREADS, 2) attn_fwd_kernel(float *out, float
             if (a.drop && vis)
                 pz[rr] *= drop_factor(a, (uint64_t)(((b * a.H + h) * T + i) * T + j));
         }
+        float *pw = Ps + warp * AK * QW;
+        st4(pw + lane * QW, pz[0], pz[1], pz[2], pz[3]);
+        __syncwarp();
         for (int jj = 0; jj < AK; jj++) {
-            float pj[QW];
-#pragma unroll
-            for (int rr = 0; rr < QW; rr++)
-                pj[rr] = __shfl_sync(0xffffffffu, pz[rr], jj);
+            const float4 p4 = ld4(pw + jj * QW);
+            const float pj[QW] = {p4.x, p4.y, p4.z, p4.w};
             const float *vr = Vs + jj * Dp;
 #pragma unroll
             for (int t = 0; t < DPL; t++) {
@@ -233,7 +248,8 @@ __global__ void __launch_bounds__(ATHREADS, 2)
     float *Os = Qs + AQ * Dp; /* AQ x Dp: dout rows, broadcast */
     float *Ks = Os + AQ * Dp; /* AK x LD: one row per lane, and across lanes */
     float *Vs = Ks + AK * LD; /* AK x LD: one row per lane */
-    int *Ms = (int *)(Vs + AK * LD);
+    float *Ps = Vs + AK * LD; /* AW x AK x QW: each warp's ds, [key][query] */
+    int *Ms = (int *)(Ps + AW * AK * QW);
     const int64_t T = a.T, b = blockIdx.z, h = blockIdx.y, q0 = (int64_t)blockIdx.x * AQ, C = a.H * D;
     const int64_t kvo = (h / a.grp) * D;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -301,11 +317,12 @@ __global__ void __launch_bounds__(ATHREADS, 2)
                 ds[rr] = p * (z * dp[rr] - di[rr]) * a.scale;
             }
         }
+        float *pw = Ps + warp * AK * QW;
+        st4(pw + lane * QW, ds[0], ds[1], ds[2], ds[3]);
+        __syncwarp();
         for (int jj = 0; jj < AK; jj++) {
-            float dj[QW];
-#pragma unroll
-            for (int rr = 0; rr < QW; rr++)
-                dj[rr] = __shfl_sync(0xffffffffu, ds[rr], jj);
+            const float4 d4 = ld4(pw + jj * QW);
+            const float dj[QW] = {d4.x, d4.y, d4.z, d4.w};
             const float *krow = Ks + jj * LD;
 #pragma unroll
             for (int t = 0; t < DPL; t++) {
@@ -340,13 +357,15 @@ __global__ void __launch_bounds__(ATHREADS, 2)
 {
     LP_CU_DYN_SMEM(float4, sm4);
     const int D = a.D, Dp = pad4(D), LD = lane_ld(D);
-    float *Ks = (float *)sm4; /* AK x Dp, broadcast */
-    float *Vs = Ks + AK * Dp; /* AK x Dp, broadcast */
-    float *Qs = Vs + AK * Dp; /* AQ x LD: one row per lane, and across lanes */
-    float *Os = Qs + AQ * LD; /* AQ x LD: dout rows, likewise */
-    float *Ls = Os + AQ * LD; /* AQ lse */
-    float *Ds = Ls + AQ;      /* AQ D_i */
-    int *Mq = (int *)(Ds + AQ);
+    float *Ks = (float *)sm4;      /* AK x Dp, broadcast */
+    float *Vs = Ks + AK * Dp;      /* AK x Dp, broadcast */
+    float *Qs = Vs + AK * Dp;      /* AQ x LD: one row per lane, and across lanes */
+    float *Os = Qs + AQ * LD;      /* AQ x LD: dout rows, likewise */
+    float *Ls = Os + AQ * LD;      /* AQ lse */
+    float *Ds = Ls + AQ;           /* AQ D_i */
+    float *Pz = Ds + AQ;           /* AW x AQ x KW: each warp's z p, [query][key] */
+    float *Dz = Pz + AW * AQ * KW; /* AW x AQ x KW: each warp's ds */
+    int *Mq = (int *)(Dz + AW * AQ * KW);
     const int64_t T = a.T, b = blockIdx.z, kvh = blockIdx.y, k0 = (int64_t)blockIdx.x * AK, C = a.H * D;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int32_t *mb = a.mask ? a.mask + b * T : NULL;
@@ -422,13 +441,13 @@ __global__ void __launch_bounds__(ATHREADS, 2)
                     ds[kk] = p * (z * dp[kk] - dli) * a.scale;
                 }
             }
+            float *pw = Pz + warp * AQ * KW, *dw = Dz + warp * AQ * KW;
+            st4(pw + lane * KW, pz[0], pz[1], pz[2], pz[3]);
+            st4(dw + lane * KW, ds[0], ds[1], ds[2], ds[3]);
+            __syncwarp();
             for (int ii = 0; ii < AQ; ii++) {
-                float pj[KW], dj[KW];
-#pragma unroll
-                for (int kk = 0; kk < KW; kk++) {
-                    pj[kk] = __shfl_sync(0xffffffffu, pz[kk], ii);
-                    dj[kk] = __shfl_sync(0xffffffffu, ds[kk], ii);
-                }
+                const float4 p4 = ld4(pw + ii * KW), d4 = ld4(dw + ii * KW);
+                const float pj[KW] = {p4.x, p4.y, p4.z, p4.w}, dj[KW] = {d4.x, d4.y, d4.z, d4.w};
                 const float *qrow = Qs + ii * LD, *orow = Os + ii * LD;
 #pragma unroll
                 for (int t = 0; t < DPL; t++) {
@@ -462,15 +481,15 @@ __global__ void __launch_bounds__(ATHREADS, 2)
 
 static size_t fwd_smem(int D)
 {
-    return ((size_t)AQ * pad4(D) + (size_t)AK * lane_ld(D) + (size_t)AK * pad4(D) + AK) * 4;
+    return ((size_t)AQ * pad4(D) + (size_t)AK * lane_ld(D) + (size_t)AK * pad4(D) + AW * AK * QW + AK) * 4;
 }
 static size_t dq_smem(int D)
 {
-    return ((size_t)2 * AQ * pad4(D) + (size_t)2 * AK * lane_ld(D) + AK) * 4;
+    return ((size_t)2 * AQ * pad4(D) + (size_t)2 * AK * lane_ld(D) + AW * AK * QW + AK) * 4;
 }
 static size_t dkv_smem(int D)
 {
-    return ((size_t)2 * AK * pad4(D) + (size_t)2 * AQ * lane_ld(D) + 3 * AQ) * 4;
+    return ((size_t)2 * AK * pad4(D) + (size_t)2 * AQ * lane_ld(D) + 2 * AW * AQ * KW + 3 * AQ) * 4;
 }
 
 extern "C" lp_status lp_cu_attention_supports(const lp_attn_geom *g)
