@@ -5,11 +5,18 @@
 # `loupe peak --device cuda`. Logs go to OUT_DIR (default $OUT, else gpu-logs): summary.txt,
 # one <test>.log per test binary, peak.txt. Exit status: 0 when every test passed (a skip,
 # exit 77, counts as a failure here: on a GPU machine nothing should skip).
-# Usage: scripts/gpu-check.sh PACK_DIR [OUT_DIR]
+# Usage: scripts/gpu-check.sh PACK_DIR|PACK.tar.gz [OUT_DIR]
 set -uo pipefail
-pack=${1:?usage: scripts/gpu-check.sh PACK_DIR [OUT_DIR]}
+pack=${1:?usage: scripts/gpu-check.sh PACK_DIR|PACK.tar.gz [OUT_DIR]}
 out=${2:-${OUT:-gpu-logs}}
 mkdir -p "$out"
+if [ -f "$pack" ]; then # the tarball, unpacked in a temporary folder
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  tar -C "$tmp" -xzf "$pack" || { echo "gpu-check: cannot unpack $pack" >&2; exit 1; }
+  pack=$(find "$tmp" -mindepth 1 -maxdepth 1 -type d | head -n 1)
+fi
+[ -d "$pack/bin" ] || { echo "gpu-check: $pack has no bin/ (make it with scripts/gpu-pack.sh)" >&2; exit 1; }
 pack=$(cd "$pack" && pwd)
 summary="$out/summary.txt"
 : >"$summary"

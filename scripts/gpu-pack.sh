@@ -4,7 +4,8 @@
 # from this machine into OUT/lib -- all but the C and C++ runtimes and zlib (the GPU machine
 # has its own, newer), the GPU driver's, and cuBLASLt (half a gigabyte: the GPU machine's
 # CUDA toolkit or pip's nvidia-cublas has it; gpu-check.sh finds it). About 55 MB, most of
-# it OpenBLAS. Usage: scripts/gpu-pack.sh [BUILD_DIR] [OUT_DIR]
+# it OpenBLAS; OUT_DIR.tar.gz beside it (about 19 MB) is what to send.
+# Usage: scripts/gpu-pack.sh [BUILD_DIR] [OUT_DIR]
 set -euo pipefail
 build=${1:-build}
 out=${2:-gpu-pack}
@@ -21,4 +22,6 @@ done | sort -u | while IFS= read -r lib; do
   name=$(basename "$lib")
   [[ $name =~ $skip ]] || cp -L "$lib" "$out/lib/$name"
 done
-echo "gpu-pack: $(ls "$out/bin" | wc -l) binaries, $(ls "$out/lib" | wc -l) libraries, $(du -sh "$out" | cut -f1) in $out"
+tar -C "$(dirname "$out")" -czf "$out.tar.gz" "$(basename "$out")"
+echo "gpu-pack: $(ls "$out/bin" | wc -l) binaries, $(ls "$out/lib" | wc -l) libraries, $(du -sh "$out" | cut -f1) in $out;" \
+  "$(du -sh "$out.tar.gz" | cut -f1) in $out.tar.gz"

@@ -18,6 +18,10 @@
 
 #include "loupe/kernels.h"
 
+#ifdef __cplusplus
+extern "C" { /* the CUDA sources include it too */
+#endif
+
 /* An op, named by its entry in lp_kernel_table. */
 #define LP_BACKEND_OP(name) offsetof(lp_kernel_table, name)
 
@@ -100,5 +104,9 @@ void lp_cuda_qweight_free(const lp_backend *b, lp_qweight *d);
 struct lp_cu_alloc_stats;
 void lp_cuda_alloc_stats(const lp_backend *b, struct lp_cu_alloc_stats *out);
 void lp_cuda_empty_cache(const lp_backend *b);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -19,6 +19,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend.h"
 #include "kernels/kernel_test_util.h"
@@ -88,11 +89,15 @@ static inline float *ct_dnan(int64_t n)
     return d;
 }
 
+/* An op's pending error (a launch or cuBLASLt failure) is printed and the host copy filled
+ * with NaN bytes, so the case fails and the run goes on to the next; a failed copy ends it. */
 static inline void ct_down_bytes(void *h, const void *d, size_t bytes)
 {
-    lp_status st = ct_be->sync(ct_be->ctx); /* an op's pending error first */
-    if (st != LP_OK)
-        ct_die("op");
+    if (ct_be->sync(ct_be->ctx) != LP_OK) {
+        printf("    error: %s\n", lp_err_msg());
+        memset(h, 0xFF, bytes);
+        return;
+    }
     if (ct_be->download(ct_be->ctx, h, d, bytes) != LP_OK)
         ct_die("download");
 }
@@ -107,8 +112,8 @@ static inline void ct_free_all(void)
     for (int i = 0; i < ct_nbufs; i++)
         ct_be->free(ct_be->ctx, ct_bufs[i]);
     ct_nbufs = 0;
-    if (ct_be->sync(ct_be->ctx) != LP_OK)
-        ct_die("free");
+    if (ct_be->sync(ct_be->ctx) != LP_OK) /* e.g. an error of a timed run */
+        printf("    error: %s\n", lp_err_msg());
 }
 
 /* ms = device time of one run of stmt: one warm-up, then reps runs between two events. */

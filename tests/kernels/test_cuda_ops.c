@@ -10,11 +10,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda/cuda_alloc.h"
 #include "kernels/cuda_test_util.h"
 
 static int fails, cases;
 
-#define CASE(op, shape, got, want, n, atol, rtol, ms) (cases++, fails += ct_check(op, shape, got, want, n, atol, rtol, ms))
+#define CASE(op, shape, got, want, n, atol, rtol, ms)                                                          \
+    (cases++, fails += ct_check(op, shape, got, want, n, atol, rtol, ms))
 
 /* ---- sgemm (cuBLASLt) ----
  * Inputs uniform in [-1, 1]; the reference accumulates in double. f32: cuBLAS's f32 sums
@@ -44,7 +46,7 @@ static void sgemm_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_
              (long long)pad, (double)beta);
     double rk = sqrt((double)(K > 0 ? K : 1));
     CASE(op, shape, got, want, nc, (tf32 ? 2e-3 : 2e-6) * rk, tf32 ? 1e-3 : 1e-5, ms);
-    if (M * N * K >= 1 << 24)
+    if (M * N * K >= 1 << 24 && ms > 0)
         printf("    %.2f TFLOP/s\n", 2.0 * M * N * K / (ms * 1e-3) / 1e12);
     ct_free_all();
     fails += kt_release(op);
@@ -52,15 +54,19 @@ static void sgemm_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_
 
 static void test_sgemm(void)
 {
-    static const int64_t shapes[][3] = {{1, 1, 1}, {7, 13, 5}, {33, 65, 129}, {128, 768, 768}, {257, 3072, 768},
-                                        {512, 1000, 4}, {3, 50257, 64}};
+    /* every transpose on small and odd shapes; the large ones (the reference's triple loop
+     * takes seconds on them) in the linear layer's forward (NT) and weight-gradient (TN) forms */
+    static const int64_t shapes[][3] = {{1, 1, 1}, {7, 13, 5}, {33, 65, 129}, {128, 768, 768}, {512, 1000, 4},
+                                        {3, 50257, 64}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int t = 0; t < 4; t++)
             sgemm_case(t & 1, t & 2, shapes[s][0], shapes[s][1], shapes[s][2], 0, 1.0f, 0.0f, false);
+    sgemm_case(false, true, 512, 3072, 768, 0, 1.0f, 0.0f, false);
+    sgemm_case(true, false, 384, 768, 512, 0, 1.0f, 1.0f, false);
     sgemm_case(false, true, 100, 300, 200, 3, 0.5f, 1.0f, false); /* views (ld > width), accumulate */
     sgemm_case(true, false, 64, 64, 0, 0, 1.0f, 0.5f, false);     /* K = 0: C scaled by beta */
     sgemm_case(false, true, 128, 768, 768, 0, 1.0f, 0.0f, true);
-    sgemm_case(true, false, 257, 3072, 768, 1, 1.0f, 1.0f, true);
+    sgemm_case(false, true, 512, 3072, 768, 1, 1.0f, 1.0f, true);
 }
 
 /* ---- bf16 GEMM (lp_cuda_gemm_bf16: the peak probe's) ----
@@ -80,18 +86,17 @@ static void gemm_bf16_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K)
     uint16_t *dA = ct_up_bytes(A16, (size_t)na * 2), *dB = ct_up_bytes(B16, (size_t)nb * 2);
     float *dC = ct_dnan(M * N);
     if (lp_cuda_gemm_bf16(ct_be, ta, tb, M, N, K, 1.0f, dA, lda, dB, ldb, 0.0f, dC, N) != LP_OK)
-        ct_die("gemm_bf16");
+        printf("    error: %s\n", lp_err_msg()); /* kept pending too: ct_down fills NaN, the case fails */
     ct_down(got, dC, M * N);
     double ms;
     lp_status gst = LP_OK;
     CT_TIME(ms, gst |= lp_cuda_gemm_bf16(ct_be, ta, tb, M, N, K, 1.0f, dA, lda, dB, ldb, 0.0f, dC, N));
-    if (gst != LP_OK)
-        ct_die("gemm_bf16 (timed)");
+    (void)gst; /* a failure shows as the case's FAIL above */
     char op[40], shape[64];
     snprintf(op, sizeof op, "gemm_bf16 %c%c", ta ? 'T' : 'N', tb ? 'T' : 'N');
     snprintf(shape, sizeof shape, "M%lld N%lld K%lld", (long long)M, (long long)N, (long long)K);
     CASE(op, shape, got, want, M * N, 2e-6 * sqrt((double)K), 1e-5, ms);
-    if (M * N * K >= 1 << 24)
+    if (M * N * K >= 1 << 24 && ms > 0)
         printf("    %.2f TFLOP/s\n", 2.0 * M * N * K / (ms * 1e-3) / 1e12);
     ct_free_all();
     fails += kt_release(op);
@@ -101,9 +106,9 @@ static void test_gemm_bf16(void)
 {
     gemm_bf16_case(false, true, 7, 13, 5);
     gemm_bf16_case(false, true, 128, 768, 768);
-    gemm_bf16_case(false, false, 257, 3072, 768);
+    gemm_bf16_case(false, false, 257, 1000, 768);
     gemm_bf16_case(true, false, 64, 100, 300);
-    gemm_bf16_case(false, true, 1024, 1024, 1024);
+    gemm_bf16_case(false, true, 512, 3072, 768);
 }
 
 /* ---- GELU ----
@@ -443,6 +448,49 @@ static void test_rest(void)
     dequant_case(LP_DTYPE_INT8, 33, 77, false, false);
 }
 
+/* The caching allocator over cudaMalloc: tagged counters, reuse, empty_cache; and the pending
+ * error of a void op (an unsupported dequantize, a foreign free) returned by the next sync. */
+static void test_device_memory(void)
+{
+    const int ACT = LP_MEM_CATEGORY_ACTIVATION, GRAD = LP_MEM_CATEGORY_GRADIENT;
+    lp_cu_alloc_stats s0, s1, s2;
+    lp_cuda_empty_cache(ct_be);
+    lp_cuda_alloc_stats(ct_be, &s0);
+    void *a = ct_be->alloc_tagged(ct_be->ctx, 1000, ACT, "a");
+    void *g = ct_be->alloc_tagged(ct_be->ctx, 3u << 20, GRAD, "g"); /* class 4 MiB */
+    lp_cuda_alloc_stats(ct_be, &s1);
+    int ok = a && g && s1.allocated[ACT] - s0.allocated[ACT] == 1024 &&
+             s1.allocated[GRAD] - s0.allocated[GRAD] == (4 << 20) && s1.reserved_total >= s1.allocated_total &&
+             s1.allocated[LP_MEM_CATEGORY_OTHER] >= (32 << 20); /* the cuBLASLt workspace */
+    ct_be->free(ct_be->ctx, a);
+    void *a2 = ct_be->alloc_tagged(ct_be->ctx, 900, ACT, "a2"); /* same class: the cached block */
+    ok = ok && a2 == a;
+    ct_be->free(ct_be->ctx, a2);
+    ct_be->free(ct_be->ctx, g);
+    lp_cuda_empty_cache(ct_be);
+    lp_cuda_alloc_stats(ct_be, &s2);
+    ok = ok && s2.reserved_total == s2.allocated_total && s2.allocated_total == s0.allocated_total &&
+         ct_be->sync(ct_be->ctx) == LP_OK;
+    cases++, fails += !ok;
+    printf("%-28s %-30s allocated +%lld / +%lld, workspace %lld MiB, reserved %lld after empty_cache  %s\n",
+           "device allocator", "tagged, reuse, empty_cache", (long long)(s1.allocated[ACT] - s0.allocated[ACT]),
+           (long long)(s1.allocated[GRAD] - s0.allocated[GRAD]),
+           (long long)(s1.allocated[LP_MEM_CATEGORY_OTHER] >> 20), (long long)s2.reserved_total, ok ? "PASS" : "FAIL");
+
+    int local = 0;
+    ct_be->free(ct_be->ctx, &local); /* not a device block: kept, reported at sync */
+    lp_status st1 = ct_be->sync(ct_be->ctx);
+    int ok1 = st1 == LP_STATUS_INVALID_ARG && strstr(lp_err_msg(), "did not allocate");
+    lp_qweight fake = {.dtype = LP_DTYPE_GGML, .rows = 1, .cols = 32, .n = 32};
+    ct_be->ops->qweight_dequantize(NULL, &fake, 0, 32);
+    lp_status st2 = ct_be->sync(ct_be->ctx);
+    int ok2 = st2 == LP_STATUS_UNSUPPORTED && strstr(lp_err_msg(), "qweight_dequantize");
+    lp_status st3 = ct_be->sync(ct_be->ctx); /* cleared */
+    cases++, fails += !(ok1 && ok2 && st3 == LP_OK);
+    printf("%-28s %-30s %s\n", "pending errors at sync", "foreign free, unsupported op",
+           ok1 && ok2 && st3 == LP_OK ? "PASS" : "FAIL");
+}
+
 /* supports(): true exactly for the filled entries, false outside the table */
 static void test_supports(void)
 {
@@ -459,6 +507,7 @@ int main(void)
     if (rc)
         return rc;
     test_supports();
+    test_device_memory();
     test_sgemm();
     test_gemm_bf16();
     test_gelu();

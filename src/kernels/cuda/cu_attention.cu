@@ -17,11 +17,11 @@
  * dout_i . out_i is recomputed where needed (a D-long dot per query tile row). */
 #include "cu_nn_common.cuh"
 
-#define AQ 32          /* queries per block */
-#define AK 32          /* keys per tile: one per lane */
-#define AW 8           /* warps per block */
-#define QW (AQ / AW)   /* queries per warp (forward, dq) */
-#define KW (AK / AW)   /* keys per warp (dk/dv) */
+#define AQ 32        /* queries per block */
+#define AK 32        /* keys per tile: one per lane */
+#define AW 8         /* warps per block */
+#define QW (AQ / AW) /* queries per warp (forward, dq) */
+#define KW (AK / AW) /* keys per warp (dk/dv) */
 #define ATHREADS (32 * AW)
 
 typedef struct attn_args {
@@ -38,7 +38,8 @@ typedef struct attn_args {
 /* Philox4x32-10, as lp_rng_philox (src/core/rng.c) */
 static __device__ __forceinline__ uint32_t philox_lane(uint64_t seed, uint64_t stream, uint64_t ctr, int lane)
 {
-    uint32_t c0 = (uint32_t)ctr, c1 = (uint32_t)(ctr >> 32), c2 = (uint32_t)stream, c3 = (uint32_t)(stream >> 32);
+    uint32_t c0 = (uint32_t)ctr, c1 = (uint32_t)(ctr >> 32), c2 = (uint32_t)stream,
+             c3 = (uint32_t)(stream >> 32);
     uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
 #pragma unroll
     for (int r = 0; r < 10; r++) {
@@ -61,7 +62,8 @@ static __device__ __forceinline__ float drop_factor(const attn_args &a, uint64_t
 }
 
 /* whether key j is visible to query i (both < T), mi / mj their mask values (1 when no mask) */
-static __device__ __forceinline__ bool visible(const attn_args &a, int64_t i, int64_t j, int32_t mi, int32_t mj)
+static __device__ __forceinline__ bool visible(const attn_args &a, int64_t i, int64_t j, int32_t mi,
+                                               int32_t mj)
 {
     if (a.causal && j > i)
         return false;
@@ -74,8 +76,14 @@ static __device__ __forceinline__ bool visible(const attn_args &a, int64_t i, in
  * products read float4s. Tiles read across lanes (lane = column) use stride Dp; tiles read
  * one row per lane (lane = row) use stride lane_ld: a multiple of 4 whose quarter is odd,
  * so the 8 lanes of each 128-bit load phase hit distinct banks. */
-static __host__ __device__ __forceinline__ int pad4(int D) { return (D + 3) / 4 * 4; }
-static __host__ __device__ __forceinline__ int lane_ld(int D) { return (pad4(D) / 4) % 2 ? pad4(D) : pad4(D) + 4; }
+static __host__ __device__ __forceinline__ int pad4(int D)
+{
+    return (D + 3) / 4 * 4;
+}
+static __host__ __device__ __forceinline__ int lane_ld(int D)
+{
+    return (pad4(D) / 4) % 2 ? pad4(D) : pad4(D) + 4;
+}
 
 /* the 4 floats at p (16-byte aligned: tile strides and offsets are multiples of 4 floats) */
 static __device__ __forceinline__ float4 ld4(const float *p)
@@ -87,6 +95,19 @@ static __device__ __forceinline__ float4 ld4(const float *p)
     return *reinterpret_cast<const float4 *>(p);
 }
 
+/* Each warp hands its lanes' per-key (or per-query) values to all its lanes through a small
+ * slice of shared memory, QW (= KW = 4) floats per lane, read back as broadcast float4s:
+ * one 128-bit load per step instead of four shuffles. */
+static_assert(QW == 4 && KW == 4, "the exchange slices hold one float4 per lane");
+static __device__ __forceinline__ void st4(float *p, float a, float b, float c, float d)
+{
+#ifdef LP_CUDA_EMU
+    if ((uintptr_t)p % 16)
+        __trap();
+#endif
+    *reinterpret_cast<float4 *>(p) = make_float4(a, b, c, d);
+}
+
 /* s + a . b over one float4, in order */
 static __device__ __forceinline__ float dot4(float4 a, float4 b, float s)
 {
@@ -95,8 +116,8 @@ static __device__ __forceinline__ float dot4(float4 a, float4 b, float s)
 
 /* rows [row0, row0+32) x Dp of src (row stride ld; columns past D and rows past T read 0)
  * into dst (row stride dld) */
-static __device__ __forceinline__ void load_tile(float *dst, int dld, const float *src, int64_t ld, int64_t row0,
-                                                 int64_t T, int D, int Dp)
+static __device__ __forceinline__ void load_tile(float *dst, int dld, const float *src, int64_t ld,
+                                                 int64_t row0, int64_t T, int D, int Dp)
 {
     for (int e = threadIdx.x; e < AK * Dp; e += ATHREADS) {
         const int r = e / Dp, d = e % Dp;
@@ -110,10 +131,11 @@ __global__ void __launch_bounds__(ATHREADS, 2) attn_fwd_kernel(float *out, float
 {
     LP_CU_DYN_SMEM(float4, sm4);
     const int D = a.D, Dp = pad4(D), LD = lane_ld(D);
-    float *Qs = (float *)sm4;  /* AQ x Dp, read by broadcast */
-    float *Ks = Qs + AQ * Dp;  /* AK x LD, one row per lane */
-    float *Vs = Ks + AK * LD;  /* AK x Dp, read across lanes */
-    int *Ms = (int *)(Vs + AK * Dp);
+    float *Qs = (float *)sm4; /* AQ x Dp, read by broadcast */
+    float *Ks = Qs + AQ * Dp; /* AK x LD, one row per lane */
+    float *Vs = Ks + AK * LD; /* AK x Dp, read across lanes */
+    float *Ps = Vs + AK * Dp; /* AW x AK x QW: each warp's probabilities, [key][query] */
+    int *Ms = (int *)(Ps + AW * AK * QW);
     const int64_t T = a.T, b = blockIdx.z, h = blockIdx.y, q0 = (int64_t)blockIdx.x * AQ;
     const int64_t kvo = (h / a.grp) * D;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -179,11 +201,12 @@ __global__ void __launch_bounds__(ATHREADS, 2) attn_fwd_kernel(float *out, float
             if (a.drop && vis)
                 pz[rr] *= drop_factor(a, (uint64_t)(((b * a.H + h) * T + i) * T + j));
         }
+        float *pw = Ps + warp * AK * QW;
+        st4(pw + lane * QW, pz[0], pz[1], pz[2], pz[3]);
+        __syncwarp();
         for (int jj = 0; jj < AK; jj++) {
-            float pj[QW];
-#pragma unroll
-            for (int rr = 0; rr < QW; rr++)
-                pj[rr] = __shfl_sync(0xffffffffu, pz[rr], jj);
+            const float4 p4 = ld4(pw + jj * QW);
+            const float pj[QW] = {p4.x, p4.y, p4.z, p4.w};
             const float *vr = Vs + jj * Dp;
 #pragma unroll
             for (int t = 0; t < DPL; t++) {
@@ -216,16 +239,17 @@ __global__ void __launch_bounds__(ATHREADS, 2) attn_fwd_kernel(float *out, float
 
 /* dq (layout of q) = sum_j ds_ij k_j, ds = p (z dp - D_i) scale; a block per query tile */
 template <int DPL>
-__global__ void __launch_bounds__(ATHREADS, 2) attn_dq_kernel(float *dq, const float *dout, const float *out,
-                                                           const float *lse, attn_args a)
+__global__ void __launch_bounds__(ATHREADS, 2)
+    attn_dq_kernel(float *dq, const float *dout, const float *out, const float *lse, attn_args a)
 {
     LP_CU_DYN_SMEM(float4, sm4);
     const int D = a.D, Dp = pad4(D), LD = lane_ld(D);
-    float *Qs = (float *)sm4;  /* AQ x Dp, broadcast */
-    float *Os = Qs + AQ * Dp;  /* AQ x Dp: dout rows, broadcast */
-    float *Ks = Os + AQ * Dp;  /* AK x LD: one row per lane, and across lanes */
-    float *Vs = Ks + AK * LD;  /* AK x LD: one row per lane */
-    int *Ms = (int *)(Vs + AK * LD);
+    float *Qs = (float *)sm4; /* AQ x Dp, broadcast */
+    float *Os = Qs + AQ * Dp; /* AQ x Dp: dout rows, broadcast */
+    float *Ks = Os + AQ * Dp; /* AK x LD: one row per lane, and across lanes */
+    float *Vs = Ks + AK * LD; /* AK x LD: one row per lane */
+    float *Ps = Vs + AK * LD; /* AW x AK x QW: each warp's ds, [key][query] */
+    int *Ms = (int *)(Ps + AW * AK * QW);
     const int64_t T = a.T, b = blockIdx.z, h = blockIdx.y, q0 = (int64_t)blockIdx.x * AQ, C = a.H * D;
     const int64_t kvo = (h / a.grp) * D;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -284,7 +308,8 @@ __global__ void __launch_bounds__(ATHREADS, 2) attn_dq_kernel(float *dq, const f
 #pragma unroll
         for (int rr = 0; rr < QW; rr++) {
             const int64_t i = q0 + warp * QW + rr;
-            const bool vis = i < T && j < khi && j < T && li[rr] != -INFINITY && visible(a, i, j, mi[rr], Ms[lane]);
+            const bool vis =
+                i < T && j < khi && j < T && li[rr] != -INFINITY && visible(a, i, j, mi[rr], Ms[lane]);
             ds[rr] = 0.0f;
             if (vis) {
                 const float p = expf(s[rr] * a.scale - li[rr]);
@@ -292,11 +317,12 @@ __global__ void __launch_bounds__(ATHREADS, 2) attn_dq_kernel(float *dq, const f
                 ds[rr] = p * (z * dp[rr] - di[rr]) * a.scale;
             }
         }
+        float *pw = Ps + warp * AK * QW;
+        st4(pw + lane * QW, ds[0], ds[1], ds[2], ds[3]);
+        __syncwarp();
         for (int jj = 0; jj < AK; jj++) {
-            float dj[QW];
-#pragma unroll
-            for (int rr = 0; rr < QW; rr++)
-                dj[rr] = __shfl_sync(0xffffffffu, ds[rr], jj);
+            const float4 d4 = ld4(pw + jj * QW);
+            const float dj[QW] = {d4.x, d4.y, d4.z, d4.w};
             const float *krow = Ks + jj * LD;
 #pragma unroll
             for (int t = 0; t < DPL; t++) {
@@ -326,18 +352,20 @@ __global__ void __launch_bounds__(ATHREADS, 2) attn_dq_kernel(float *dq, const f
 /* dk, dv (layout of k, v) for a tile of AK keys of one kv head: sums over the query heads of
  * its group (in order) and their visible queries; a warp owns KW keys, lanes own dimensions */
 template <int DPL>
-__global__ void __launch_bounds__(ATHREADS, 2) attn_dkv_kernel(float *dk, float *dv, const float *dout,
-                                                            const float *out, const float *lse, attn_args a)
+__global__ void __launch_bounds__(ATHREADS, 2)
+    attn_dkv_kernel(float *dk, float *dv, const float *dout, const float *out, const float *lse, attn_args a)
 {
     LP_CU_DYN_SMEM(float4, sm4);
     const int D = a.D, Dp = pad4(D), LD = lane_ld(D);
-    float *Ks = (float *)sm4;  /* AK x Dp, broadcast */
-    float *Vs = Ks + AK * Dp;  /* AK x Dp, broadcast */
-    float *Qs = Vs + AK * Dp;  /* AQ x LD: one row per lane, and across lanes */
-    float *Os = Qs + AQ * LD;  /* AQ x LD: dout rows, likewise */
-    float *Ls = Os + AQ * LD;  /* AQ lse */
-    float *Ds = Ls + AQ;       /* AQ D_i */
-    int *Mq = (int *)(Ds + AQ);
+    float *Ks = (float *)sm4;      /* AK x Dp, broadcast */
+    float *Vs = Ks + AK * Dp;      /* AK x Dp, broadcast */
+    float *Qs = Vs + AK * Dp;      /* AQ x LD: one row per lane, and across lanes */
+    float *Os = Qs + AQ * LD;      /* AQ x LD: dout rows, likewise */
+    float *Ls = Os + AQ * LD;      /* AQ lse */
+    float *Ds = Ls + AQ;           /* AQ D_i */
+    float *Pz = Ds + AQ;           /* AW x AQ x KW: each warp's z p, [query][key] */
+    float *Dz = Pz + AW * AQ * KW; /* AW x AQ x KW: each warp's ds */
+    int *Mq = (int *)(Dz + AW * AQ * KW);
     const int64_t T = a.T, b = blockIdx.z, kvh = blockIdx.y, k0 = (int64_t)blockIdx.x * AK, C = a.H * D;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int32_t *mb = a.mask ? a.mask + b * T : NULL;
@@ -407,18 +435,19 @@ __global__ void __launch_bounds__(ATHREADS, 2) attn_dkv_kernel(float *dk, float 
                 pz[kk] = ds[kk] = 0.0f;
                 if (vis) {
                     const float p = expf(s[kk] * a.scale - li);
-                    const float z = a.drop ? drop_factor(a, (uint64_t)(((b * a.H + h) * T + i) * T + j)) : 1.0f;
+                    const float z =
+                        a.drop ? drop_factor(a, (uint64_t)(((b * a.H + h) * T + i) * T + j)) : 1.0f;
                     pz[kk] = z * p;
                     ds[kk] = p * (z * dp[kk] - dli) * a.scale;
                 }
             }
+            float *pw = Pz + warp * AQ * KW, *dw = Dz + warp * AQ * KW;
+            st4(pw + lane * KW, pz[0], pz[1], pz[2], pz[3]);
+            st4(dw + lane * KW, ds[0], ds[1], ds[2], ds[3]);
+            __syncwarp();
             for (int ii = 0; ii < AQ; ii++) {
-                float pj[KW], dj[KW];
-#pragma unroll
-                for (int kk = 0; kk < KW; kk++) {
-                    pj[kk] = __shfl_sync(0xffffffffu, pz[kk], ii);
-                    dj[kk] = __shfl_sync(0xffffffffu, ds[kk], ii);
-                }
+                const float4 p4 = ld4(pw + ii * KW), d4 = ld4(dw + ii * KW);
+                const float pj[KW] = {p4.x, p4.y, p4.z, p4.w}, dj[KW] = {d4.x, d4.y, d4.z, d4.w};
                 const float *qrow = Qs + ii * LD, *orow = Os + ii * LD;
 #pragma unroll
                 for (int t = 0; t < DPL; t++) {
@@ -450,9 +479,18 @@ __global__ void __launch_bounds__(ATHREADS, 2) attn_dkv_kernel(float *dk, float 
     }
 }
 
-static size_t fwd_smem(int D) { return ((size_t)AQ * pad4(D) + (size_t)AK * lane_ld(D) + (size_t)AK * pad4(D) + AK) * 4; }
-static size_t dq_smem(int D) { return ((size_t)2 * AQ * pad4(D) + (size_t)2 * AK * lane_ld(D) + AK) * 4; }
-static size_t dkv_smem(int D) { return ((size_t)2 * AK * pad4(D) + (size_t)2 * AQ * lane_ld(D) + 3 * AQ) * 4; }
+static size_t fwd_smem(int D)
+{
+    return ((size_t)AQ * pad4(D) + (size_t)AK * lane_ld(D) + (size_t)AK * pad4(D) + AW * AK * QW + AK) * 4;
+}
+static size_t dq_smem(int D)
+{
+    return ((size_t)2 * AQ * pad4(D) + (size_t)2 * AK * lane_ld(D) + AW * AK * QW + AK) * 4;
+}
+static size_t dkv_smem(int D)
+{
+    return ((size_t)2 * AK * pad4(D) + (size_t)2 * AQ * lane_ld(D) + 2 * AW * AQ * KW + 3 * AQ) * 4;
+}
 
 extern "C" lp_status lp_cu_attention_supports(const lp_attn_geom *g)
 {
@@ -460,16 +498,17 @@ extern "C" lp_status lp_cu_attention_supports(const lp_attn_geom *g)
     if (st != LP_OK)
         return st;
     if (g->D > LP_CU_ATTN_MAX_D)
-        return lp_err(LP_STATUS_UNSUPPORTED, "cuda fused attention: head size D=%lld above %d", (long long)g->D,
-                      LP_CU_ATTN_MAX_D);
+        return lp_err(LP_STATUS_UNSUPPORTED, "cuda fused attention: head size D=%lld above %d",
+                      (long long)g->D, LP_CU_ATTN_MAX_D);
     if (g->H > 65535 || g->B > 65535 || (g->T + AQ - 1) / AQ > INT32_MAX)
-        return lp_err(LP_STATUS_UNSUPPORTED, "cuda fused attention: B=%lld H=%lld T=%lld exceed one launch grid",
-                      (long long)g->B, (long long)g->H, (long long)g->T);
+        return lp_err(LP_STATUS_UNSUPPORTED,
+                      "cuda fused attention: B=%lld H=%lld T=%lld exceed one launch grid", (long long)g->B,
+                      (long long)g->H, (long long)g->T);
     return LP_OK;
 }
 
-static attn_args make_args(const float *q, const float *k, const float *v, const int32_t *mask, const lp_attn_geom *g,
-                           const lp_attn_dropout *drop)
+static attn_args make_args(const float *q, const float *k, const float *v, const int32_t *mask,
+                           const lp_attn_geom *g, const lp_attn_dropout *drop)
 {
     attn_args a;
     a.q = q, a.k = k, a.v = v, a.mask = mask;
@@ -485,23 +524,40 @@ static attn_args make_args(const float *q, const float *k, const float *v, const
 }
 
 /* launches kernel K<DPL> with smem bytes, opting in above the 48 KiB default */
-#define ATTN_LAUNCH(KERNEL, DPLV, grid, smem, ...)                                                                   \
-    do {                                                                                                         \
-        if ((smem) > 48 * 1024)                                                                                  \
-            (void)cudaFuncSetAttribute(KERNEL<DPLV>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(smem));  \
-        LP_CU_LAUNCH(KERNEL<DPLV>, grid, ATHREADS, smem, lp_cu_nn_stream(), __VA_ARGS__);                                  \
+#define ATTN_LAUNCH(KERNEL, DPLV, grid, smem, ...)                                                           \
+    do {                                                                                                     \
+        if ((smem) > 48 * 1024)                                                                              \
+            (void)cudaFuncSetAttribute(KERNEL<DPLV>, cudaFuncAttributeMaxDynamicSharedMemorySize,            \
+                                       (int)(smem));                                                         \
+        LP_CU_LAUNCH(KERNEL<DPLV>, grid, ATHREADS, smem, lp_cu_nn_stream(), __VA_ARGS__);                    \
     } while (0)
 
-#define ATTN_DISPATCH(KERNEL, dpl, grid, smem, ...)                                                                  \
-    switch (dpl) {                                                                                               \
-    case 1: ATTN_LAUNCH(KERNEL, 1, grid, smem, __VA_ARGS__); break;                                              \
-    case 2: ATTN_LAUNCH(KERNEL, 2, grid, smem, __VA_ARGS__); break;                                              \
-    case 3: ATTN_LAUNCH(KERNEL, 3, grid, smem, __VA_ARGS__); break;                                              \
-    case 4: ATTN_LAUNCH(KERNEL, 4, grid, smem, __VA_ARGS__); break;                                              \
-    case 5: ATTN_LAUNCH(KERNEL, 5, grid, smem, __VA_ARGS__); break;                                              \
-    case 6: ATTN_LAUNCH(KERNEL, 6, grid, smem, __VA_ARGS__); break;                                              \
-    case 7: ATTN_LAUNCH(KERNEL, 7, grid, smem, __VA_ARGS__); break;                                              \
-    default: ATTN_LAUNCH(KERNEL, 8, grid, smem, __VA_ARGS__); break;                                             \
+#define ATTN_DISPATCH(KERNEL, dpl, grid, smem, ...)                                                          \
+    switch (dpl) {                                                                                           \
+    case 1:                                                                                                  \
+        ATTN_LAUNCH(KERNEL, 1, grid, smem, __VA_ARGS__);                                                     \
+        break;                                                                                               \
+    case 2:                                                                                                  \
+        ATTN_LAUNCH(KERNEL, 2, grid, smem, __VA_ARGS__);                                                     \
+        break;                                                                                               \
+    case 3:                                                                                                  \
+        ATTN_LAUNCH(KERNEL, 3, grid, smem, __VA_ARGS__);                                                     \
+        break;                                                                                               \
+    case 4:                                                                                                  \
+        ATTN_LAUNCH(KERNEL, 4, grid, smem, __VA_ARGS__);                                                     \
+        break;                                                                                               \
+    case 5:                                                                                                  \
+        ATTN_LAUNCH(KERNEL, 5, grid, smem, __VA_ARGS__);                                                     \
+        break;                                                                                               \
+    case 6:                                                                                                  \
+        ATTN_LAUNCH(KERNEL, 6, grid, smem, __VA_ARGS__);                                                     \
+        break;                                                                                               \
+    case 7:                                                                                                  \
+        ATTN_LAUNCH(KERNEL, 7, grid, smem, __VA_ARGS__);                                                     \
+        break;                                                                                               \
+    default:                                                                                                 \
+        ATTN_LAUNCH(KERNEL, 8, grid, smem, __VA_ARGS__);                                                     \
+        break;                                                                                               \
     }
 
 extern "C" void lp_cu_attention_fused_forward(float *out, float *lse, const float *q, const float *k,
@@ -521,10 +577,10 @@ extern "C" void lp_cu_attention_fused_forward(float *out, float *lse, const floa
     (void)lp_cu_nn_launched("attention_fused_forward");
 }
 
-extern "C" void lp_cu_attention_fused_backward(float *dq, float *dk, float *dv, const float *dout, const float *out,
-                                               const float *lse, const float *q, const float *k, const float *v,
-                                               const int32_t *mask, const lp_attn_geom *g,
-                                               const lp_attn_dropout *drop)
+extern "C" void lp_cu_attention_fused_backward(float *dq, float *dk, float *dv, const float *dout,
+                                               const float *out, const float *lse, const float *q,
+                                               const float *k, const float *v, const int32_t *mask,
+                                               const lp_attn_geom *g, const lp_attn_dropout *drop)
 {
     lp_status st = lp_cu_attention_supports(g);
     if (st != LP_OK) {

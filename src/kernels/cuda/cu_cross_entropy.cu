@@ -122,8 +122,9 @@ __global__ void ce_count_kernel(int64_t *count, const int32_t *targets, int64_t 
     }
 }
 
-__global__ void ce_backward_kernel(float *dlogits, const float *logits, const float *lse, const int32_t *targets,
-                                   const int64_t *count, int64_t V, int32_t ignore_index, float dloss)
+__global__ void ce_backward_kernel(float *dlogits, const float *logits, const float *lse,
+                                   const int32_t *targets, const int64_t *count, int64_t V,
+                                   int32_t ignore_index, float dloss)
 {
     const int64_t i = blockIdx.x;
     float *d = dlogits + i * V;
@@ -153,13 +154,14 @@ extern "C" lp_status lp_cu_cross_entropy_forward(float *loss, float *lse, const 
         if (s != LP_OK)
             return s;
     }
-    LP_CU_LAUNCH(ce_loss_kernel, 1, 1024, 0, st, loss, lse, logits, targets, N, V, ignore_index, lp_cu_nn_error_slot());
+    LP_CU_LAUNCH(ce_loss_kernel, 1, 1024, 0, st, loss, lse, logits, targets, N, V, ignore_index,
+                 lp_cu_nn_error_slot());
     return lp_cu_nn_launched("cross_entropy_forward (loss)");
 }
 
 extern "C" void lp_cu_cross_entropy_backward(float *dlogits, const float *logits, const float *lse,
-                                             const int32_t *targets, int64_t N, int64_t V, int32_t ignore_index,
-                                             float dloss)
+                                             const int32_t *targets, int64_t N, int64_t V,
+                                             int32_t ignore_index, float dloss)
 {
     if (N <= 0 || V <= 0 || N > INT32_MAX)
         return;
@@ -169,8 +171,8 @@ extern "C" void lp_cu_cross_entropy_backward(float *dlogits, const float *logits
         return;
     LP_CU_LAUNCH(ce_count_kernel, 1, 1024, 0, st, count, targets, N, ignore_index);
     if (lp_cu_nn_launched("cross_entropy_backward (count)") == LP_OK) {
-        LP_CU_LAUNCH(ce_backward_kernel, (unsigned)N, CE_THREADS, 0, st, dlogits, logits, lse, targets, count, V, ignore_index,
-                                                               dloss);
+        LP_CU_LAUNCH(ce_backward_kernel, (unsigned)N, CE_THREADS, 0, st, dlogits, logits, lse, targets, count,
+                     V, ignore_index, dloss);
         (void)lp_cu_nn_launched("cross_entropy_backward");
     }
     lp_cu_nn_scratch_free(count);

@@ -8,8 +8,8 @@
 #include "cu_nn_common.cuh"
 
 __global__ void emb_forward_kernel(float *out, const int32_t *ids, const int32_t *type_ids, const float *wte,
-                                   const float *wpe, const float *wtt, int64_t T, int C, int64_t V, int64_t TT,
-                                   int64_t pos_offset, int *err)
+                                   const float *wpe, const float *wtt, int64_t T, int C, int64_t V,
+                                   int64_t TT, int64_t pos_offset, int *err)
 {
     const int64_t i = blockIdx.x, t = i % T;
     const int32_t id = ids[i];
@@ -36,8 +36,9 @@ __global__ void emb_forward_kernel(float *out, const int32_t *ids, const int32_t
     }
 }
 
-__global__ void emb_backward_kernel(float *dwte, float *dwpe, float *dwtt, const float *dout, const int32_t *ids,
-                                    const int32_t *type_ids, int64_t T, int C, int64_t pos_offset)
+__global__ void emb_backward_kernel(float *dwte, float *dwpe, float *dwtt, const float *dout,
+                                    const int32_t *ids, const int32_t *type_ids, int64_t T, int C,
+                                    int64_t pos_offset)
 {
     const int64_t i = blockIdx.x, t = i % T;
     const float *d = dout + i * C;
@@ -67,16 +68,18 @@ extern "C" lp_status lp_cu_embedding_forward(float *out, const int32_t *ids, con
                                              int64_t pos_offset)
 {
     if (wpe && (pos_offset < 0 || T + pos_offset > P))
-        return lp_err(LP_STATUS_RANGE, "cuda embedding: positions %lld..%lld exceed the %lld position embeddings",
+        return lp_err(LP_STATUS_RANGE,
+                      "cuda embedding: positions %lld..%lld exceed the %lld position embeddings",
                       (long long)pos_offset, (long long)(T + pos_offset - 1), (long long)P);
     if (wtt && !type_ids && TT < 1)
         return lp_err(LP_STATUS_RANGE, "cuda embedding: token type table is empty");
     if (B * T <= 0 || C <= 0)
         return LP_OK;
     if (B * T > INT32_MAX)
-        return lp_err(LP_STATUS_UNSUPPORTED, "cuda embedding: %lld tokens exceed one launch", (long long)(B * T));
-    LP_CU_LAUNCH(emb_forward_kernel, (unsigned)(B * T), emb_block(C), 0, lp_cu_nn_stream(), 
-        out, ids, type_ids, wte, wpe, wtt, T, (int)C, V, TT, pos_offset, lp_cu_nn_error_slot());
+        return lp_err(LP_STATUS_UNSUPPORTED, "cuda embedding: %lld tokens exceed one launch",
+                      (long long)(B * T));
+    LP_CU_LAUNCH(emb_forward_kernel, (unsigned)(B * T), emb_block(C), 0, lp_cu_nn_stream(), out, ids,
+                 type_ids, wte, wpe, wtt, T, (int)C, V, TT, pos_offset, lp_cu_nn_error_slot());
     return lp_cu_nn_launched("embedding_forward");
 }
 
@@ -86,7 +89,7 @@ extern "C" void lp_cu_embedding_backward(float *dwte, float *dwpe, float *dwtt, 
 {
     if (B * T <= 0 || C <= 0 || (!dwte && !dwpe && !dwtt) || B * T > INT32_MAX)
         return;
-    LP_CU_LAUNCH(emb_backward_kernel, (unsigned)(B * T), emb_block(C), 0, lp_cu_nn_stream(), dwte, dwpe, dwtt, dout, ids,
-                                                                                  type_ids, T, (int)C, pos_offset);
+    LP_CU_LAUNCH(emb_backward_kernel, (unsigned)(B * T), emb_block(C), 0, lp_cu_nn_stream(), dwte, dwpe, dwtt,
+                 dout, ids, type_ids, T, (int)C, pos_offset);
     (void)lp_cu_nn_launched("embedding_backward");
 }

@@ -88,8 +88,8 @@ __global__ void ln_backward_part_kernel(float *part_w, float *part_b, const floa
 }
 
 /* dweight[c] += sum_g part_w[g, c] (g in order); likewise dbias. Either may be NULL. */
-__global__ void ln_backward_final_kernel(float *dweight, float *dbias, const float *part_w, const float *part_b,
-                                         int64_t G, int C)
+__global__ void ln_backward_final_kernel(float *dweight, float *dbias, const float *part_w,
+                                         const float *part_b, int64_t G, int C)
 {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C)
@@ -112,13 +112,14 @@ static int64_t ln_chunk(int64_t N)
     return ch < 64 ? 64 : ch;
 }
 
-extern "C" void lp_cu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
-                                        const float *bias, int64_t N, int64_t C, float eps)
+extern "C" void lp_cu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                                        const float *weight, const float *bias, int64_t N, int64_t C,
+                                        float eps)
 {
     if (N <= 0 || C <= 0)
         return;
-    LP_CU_LAUNCH(ln_forward_kernel, cu_blocks(N, LN_ROWS_PER_BLOCK, INT32_MAX), 32 * LN_ROWS_PER_BLOCK, 0, lp_cu_nn_stream(), 
-        out, mean, rstd, inp, weight, bias, N, (int)C, eps);
+    LP_CU_LAUNCH(ln_forward_kernel, cu_blocks(N, LN_ROWS_PER_BLOCK, INT32_MAX), 32 * LN_ROWS_PER_BLOCK, 0,
+                 lp_cu_nn_stream(), out, mean, rstd, inp, weight, bias, N, (int)C, eps);
     (void)lp_cu_nn_launched("layernorm_forward");
 }
 
@@ -129,19 +130,19 @@ extern "C" void lp_cu_layernorm_backward(float *dinp, float *dweight, float *dbi
     if (N <= 0 || C <= 0)
         return;
     cudaStream_t st = lp_cu_nn_stream();
-    LP_CU_LAUNCH(ln_backward_dinp_kernel, cu_blocks(N, LN_ROWS_PER_BLOCK, INT32_MAX), 32 * LN_ROWS_PER_BLOCK, 0, st, 
-        dinp, dout, inp, weight, mean, rstd, N, (int)C);
+    LP_CU_LAUNCH(ln_backward_dinp_kernel, cu_blocks(N, LN_ROWS_PER_BLOCK, INT32_MAX), 32 * LN_ROWS_PER_BLOCK,
+                 0, st, dinp, dout, inp, weight, mean, rstd, N, (int)C);
     if (lp_cu_nn_launched("layernorm_backward") != LP_OK || (!dweight && !dbias))
         return;
     const int64_t chunk = ln_chunk(N), G = (N + chunk - 1) / chunk;
     float *part = (float *)lp_cu_nn_scratch((size_t)(2 * G * C) * sizeof(float), "layernorm_backward");
     if (!part)
         return;
-    LP_CU_LAUNCH(ln_backward_part_kernel, dim3((unsigned)((C + 31) / 32), (unsigned)G), dim3(32, 8), 0, st, 
-        part, part + G * C, dout, inp, mean, rstd, N, (int)C, chunk);
+    LP_CU_LAUNCH(ln_backward_part_kernel, dim3((unsigned)((C + 31) / 32), (unsigned)G), dim3(32, 8), 0, st,
+                 part, part + G * C, dout, inp, mean, rstd, N, (int)C, chunk);
     if (lp_cu_nn_launched("layernorm_backward (partials)") == LP_OK) {
-        LP_CU_LAUNCH(ln_backward_final_kernel, cu_blocks(C, 256, INT32_MAX), 256, 0, st, dweight, dbias, part, part + G * C,
-                                                                              G, (int)C);
+        LP_CU_LAUNCH(ln_backward_final_kernel, cu_blocks(C, 256, INT32_MAX), 256, 0, st, dweight, dbias, part,
+                     part + G * C, G, (int)C);
         (void)lp_cu_nn_launched("layernorm_backward (sums)");
     }
     lp_cu_nn_scratch_free(part);

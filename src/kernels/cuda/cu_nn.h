@@ -35,25 +35,28 @@ extern "C" {
 void lp_cu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
                              const float *bias, int64_t N, int64_t C, float eps);
 void lp_cu_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                              const float *weight, const float *mean, const float *rstd, int64_t N, int64_t C);
-void lp_cu_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int64_t N, int64_t C,
-                           float eps);
-void lp_cu_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
-                            const float *rstd, int64_t N, int64_t C);
+                              const float *weight, const float *mean, const float *rstd, int64_t N,
+                              int64_t C);
+void lp_cu_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int64_t N,
+                           int64_t C, float eps);
+void lp_cu_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp,
+                            const float *weight, const float *rstd, int64_t N, int64_t C);
 void lp_cu_softmax_forward(float *out, const float *inp, int64_t N, int64_t C);
 void lp_cu_softmax_backward(float *dinp, const float *dout, const float *out, int64_t N, int64_t C);
 lp_status lp_cu_embedding_forward(float *out, const int32_t *ids, const int32_t *type_ids, const float *wte,
-                                  const float *wpe, const float *wtt, int64_t B, int64_t T, int64_t C, int64_t V,
-                                  int64_t P, int64_t TT, int64_t pos_offset);
+                                  const float *wpe, const float *wtt, int64_t B, int64_t T, int64_t C,
+                                  int64_t V, int64_t P, int64_t TT, int64_t pos_offset);
 void lp_cu_embedding_backward(float *dwte, float *dwpe, float *dwtt, const float *dout, const int32_t *ids,
                               const int32_t *type_ids, int64_t B, int64_t T, int64_t C, int64_t pos_offset);
 lp_status lp_cu_cross_entropy_forward(float *loss, float *lse, const float *logits, const int32_t *targets,
                                       int64_t N, int64_t V, int32_t ignore_index);
-void lp_cu_cross_entropy_backward(float *dlogits, const float *logits, const float *lse, const int32_t *targets,
-                                  int64_t N, int64_t V, int32_t ignore_index, float dloss);
+void lp_cu_cross_entropy_backward(float *dlogits, const float *logits, const float *lse,
+                                  const int32_t *targets, int64_t N, int64_t V, int32_t ignore_index,
+                                  float dloss);
 void lp_cu_rope_cache(float *cos, float *sin, const int32_t *pos, const float *inv_freq, float attn_factor,
                       int64_t N, int64_t D);
-void lp_cu_rope_forward(float *x, const float *cos, const float *sin, int64_t N, int64_t H, int64_t D, int64_t ld);
+void lp_cu_rope_forward(float *x, const float *cos, const float *sin, int64_t N, int64_t H, int64_t D,
+                        int64_t ld);
 void lp_cu_rope_backward(float *dx, const float *cos, const float *sin, int64_t N, int64_t H, int64_t D,
                          int64_t ld);
 void lp_cu_attention_fused_forward(float *out, float *lse, const float *q, const float *k, const float *v,

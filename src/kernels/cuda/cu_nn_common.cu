@@ -24,7 +24,9 @@ lp_status lp_cu_nn_launched(const char *op)
     return lp_cu_check(op); /* kept as the context's pending error: the next sync returns it */
 #else
     cudaError_t e = cudaGetLastError();
-    return e == cudaSuccess ? LP_OK : lp_err(LP_STATUS_UNSUPPORTED, "cuda %s: launch failed: %s", op, cudaGetErrorString(e));
+    return e == cudaSuccess
+               ? LP_OK
+               : lp_err(LP_STATUS_UNSUPPORTED, "cuda %s: launch failed: %s", op, cudaGetErrorString(e));
 #endif
 }
 
@@ -93,7 +95,8 @@ int *lp_cu_nn_error_slot(void)
         int *p = NULL;
         cudaStream_t st = lp_cu_nn_stream();
         if (cudaMalloc((void **)&p, 2 * sizeof(int)) != cudaSuccess ||
-            cudaMemsetAsync(p, 0, 2 * sizeof(int), st) != cudaSuccess || cudaStreamSynchronize(st) != cudaSuccess) {
+            cudaMemsetAsync(p, 0, 2 * sizeof(int), st) != cudaSuccess ||
+            cudaStreamSynchronize(st) != cudaSuccess) {
             (void)cudaGetLastError();
             return NULL; /* the kernels then only write NaN */
         }
@@ -119,17 +122,21 @@ lp_status lp_cu_nn_take_error(void)
     if (e == cudaSuccess)
         e = cudaStreamSynchronize(st);
     if (e != cudaSuccess)
-        return lp_err(LP_STATUS_UNSUPPORTED, "cuda: reading the NN kernels' error record: %s", cudaGetErrorString(e));
+        return lp_err(LP_STATUS_UNSUPPORTED, "cuda: reading the NN kernels' error record: %s",
+                      cudaGetErrorString(e));
     if (h[0] == LP_CU_ERR_NONE)
         return LP_OK;
     (void)cudaMemsetAsync(g_slot, 0, sizeof h, st);
     switch (h[0]) {
     case LP_CU_ERR_EMB_ID:
-        return lp_err(LP_STATUS_RANGE, "cuda embedding: token id at flat position %d outside the vocabulary", h[1]);
+        return lp_err(LP_STATUS_RANGE, "cuda embedding: token id at flat position %d outside the vocabulary",
+                      h[1]);
     case LP_CU_ERR_EMB_TYPE:
-        return lp_err(LP_STATUS_RANGE, "cuda embedding: token type at flat position %d outside the type table", h[1]);
+        return lp_err(LP_STATUS_RANGE,
+                      "cuda embedding: token type at flat position %d outside the type table", h[1]);
     case LP_CU_ERR_CE_LABEL:
-        return lp_err(LP_STATUS_RANGE, "cuda cross-entropy: label at row %d outside 0..V-1 (and not ignored)", h[1]);
+        return lp_err(LP_STATUS_RANGE, "cuda cross-entropy: label at row %d outside 0..V-1 (and not ignored)",
+                      h[1]);
     default:
         return lp_err(LP_STATUS_NUMERIC, "cuda cross-entropy: row %d has non-finite logits", h[1]);
     }

@@ -32,8 +32,7 @@ void lp_cu_nn_scratch_free(void *p);
 
 /* Data errors recorded on the device (lp_cu_nn_take_error reads them): the slot is two
  * ints, [0] the kind (first writer wins), [1] the row. */
-enum { LP_CU_ERR_NONE = 0, LP_CU_ERR_EMB_ID, LP_CU_ERR_EMB_TYPE, LP_CU_ERR_CE_LABEL,
-       LP_CU_ERR_CE_NONFINITE };
+enum { LP_CU_ERR_NONE = 0, LP_CU_ERR_EMB_ID, LP_CU_ERR_EMB_TYPE, LP_CU_ERR_CE_LABEL, LP_CU_ERR_CE_NONFINITE };
 #ifdef __cplusplus
 }
 #endif
@@ -42,11 +41,12 @@ enum { LP_CU_ERR_NONE = 0, LP_CU_ERR_EMB_ID, LP_CU_ERR_EMB_TYPE, LP_CU_ERR_CE_LA
  * C++ against the CPU emulator of tests/kernels/cuda_emu (LP_CUDA_EMU), which runs them on
  * machines without a GPU. */
 #ifdef LP_CUDA_EMU
-#define LP_CU_LAUNCH(kernel, grid, block, smem, stream, ...) \
+#define LP_CU_LAUNCH(kernel, grid, block, smem, stream, ...)                                                 \
     ((void)(stream), lp_emu_launch(kernel, dim3(grid), dim3(block), (size_t)(smem), __VA_ARGS__))
 #define LP_CU_DYN_SMEM(type, name) type *name = (type *)lp_emu_dyn_smem()
 #else
-#define LP_CU_LAUNCH(kernel, grid, block, smem, stream, ...) kernel<<<grid, block, smem, stream>>>(__VA_ARGS__)
+#define LP_CU_LAUNCH(kernel, grid, block, smem, stream, ...)                                                 \
+    kernel<<<grid, block, smem, stream>>>(__VA_ARGS__)
 #define LP_CU_DYN_SMEM(type, name) extern __shared__ type name[]
 #endif
 

@@ -6,8 +6,8 @@
 
 #define RMS_ROWS_PER_BLOCK 8
 
-__global__ void rms_forward_kernel(float *out, float *rstd, const float *inp, const float *weight, int64_t N, int C,
-                                   float eps)
+__global__ void rms_forward_kernel(float *out, float *rstd, const float *inp, const float *weight, int64_t N,
+                                   int C, float eps)
 {
     const int64_t row = (int64_t)blockIdx.x * RMS_ROWS_PER_BLOCK + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
@@ -28,8 +28,8 @@ __global__ void rms_forward_kernel(float *out, float *rstd, const float *inp, co
 /* dinp may be dout: every lane finishes reading the row for the reduction (warp_sum
  * synchronizes the warp) before any element is written, and each element is read by the
  * lane that then writes it. */
-__global__ void rms_backward_dinp_kernel(float *dinp, const float *dout, const float *inp, const float *weight,
-                                         const float *rstd, int64_t N, int C)
+__global__ void rms_backward_dinp_kernel(float *dinp, const float *dout, const float *inp,
+                                         const float *weight, const float *rstd, int64_t N, int C)
 {
     const int64_t row = (int64_t)blockIdx.x * RMS_ROWS_PER_BLOCK + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
@@ -80,13 +80,13 @@ __global__ void rms_backward_final_kernel(float *dweight, const float *part, int
     dweight[c] += a;
 }
 
-extern "C" void lp_cu_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int64_t N,
-                                      int64_t C, float eps)
+extern "C" void lp_cu_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight,
+                                      int64_t N, int64_t C, float eps)
 {
     if (N <= 0 || C <= 0)
         return;
     LP_CU_LAUNCH(rms_forward_kernel, cu_blocks(N, RMS_ROWS_PER_BLOCK, INT32_MAX), 32 * RMS_ROWS_PER_BLOCK, 0,
-                         lp_cu_nn_stream(), out, rstd, inp, weight, N, (int)C, eps);
+                 lp_cu_nn_stream(), out, rstd, inp, weight, N, (int)C, eps);
     (void)lp_cu_nn_launched("rmsnorm_forward");
 }
 
@@ -103,15 +103,16 @@ extern "C" void lp_cu_rmsnorm_backward(float *dinp, float *dweight, const float 
         float *part = (float *)lp_cu_nn_scratch((size_t)(G * C) * sizeof(float), "rmsnorm_backward");
         if (!part)
             return;
-        LP_CU_LAUNCH(rms_backward_part_kernel, dim3((unsigned)((C + 31) / 32), (unsigned)G), dim3(32, 8), 0, st, 
-            part, dout, inp, rstd, N, (int)C, chunk);
+        LP_CU_LAUNCH(rms_backward_part_kernel, dim3((unsigned)((C + 31) / 32), (unsigned)G), dim3(32, 8), 0,
+                     st, part, dout, inp, rstd, N, (int)C, chunk);
         if (lp_cu_nn_launched("rmsnorm_backward (partials)") == LP_OK) {
-            LP_CU_LAUNCH(rms_backward_final_kernel, cu_blocks(C, 256, INT32_MAX), 256, 0, st, dweight, part, G, (int)C);
+            LP_CU_LAUNCH(rms_backward_final_kernel, cu_blocks(C, 256, INT32_MAX), 256, 0, st, dweight, part,
+                         G, (int)C);
             (void)lp_cu_nn_launched("rmsnorm_backward (sums)");
         }
         lp_cu_nn_scratch_free(part);
     }
-    LP_CU_LAUNCH(rms_backward_dinp_kernel, cu_blocks(N, RMS_ROWS_PER_BLOCK, INT32_MAX), 32 * RMS_ROWS_PER_BLOCK, 0, st, 
-        dinp, dout, inp, weight, rstd, N, (int)C);
+    LP_CU_LAUNCH(rms_backward_dinp_kernel, cu_blocks(N, RMS_ROWS_PER_BLOCK, INT32_MAX),
+                 32 * RMS_ROWS_PER_BLOCK, 0, st, dinp, dout, inp, weight, rstd, N, (int)C);
     (void)lp_cu_nn_launched("rmsnorm_backward");
 }

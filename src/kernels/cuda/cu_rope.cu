@@ -37,30 +37,31 @@ extern "C" void lp_cu_rope_cache(float *cos_, float *sin_, const int32_t *pos, c
     const int64_t half = D / 2;
     if (N <= 0 || half <= 0)
         return;
-    LP_CU_LAUNCH(rope_cache_kernel, cu_blocks(N * half, 256, 65535), 256, 0, lp_cu_nn_stream(), cos_, sin_, pos, inv_freq,
-                                                                                     attn_factor, N, half);
+    LP_CU_LAUNCH(rope_cache_kernel, cu_blocks(N * half, 256, 65535), 256, 0, lp_cu_nn_stream(), cos_, sin_,
+                 pos, inv_freq, attn_factor, N, half);
     (void)lp_cu_nn_launched("rope_cache");
 }
 
-static void rope_rotate(float *x, const float *cos_, const float *sin_, int64_t N, int64_t H, int64_t D, int64_t ld,
-                        double sgn, const char *op)
+static void rope_rotate(float *x, const float *cos_, const float *sin_, int64_t N, int64_t H, int64_t D,
+                        int64_t ld, double sgn, const char *op)
 {
     const int64_t half = D / 2;
     if (N <= 0 || H <= 0 || half <= 0)
         return;
     if (N > INT32_MAX || H * half > INT32_MAX) {
-        lp_cu_nn_refuse(op, lp_err(LP_STATUS_UNSUPPORTED, "cuda %s: %lld tokens x %lld pairs exceed one launch", op,
-                                   (long long)N, (long long)(H * half)));
+        lp_cu_nn_refuse(op,
+                        lp_err(LP_STATUS_UNSUPPORTED, "cuda %s: %lld tokens x %lld pairs exceed one launch",
+                               op, (long long)N, (long long)(H * half)));
         return;
     }
     int64_t t = (H * half + 31) / 32 * 32;
-    LP_CU_LAUNCH(rope_rotate_kernel, (unsigned)N, (unsigned)(t > 256 ? 256 : t), 0, lp_cu_nn_stream(), 
-        x, cos_, sin_, (int)H, (int)half, (int)D, ld, sgn);
+    LP_CU_LAUNCH(rope_rotate_kernel, (unsigned)N, (unsigned)(t > 256 ? 256 : t), 0, lp_cu_nn_stream(), x,
+                 cos_, sin_, (int)H, (int)half, (int)D, ld, sgn);
     (void)lp_cu_nn_launched(op);
 }
 
-extern "C" void lp_cu_rope_forward(float *x, const float *cos_, const float *sin_, int64_t N, int64_t H, int64_t D,
-                                   int64_t ld)
+extern "C" void lp_cu_rope_forward(float *x, const float *cos_, const float *sin_, int64_t N, int64_t H,
+                                   int64_t D, int64_t ld)
 {
     rope_rotate(x, cos_, sin_, N, H, D, ld, 1.0, "rope_forward");
 }

@@ -3,7 +3,10 @@
  * fixed order, so results are deterministic. */
 #include "cu_nn_common.cuh"
 
-static __device__ __forceinline__ int sm_threads(void) { return (int)blockDim.x; }
+static __device__ __forceinline__ int sm_threads(void)
+{
+    return (int)blockDim.x;
+}
 
 __global__ void softmax_forward_kernel(float *out, const float *inp, int C)
 {
@@ -57,6 +60,7 @@ extern "C" void lp_cu_softmax_backward(float *dinp, const float *dout, const flo
 {
     if (N <= 0 || C <= 0)
         return;
-    LP_CU_LAUNCH(softmax_backward_kernel, (unsigned)N, sm_block(C), 0, lp_cu_nn_stream(), dinp, dout, out, (int)C);
+    LP_CU_LAUNCH(softmax_backward_kernel, (unsigned)N, sm_block(C), 0, lp_cu_nn_stream(), dinp, dout, out,
+                 (int)C);
     (void)lp_cu_nn_launched("softmax_backward");
 }

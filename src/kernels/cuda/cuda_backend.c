@@ -92,7 +92,8 @@ lp_status lp_cu_pend(lp_status st)
 
 lp_status lp_cu_fail(const char *op, const char *call, cudaError_t e)
 {
-    return lp_cu_pend(lp_err(status_of(e), "cuda %s: %s: %s: %s", op, call, cudaGetErrorName(e), cudaGetErrorString(e)));
+    return lp_cu_pend(
+        lp_err(status_of(e), "cuda %s: %s: %s: %s", op, call, cudaGetErrorName(e), cudaGetErrorString(e)));
 }
 
 lp_status lp_cu_fail_blas(const char *op, const char *call, cublasStatus_t s)

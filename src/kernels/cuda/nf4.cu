@@ -36,7 +36,8 @@ static __global__ void nf4_k(float *out, nf4_args a, int64_t start, int64_t n)
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t e = start + i;
-        int64_t b = a.cpu_rows ? (e / a.cols) * (a.cols / LP_NF4_BLOCK) + (e % a.cols) / LP_NF4_BLOCK : e / LP_NF4_BLOCK;
+        int64_t b = a.cpu_rows ? (e / a.cols) * (a.cols / LP_NF4_BLOCK) + (e % a.cols) / LP_NF4_BLOCK
+                               : e / LP_NF4_BLOCK;
         float sc = a.dq ? __fadd_rn(__fmul_rn(c_dyn[a.absmax_q[b]], a.nested[b / LP_NF4_NESTED_BLOCK]), a.offset)
                         : a.absmax[b];
         uint8_t byte = a.codes[e >> 1];

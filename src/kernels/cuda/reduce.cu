@@ -173,7 +173,8 @@ static __global__ void mean_pool_bwd_k(float *dx, const float *dout, const int32
     }
 }
 
-extern "C" void lp_cu_mean_pool_forward(float *out, const float *x, const int32_t *mask, int64_t B, int64_t T, int64_t C)
+extern "C" void lp_cu_mean_pool_forward(float *out, const float *x, const int32_t *mask, int64_t B, int64_t T,
+                                        int64_t C)
 {
     if (B * C == 0)
         return;

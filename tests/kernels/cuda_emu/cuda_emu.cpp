@@ -17,7 +17,8 @@
 
 dim3 threadIdx, blockIdx, blockDim, gridDim;
 
-namespace {
+namespace
+{
 
 enum { RUN, WAIT_BLOCK, WAIT_WARP, DONE };
 const size_t STACK = 256 * 1024;
@@ -31,7 +32,7 @@ struct fiber {
 };
 
 std::vector<fiber> F;
-std::vector<char *> stacks;
+char *stacks[1024];          /* fiber stacks, made once and kept (a plain array: never destroyed) */
 std::vector<uint64_t> slots; /* 32 per warp */
 std::vector<float> smem;
 jmp_buf sched_jb;
@@ -46,8 +47,8 @@ const bool reverse = getenv("LP_CUDA_EMU_REVERSE") && *getenv("LP_CUDA_EMU_REVER
 
 [[noreturn]] void fatal(const char *what)
 {
-    fprintf(stderr, "cuda emulator: %s (block %u,%u,%u thread %u,%u,%u)\n", what, blockIdx.x, blockIdx.y, blockIdx.z,
-            threadIdx.x, threadIdx.y, threadIdx.z);
+    fprintf(stderr, "cuda emulator: %s (block %u,%u,%u thread %u,%u,%u)\n", what, blockIdx.x, blockIdx.y,
+            blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
     abort();
 }
 
@@ -88,8 +89,9 @@ __attribute__((noinline)) void resume(int i)
 void run_block(int nt)
 {
     F.assign((size_t)nt, fiber());
-    while ((int)stacks.size() < nt)
-        stacks.push_back((char *)malloc(STACK));
+    for (int i = 0; i < nt; i++)
+        if (!stacks[i] && !(stacks[i] = (char *)malloc(STACK)))
+            fatal("no memory for fiber stacks");
     for (int i = 0; i < nt; i++) {
         F[i].tid = dim3(i % blockDim.x, (i / blockDim.x) % blockDim.y, i / (blockDim.x * blockDim.y));
         F[i].state = RUN;
@@ -144,18 +146,36 @@ void run_block(int nt)
 
 } // namespace
 
-void __syncthreads(void) { yield(WAIT_BLOCK); }
-void __trap(void) { fatal("__trap (a device-side check failed)"); }
-void lp_emu_sync_warp(void) { yield(WAIT_WARP); }
-int lp_emu_lane(void) { return cur & 31; }
-uint64_t *lp_emu_warp_slots(void) { return slots.data() + (cur & ~31); }
+void __syncthreads(void)
+{
+    yield(WAIT_BLOCK);
+}
+void __trap(void)
+{
+    fatal("__trap (a device-side check failed)");
+}
+void lp_emu_sync_warp(void)
+{
+    yield(WAIT_WARP);
+}
+int lp_emu_lane(void)
+{
+    return cur & 31;
+}
+uint64_t *lp_emu_warp_slots(void)
+{
+    return slots.data() + (cur & ~31);
+}
 void lp_emu_check_lane(int lane)
 {
     int i = (cur & ~31) + lane;
     if (i >= (int)F.size() || F[i].state == DONE)
         fatal("shuffle reads a lane that has exited");
 }
-void *lp_emu_dyn_smem(void) { return smem.data(); }
+void *lp_emu_dyn_smem(void)
+{
+    return smem.data();
+}
 
 cudaError_t lp_emu_set_smem_attr(const void *key, int bytes)
 {
@@ -174,8 +194,8 @@ void lp_emu_run(dim3 g, dim3 b, size_t smem_bytes, const void *key, const std::f
         limit = (size_t)it->second;
     if (nt == 0 || nt > 1024 || b.z > 64 || g.x == 0 || g.y == 0 || g.z == 0 || g.x > 2147483647u ||
         g.y > 65535 || g.z > 65535 || smem_bytes > limit) {
-        fprintf(stderr, "cuda emulator: launch refused: grid %u,%u,%u block %u,%u,%u smem %zu (limit %zu)\n", g.x,
-                g.y, g.z, b.x, b.y, b.z, smem_bytes, limit);
+        fprintf(stderr, "cuda emulator: launch refused: grid %u,%u,%u block %u,%u,%u smem %zu (limit %zu)\n",
+                g.x, g.y, g.z, b.x, b.y, b.z, smem_bytes, limit);
         last_error = cudaErrorInvalidConfiguration;
         return;
     }
@@ -219,10 +239,14 @@ cudaError_t cudaGetLastError(void)
 const char *cudaGetErrorString(cudaError_t e)
 {
     switch (e) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaSuccess:
+        return "no error";
+    case cudaErrorInvalidValue:
+        return "invalid argument";
+    case cudaErrorMemoryAllocation:
+        return "out of memory";
+    case cudaErrorInvalidConfiguration:
+        return "invalid configuration argument";
     }
     return "unknown error";
 }
@@ -232,13 +256,19 @@ cudaError_t cudaMalloc(void **p, size_t bytes)
     *p = malloc(bytes ? bytes : 1);
     return *p ? cudaSuccess : cudaErrorMemoryAllocation;
 }
-cudaError_t cudaMallocAsync(void **p, size_t bytes, cudaStream_t) { return cudaMalloc(p, bytes); }
+cudaError_t cudaMallocAsync(void **p, size_t bytes, cudaStream_t)
+{
+    return cudaMalloc(p, bytes);
+}
 cudaError_t cudaFree(void *p)
 {
     free(p);
     return cudaSuccess;
 }
-cudaError_t cudaFreeAsync(void *p, cudaStream_t) { return cudaFree(p); }
+cudaError_t cudaFreeAsync(void *p, cudaStream_t)
+{
+    return cudaFree(p);
+}
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind)
 {
     memmove(dst, src, bytes);
@@ -253,8 +283,14 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaM
 {
     return cudaMemcpy(dst, src, bytes, kind);
 }
-cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t) { return cudaMemset(p, value, bytes); }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t)
+{
+    return cudaMemset(p, value, bytes);
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t)
+{
+    return cudaSuccess;
+}
 
 struct lp_emu_event {
     double t;
@@ -271,7 +307,10 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t)
     e->t = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
     return cudaSuccess;
 }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t)
+{
+    return cudaSuccess;
+}
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
 {
     *ms = (float)(b->t - a->t);

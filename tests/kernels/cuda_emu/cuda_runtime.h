@@ -30,6 +30,13 @@ struct alignas(16) float4 {
     float x, y, z, w;
 };
 
+static inline float4 make_float4(float x, float y, float z, float w)
+{
+    float4 r;
+    r.x = x, r.y = y, r.z = z, r.w = w;
+    return r;
+}
+
 /* a device-side assertion failure: the emulator stops */
 [[noreturn]] void __trap(void);
 
@@ -47,6 +54,12 @@ void lp_emu_check_lane(int lane); /* aborts when that lane of the current warp h
 void *lp_emu_dyn_smem(void);
 void lp_emu_run(dim3 g, dim3 b, size_t smem, const void *key, const std::function<void()> &body);
 cudaError_t lp_emu_set_smem_attr(const void *key, int bytes);
+
+/* every live lane of the warp waits here (a lane still elsewhere is a deadlock or a split warp) */
+static inline void __syncwarp(unsigned = 0xffffffffu)
+{
+    lp_emu_sync_warp();
+}
 
 template <class T> static inline T __shfl_sync(unsigned, T v, int src)
 {
@@ -82,7 +95,10 @@ static inline float atomicAdd(float *p, float v)
     *p = old + v;
     return old;
 }
-static inline uint32_t __umulhi(uint32_t a, uint32_t b) { return (uint32_t)(((uint64_t)a * b) >> 32); }
+static inline uint32_t __umulhi(uint32_t a, uint32_t b)
+{
+    return (uint32_t)(((uint64_t)a * b) >> 32);
+}
 static inline float __fmul_rn(float a, float b)
 {
     volatile float r = a * b; /* never contracted into an FMA */

@@ -60,7 +60,8 @@ cudaError_t cudaFree(void *p);
 cudaError_t cudaFreeAsync(void *p, cudaStream_t s);
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind);
 cudaError_t cudaMemset(void *p, int value, size_t bytes);
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind, cudaStream_t s);
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind,
+                            cudaStream_t s);
 cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t s);
 cudaError_t cudaStreamSynchronize(cudaStream_t s);
 cudaError_t cudaEventCreate(cudaEvent_t *e);
