@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Packs what scripts/gpu-check.sh runs on a GPU machine: build/loupe and every CUDA test
 # binary (build/tests/**/test_cuda*, not the CPU emulator's *_emu) into OUT/bin, and the
-# shared libraries they load from this machine into OUT/lib -- all but the C and C++ runtimes and zlib (the GPU machine
-# has its own, newer), the GPU driver's, and cuBLASLt (half a gigabyte: the GPU machine's
-# CUDA toolkit or pip's nvidia-cublas has it; gpu-check.sh finds it). About 55 MB, most of
+# shared libraries they load from this machine into OUT/lib -- all but the C and C++
+# runtimes and zlib (the GPU machine has its own, newer), the GPU driver's, and cuBLASLt
+# (half a gigabyte: the GPU machine's CUDA toolkit or pip's nvidia-cublas has it;
+# gpu-check.sh finds it). About 55 MB, most of
 # it OpenBLAS; OUT_DIR.tar.gz beside it (about 19 MB) is what to send.
 # Usage: scripts/gpu-pack.sh [BUILD_DIR] [OUT_DIR]
 set -euo pipefail
