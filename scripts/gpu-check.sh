@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The CUDA checks, run ON a GPU machine from the repository root, on binaries built
-# elsewhere and packed by scripts/gpu-pack.sh: nvidia-smi, every CUDA test binary (test_cuda*: the op
-# table against the CPU reference, with its per-case errors and timings), and
+# elsewhere and packed by scripts/gpu-pack.sh: nvidia-smi, every CUDA test binary
+# (test_cuda*: the op tables against the CPU reference, with per-case errors and timings), and
 # `loupe peak --device cuda`. Logs go to OUT_DIR (default $OUT, else gpu-logs): summary.txt,
 # one <test>.log per test binary, peak.txt. Exit status: 0 when every test passed (a skip,
 # exit 77, counts as a failure here: on a GPU machine nothing should skip).
+# Each test binary may run GPU_CHECK_TIMEOUT seconds (default 240).
 # Usage: scripts/gpu-check.sh PACK_DIR|PACK.tar.gz [OUT_DIR]
 set -uo pipefail
 pack=${1:?usage: scripts/gpu-check.sh PACK_DIR|PACK.tar.gz [OUT_DIR]}
@@ -45,7 +46,7 @@ for t in "$pack"/bin/test_cuda*; do
   [ -x "$t" ] || continue
   name=$(basename "$t")
   start=$(date +%s.%N)
-  timeout 150 "$t" >"$out/$name.log" 2>&1
+  timeout "${GPU_CHECK_TIMEOUT:-240}" "$t" >"$out/$name.log" 2>&1
   rc=$?
   secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   case $rc in

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Packs what scripts/gpu-check.sh runs on a GPU machine: build/loupe and every CUDA test
-# binary (build/tests/**/test_cuda*) into OUT/bin, and the shared libraries they load
-# from this machine into OUT/lib -- all but the C and C++ runtimes and zlib (the GPU machine
-# has its own, newer), the GPU driver's, and cuBLASLt (half a gigabyte: the GPU machine's
-# CUDA toolkit or pip's nvidia-cublas has it; gpu-check.sh finds it). About 55 MB, most of
+# binary (build/tests/**/test_cuda*, not the CPU emulator's *_emu) into OUT/bin, and the
+# shared libraries they load from this machine into OUT/lib -- all but the C and C++
+# runtimes and zlib (the GPU machine has its own, newer), the GPU driver's, and cuBLASLt
+# (half a gigabyte: the GPU machine's CUDA toolkit or pip's nvidia-cublas has it;
+# gpu-check.sh finds it). About 55 MB, most of
 # it OpenBLAS; OUT_DIR.tar.gz beside it (about 19 MB) is what to send.
 # Usage: scripts/gpu-pack.sh [BUILD_DIR] [OUT_DIR]
 set -euo pipefail
@@ -13,7 +14,7 @@ out=${2:-gpu-pack}
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
 bins=("$build/loupe")
-while IFS= read -r f; do bins+=("$f"); done < <(find "$build/tests" -type f -name 'test_cuda*' -perm -u+x | sort)
+while IFS= read -r f; do bins+=("$f"); done < <(find "$build/tests" -type f -name 'test_cuda*' ! -name '*_emu' -perm -u+x | sort)
 cp "${bins[@]}" "$out/bin/"
 skip='^(libc|libm|libdl|librt|libpthread|ld-linux.*|libstdc\+\+|libgcc_s|libz|libcuda|libnvidia.*|libcublasLt|libcublas)\.so'
 for b in "${bins[@]}"; do

@@ -116,8 +116,10 @@ static inline void ct_free_all(void)
         printf("    error: %s\n", lp_err_msg());
 }
 
-/* ms = device time of one run of stmt: one warm-up, then reps runs between two events. */
+/* ms = device time of one run of stmt: one warm-up, then CT_REPS runs between two events. */
+#ifndef CT_REPS
 #define CT_REPS 10
+#endif
 #define CT_TIME(ms, stmt)                                                                                       \
     do {                                                                                                        \
         stmt;                                                                                                   \
@@ -127,7 +129,7 @@ static inline void ct_free_all(void)
             stmt;                                                                                               \
         if (lp_cuda_timer_stop(ct_be, &(ms)) != LP_OK)                                                          \
             ct_die("timer");                                                                                    \
-        (ms) /= CT_REPS;                                                                                        \
+        (ms) /= CT_REPS > 0 ? CT_REPS : 1;                                                                      \
     } while (0)
 
 /* got against want: |got - want| <= atol + rtol |want| everywhere (atol = rtol = 0: equal),
