@@ -34,7 +34,8 @@ def main():
     out = []
 
     def emit(op, shape, ms, impl="eager", flops=None):
-        r = {"op": op, "shape": shape, "ms": round(ms, 5), "impl": impl, "gpu": torch.cuda.get_device_name()}
+        r = {"op": op, "shape": shape, "ms": round(ms, 5), "impl": impl, "gpu": torch.cuda.get_device_name(),
+             "torch": torch.__version__}
         if flops:
             r["tflops"] = round(flops / ms / 1e9, 2)
         out.append(r)
