@@ -28,7 +28,7 @@ static struct {
     uint64_t dropped;
     char *(*demangle)(const char *, char *, size_t *, int *);
 } C = {PTHREAD_MUTEX_INITIALIZER, 0, 0, NULL, LP_OK, 0, NULL};
-static const lp_cupti_api *A; /* set before any CUPTI call (load_cupti) */
+static const lp_cupti_api *A; /* set by lp_prof_cupti_load before any CUPTI call */
 
 static const CUpti_ActivityKind kinds_required[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
                                                     CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,

@@ -86,8 +86,8 @@ def main():
     if not os.access(exe, os.X_OK):
         ec.skip(f"{exe} not built")
     loupe = os.environ.get("LOUPE") or shutil.which("loupe")
-    if not loupe:
-        ec.skip("LOUPE (the loupe binary) not set")
+    if not loupe or not os.access(loupe, os.X_OK):
+        ec.skip(f"the loupe binary ({loupe or 'LOUPE not set'}) is not built")
     d = ec.tempdir("lp_hta_gpu_")
     tdir = os.path.join(d, "trace")
     os.mkdir(tdir)
