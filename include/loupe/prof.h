@@ -757,6 +757,11 @@ LP_WARN_UNUSED lp_status lp_prof_cupti_attach(void);
 void lp_prof_cupti_detach(void);
 /* 1 when this build has the collector. */
 int lp_prof_cupti_built(void);
+/* CUPTI is loaded at run time (no link dependency): $LP_CUPTI_LIB when set, else
+ * libcupti.so.13 / libcupti.so on the loader's path, then the toolkit's folders (the one
+ * found at configure time, $CUDA_HOME, /usr/local/cuda). attach and start load it; this
+ * loads it alone. LP_STATUS_UNSUPPORTED naming every place tried when it cannot. */
+LP_WARN_UNUSED lp_status lp_prof_cupti_load(void);
 /* Manual use (the record tool): start collecting now; stop flushes and hands the records
  * (with devices and the clock pair) to the caller (*out, free with lp_gpu_records_free). */
 LP_WARN_UNUSED lp_status lp_prof_cupti_start(void);

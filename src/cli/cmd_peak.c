@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "loupe/kernels.h"
+#include "loupe/prof.h"
 
 static void usage(FILE *out)
 {
@@ -55,6 +56,23 @@ static cJSON *to_json(const lp_peak_result *r)
     return o;
 }
 
+/* The card's dense bf16 peak (lp_gpu_peak_for_device: NVIDIA's quoted clock where the
+ * datasheet uses one) for the bf16 GEMM's MFU; 0 with *why saying why when unknown. */
+static double cuda_bf16_peak(const lp_cuda_peak_result *r, char *why, size_t cap)
+{
+    lp_gpu_device_props d;
+    memset(&d, 0, sizeof d);
+    memcpy(d.name, r->device, sizeof d.name - 1); /* names are short; d.name[127] stays 0 */
+    d.compute_major = r->cc_major, d.compute_minor = r->cc_minor;
+    d.num_sms = r->sm_count, d.max_sm_clock_mhz = r->sm_clock_mhz;
+    double f = 0;
+    if (lp_gpu_peak_for_device(&d, LP_GPU_PEAK_BF16, &f, why, cap) != LP_OK) {
+        snprintf(why, cap, "unknown: %s", lp_err_msg());
+        return 0;
+    }
+    return f;
+}
+
 static cJSON *cuda_json(const lp_cuda_peak_result *r)
 {
     cJSON *o = cJSON_CreateObject();
@@ -75,6 +93,13 @@ static cJSON *cuda_json(const lp_cuda_peak_result *r)
     cJSON_AddNumberToObject(o, "f32_tflops", r->f32_tflops);
     cJSON_AddNumberToObject(o, "copy_gbs", r->copy_gbs);
     cJSON_AddNumberToObject(o, "copy_bytes", (double)r->copy_bytes);
+    char why[256];
+    double peak = cuda_bf16_peak(r, why, sizeof why);
+    if (peak > 0) {
+        cJSON_AddNumberToObject(o, "bf16_dense_peak_tflops", peak / 1e12);
+        cJSON_AddNumberToObject(o, "bf16_gemm_mfu", r->bf16_tflops * 1e12 / peak);
+    }
+    cJSON_AddStringToObject(o, "bf16_dense_peak_source", why);
     return o;
 }
 
@@ -94,6 +119,11 @@ static void cuda_table(const lp_cuda_peak_result *r)
     printf("%-44s %7.1f TFLOP/s\n", label, r->f32_tflops);
     snprintf(label, sizeof label, "device-to-device copy, %.0f MiB", r->copy_bytes / 1048576.0);
     printf("%-44s %7.0f GB/s (read + write)\n", label, r->copy_gbs);
+    char why[256];
+    double peak = cuda_bf16_peak(r, why, sizeof why);
+    printf("\ndense bf16 peak used for MFU: %s\n", why);
+    if (peak > 0)
+        printf("bf16 GEMM: %.1f %% of that peak (MFU)\n", 100.0 * r->bf16_tflops * 1e12 / peak);
 }
 
 static void print_table(const lp_peak_result *r)

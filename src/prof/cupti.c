@@ -3,12 +3,14 @@
  * into lp_gpu_activity as they complete, and a flush at stop. Like Kineto, thread ids are
  * the OS's (gettid, loupe's own) and CUPTI's clock is CLOCK_MONOTONIC through a timestamp
  * callback, so records sit on the recorder's timeline with no drift; the clock pair is
- * still written so a reader never has to assume that. */
+ * still written so a reader never has to assume that. CUPTI itself is loaded at run time
+ * (cupti_load.c, table A); the CUDA runtime is linked statically, as the CUDA backend's. */
 #define _GNU_SOURCE
 #include "prof_internal.h"
 
+#include "cupti_load.h"
+
 #include <cuda_runtime_api.h>
-#include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -26,6 +28,7 @@ static struct {
     uint64_t dropped;
     char *(*demangle)(const char *, char *, size_t *, int *);
 } C = {PTHREAD_MUTEX_INITIALIZER, 0, 0, NULL, LP_OK, 0, NULL};
+static const lp_cupti_api *A; /* set by lp_prof_cupti_load before any CUPTI call */
 
 static const CUpti_ActivityKind kinds_required[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
                                                     CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
@@ -44,7 +47,7 @@ static size_t n_optional(void)
 static lp_status cupti_fail(const char *what, CUptiResult res)
 {
     const char *s = NULL;
-    cuptiGetResultString(res, &s);
+    A->GetResultString(res, &s);
     return lp_err(LP_STATUS_UNSUPPORTED, "profiler: CUPTI %s failed: %s", what, s ? s : "?");
 }
 
@@ -66,7 +69,7 @@ static void CUPTIAPI buf_requested(uint8_t **buffer, size_t *size, size_t *max_r
 static void api_name(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, char *buf, size_t cap)
 {
     const char *n = NULL;
-    if (cuptiGetCallbackName(dom, cbid, &n) != CUPTI_SUCCESS || !n) {
+    if (A->GetCallbackName(dom, cbid, &n) != CUPTI_SUCCESS || !n) {
         snprintf(buf, cap, "%s %u", dom == CUPTI_CB_DOMAIN_RUNTIME_API ? "runtime" : "driver",
                  (unsigned)cbid);
         return;
@@ -239,10 +242,10 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buff
     (void)size;
     CUpti_Activity *rec = NULL;
     pthread_mutex_lock(&C.mu);
-    while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
+    while (A->ActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
         convert(rec);
     size_t dropped = 0;
-    if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS)
+    if (A->ActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS)
         C.dropped += dropped;
     pthread_mutex_unlock(&C.mu);
     free(buffer);
@@ -253,12 +256,12 @@ static lp_status init_once(void)
     if (C.inited)
         return LP_OK;
     /* the timestamp callback must come before any activity kind is enabled */
-    CUptiResult res = cuptiActivityRegisterTimestampCallback(mono_ns);
+    CUptiResult res = A->ActivityRegisterTimestampCallback(mono_ns);
     if (res != CUPTI_SUCCESS) /* then CUPTI's own clock (CLOCK_REALTIME): the pair maps it */
         fprintf(stderr, "loupe profiler: CUPTI keeps its own clock (timestamp callback refused)\n");
-    if ((res = cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)) != CUPTI_SUCCESS)
+    if ((res = A->SetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)) != CUPTI_SUCCESS)
         return cupti_fail("cuptiSetThreadIdType", res);
-    if ((res = cuptiActivityRegisterCallbacks(buf_requested, buf_completed)) != CUPTI_SUCCESS)
+    if ((res = A->ActivityRegisterCallbacks(buf_requested, buf_completed)) != CUPTI_SUCCESS)
         return cupti_fail("cuptiActivityRegisterCallbacks", res);
     /* libstdc++'s demangler when the process has it (CUPTI itself is C++) */
     void *d = dlsym(RTLD_DEFAULT, "__cxa_demangle");
@@ -311,6 +314,15 @@ int lp_prof_cupti_built(void)
     return 1;
 }
 
+lp_status lp_prof_cupti_load(void)
+{
+    const lp_cupti_api *a = lp_prof__cupti_api();
+    if (!a)
+        return LP_STATUS_UNSUPPORTED; /* lp_err names the places tried */
+    __atomic_store_n(&A, a, __ATOMIC_RELEASE);
+    return LP_OK;
+}
+
 lp_status lp_prof_cupti_start(void)
 {
     pthread_mutex_lock(&C.mu);
@@ -323,6 +335,8 @@ lp_status lp_prof_cupti_start(void)
     if (st == LP_OK)
         st = add_devices(r);
     if (st == LP_OK)
+        st = lp_prof_cupti_load();
+    if (st == LP_OK)
         st = init_once();
     if (st != LP_OK) {
         lp_gpu_records_free(r);
@@ -331,7 +345,7 @@ lp_status lp_prof_cupti_start(void)
     /* the clock pair: CUPTI's (our callback's) time between two reads of loupe's clock */
     uint64_t g = 0;
     int64_t h0 = lp_prof_now_ns();
-    cuptiGetTimestamp(&g);
+    A->GetTimestamp(&g);
     int64_t h1 = lp_prof_now_ns();
     lp_gpu_records_set_clock(r, (int64_t)g, h0 + (h1 - h0) / 2);
     pthread_mutex_lock(&C.mu);
@@ -341,7 +355,7 @@ lp_status lp_prof_cupti_start(void)
     C.running = 1;
     pthread_mutex_unlock(&C.mu);
     for (size_t i = 0; i < sizeof kinds_required / sizeof kinds_required[0]; i++) {
-        CUptiResult res = cuptiActivityEnable(kinds_required[i]);
+        CUptiResult res = A->ActivityEnable(kinds_required[i]);
         if (res != CUPTI_SUCCESS) {
             st = cupti_fail("cuptiActivityEnable", res);
             lp_gpu_records *none = NULL;
@@ -351,7 +365,7 @@ lp_status lp_prof_cupti_start(void)
         }
     }
     for (size_t i = 0; i < n_optional(); i++)
-        (void)cuptiActivityEnable(kinds_optional[i]); /* nice to have; older drivers may refuse */
+        (void)A->ActivityEnable(kinds_optional[i]); /* nice to have; older drivers may refuse */
     return LP_OK;
 }
 
@@ -364,11 +378,11 @@ lp_status lp_prof_cupti_stop(lp_gpu_records **out)
     if (!running)
         return LP_OK;
     /* forced: also the buffers CUPTI has not filled; then no new records */
-    CUptiResult res = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    CUptiResult res = A->ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     for (size_t i = 0; i < sizeof kinds_required / sizeof kinds_required[0]; i++)
-        cuptiActivityDisable(kinds_required[i]);
+        A->ActivityDisable(kinds_required[i]);
     for (size_t i = 0; i < sizeof kinds_optional / sizeof kinds_optional[0]; i++)
-        cuptiActivityDisable(kinds_optional[i]);
+        A->ActivityDisable(kinds_optional[i]);
     pthread_mutex_lock(&C.mu);
     lp_gpu_records *r = C.r;
     lp_status st = C.err;
@@ -398,6 +412,9 @@ lp_status lp_prof_cupti_attach(void)
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess || n <= 0)
         return lp_err(LP_STATUS_UNSUPPORTED, "profiler: no CUDA GPU present: GPU activity not collected");
+    lp_status st = lp_prof_cupti_load(); /* said now, not at the first window */
+    if (st != LP_OK)
+        return st;
     lp_prof_set_gpu_source(&cupti_source);
     return LP_OK;
 }

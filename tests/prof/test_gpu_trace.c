@@ -442,8 +442,8 @@ static void check_recorded(const char *path)
     lp_status st = lp_gpu_records_read_jsonl(path, &r);
     if (st != LP_OK)
         fail_msg("%s", lp_err_msg());
-    size_t n = lp_gpu_records_count(r), dev = 0, matched = 0, kernels = 0;
-    int64_t first = INT64_MAX, cg, ch;
+    size_t n = lp_gpu_records_count(r), dev = 0, matched = 0, kernels = 0, copies = 0, sets = 0;
+    int64_t first = INT64_MAX, cg, ch, streams[2] = {-1, -1};
     lp_gpu_records_clock(r, &cg, &ch);
     for (size_t i = 0; i < n; i++) {
         const lp_gpu_activity *a = lp_gpu_records_get(r, i);
@@ -453,17 +453,40 @@ static void check_recorded(const char *path)
             continue;
         dev++;
         kernels += a->kind == LP_GPU_KERNEL;
+        copies += a->kind == LP_GPU_MEMCPY;
+        sets += a->kind == LP_GPU_MEMSET;
+        if (streams[0] < 0 || streams[0] == a->stream)
+            streams[0] = a->stream;
+        else
+            streams[1] = a->stream;
+        assert_true(a->end_ns > a->start_ns); /* real work takes time */
         for (size_t j = 0; j < n; j++) {
             const lp_gpu_activity *b = lp_gpu_records_get(r, j);
             if ((b->kind == LP_GPU_RUNTIME || b->kind == LP_GPU_DRIVER) && b->correlation == a->correlation) {
                 matched++;
+                /* one clock for both (the timestamp callback): work starts after its call does */
+                assert_true(a->start_ns > b->start_ns);
                 break;
             }
         }
+        /* one stream runs its work in order: nothing else on it overlaps */
+        for (size_t j = 0; j < n; j++) {
+            const lp_gpu_activity *b = lp_gpu_records_get(r, j);
+            if (j == i || b->stream != a->stream ||
+                (b->kind != LP_GPU_KERNEL && b->kind != LP_GPU_MEMCPY && b->kind != LP_GPU_MEMSET))
+                continue;
+            assert_true(b->end_ns <= a->start_ns || b->start_ns >= a->end_ns);
+        }
     }
-    /* CUPTI gives every kernel, copy and memset its launching call's correlation id */
-    assert_true(dev > 0 && kernels > 0);
+    /* what cupti_record launches inside its session: 3 kernels (the warm-up launch is
+     * before it), 2 HtoD + 1 DtoH copies, 1 memset, on two streams; CUPTI gives every one
+     * its launching call's correlation id */
+    assert_int_equal(kernels, 3);
+    assert_int_equal(copies, 3);
+    assert_int_equal(sets, 1);
+    assert_true(streams[1] >= 0);
     assert_int_equal(matched, dev);
+    assert_true(lp_gpu_records_n_devices(r) >= 1 && lp_gpu_records_device(r, 0)->num_sms > 0);
     lp_prof_events *ev;
     assert_int_equal(lp_prof_events_new(&ev), LP_OK);
     st = lp_prof_events_add_gpu(ev, r, first - cg + ch, INT64_MIN, INT64_MAX); /* first record at ts 0 */
@@ -607,6 +630,16 @@ static void test_cupti_absent(void **state)
 {
     (void)state;
     if (lp_prof_cupti_built()) {
+        /* CUPTI is loaded at run time: a path that is not there is a clear error naming
+         * it (and nothing else is tried: the user's choice), then the toolkit's copy loads
+         * (found at configure time; no GPU is needed to load it) */
+        setenv("LP_CUPTI_LIB", "/nonexistent/libcupti.so.13", 1);
+        assert_int_equal(lp_prof_cupti_load(), LP_STATUS_UNSUPPORTED);
+        if (!strstr(lp_err_msg(), "CUPTI could not be loaded (tried /nonexistent/libcupti.so.13, from $LP_CUPTI_LIB"))
+            fail_msg("%s", lp_err_msg());
+        unsetenv("LP_CUPTI_LIB");
+        if (lp_prof_cupti_load() != LP_OK)
+            fail_msg("%s", lp_err_msg());
         /* a CUDA build: without a GPU the collector must say so, not crash */
         lp_status st = lp_prof_cupti_start();
         if (st == LP_OK) {
@@ -622,6 +655,8 @@ static void test_cupti_absent(void **state)
         assert_int_equal(lp_prof_cupti_attach(), LP_STATUS_UNSUPPORTED);
         return;
     }
+    assert_int_equal(lp_prof_cupti_load(), LP_STATUS_UNSUPPORTED);
+    assert_non_null(strstr(lp_err_msg(), "without CUPTI"));
     assert_int_equal(lp_prof_cupti_start(), LP_STATUS_UNSUPPORTED);
     assert_non_null(strstr(lp_err_msg(), "without CUPTI"));
     lp_gpu_records *r = (lp_gpu_records *)1;
