@@ -661,6 +661,9 @@ int main(void)
     case_rmsnorm(65, 96, 1);
     case_softmax(5, 7);
     case_softmax(9, 1000);
+    case_softmax(13, 128);  /* warp per row, float4, a part-filled last block */
+    case_softmax(11, 130);  /* warp per row, scalar (C % 4 != 0) */
+    case_softmax(3, 1500);  /* wider than a warp's rows: a block per row */
     case_embedding(2, 7, 33, 50, 16, 2, 3, 1, 1);
     case_embedding(3, 5, 40, 10, 8, 1, 0, 0, 0);
     case_cross_entropy(7, 11, 2);
@@ -679,6 +682,9 @@ int main(void)
     case_softmax(64, 128);
     case_softmax(33, 1000);
     case_softmax(512, 4096);
+    case_softmax(13, 128);
+    case_softmax(11, 130);
+    case_softmax(37, 1500);
     case_embedding(2, 7, 33, 50, 16, 2, 3, 1, 1);
     case_embedding(3, 5, 40, 10, 8, 1, 0, 0, 0);
     case_embedding(32, 128, 768, 30522, 512, 2, 0, 1, 1);
