@@ -622,6 +622,9 @@ static void attention_cases(void)
         {"bert-base", G(8, 128, 12, 12, 64, false, 0), 0, 1, 0, 1},
         {"qwen-0.5b", G(2, 512, 14, 2, 64, true, 0), 0, 0, 0, 1},
         {"long-2k", G(1, 2048, 16, 16, 64, true, 0), 0, 0, 0, 1},
+        /* dk/dv grids of >= ADKV_MANY_BLOCKS blocks take the 4-blocks-per-SM instantiation */
+        {"distilbert-dkv4", G(32, 128, 12, 12, 64, false, 0), 0, 1, 0, 1},
+        {"d32-gqa2-dkv4", G(16, 256, 16, 8, 32, true, 0), 0, 2, 0, 1},
 #endif
     };
 #undef G
