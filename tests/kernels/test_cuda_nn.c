@@ -622,6 +622,9 @@ static void attention_cases(void)
         {"bert-base", G(8, 128, 12, 12, 64, false, 0), 0, 1, 0, 1},
         {"qwen-0.5b", G(2, 512, 14, 2, 64, true, 0), 0, 0, 0, 1},
         {"long-2k", G(1, 2048, 16, 16, 64, true, 0), 0, 0, 0, 1},
+        /* dk/dv grids of >= ADKV_MANY_BLOCKS blocks take the 4-blocks-per-SM instantiation */
+        {"distilbert-dkv4", G(32, 128, 12, 12, 64, false, 0), 0, 1, 0, 1},
+        {"d32-gqa2-dkv4", G(16, 256, 16, 8, 32, true, 0), 0, 2, 0, 1},
 #endif
     };
 #undef G
@@ -661,6 +664,9 @@ int main(void)
     case_rmsnorm(65, 96, 1);
     case_softmax(5, 7);
     case_softmax(9, 1000);
+    case_softmax(13, 128);  /* warp per row, float4, a part-filled last block */
+    case_softmax(11, 130);  /* warp per row, scalar (C % 4 != 0) */
+    case_softmax(3, 1500);  /* wider than a warp's rows: a block per row */
     case_embedding(2, 7, 33, 50, 16, 2, 3, 1, 1);
     case_embedding(3, 5, 40, 10, 8, 1, 0, 0, 0);
     case_cross_entropy(7, 11, 2);
@@ -679,6 +685,9 @@ int main(void)
     case_softmax(64, 128);
     case_softmax(33, 1000);
     case_softmax(512, 4096);
+    case_softmax(13, 128);
+    case_softmax(11, 130);
+    case_softmax(37, 1500);
     case_embedding(2, 7, 33, 50, 16, 2, 3, 1, 1);
     case_embedding(3, 5, 40, 10, 8, 1, 0, 0, 0);
     case_embedding(32, 128, 768, 30522, 512, 2, 0, 1, 1);
