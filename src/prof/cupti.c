@@ -124,6 +124,17 @@ static int64_t u32_or_none(uint32_t v)
     return v == UINT32_MAX ? -1 : (int64_t)v;
 }
 
+/* The fields every device-side record (kernel, memcpy, memset) carries under the same names. */
+#define DEVICE_RECORD(a, r)                                                                                    \
+    do {                                                                                                       \
+        (a).start_ns = (int64_t)(r)->start;                                                                    \
+        (a).end_ns = (int64_t)(r)->end;                                                                        \
+        (a).device = (int32_t)(r)->deviceId;                                                                   \
+        (a).context = (int32_t)(r)->contextId;                                                                 \
+        (a).stream = (r)->streamId;                                                                            \
+        (a).correlation = (r)->correlationId;                                                                  \
+    } while (0)
+
 /* One CUPTI record -> C.r (caller holds C.mu). Kinds not asked for are skipped. */
 static void convert(const CUpti_Activity *rec)
 {
@@ -143,12 +154,7 @@ static void convert(const CUpti_Activity *rec)
             if (dem && status == 0)
                 a.name = dem;
         }
-        a.start_ns = (int64_t)k->start;
-        a.end_ns = (int64_t)k->end;
-        a.device = (int32_t)k->deviceId;
-        a.context = (int32_t)k->contextId;
-        a.stream = k->streamId;
-        a.correlation = k->correlationId;
+        DEVICE_RECORD(a, k);
         a.grid[0] = k->gridX, a.grid[1] = k->gridY, a.grid[2] = k->gridZ;
         a.block[0] = k->blockX, a.block[1] = k->blockY, a.block[2] = k->blockZ;
         a.registers_per_thread = k->registersPerThread;
@@ -160,12 +166,7 @@ static void convert(const CUpti_Activity *rec)
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)rec;
         a.kind = LP_GPU_MEMCPY;
-        a.start_ns = (int64_t)m->start;
-        a.end_ns = (int64_t)m->end;
-        a.device = (int32_t)m->deviceId;
-        a.context = (int32_t)m->contextId;
-        a.stream = m->streamId;
-        a.correlation = m->correlationId;
+        DEVICE_RECORD(a, m);
         a.bytes = (int64_t)m->bytes;
         a.copy_kind = m->copyKind < LP_GPU_COPY__COUNT ? m->copyKind : 0;
         a.src_kind = m->srcKind < LP_GPU_MEMKIND__COUNT ? m->srcKind : 0;
@@ -175,12 +176,7 @@ static void convert(const CUpti_Activity *rec)
     case CUPTI_ACTIVITY_KIND_MEMSET: {
         const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)rec;
         a.kind = LP_GPU_MEMSET;
-        a.start_ns = (int64_t)m->start;
-        a.end_ns = (int64_t)m->end;
-        a.device = (int32_t)m->deviceId;
-        a.context = (int32_t)m->contextId;
-        a.stream = m->streamId;
-        a.correlation = m->correlationId;
+        DEVICE_RECORD(a, m);
         a.bytes = (int64_t)m->bytes;
         a.dst_kind = m->memoryKind < LP_GPU_MEMKIND__COUNT ? m->memoryKind : 0;
         break;
