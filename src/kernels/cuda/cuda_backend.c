@@ -2,6 +2,7 @@
  * handle and workspace, caching allocator), made on the first lp_backend_cuda call, and its
  * op table of lp_cu_* launchers. Entries left NULL are ops this backend does not run yet
  * (supports() says so); cukern's ops join as their files land. */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,8 +219,15 @@ static lp_status make_ctx(void)
 {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess)
-        return lp_err(LP_STATUS_UNSUPPORTED, "no CUDA GPU is present (cudaGetDeviceCount: %s)", cudaGetErrorString(e));
+    if (e != cudaSuccess) {
+        /* Without the driver CUDA blames its version ("driver version is insufficient"):
+         * say what is really missing. */
+        void *drv = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+        if (drv)
+            dlclose(drv);
+        return lp_err(LP_STATUS_UNSUPPORTED, "no CUDA GPU is present (cudaGetDeviceCount: %s%s)", cudaGetErrorString(e),
+                      drv ? "" : "; the NVIDIA driver's libcuda.so.1 is not installed");
+    }
     if (n == 0)
         return lp_err(LP_STATUS_UNSUPPORTED, "no CUDA GPU is present (cudaGetDeviceCount: 0 devices)");
     const char *env = getenv("LP_CUDA_DEVICE");
