@@ -39,21 +39,7 @@ static const lp_kernel_table *K; /* the ops under test: the CUDA backend's table
 /* the emulator has no backend: the same launchers in a table of their own */
 static const lp_kernel_table emu_table = {
     .name = "cuda-emu",
-    .embedding_forward = lp_cu_embedding_forward,
-    .embedding_backward = lp_cu_embedding_backward,
-    .layernorm_forward = lp_cu_layernorm_forward,
-    .layernorm_backward = lp_cu_layernorm_backward,
-    .softmax_forward = lp_cu_softmax_forward,
-    .softmax_backward = lp_cu_softmax_backward,
-    .attention_fused_forward = lp_cu_attention_fused_forward,
-    .attention_fused_backward = lp_cu_attention_fused_backward,
-    .cross_entropy_forward = lp_cu_cross_entropy_forward,
-    .cross_entropy_backward = lp_cu_cross_entropy_backward,
-    .rmsnorm_forward = lp_cu_rmsnorm_forward,
-    .rmsnorm_backward = lp_cu_rmsnorm_backward,
-    .rope_cache = lp_cu_rope_cache,
-    .rope_forward = lp_cu_rope_forward,
-    .rope_backward = lp_cu_rope_backward,
+    LP_CU_NN_TABLE_ENTRIES
 };
 #endif
 

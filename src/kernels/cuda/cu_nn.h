@@ -65,6 +65,25 @@ void lp_cu_attention_fused_backward(float *dq, float *dk, float *dv, const float
                                     const float *lse, const float *q, const float *k, const float *v,
                                     const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop);
 
+/* The table entries of these launchers (lp_kernel_table designated initializers), shared by
+ * the CUDA backend's table and the emulator test's. */
+#define LP_CU_NN_TABLE_ENTRIES \
+    .embedding_forward = lp_cu_embedding_forward, \
+    .embedding_backward = lp_cu_embedding_backward, \
+    .layernorm_forward = lp_cu_layernorm_forward, \
+    .layernorm_backward = lp_cu_layernorm_backward, \
+    .softmax_forward = lp_cu_softmax_forward, \
+    .softmax_backward = lp_cu_softmax_backward, \
+    .attention_fused_forward = lp_cu_attention_fused_forward, \
+    .attention_fused_backward = lp_cu_attention_fused_backward, \
+    .cross_entropy_forward = lp_cu_cross_entropy_forward, \
+    .cross_entropy_backward = lp_cu_cross_entropy_backward, \
+    .rmsnorm_forward = lp_cu_rmsnorm_forward, \
+    .rmsnorm_backward = lp_cu_rmsnorm_backward, \
+    .rope_cache = lp_cu_rope_cache, \
+    .rope_forward = lp_cu_rope_forward, \
+    .rope_backward = lp_cu_rope_backward,
+
 /* The largest head size the fused attention kernels take (any D from 1 to it). */
 #define LP_CU_ATTN_MAX_D 256
 /* Whether the fused attention kernels run g (D <= LP_CU_ATTN_MAX_D, geometry valid); when

@@ -40,21 +40,7 @@ static lp_kernel_table table = {
     .dropout_backward = lp_cu_dropout_backward,
     .qweight_dequantize = lp_cu_qweight_dequantize,
     /* cukern's NN ops (cu_*.cu) */
-    .embedding_forward = lp_cu_embedding_forward,
-    .embedding_backward = lp_cu_embedding_backward,
-    .layernorm_forward = lp_cu_layernorm_forward,
-    .layernorm_backward = lp_cu_layernorm_backward,
-    .softmax_forward = lp_cu_softmax_forward,
-    .softmax_backward = lp_cu_softmax_backward,
-    .attention_fused_forward = lp_cu_attention_fused_forward,
-    .attention_fused_backward = lp_cu_attention_fused_backward,
-    .cross_entropy_forward = lp_cu_cross_entropy_forward,
-    .cross_entropy_backward = lp_cu_cross_entropy_backward,
-    .rmsnorm_forward = lp_cu_rmsnorm_forward,
-    .rmsnorm_backward = lp_cu_rmsnorm_backward,
-    .rope_cache = lp_cu_rope_cache,
-    .rope_forward = lp_cu_rope_forward,
-    .rope_backward = lp_cu_rope_backward,
+    LP_CU_NN_TABLE_ENTRIES
 };
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static lp_status init_st;
