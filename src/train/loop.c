@@ -3,6 +3,7 @@
  * at each epoch end, records every step, checkpoints, and writes the run directory. Stops
  * early on SIGINT (checkpoint + run files, LP_STATUS_INTERRUPTED) or a non-finite loss
  * (run files for the steps before it, LP_STATUS_NUMERIC naming the step). */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -463,6 +464,27 @@ static void make_run_id(char *buf, size_t cap)
     strftime(buf, cap, "run-%Y%m%d-%H%M%S", &tm);
 }
 
+/* A timestamp id is unique per second only: runs started within the same second (in parallel,
+ * too) each claim their own directory with mkdir, which exactly one caller wins, the others
+ * taking the next suffix. */
+static lp_status claim_auto_dir(const char *out_dir, const char *id, char *dir, size_t cap)
+{
+    lp_status st = lp_mkdir_p(out_dir);
+    if (st != LP_OK)
+        return st;
+    for (int k = 1; k < 1000; k++) {
+        if (k == 1)
+            snprintf(dir, cap, "%s/%s", out_dir, id);
+        else
+            snprintf(dir, cap, "%s/%s-%d", out_dir, id, k);
+        if (mkdir(dir, 0755) == 0)
+            return LP_OK;
+        if (errno != EEXIST)
+            return lp_err(LP_STATUS_IO, "%s: cannot create the run directory: %s", dir, strerror(errno));
+    }
+    return lp_err(LP_STATUS_IO, "%s: 999 runs named %s already; choose --run-id", out_dir, id);
+}
+
 lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
 {
     run R = {.c = c, .em_before = -1};
@@ -483,9 +505,8 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
         make_run_id(R.run_id, sizeof R.run_id);
     const char *out_dir = c->output_dir ? c->output_dir : "reports";
     snprintf(R.run_dir, sizeof R.run_dir, "%s/%s", out_dir, R.run_id);
-    /* a timestamp id is unique per second: a second run within it gets a suffix */
-    for (int k = 2; !(c->run_id && *c->run_id) && access(R.run_dir, F_OK) == 0 && k < 1000; k++)
-        snprintf(R.run_dir, sizeof R.run_dir, "%s/%s-%d", out_dir, R.run_id, k);
+    if (!(c->run_id && *c->run_id) && (st = claim_auto_dir(out_dir, R.run_id, R.run_dir, sizeof R.run_dir)) != LP_OK)
+        goto done;
     snprintf(res->run_dir, sizeof res->run_dir, "%s", R.run_dir);
     if ((st = lp_runlock_acquire(R.run_dir, c->overwrite, c->resume && *c->resume, c->quiet, &lock)) != LP_OK)
         goto done;
