@@ -17,7 +17,8 @@ vocabulary 151936, tied embeddings, 23 labels; the score reads the last token).
 
 `--loupe-only` leaves PyTorch out (where it is not installed): the model is then a
 config-only directory, whose random weights loupe draws from its seed, and the table compares
-the dtypes with loupe's own f32 (e.g. `--dtypes f32,bf16`).
+the dtypes with loupe's own f32 (e.g. `--dtypes f32,bf16`). With PyTorch, `bf16` in --dtypes
+also runs PyTorch with bfloat16 weights, and prints loupe's bf16 beside it.
 
 usage: python3 bench/bench_sweep/run.py [--shape distilbert|qwen2.5-0.5b] [--batch-sizes 1,4,8,16]
            [--seq-len 32] [--runs 3] [--threads 2] [--loupe-only] [--out results.json]
@@ -98,6 +99,14 @@ def run(cmd, env=None):
         return out.read().decode(), ru.ru_maxrss / 1024.0
 
 
+def torch_sweep(a, env, dtype):
+    """torch_sweep.py in its own process: (its JSON, its peak RSS MB)."""
+    out, rss = run([sys.executable, os.path.join(HERE, "torch_sweep.py"), "--model", a.model_dir, "--batch-sizes",
+                    a.batch_sizes, "--seq-len", str(a.seq_len), "--warmup", str(a.warmup), "--runs", str(a.runs),
+                    "--threads", str(a.threads), "--dtype", dtype], env)
+    return json.loads(out), rss
+
+
 def loupe_sweep(model, a, dtype, work):
     rid = f"sweep-{dtype}-{len(os.listdir(work))}"  # one directory per sweep (--repeat)
     cmd = [LOUPE, "bench", "--model", model, "--synthetic", "--seq-len", str(a.seq_len), "--batch-sizes",
@@ -146,7 +155,7 @@ def main():
     def better(best, pts):  # per batch size, the sweep with the higher mean samples/s
         return {bs: max(best.get(bs, (0, 0)), v) for bs, v in pts.items()}
 
-    torch_pts, tsweep, trss, loupe_runs, machine = {}, 0, 0, {}, None
+    torch_pts, torch_bf16, tsweep, trss, loupe_runs, machine = {}, {}, 0, 0, {}, None
     # PyTorch and loupe alternate, --repeat times each, and each keeps its best sweep per batch
     # size: a busy machine reads low, never high, so the best of a few is the least disturbed
     for _ in range(a.repeat):
@@ -156,12 +165,12 @@ def main():
                 prev = loupe_runs.get(dt, ({}, (0, 0)))
                 loupe_runs[dt] = (better(prev[0], pts), (max(prev[1][0], lrss[0]), max(prev[1][1], lrss[1])))
             continue
-        tout, rss = run([sys.executable, os.path.join(HERE, "torch_sweep.py"), "--model", a.model_dir,
-                         "--batch-sizes", a.batch_sizes, "--seq-len", str(a.seq_len), "--warmup", str(a.warmup),
-                         "--runs", str(a.runs), "--threads", str(a.threads)], env)
-        tj = json.loads(tout)
+        tj, rss = torch_sweep(a, env, "f32")
         torch_pts = better(torch_pts, {p["batch_size"]: (p["mean"], p["std"]) for p in tj["points"]})
         tsweep, trss = max(tsweep, tj["sweep_peak_rss_mb"]), max(trss, rss)
+        if "bf16" in a.dtypes.split(","):  # loupe's bf16 beside PyTorch's
+            tb, _ = torch_sweep(a, env, "bf16")
+            torch_bf16 = better(torch_bf16, {p["batch_size"]: (p["mean"], p["std"]) for p in tb["points"]})
         for dt in a.dtypes.split(","):
             pts, lrss, machine = loupe_sweep(a.model_dir, a, dt, work)
             prev = loupe_runs.get(dt, ({}, (0, 0)))
@@ -169,6 +178,8 @@ def main():
     res = {"model": a.shape, "seq_len": a.seq_len, "threads": a.threads, "runs": a.runs,
            "repeat": a.repeat,
            "torch": {"points": torch_pts, "peak_rss_mb": trss, "sweep_peak_rss_mb": tsweep}, "loupe": {}}
+    if torch_bf16:
+        res["torch_bf16"] = {"points": torch_bf16}
     for dt, (pts, rss) in loupe_runs.items():
         res["loupe"][dt] = {"points": pts, "peak_rss_mb": rss[0], "sweep_peak_rss_mb": rss[1],
                             "accuracy_bench_cls": accuracy(dt, work, a)}
@@ -205,6 +216,12 @@ def main():
                 q = v["points"][bs]
                 row += f" {q[0]:.1f} ± {q[1]:.1f} | {q[0] / l[0]:.2f}x |"
         print(row)
+    if torch_bf16:
+        print("\n| batch | PyTorch bf16 samples/s | loupe bf16 samples/s | loupe bf16 / PyTorch bf16 |")
+        print("|---|---|---|---|")
+        for bs in [int(x) for x in a.batch_sizes.split(",")]:
+            t, l = torch_bf16[bs], res["loupe"]["bf16"]["points"][bs]
+            print(f"| {bs} | {t[0]:.1f} ± {t[1]:.1f} | {l[0]:.1f} ± {l[1]:.1f} | {l[0] / t[0]:.2f}x |")
     print(f"\npeak RSS during the sweep (after load): PyTorch {tsweep:.0f} MB, loupe f32 "
           f"{f32['sweep_peak_rss_mb']:.0f} MB ({f32['sweep_peak_rss_mb'] / tsweep:.2f}x; target <= 0.5x)" +
           "".join(f", {d} {v['sweep_peak_rss_mb']:.0f} MB" for d, v in res["loupe"].items() if d != "f32"))

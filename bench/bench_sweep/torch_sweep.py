@@ -8,6 +8,7 @@ as loupe bench resets it before each batch size). The caller reads the process's
 load included, from wait4.
 
 usage: python3 torch_sweep.py --model DIR --batch-sizes 1,4,8 --seq-len 32 --warmup 1 --runs 3 --threads 2
+           [--dtype f32|bf16]
 """
 import argparse
 import json
@@ -27,15 +28,18 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--dtype", choices=["f32", "bf16"], default="f32",
+                    help="bf16: the weights loaded as bfloat16 (torch's bf16 CPU kernels), as users run it")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    model = AutoModelForSequenceClassification.from_pretrained(a.model, torch_dtype=torch.float32)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        a.model, torch_dtype=torch.bfloat16 if a.dtype == "bf16" else torch.float32)
     model.eval()
     with open("/proc/self/clear_refs", "w") as f:  # VmHWM := VmRSS: the sweep's own peak from here
         f.write("5")
     vocab = model.config.vocab_size
     g = torch.Generator().manual_seed(a.seed)
-    out = {"threads": a.threads, "seq_len": a.seq_len, "torch": torch.__version__, "points": []}
+    out = {"dtype": a.dtype, "threads": a.threads, "seq_len": a.seq_len, "torch": torch.__version__, "points": []}
     with torch.no_grad():
         for bs in [int(x) for x in a.batch_sizes.split(",")]:
             times = []
