@@ -5,11 +5,16 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 jobs=$(nproc)
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 if [ "${1:-}" = --loupe ]; then # the command line alone (quickstart): no tests, benches, examples
+  # Without an NVIDIA GPU the CUDA kernels would only lengthen a newcomer's first build
+  # (LP_CUDA=AUTO builds them wherever nvcc is): CPU-only unless a GPU is visible or LP_CUDA says.
+  cuda=${LP_CUDA:-OFF}
+  [ -z "${LP_CUDA:-}" ] && { [ -e /dev/nvidiactl ] || nvidia-smi -L >/dev/null 2>&1; } && cuda=AUTO
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DLP_CUDA="$cuda" >/dev/null
   cmake --build build -j "$jobs" --target loupe
   exit 0
 fi
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DLP_CUDA="${LP_CUDA:-AUTO}" >/dev/null
 cmake --build build -j "$jobs"
 if [ "${1:-}" = --sanitize ]; then
   CC=clang CXX=clang++ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
