@@ -47,6 +47,10 @@ LP_WARN_UNUSED lp_status lp_json_read_file(const char *path, struct cJSON **out)
  * (lp_malloc); NULL with *oom true when an allocation failed, *oom false for malformed
  * text, so the caller reports NO_MEMORY and not "not valid JSON". */
 struct cJSON *lp_json_parse(const char *text, size_t len, const char **end, bool *oom);
+/* Readers' getters for optional fields: o[k] as a number (NaN when o is NULL or o[k] is
+ * absent or not a number); o[k] copied into dst as a string ("?" likewise). */
+double lp_json_num(const struct cJSON *o, const char *k);
+void lp_json_str(char *dst, size_t cap, const struct cJSON *o, const char *k);
 
 /* ---------------------------------------------------------------- safetensors */
 

@@ -1,6 +1,8 @@
 /* JSON files the way every loupe writer and reader wants them: written pretty-printed and
  * atomically (temporary name, then rename), read whole and parsed, errors naming the file. */
+#include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +64,18 @@ struct cJSON *lp_json_parse(const char *text, size_t len, const char **end, bool
     cJSON *root = end ? cJSON_ParseWithLengthOpts(text, len, end, 0) : cJSON_ParseWithLength(text, len);
     *oom = !root && tl_oom;
     return root;
+}
+
+double lp_json_num(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+void lp_json_str(char *dst, size_t cap, const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    snprintf(dst, cap, "%s", cJSON_IsString(v) ? v->valuestring : "?");
 }
 
 lp_status lp_json_write_file(const char *path, struct cJSON *j)

@@ -8,22 +8,11 @@
 
 #include "loupe/report.h"
 #include "loupe/io.h"
+#include "run_internal.h"
 
 static const cJSON *get(const cJSON *o, const char *k)
 {
     return cJSON_GetObjectItemCaseSensitive(o, k);
-}
-
-static double num(const cJSON *o, const char *k)
-{
-    const cJSON *v = get(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
-static void str(char *dst, size_t cap, const cJSON *o, const char *k)
-{
-    const cJSON *v = get(o, k);
-    snprintf(dst, cap, "%s", cJSON_IsString(v) ? v->valuestring : "?");
 }
 
 static lp_status load_one(const char *dir, lp_bench_curve *c)
@@ -31,21 +20,12 @@ static lp_status load_one(const char *dir, lp_bench_curve *c)
     memset(c, 0, sizeof *c);
     char path[1200];
     snprintf(path, sizeof path, "%s/baseline_metrics.json", dir);
-    char *text = NULL;
-    size_t len = 0;
-    lp_status st = lp_file_read_all(path, &text, &len);
-    if (st != LP_OK) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", lp_err_msg());
-        return lp_err(st, "%s: not a bench run directory (%s)", dir, why);
-    }
-    bool oom;
-    cJSON *j = lp_json_parse(text, len, NULL, &oom);
-    free(text);
-    if (oom)
-        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory parsing the JSON", dir);
-    const cJSON *pts = j ? get(j, "batch_metrics") : NULL;
-    const cJSON *schema = j ? get(j, "schema") : NULL;
+    cJSON *j;
+    lp_status st = lp_run__read_json(dir, "baseline_metrics.json", "bench run directory", &j);
+    if (st != LP_OK)
+        return st;
+    const cJSON *pts = get(j, "batch_metrics");
+    const cJSON *schema = get(j, "schema");
     if (!cJSON_IsArray(pts) || !cJSON_IsString(schema) || strncmp(schema->valuestring, "loupe.bench/", 12)) {
         cJSON_Delete(j);
         return lp_err(LP_STATUS_FORMAT, "%s: not a loupe bench result (no \"schema\" or \"batch_metrics\")",
@@ -54,13 +34,13 @@ static lp_status load_one(const char *dir, lp_bench_curve *c)
     snprintf(c->dir, sizeof c->dir, "%s", dir);
     const cJSON *ms = get(j, "model_summary"), *mach = get(j, "machine"),
                 *full = get(j, "full_dataset_metrics");
-    str(c->dtype, sizeof c->dtype, ms, "dtype");
-    str(c->cpu, sizeof c->cpu, mach, "cpu");
-    str(c->simd, sizeof c->simd, mach, "simd");
-    c->model_mb = num(ms, "size_mb");
+    lp_json_str(c->dtype, sizeof c->dtype, ms, "dtype");
+    lp_json_str(c->cpu, sizeof c->cpu, mach, "cpu");
+    lp_json_str(c->simd, sizeof c->simd, mach, "simd");
+    c->model_mb = lp_json_num(ms, "size_mb");
     c->complete = cJSON_IsTrue(get(j, "complete"));
-    c->accuracy = num(full, "accuracy");
-    c->macro_f1 = num(full, "macro_f1");
+    c->accuracy = lp_json_num(full, "accuracy");
+    c->macro_f1 = lp_json_num(full, "macro_f1");
     const char *base = strrchr(dir, '/');
     base = base && base[1] ? base + 1 : dir;
     snprintf(c->label, sizeof c->label, "%.100s (%s)", base, c->dtype);
@@ -71,20 +51,20 @@ static lp_status load_one(const char *dir, lp_bench_curve *c)
             break;
         int32_t i = c->n++;
         const cJSON *mem = get(p, "memory");
-        c->batch_size[i] = num(p, "batch_size");
-        c->lat_sample[i] = num(get(p, "latency_per_sample_ms"), "mean");
-        c->lat_sample_std[i] = num(get(p, "latency_per_sample_ms"), "std");
-        c->lat_batch[i] = num(get(p, "latency_per_batch_ms"), "mean");
-        c->lat_batch_std[i] = num(get(p, "latency_per_batch_ms"), "std");
-        c->thr[i] = num(get(p, "throughput_samples_per_s"), "mean");
-        c->thr_std[i] = num(get(p, "throughput_samples_per_s"), "std");
-        c->tokens_per_s[i] = num(get(p, "tokens_per_s"), "mean");
-        c->alloc_mb[i] = num(get(mem, "accounted_peak_mb"), "mean");
-        c->alloc_std[i] = num(get(mem, "accounted_peak_mb"), "std");
-        c->rss_mb[i] = num(get(mem, "rss_mb"), "mean");
-        c->rss_std[i] = num(get(mem, "rss_mb"), "std");
-        c->eff[i] = num(get(p, "efficiency_samples_per_s_per_gb"), "mean");
-        c->eff_std[i] = num(get(p, "efficiency_samples_per_s_per_gb"), "std");
+        c->batch_size[i] = lp_json_num(p, "batch_size");
+        c->lat_sample[i] = lp_json_num(get(p, "latency_per_sample_ms"), "mean");
+        c->lat_sample_std[i] = lp_json_num(get(p, "latency_per_sample_ms"), "std");
+        c->lat_batch[i] = lp_json_num(get(p, "latency_per_batch_ms"), "mean");
+        c->lat_batch_std[i] = lp_json_num(get(p, "latency_per_batch_ms"), "std");
+        c->thr[i] = lp_json_num(get(p, "throughput_samples_per_s"), "mean");
+        c->thr_std[i] = lp_json_num(get(p, "throughput_samples_per_s"), "std");
+        c->tokens_per_s[i] = lp_json_num(get(p, "tokens_per_s"), "mean");
+        c->alloc_mb[i] = lp_json_num(get(mem, "accounted_peak_mb"), "mean");
+        c->alloc_std[i] = lp_json_num(get(mem, "accounted_peak_mb"), "std");
+        c->rss_mb[i] = lp_json_num(get(mem, "rss_mb"), "mean");
+        c->rss_std[i] = lp_json_num(get(mem, "rss_mb"), "std");
+        c->eff[i] = lp_json_num(get(p, "efficiency_samples_per_s_per_gb"), "mean");
+        c->eff_std[i] = lp_json_num(get(p, "efficiency_samples_per_s_per_gb"), "std");
         if (!isfinite(c->batch_size[i]) || c->batch_size[i] < 1) {
             cJSON_Delete(j);
             return lp_err(LP_STATUS_FORMAT, "%s: batch_metrics[%d] has no valid batch_size", path, i);

@@ -10,40 +10,20 @@
 
 #include "loupe/report.h"
 #include "loupe/io.h"
+#include "run_internal.h"
 
 enum { TOP_OPS = 8 }; /* each run's ops by self time that the text table lists */
-
-static double num(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
-static void str(char *dst, size_t cap, const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    snprintf(dst, cap, "%s", cJSON_IsString(v) ? v->valuestring : "?");
-}
 
 static lp_status load_one(const char *dir, lp_run_summary *r)
 {
     memset(r, 0, sizeof *r);
     char path[4096];
     snprintf(path, sizeof path, "%s/summary.json", dir);
-    char *text = NULL;
-    size_t len = 0;
-    lp_status st = lp_file_read_all(path, &text, &len);
-    if (st != LP_OK) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", lp_err_msg());
-        return lp_err(st, "%s: not a run directory (%s)", dir, why);
-    }
-    bool oom;
-    cJSON *j = lp_json_parse(text, len, NULL, &oom);
-    free(text);
-    if (oom)
-        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory parsing the JSON", path);
-    if (!j || !cJSON_IsObject(j)) {
+    cJSON *j;
+    lp_status st = lp_run__read_json(dir, "summary.json", "run directory", &j);
+    if (st != LP_OK)
+        return st;
+    if (!cJSON_IsObject(j)) {
         cJSON_Delete(j);
         return lp_err(LP_STATUS_FORMAT, "%s: not a JSON object", path);
     }
@@ -57,18 +37,18 @@ static lp_status load_one(const char *dir, lp_run_summary *r)
         return lp_err(LP_STATUS_FORMAT, "%s: not a loupe run summary (no \"method\" or \"step_ms\")", path);
     }
     snprintf(r->dir, sizeof r->dir, "%s", dir);
-    str(r->run_id, sizeof r->run_id, j, "run_id");
-    str(r->method, sizeof r->method, j, "method");
-    str(r->exec, sizeof r->exec, j, "exec");
-    r->params_total = num(model, "params_total");
-    r->params_trainable = num(model, "params_trainable");
-    r->steps = num(j, "steps");
-    r->step_ms = num(sm, "mean");
-    r->samples_per_s = num(j, "samples_per_s");
-    r->tokens_per_s = num(j, "tokens_per_s");
-    r->peak_bytes = num(j, "peak_memory_bytes");
-    r->final_loss = num(j, "final_loss");
-    r->eval_accuracy = num(ev, "accuracy");
+    lp_json_str(r->run_id, sizeof r->run_id, j, "run_id");
+    lp_json_str(r->method, sizeof r->method, j, "method");
+    lp_json_str(r->exec, sizeof r->exec, j, "exec");
+    r->params_total = lp_json_num(model, "params_total");
+    r->params_trainable = lp_json_num(model, "params_trainable");
+    r->steps = lp_json_num(j, "steps");
+    r->step_ms = lp_json_num(sm, "mean");
+    r->samples_per_s = lp_json_num(j, "samples_per_s");
+    r->tokens_per_s = lp_json_num(j, "tokens_per_s");
+    r->peak_bytes = lp_json_num(j, "peak_memory_bytes");
+    r->final_loss = lp_json_num(j, "final_loss");
+    r->eval_accuracy = lp_json_num(ev, "accuracy");
     for (const cJSON *c = mc ? mc->child : NULL; c && r->n_mem < LP_COMPARE_MAX_CATS; c = c->next)
         if (cJSON_IsNumber(c) && c->string) {
             snprintf(r->mem[r->n_mem].name, sizeof r->mem[r->n_mem].name, "%s", c->string);
@@ -76,9 +56,9 @@ static lp_status load_one(const char *dir, lp_run_summary *r)
         }
     for (const cJSON *o = cJSON_IsArray(top) ? top->child : NULL; o && r->n_ops < LP_COMPARE_MAX_OPS;
          o = o->next) {
-        str(r->ops[r->n_ops].name, sizeof r->ops[r->n_ops].name, o, "name");
-        r->ops[r->n_ops].self_ms = num(o, "self_ms");
-        r->ops[r->n_ops].calls = num(o, "calls");
+        lp_json_str(r->ops[r->n_ops].name, sizeof r->ops[r->n_ops].name, o, "name");
+        r->ops[r->n_ops].self_ms = lp_json_num(o, "self_ms");
+        r->ops[r->n_ops].calls = lp_json_num(o, "calls");
         r->n_ops++;
     }
     cJSON_Delete(j);

@@ -5,6 +5,11 @@
 
 #include "loupe/report.h"
 
+struct cJSON;
+/* dir/file read and parsed into *out (the caller's; cJSON_Delete). A file that cannot be read
+ * is "<dir>: not a <what> (<why>)", so a wrong directory is named as such; bad JSON names the
+ * file. */
+lp_status lp_run__read_json(const char *dir, const char *file, const char *what, struct cJSON **out);
 /* "12.3 MB", "1.20 GB" (decimal units, as summary.json's readers expect). */
 void lp_run__fmt_bytes(double b, char *buf, size_t cap);
 /* The op name without its "lp::" / "aten::" namespace, for chart labels. */

@@ -13,6 +13,7 @@
 
 #include "loupe/report.h"
 #include "loupe/io.h"
+#include "run_internal.h"
 
 static int is_file(const char *p)
 {
@@ -138,20 +139,19 @@ static lp_status read_epochs(lp_run_data *d)
 
 /* ---- summary.json's fields beyond the comparison's ----------------------------------- */
 
-static double jnum(const cJSON *o, const char *k)
+lp_status lp_run__read_json(const char *dir, const char *file, const char *what, cJSON **out)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
-/* path read whole and parsed into *out (the caller's; cJSON_Delete). */
-static lp_status read_json(const char *path, cJSON **out)
-{
-    char *text;
-    size_t len;
+    *out = NULL;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    char *text = NULL;
+    size_t len = 0;
     lp_status st = lp_file_read_all(path, &text, &len);
-    if (st != LP_OK)
-        return st;
+    if (st != LP_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", lp_err_msg());
+        return lp_err(st, "%s: not a %s (%s)", dir, what, why);
+    }
     bool oom;
     *out = lp_json_parse(text, len, NULL, &oom);
     free(text);
@@ -163,23 +163,19 @@ static lp_status read_json(const char *path, cJSON **out)
 
 static lp_status read_summary_extra(lp_run_data *d)
 {
-    char path[1100];
-    snprintf(path, sizeof path, "%s/summary.json", d->dir);
     cJSON *j;
-    lp_status st = read_json(path, &j);
+    lp_status st = lp_run__read_json(d->dir, "summary.json", "run directory", &j);
     if (st != LP_OK)
         return st;
-    d->achieved_gflops = jnum(j, "achieved_gflops");
-    d->mfu = jnum(j, "mfu");
-    d->peak_gflops = jnum(j, "peak_gflops");
-    d->peak_rss_bytes = jnum(j, "peak_rss_bytes");
-    d->train_time_s = jnum(j, "train_time_s");
-    d->samples = jnum(j, "samples");
+    d->achieved_gflops = lp_json_num(j, "achieved_gflops");
+    d->mfu = lp_json_num(j, "mfu");
+    d->peak_gflops = lp_json_num(j, "peak_gflops");
+    d->peak_rss_bytes = lp_json_num(j, "peak_rss_bytes");
+    d->train_time_s = lp_json_num(j, "train_time_s");
+    d->samples = lp_json_num(j, "samples");
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(m, "name"),
-                *task = cJSON_GetObjectItemCaseSensitive(m, "task");
-    snprintf(d->model, sizeof d->model, "%s", cJSON_IsString(name) ? name->valuestring : "?");
-    snprintf(d->task, sizeof d->task, "%s", cJSON_IsString(task) ? task->valuestring : "?");
+    lp_json_str(d->model, sizeof d->model, m, "name");
+    lp_json_str(d->task, sizeof d->task, m, "task");
     cJSON_Delete(j);
     return LP_OK;
 }
@@ -192,12 +188,12 @@ static lp_status read_prof_summary(lp_run_data *d)
     if (!is_file(path))
         return LP_OK;
     cJSON *j;
-    lp_status st = read_json(path, &j);
+    lp_status st = lp_run__read_json(d->dir, "profiler/summary.json", "profiled run directory", &j);
     if (st != LP_OK)
         return st;
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(j, "breakdown_ms"),
                 *steps = cJSON_GetObjectItemCaseSensitive(j, "steps");
-    double count = jnum(steps, "count");
+    double count = lp_json_num(steps, "count");
     for (const cJSON *c = b ? b->child : NULL; c && d->n_step_parts < 8; c = c->next)
         if (cJSON_IsNumber(c) && c->string) {
             snprintf(d->step_parts[d->n_step_parts], sizeof d->step_parts[0], "%s", c->string);
