@@ -94,6 +94,7 @@ typedef struct lp_train_config {
     lp_exec_mode exec;          /* default fused */
     bool grad_checkpointing;    /* keep layer inputs only, recompute each layer in backward */
     int threads;                /* 0: lp_threads_init's choice */
+    double bucket_mb;           /* data-parallel gradient buckets, MiB (25, as DDP's bucket_cap_mb) */
     int64_t checkpoint_every;   /* steps; 0 = only at the end */
     int32_t keep_checkpoints;   /* newest kept (0 = all); default 2 */
     const char *resume;         /* checkpoint dir, or a run dir (its newest checkpoint) */
@@ -156,6 +157,10 @@ typedef struct lp_train_result {
                                                      * and F1 always NaN for a causal LM) */
     double eval_perplexity;     /* causal LM: exp(token-weighted mean eval loss); NaN otherwise */
     bool interrupted;
+    /* Data-parallel (mpirun): the error came after the ranks agreed to train, so other ranks
+     * may be waiting in a collective for this one: the caller should end the job
+     * (lp_dist_abort) rather than return. Always false with one rank. */
+    bool abort_job;
     /* HF Trainer's train metrics (what trainer.train() returns and SFTTrainer runs print; also
      * train_results.json): seconds of the whole run, samples and optimizer steps per second
      * (samples: rows, a packed row counting once, as the Trainer counts its dataset's rows),

@@ -211,4 +211,29 @@ LP_WARN_UNUSED lp_status lp_ckpt_sum_verify(const char *dir, bool *has_sums);
 LP_WARN_UNUSED lp_status lp_anomaly_forward(const lp_model *m, const float *logits, int32_t B, int32_t T, int64_t step);
 LP_WARN_UNUSED lp_status lp_anomaly_backward(const lp_model *m, int64_t step);
 
+/* Data-parallel training over the ranks of lp_dist (dp.c). With one rank every call is a
+ * no-op, so the loop has one path and a single process behaves as before. */
+typedef struct lp_dp {
+    int32_t rank, world;
+    lp_model *model;                 /* borrowed */
+    struct lp_dist_reducer *reducer; /* NULL with one rank */
+    int32_t n_buckets;
+    lp_status hook_status;           /* first error of a reduction started from backward */
+} lp_dp;
+
+/* Plans the gradient buckets (bucket_mb MiB) over model's gradient block and builds the
+ * reducer (nothing with one rank). */
+LP_WARN_UNUSED lp_status lp_dp_init(lp_dp *dp, lp_model *model, double bucket_mb);
+void lp_dp_free(lp_dp *dp);
+/* Every rank gets the worst status of all (a status code is an int: the maximum): a rank whose
+ * own st is LP_OK but another's is not gets that status, with a message saying so. */
+LP_WARN_UNUSED lp_status lp_dp_agree(const lp_dp *dp, lp_status st);
+/* Checks that every rank starts from the same weights: a 64-bit hash of all parameters, compared
+ * with rank 0's. INVALID_ARG naming the first rank that differs. */
+LP_WARN_UNUSED lp_status lp_dp_check_weights(const lp_dp *dp, const lp_model *model);
+/* Reduce the next backward's gradients (true: the last micro-batch of a step) or not. */
+void lp_dp_reduce_next_backward(lp_dp *dp, bool on);
+/* Completes the step's reduction: the gradient block then holds the sum over ranks. */
+LP_WARN_UNUSED lp_status lp_dp_finish(lp_dp *dp);
+
 #endif
