@@ -51,6 +51,10 @@ LP_WARN_UNUSED lp_status lp_dist_broadcast(void *buf, int64_t bytes, int32_t roo
 LP_WARN_UNUSED lp_status lp_dist_barrier(void);
 /* recv (world_size * bytes) gets every rank's send (bytes) in rank order. */
 LP_WARN_UNUSED lp_status lp_dist_allgather(const void *send, void *recv, int64_t bytes);
+/* Point to point, blocking: bytes to / from rank peer (!= this rank; INVALID_ARG in a world of
+ * one). A send and its recv agree on bytes. */
+LP_WARN_UNUSED lp_status lp_dist_send(const void *buf, int64_t bytes, int32_t peer);
+LP_WARN_UNUSED lp_status lp_dist_recv(void *buf, int64_t bytes, int32_t peer);
 
 /* ---- gradient buckets ---------------------------------------------------------------- */
 

@@ -20,7 +20,7 @@
 enum {
     O_MODEL = 1000, O_TRAIN, O_EVAL, O_TEXT_COL, O_PAIR_COL, O_LABEL_COL, O_METHOD, O_RANK, O_ALPHA, O_TARGETS,
     O_EPOCHS, O_MAX_STEPS, O_BATCH, O_ACCUM, O_LR, O_SCHED, O_WARMUP_RATIO, O_WARMUP_STEPS, O_WD, O_CLIP, O_SEED,
-    O_MAXLEN, O_EXEC, O_THREADS, O_BUCKET_MB, O_CKPT_EVERY, O_KEEP, O_RESUME, O_SAVE, O_OUTDIR, O_RUNID, O_CONFIG, O_PROGRESS,
+    O_MAXLEN, O_EXEC, O_THREADS, O_BUCKET_MB, O_ZERO, O_CKPT_EVERY, O_KEEP, O_RESUME, O_SAVE, O_OUTDIR, O_RUNID, O_CONFIG, O_PROGRESS,
     O_NO_PROGRESS, O_LOG_EVERY, O_QUIET, O_PROFILE, O_P_WAIT, O_P_WARMUP, O_P_ACTIVE, O_P_REPEAT, O_MEMLOG,
     O_LORA_DROPOUT, O_RSLORA, O_SKIP_BAD, O_EVAL_SPLIT, O_BASE_DTYPE, O_ADAPTER, O_SAVE_ADAPTER, O_MERGE,
     O_EXPORT_TRACE, O_EXPORT_MEMTL, O_WITH_STACK, O_RECORD_SHAPES, O_INJECT_NAN, O_PEAK, O_GRAD_CKPT, O_TASK, O_OVERWRITE,
@@ -71,6 +71,7 @@ static const struct option opts[] = {
     {"gradient-checkpointing", optional_argument, NULL, O_GRAD_CKPT},
     {"threads", required_argument, NULL, O_THREADS},
     {"bucket-mb", required_argument, NULL, O_BUCKET_MB},
+    {"zero", required_argument, NULL, O_ZERO},
     {"checkpoint-every", required_argument, NULL, O_CKPT_EVERY},
     {"keep-checkpoints", required_argument, NULL, O_KEEP},
     {"resume", required_argument, NULL, O_RESUME},
@@ -142,6 +143,7 @@ static void usage(const char *cmd, bool profile)
            "  --exec eager|fused (fused), --threads N\n"
            "Data-parallel (mpirun -np N loupe train ...; --batch-size stays the global batch):\n"
            "  --bucket-mb X          gradient all-reduce bucket size in MiB (25)\n"
+           "  --zero 0|1             1: shard AdamW's state over the ranks (ZeRO stage 1; default 0)\n"
            "  --gradient-checkpointing[=BOOL]  keep layer inputs only, recompute layers in backward\n"
            "  --checkpoint-every N (0 = at the end only), --keep-checkpoints N (2; 0 = all)\n"
            "  --resume DIR           a checkpoint or a run directory (its newest checkpoint)\n"
@@ -360,6 +362,7 @@ static int apply(const char *cmd, lp_train_config *c, int id, const char *flag, 
             return lp_cli_usage_error(cmd, "%s", lp_err_msg());
         break;
     case O_THREADS: LONG(1, 4096, c->threads); break;
+    case O_ZERO: LONG(0, 1, c->zero); break;
     case O_BUCKET_MB:
         DBL(0, c->bucket_mb);
         if (!(c->bucket_mb > 0))

@@ -145,7 +145,34 @@ lp_status lp_dist_allgather(const void *send, void *recv, int64_t bytes)
     return rc == MPI_SUCCESS ? LP_OK : lp_dist__mpi_err(rc, "MPI_Allgather");
 }
 
+static lp_status p2p(void *buf, int64_t bytes, int32_t peer, bool send)
+{
+    if (!g_mpi || g_world == 1 || peer < 0 || peer >= g_world || peer == g_rank)
+        return lp_err(LP_STATUS_INVALID_ARG, "rank %d: %s rank %d of %d", (int)g_rank, send ? "send to" : "receive from",
+                      (int)peer, (int)g_world);
+    if (ibytes(bytes) < 0)
+        return lp_err(LP_STATUS_RANGE, "message of %lld bytes: over MPI's int count", (long long)bytes);
+    int rc = send ? MPI_Send(buf, (int)bytes, MPI_BYTE, peer, 0, MPI_COMM_WORLD)
+                  : MPI_Recv(buf, (int)bytes, MPI_BYTE, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return rc == MPI_SUCCESS ? LP_OK : lp_dist__mpi_err(rc, send ? "MPI_Send" : "MPI_Recv");
+}
+
+lp_status lp_dist_send(const void *buf, int64_t bytes, int32_t peer) { return p2p((void *)buf, bytes, peer, true); }
+lp_status lp_dist_recv(void *buf, int64_t bytes, int32_t peer) { return p2p(buf, bytes, peer, false); }
+
 #else /* a world of one */
+
+lp_status lp_dist_send(const void *buf, int64_t bytes, int32_t peer)
+{
+    (void)buf, (void)bytes;
+    return lp_err(LP_STATUS_INVALID_ARG, "send to rank %d in a world of one", (int)peer);
+}
+
+lp_status lp_dist_recv(void *buf, int64_t bytes, int32_t peer)
+{
+    (void)buf, (void)bytes;
+    return lp_err(LP_STATUS_INVALID_ARG, "receive from rank %d in a world of one", (int)peer);
+}
 
 bool lp_dist_built_with_mpi(void) { return false; }
 

@@ -2,9 +2,11 @@
  * (stages from the parameters' layers), the backward hook that starts their all-reduces as
  * layers finish, the start-of-run weight check, and agreement on errors so that a failure on
  * one rank before training does not leave the others waiting. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "loupe/core.h"
 #include "loupe/dist.h"
 #include "train_internal.h"
 
@@ -144,4 +146,105 @@ lp_status lp_dp_finish(lp_dp *dp)
         st = dp->hook_status;
     dp->hook_status = LP_OK;
     return st;
+}
+
+lp_status lp_dp_sync_params(const lp_dp *dp, const lp_optim *o, lp_model *model)
+{
+    if (dp->world == 1 || !o->owner)
+        return LP_OK;
+    size_t np;
+    const lp_model_param *p = lp_model_params(model, &np);
+    lp_status st = LP_OK;
+    for (size_t i = 0; i < np && st == LP_OK;) {
+        if (o->owner[i] < 0) {
+            i++;
+            continue;
+        }
+        /* a run [i, j) of one owner, adjacent in the parameter block (64-byte aligned tensors,
+         * identical padding on every rank) */
+        size_t j = i + 1;
+        while (j < np && o->owner[j] == o->owner[i] &&
+               p[j].data == p[j - 1].data + ((p[j - 1].numel + 15) & ~(int64_t)15))
+            j++;
+        const int64_t floats = (int64_t)(p[j - 1].data - p[i].data) + p[j - 1].numel;
+        st = lp_dist_broadcast(p[i].data, floats * (int64_t)sizeof(float), o->owner[i]);
+        i = j;
+    }
+    return st;
+}
+
+lp_status lp_dp_gather_optim(const lp_dp *dp, lp_optim *o, const lp_model *model)
+{
+    if (dp->world == 1 || !o->owner)
+        return LP_OK;
+    size_t np;
+    const lp_model_param *p = lp_model_params(model, &np);
+    lp_status st = LP_OK;
+    for (size_t i = 0; i < np && st == LP_OK; i++) {
+        const int32_t own = o->owner[i];
+        if (own <= 0 || (dp->rank != 0 && dp->rank != own))
+            continue;
+        const int64_t bytes = p[i].numel * (int64_t)sizeof(float);
+        if (dp->rank == own) {
+            if ((st = lp_dist_send(o->m[i], bytes, 0)) == LP_OK)
+                st = lp_dist_send(o->v[i], bytes, 0);
+            continue;
+        }
+        o->m[i] = lp_alloc((size_t)bytes, LP_MEM_CATEGORY_TEMPORARY, "zero1.gather.exp_avg");
+        o->v[i] = lp_alloc((size_t)bytes, LP_MEM_CATEGORY_TEMPORARY, "zero1.gather.exp_avg_sq");
+        if (!o->m[i] || !o->v[i])
+            return lp_err(LP_STATUS_NO_MEMORY, "checkpoint: gathering the optimizer state of %s: out of memory",
+                          p[i].name); /* the job ends: the owner waits in its send */
+        if ((st = lp_dist_recv(o->m[i], bytes, own)) == LP_OK)
+            st = lp_dist_recv(o->v[i], bytes, own);
+    }
+    return st;
+}
+
+void lp_dp_release_optim(const lp_dp *dp, lp_optim *o)
+{
+    if (dp->world == 1 || !o->owner || dp->rank != 0)
+        return;
+    for (size_t i = 0; i < o->n; i++)
+        if (o->owner[i] > 0) {
+            lp_free(o->m[i]);
+            lp_free(o->v[i]);
+            o->m[i] = o->v[i] = NULL;
+        }
+}
+
+lp_status lp_dp_write_info(const lp_dp *dp, const lp_optim *o, const lp_model *model, const lp_train_config *c,
+                           const char *run_dir)
+{
+    if (dp->world == 1)
+        return LP_OK;
+    int64_t *all = malloc((size_t)dp->world * sizeof *all);
+    if (!all)
+        return lp_err(LP_STATUS_NO_MEMORY, "distributed.json: out of memory");
+    lp_status st = lp_dist_allgather(&o->state_bytes, all, sizeof o->state_bytes);
+    if (st != LP_OK || dp->rank != 0) {
+        free(all);
+        return st;
+    }
+    size_t np;
+    const lp_model_param *p = lp_model_params(model, &np);
+    int64_t full = 0;
+    for (size_t i = 0; i < np; i++)
+        full += p[i].trainable ? 2 * p[i].numel * (int64_t)sizeof(float) : 0;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/distributed.json", run_dir);
+    lp_atomic_file f;
+    if ((st = lp_atomic_open(&f, path)) != LP_OK) {
+        free(all);
+        return st;
+    }
+    fprintf(f.fp,
+            "{\n  \"backend\": \"%s\",\n  \"world_size\": %d,\n  \"bucket_mb\": %g,\n  \"buckets\": %d,\n"
+            "  \"zero\": %d,\n  \"optimizer_state_bytes_unsharded\": %lld,\n  \"optimizer_state_bytes_per_rank\": [",
+            lp_dist_backend(), (int)dp->world, c->bucket_mb, (int)dp->n_buckets, (int)c->zero, (long long)full);
+    for (int32_t r = 0; r < dp->world; r++)
+        fprintf(f.fp, "%s%lld", r ? ", " : "", (long long)all[r]);
+    fprintf(f.fp, "]\n}\n");
+    free(all);
+    return lp_atomic_commit(&f);
 }

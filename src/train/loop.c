@@ -70,6 +70,9 @@ static lp_status check_config(const lp_train_config *c)
                       c->batch_size, (int)world, (int)world);
     if (!(c->bucket_mb > 0))
         return lp_err(LP_STATUS_INVALID_ARG, "--bucket-mb must be > 0");
+    if (c->zero != 0 && c->zero != 1)
+        return lp_err(LP_STATUS_INVALID_ARG, "--zero %d: only stage 0 (off) and 1 (AdamW state sharded) exist",
+                      (int)c->zero);
     if (c->max_seq_len < 2)
         return lp_err(LP_STATUS_INVALID_ARG, "--max-seq-len must be >= 2");
     if (c->epochs < 1 && c->max_steps < 1)
@@ -333,7 +336,10 @@ static lp_status train_step(run *R, lp_data_pos *pos, int64_t step, lp_step_rec 
     }
     rec->lr = lp_lr_at(c->schedule, c->lr, R->warmup, R->total, step - 1);
     lp_optim_step(&R->opt, R->model, c, rec->lr);
+    lp_status ss = lp_dp_sync_params(&R->dp, &R->opt, R->model); /* ZeRO-1: owners broadcast */
     lp_prof_range_pop();
+    if (ss != LP_OK)
+        return lp_err_wrap(ss, "step %lld parameter broadcast", (long long)step);
     double t6 = lp_train_now_s();
     rec->opt_ms = (t6 - t5) * 1e3;
     rec->step_ms = (t6 - t0) * 1e3;
@@ -417,7 +423,9 @@ static lp_status setup(run *R, const lp_train_config *c, char *resumed, size_t r
         R->logits = malloc((size_t)c->batch_size * mi.num_labels * sizeof *R->logits);
     if (!R->order || (R->task == LP_MODEL_TASK_SEQ_CLS && !R->logits))
         return lp_err(LP_STATUS_NO_MEMORY, "training buffers: out of memory");
-    if ((st = lp_optim_init(&R->opt, R->model)) != LP_OK)
+    const bool shard = c->zero == 1 && lp_dist_world_size() > 1;
+    if ((st = lp_optim_init_sharded(&R->opt, R->model, shard ? lp_dist_rank() : 0, shard ? lp_dist_world_size() : 1)) !=
+        LP_OK)
         return st;
     if ((st = lp_dp_init(&R->dp, R->model, c->bucket_mb)) != LP_OK)
         return st;
@@ -583,6 +591,8 @@ lp_status lp_train_run(const lp_train_config *c0, lp_train_result *res)
         (st = lp_dist_broadcast(R.run_id, sizeof R.run_id, 0)) != LP_OK)
         goto done;
     snprintf(res->run_dir, sizeof res->run_dir, "%s", R.run_dir);
+    if ((st = lp_dp_write_info(&R.dp, &R.opt, R.model, c, R.run_dir)) != LP_OK)
+        goto done;
     char p[1200];
 
     /* machine peak for MFU: given, or measured with the run's thread count. The probe keeps
@@ -699,10 +709,13 @@ lp_status lp_train_run(const lp_train_config *c0, lp_train_result *res)
                 break;
             stop = any > 0;
         }
-        if (lead && ((c->checkpoint_every > 0 && step % c->checkpoint_every == 0 && step < R.total) || stop)) {
+        if ((c->checkpoint_every > 0 && step % c->checkpoint_every == 0 && step < R.total) || stop) {
             lp_ckpt_state now = {.step = step, .pos = pos, .elapsed_s = R.elapsed0 + lp_train_now_s() - R.t_start};
             lp_model_rng_get(R.model, &now.dropout_rng);
-            if ((st = lp_ckpt_save(R.run_dir, c, R.model, &R.opt, &now, &R.h)) != LP_OK)
+            if ((st = lp_dp_gather_optim(&R.dp, &R.opt, R.model)) == LP_OK && lead)
+                st = lp_ckpt_save(R.run_dir, c, R.model, &R.opt, &now, &R.h);
+            lp_dp_release_optim(&R.dp, &R.opt);
+            if (st != LP_OK)
                 break;
         }
         if (stop) {
@@ -722,6 +735,10 @@ lp_status lp_train_run(const lp_train_config *c0, lp_train_result *res)
         res->abort_job = R.dp.world > 1; /* the other ranks may wait in this step's collectives */
     if (st != LP_OK)
         goto done;
+    if (step_st == LP_OK && !res->interrupted && (st = lp_dp_gather_optim(&R.dp, &R.opt, R.model)) != LP_OK) {
+        res->abort_job = R.dp.world > 1; /* for the final checkpoint: every rank takes part */
+        goto done;
+    }
     if (!lead) { /* the run's files are rank 0's */
         res->steps = step;
         res->final_loss = R.h.n_steps ? R.h.steps[R.h.n_steps - 1].loss : NAN;
@@ -734,7 +751,9 @@ lp_status lp_train_run(const lp_train_config *c0, lp_train_result *res)
         /* final checkpoint before a partial epoch's record, so a resume continues the epoch */
         lp_ckpt_state now = {.step = step, .pos = pos, .elapsed_s = R.elapsed0 + lp_train_now_s() - R.t_start};
         lp_model_rng_get(R.model, &now.dropout_rng);
-        if ((st = lp_ckpt_save(R.run_dir, c, R.model, &R.opt, &now, &R.h)) != LP_OK)
+        st = lp_ckpt_save(R.run_dir, c, R.model, &R.opt, &now, &R.h);
+        lp_dp_release_optim(&R.dp, &R.opt);
+        if (st != LP_OK)
             goto done;
         if (pos.batch > 0 && (st = finish_epoch(&R, pos.epoch, false, true)) != LP_OK)
             goto done;

@@ -235,5 +235,17 @@ LP_WARN_UNUSED lp_status lp_dp_check_weights(const lp_dp *dp, const lp_model *mo
 void lp_dp_reduce_next_backward(lp_dp *dp, bool on);
 /* Completes the step's reduction: the gradient block then holds the sum over ranks. */
 LP_WARN_UNUSED lp_status lp_dp_finish(lp_dp *dp);
+/* ZeRO-1, after lp_optim_step: every parameter broadcast from the rank that updated it (runs of
+ * adjacent parameters of one owner in one broadcast). Nothing unless o is sharded. */
+LP_WARN_UNUSED lp_status lp_dp_sync_params(const lp_dp *dp, const lp_optim *o, lp_model *model);
+/* ZeRO-1, before rank 0 writes a checkpoint: rank 0 receives every other rank's AdamW state (in
+ * TEMPORARY buffers), so that the checkpoint holds all of it and resumes on any number of ranks;
+ * lp_dp_release_optim gives the borrowed state back. Every rank calls both. */
+LP_WARN_UNUSED lp_status lp_dp_gather_optim(const lp_dp *dp, lp_optim *o, const lp_model *model);
+void lp_dp_release_optim(const lp_dp *dp, lp_optim *o);
+/* Rank 0 writes run_dir/distributed.json (backend, world size, buckets, ZeRO stage, every rank's
+ * optimizer-state bytes against the unsharded figure); every rank calls it. */
+LP_WARN_UNUSED lp_status lp_dp_write_info(const lp_dp *dp, const lp_optim *o, const lp_model *model,
+                                          const lp_train_config *c, const char *run_dir);
 
 #endif

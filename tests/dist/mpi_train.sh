@@ -9,7 +9,9 @@
 #    models used (dropout masks are drawn per process, not per sample, so with dropout on the
 #    2-rank run is a different, equally valid draw); the same samples and tokens per step;
 #  - rank 0 alone writes the run: the 2-rank run directory holds the same files as the 1-process
-#    one and nothing else appears in the output folder;
+#    one (and distributed.json) and nothing else appears in the output folder;
+#  - --zero 1: the same curve, each rank holding about half of AdamW's state (distributed.json),
+#    and its checkpoint resumes in one process on the 1-process curve;
 #  - profiled, each rank writes its own trace (rank in the file name, distributedInfo
 #    {backend mpi, rank, world_size 2}, mpi:all_reduce events with their float count) and
 #    loupe analyze loads the folder as 2 ranks, each with communication time > 0;
@@ -76,6 +78,9 @@ for x, y in zip(a, b):
 tb = lambda f: "tensorboard/events.out.tfevents.*" if ".tfevents." in f else f
 files = lambda d: sorted(tb(os.path.relpath(os.path.join(r, f), d)) for r, _, fs in os.walk(d) for f in fs)
 fa, fb = files(sys.argv[1]), files(sys.argv[2])
+if "distributed.json" not in fb:
+    print(f"FAIL: {name}: no distributed.json in the 2-rank run"); sys.exit(1)
+fb.remove("distributed.json")  # the job's layout: ranks, buckets, optimizer bytes per rank
 if fa != fb:
     print(f"FAIL: {name}: the 2-rank run wrote {sorted(set(fb) ^ set(fa))} unlike the 1-process run"); sys.exit(1)
 print(f"ok: {name}: 20 steps, 2 ranks == 1 process (largest loss difference {worst:.2e}), same {len(fb)} files")
@@ -86,8 +91,33 @@ same lora --model "$T/model" --batch-size 8 --method lora
 same qlora --model "$T/model" --batch-size 8 --method qlora
 head -n 401 "$S/data/sst2-mini/train.tsv" > "$T/train400.tsv"
 same llama --model "$S/models/tiny-llama" --train "$T/train400.tsv" --batch-size 8 --lr 3e-3
+# ZeRO-1: the same curve, AdamW's state split between the ranks (measured by each rank: the
+# bytes it allocated), and its checkpoint (rank 0 gathers the state) resumes in one process
+# on the uninterrupted 1-process curve
+same zero --model "$T/model" --batch-size 8 --zero 1 --checkpoint-every 10 --keep-checkpoints 0
+python3 - "$T/two/zero/distributed.json" <<'PY' || rc=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+per, full = d["optimizer_state_bytes_per_rank"], d["optimizer_state_bytes_unsharded"]
+if d["zero"] != 1 or len(per) != 2 or sum(per) != full or max(per) > 0.6 * full:
+    print(f"FAIL: zero: optimizer state per rank {per} of {full} unsharded"); sys.exit(1)
+print(f"ok: zero: AdamW state per rank {per[0]/2**20:.2f} and {per[1]/2**20:.2f} MiB of {full/2**20:.2f} MiB unsharded")
+PY
+"$L" train "${common[@]}" --model "$T/model" --batch-size 8 --output-dir "$T/one" --run-id zero-resumed \
+  --resume "$T/two/zero/checkpoints/step-10" >"$T/zr.out" 2>&1 || { fail "resume of the ZeRO checkpoint"; cat "$T/zr.out"; }
+python3 - "$T/one/zero" "$T/one/zero-resumed" <<'PY' || rc=1
+import csv, sys
+a = list(csv.DictReader(open(sys.argv[1] + "/steps.csv")))
+b = list(csv.DictReader(open(sys.argv[2] + "/steps.csv")))
+for x, y in zip(a[10:], b[10:]):
+    if abs(float(x["loss"]) - float(y["loss"])) > 1e-5:
+        print(f"FAIL: zero resumed: step {x['step']} loss {x['loss']} vs {y['loss']}"); sys.exit(1)
+if len(b) != 20:
+    print(f"FAIL: zero resumed: {len(b)} steps"); sys.exit(1)
+print("ok: zero: the 2-rank step-10 checkpoint resumes in 1 process on the same curve (steps 11-20)")
+PY
 n=$(ls "$T/two" | wc -l)
-[ "$n" = 4 ] || fail "the 2-rank runs left $n entries in the output folder: $(ls "$T/two")"
+[ "$n" = 5 ] || fail "the 2-rank runs left $n entries in the output folder: $(ls "$T/two")"
 
 # ---- profiled: a trace per rank, loaded by loupe analyze as a 2-rank job
 lp_mpirun 2 "$L" profile --model "$T/model" --threads 1 --batch-size 8 --output-dir "$T/two" --run-id prof \
