@@ -44,9 +44,9 @@ int32_t lp_dist_env_world_size(void);
 
 /* Blocking collectives over all ranks. Errors: LP_STATUS_IO naming the MPI error (with
  * MPI's default handler an MPI error ends the job before returning). n and bytes >= 0. */
-LP_WARN_UNUSED lp_status lp_dist_allreduce_sum_f32(float *buf, int64_t n);       /* in place */
-LP_WARN_UNUSED lp_status lp_dist_allreduce_sum_f64(double *buf, int64_t n);      /* in place */
-LP_WARN_UNUSED lp_status lp_dist_allreduce_max_f64(double *buf, int64_t n);      /* in place */
+LP_WARN_UNUSED lp_status lp_dist_allreduce_sum_f32(float *buf, int64_t n);  /* in place */
+LP_WARN_UNUSED lp_status lp_dist_allreduce_sum_f64(double *buf, int64_t n); /* in place */
+LP_WARN_UNUSED lp_status lp_dist_allreduce_max_f64(double *buf, int64_t n); /* in place */
 LP_WARN_UNUSED lp_status lp_dist_broadcast(void *buf, int64_t bytes, int32_t root);
 LP_WARN_UNUSED lp_status lp_dist_barrier(void);
 /* recv (world_size * bytes) gets every rank's send (bytes) in rank order. */
@@ -95,7 +95,8 @@ void lp_dist_buckets_free(lp_dist_buckets *b);
 typedef struct lp_dist_reducer lp_dist_reducer;
 
 /* block is borrowed (floats [0, total) of the plan); the plan is copied. NO_MEMORY. */
-LP_WARN_UNUSED lp_status lp_dist_reducer_init(lp_dist_reducer **out, float *block, const lp_dist_buckets *plan);
+LP_WARN_UNUSED lp_status lp_dist_reducer_init(lp_dist_reducer **out, float *block,
+                                              const lp_dist_buckets *plan);
 void lp_dist_reducer_free(lp_dist_reducer *r);
 /* The backward pass has finished stage `stage`: starts every bucket not yet started whose
  * stage is >= it, and lets the ones in flight progress. */

@@ -13,13 +13,14 @@ static int by_off(const void *a, const void *b)
     return (x->off > y->off) - (x->off < y->off);
 }
 
-lp_status lp_dist_buckets_plan(const lp_dist_span *spans, int32_t n_spans, int64_t total, int64_t bucket_bytes,
-                               lp_dist_buckets *out)
+lp_status lp_dist_buckets_plan(const lp_dist_span *spans, int32_t n_spans, int64_t total,
+                               int64_t bucket_bytes, lp_dist_buckets *out)
 {
     memset(out, 0, sizeof *out);
     if (n_spans < 0 || total < 0 || bucket_bytes < (int64_t)sizeof(float))
-        return lp_err(LP_STATUS_INVALID_ARG, "gradient buckets: bad plan (%d spans, %lld floats, %lld-byte buckets)",
-                      (int)n_spans, (long long)total, (long long)bucket_bytes);
+        return lp_err(LP_STATUS_INVALID_ARG,
+                      "gradient buckets: bad plan (%d spans, %lld floats, %lld-byte buckets)", (int)n_spans,
+                      (long long)total, (long long)bucket_bytes);
     if (n_spans == 0)
         return LP_OK;
     lp_dist_span *s = malloc((size_t)n_spans * sizeof *s);
@@ -36,9 +37,10 @@ lp_status lp_dist_buckets_plan(const lp_dist_span *spans, int32_t n_spans, int64
         if (s[i].n < 1 || s[i].off < 0 || s[i].off + s[i].n > end) {
             free(s);
             free(b);
-            return lp_err(LP_STATUS_INVALID_ARG,
-                          "gradient buckets: span [%lld, %lld) overlaps the next one or leaves the %lld-float block",
-                          (long long)s[i].off, (long long)(s[i].off + s[i].n), (long long)total);
+            return lp_err(
+                LP_STATUS_INVALID_ARG,
+                "gradient buckets: span [%lld, %lld) overlaps the next one or leaves the %lld-float block",
+                (long long)s[i].off, (long long)(s[i].off + s[i].n), (long long)total);
         }
     }
     const int64_t cap = bucket_bytes / (int64_t)sizeof(float);

@@ -24,15 +24,30 @@ int32_t lp_dist_env_world_size(void)
     return 1;
 }
 
-int32_t lp_dist_rank(void) { return g_rank; }
-int32_t lp_dist_world_size(void) { return g_world; }
-const char *lp_dist_backend(void) { return g_world > 1 ? "mpi" : "none"; }
+int32_t lp_dist_rank(void)
+{
+    return g_rank;
+}
+int32_t lp_dist_world_size(void)
+{
+    return g_world;
+}
+const char *lp_dist_backend(void)
+{
+    return g_world > 1 ? "mpi" : "none";
+}
 
 #ifdef LP_HAVE_MPI
 static bool g_mpi = false;
 
-bool lp_dist_built_with_mpi(void) { return true; }
-bool lp_dist__mpi_on(void) { return g_mpi; }
+bool lp_dist_built_with_mpi(void)
+{
+    return true;
+}
+bool lp_dist__mpi_on(void)
+{
+    return g_mpi;
+}
 
 lp_status lp_dist__mpi_err(int rc, const char *what)
 {
@@ -89,7 +104,10 @@ _Noreturn void lp_dist_abort(int code)
     exit(code);
 }
 
-static int ibytes(int64_t n) { return n > INT32_MAX ? -1 : (int)n; }
+static int ibytes(int64_t n)
+{
+    return n > INT32_MAX ? -1 : (int)n;
+}
 
 lp_status lp_dist_allreduce_sum_f32(float *buf, int64_t n)
 {
@@ -111,8 +129,14 @@ static lp_status allreduce_f64(double *buf, int64_t n, MPI_Op op)
     return rc == MPI_SUCCESS ? LP_OK : lp_dist__mpi_err(rc, "MPI_Allreduce");
 }
 
-lp_status lp_dist_allreduce_sum_f64(double *buf, int64_t n) { return allreduce_f64(buf, n, MPI_SUM); }
-lp_status lp_dist_allreduce_max_f64(double *buf, int64_t n) { return allreduce_f64(buf, n, MPI_MAX); }
+lp_status lp_dist_allreduce_sum_f64(double *buf, int64_t n)
+{
+    return allreduce_f64(buf, n, MPI_SUM);
+}
+lp_status lp_dist_allreduce_max_f64(double *buf, int64_t n)
+{
+    return allreduce_f64(buf, n, MPI_MAX);
+}
 
 lp_status lp_dist_broadcast(void *buf, int64_t bytes, int32_t root)
 {
@@ -148,8 +172,8 @@ lp_status lp_dist_allgather(const void *send, void *recv, int64_t bytes)
 static lp_status p2p(void *buf, int64_t bytes, int32_t peer, bool send)
 {
     if (!g_mpi || g_world == 1 || peer < 0 || peer >= g_world || peer == g_rank)
-        return lp_err(LP_STATUS_INVALID_ARG, "rank %d: %s rank %d of %d", (int)g_rank, send ? "send to" : "receive from",
-                      (int)peer, (int)g_world);
+        return lp_err(LP_STATUS_INVALID_ARG, "rank %d: %s rank %d of %d", (int)g_rank,
+                      send ? "send to" : "receive from", (int)peer, (int)g_world);
     if (ibytes(bytes) < 0)
         return lp_err(LP_STATUS_RANGE, "message of %lld bytes: over MPI's int count", (long long)bytes);
     int rc = send ? MPI_Send(buf, (int)bytes, MPI_BYTE, peer, 0, MPI_COMM_WORLD)
@@ -157,8 +181,14 @@ static lp_status p2p(void *buf, int64_t bytes, int32_t peer, bool send)
     return rc == MPI_SUCCESS ? LP_OK : lp_dist__mpi_err(rc, send ? "MPI_Send" : "MPI_Recv");
 }
 
-lp_status lp_dist_send(const void *buf, int64_t bytes, int32_t peer) { return p2p((void *)buf, bytes, peer, true); }
-lp_status lp_dist_recv(void *buf, int64_t bytes, int32_t peer) { return p2p(buf, bytes, peer, false); }
+lp_status lp_dist_send(const void *buf, int64_t bytes, int32_t peer)
+{
+    return p2p((void *)buf, bytes, peer, true);
+}
+lp_status lp_dist_recv(void *buf, int64_t bytes, int32_t peer)
+{
+    return p2p(buf, bytes, peer, false);
+}
 
 #else /* a world of one */
 
@@ -174,18 +204,22 @@ lp_status lp_dist_recv(void *buf, int64_t bytes, int32_t peer)
     return lp_err(LP_STATUS_INVALID_ARG, "receive from rank %d in a world of one", (int)peer);
 }
 
-bool lp_dist_built_with_mpi(void) { return false; }
+bool lp_dist_built_with_mpi(void)
+{
+    return false;
+}
 
 lp_status lp_dist_init(void)
 {
     g_init = true;
     int32_t n = lp_dist_env_world_size();
     if (n > 1)
-        return lp_err(LP_STATUS_UNSUPPORTED,
-                      "started as one of %d MPI ranks, but this loupe was built without MPI (LP_MPI=OFF or no "
-                      "libopenmpi-dev at configure time): each rank would train alone and write the same run; "
-                      "rebuild with MPI or run a single process",
-                      (int)n);
+        return lp_err(
+            LP_STATUS_UNSUPPORTED,
+            "started as one of %d MPI ranks, but this loupe was built without MPI (LP_MPI=OFF or no "
+            "libopenmpi-dev at configure time): each rank would train alone and write the same run; "
+            "rebuild with MPI or run a single process",
+            (int)n);
     return LP_OK;
 }
 
@@ -198,11 +232,30 @@ _Noreturn void lp_dist_abort(int code)
     exit(code);
 }
 
-lp_status lp_dist_allreduce_sum_f32(float *buf, int64_t n) { (void)buf, (void)n; return LP_OK; }
-lp_status lp_dist_allreduce_sum_f64(double *buf, int64_t n) { (void)buf, (void)n; return LP_OK; }
-lp_status lp_dist_allreduce_max_f64(double *buf, int64_t n) { (void)buf, (void)n; return LP_OK; }
-lp_status lp_dist_broadcast(void *buf, int64_t bytes, int32_t root) { (void)buf, (void)bytes, (void)root; return LP_OK; }
-lp_status lp_dist_barrier(void) { return LP_OK; }
+lp_status lp_dist_allreduce_sum_f32(float *buf, int64_t n)
+{
+    (void)buf, (void)n;
+    return LP_OK;
+}
+lp_status lp_dist_allreduce_sum_f64(double *buf, int64_t n)
+{
+    (void)buf, (void)n;
+    return LP_OK;
+}
+lp_status lp_dist_allreduce_max_f64(double *buf, int64_t n)
+{
+    (void)buf, (void)n;
+    return LP_OK;
+}
+lp_status lp_dist_broadcast(void *buf, int64_t bytes, int32_t root)
+{
+    (void)buf, (void)bytes, (void)root;
+    return LP_OK;
+}
+lp_status lp_dist_barrier(void)
+{
+    return LP_OK;
+}
 
 lp_status lp_dist_allgather(const void *send, void *recv, int64_t bytes)
 {

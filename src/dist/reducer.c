@@ -20,8 +20,11 @@ struct lp_dist_reducer {
 /* The collective as PyTorch's process groups name theirs ("gloo:all_reduce"; ProcessGroupMPI
  * says "mpi:all_reduce"), with the float count as its input shape: loupe analyze and HTA
  * count these names as communication. */
-static const lp_prof_op_desc all_reduce_desc = {
-    .name = "mpi:all_reduce", .cat = LP_PROF_CAT_USER_ANNOTATION, .ninputs = 1, .rank = {1}, .type = {"float"}};
+static const lp_prof_op_desc all_reduce_desc = {.name = "mpi:all_reduce",
+                                                .cat = LP_PROF_CAT_USER_ANNOTATION,
+                                                .ninputs = 1,
+                                                .rank = {1},
+                                                .type = {"float"}};
 static const lp_prof_op_desc wait_desc = {.name = "mpi:wait", .cat = LP_PROF_CAT_USER_ANNOTATION};
 
 lp_status lp_dist_reducer_init(lp_dist_reducer **out, float *block, const lp_dist_buckets *plan)
@@ -63,7 +66,10 @@ void lp_dist_reducer_free(lp_dist_reducer *r)
     free(r);
 }
 
-int32_t lp_dist_reducer_started(const lp_dist_reducer *r) { return r->next; }
+int32_t lp_dist_reducer_started(const lp_dist_reducer *r)
+{
+    return r->next;
+}
 
 static bool distributed(void)
 {
@@ -81,12 +87,13 @@ static lp_status start_next(lp_dist_reducer *r)
 #ifdef LP_HAVE_MPI
     if (distributed()) {
         if (b->n > INT32_MAX)
-            return lp_err(LP_STATUS_RANGE, "gradient bucket of %lld floats: over MPI's int count (lower --bucket-mb)",
+            return lp_err(LP_STATUS_RANGE,
+                          "gradient bucket of %lld floats: over MPI's int count (lower --bucket-mb)",
                           (long long)b->n);
         const int64_t dims[1] = {b->n};
         lp_prof_op_push(&all_reduce_desc, dims, -1, (double)b->n * sizeof(float));
-        int rc = MPI_Iallreduce(MPI_IN_PLACE, r->block + b->off, (int)b->n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
-                                &r->req[r->next]);
+        int rc = MPI_Iallreduce(MPI_IN_PLACE, r->block + b->off, (int)b->n, MPI_FLOAT, MPI_SUM,
+                                MPI_COMM_WORLD, &r->req[r->next]);
         lp_prof_range_pop();
         if (rc != MPI_SUCCESS)
             return lp_dist__mpi_err(rc, "MPI_Iallreduce");

@@ -122,10 +122,11 @@ lp_status lp_dp_check_weights(const lp_dp *dp, const lp_model *model)
     lp_status st = lp_dist_allgather(&h, all, sizeof h);
     for (int32_t r = 1; st == LP_OK && r < dp->world; r++)
         if (all[r] != all[0])
-            st = lp_err(LP_STATUS_INVALID_ARG,
-                        "rank %d starts from other weights than rank 0 (hash %016llx vs %016llx): every rank must "
-                        "load the same model and seed",
-                        (int)r, (unsigned long long)all[r], (unsigned long long)all[0]);
+            st = lp_err(
+                LP_STATUS_INVALID_ARG,
+                "rank %d starts from other weights than rank 0 (hash %016llx vs %016llx): every rank must "
+                "load the same model and seed",
+                (int)r, (unsigned long long)all[r], (unsigned long long)all[0]);
     free(all);
     return st;
 }
@@ -193,7 +194,8 @@ lp_status lp_dp_gather_optim(const lp_dp *dp, lp_optim *o, const lp_model *model
         o->m[i] = lp_alloc((size_t)bytes, LP_MEM_CATEGORY_TEMPORARY, "zero1.gather.exp_avg");
         o->v[i] = lp_alloc((size_t)bytes, LP_MEM_CATEGORY_TEMPORARY, "zero1.gather.exp_avg_sq");
         if (!o->m[i] || !o->v[i])
-            return lp_err(LP_STATUS_NO_MEMORY, "checkpoint: gathering the optimizer state of %s: out of memory",
+            return lp_err(LP_STATUS_NO_MEMORY,
+                          "checkpoint: gathering the optimizer state of %s: out of memory",
                           p[i].name); /* the job ends: the owner waits in its send */
         if ((st = lp_dist_recv(o->m[i], bytes, own)) == LP_OK)
             st = lp_dist_recv(o->v[i], bytes, own);
@@ -213,8 +215,8 @@ void lp_dp_release_optim(const lp_dp *dp, lp_optim *o)
         }
 }
 
-lp_status lp_dp_write_info(const lp_dp *dp, const lp_optim *o, const lp_model *model, const lp_train_config *c,
-                           const char *run_dir)
+lp_status lp_dp_write_info(const lp_dp *dp, const lp_optim *o, const lp_model *model,
+                           const lp_train_config *c, const char *run_dir)
 {
     if (dp->world == 1)
         return LP_OK;
@@ -240,8 +242,10 @@ lp_status lp_dp_write_info(const lp_dp *dp, const lp_optim *o, const lp_model *m
     }
     fprintf(f.fp,
             "{\n  \"backend\": \"%s\",\n  \"world_size\": %d,\n  \"bucket_mb\": %g,\n  \"buckets\": %d,\n"
-            "  \"zero\": %d,\n  \"optimizer_state_bytes_unsharded\": %lld,\n  \"optimizer_state_bytes_per_rank\": [",
-            lp_dist_backend(), (int)dp->world, c->bucket_mb, (int)dp->n_buckets, (int)c->zero, (long long)full);
+            "  \"zero\": %d,\n  \"optimizer_state_bytes_unsharded\": %lld,\n  "
+            "\"optimizer_state_bytes_per_rank\": [",
+            lp_dist_backend(), (int)dp->world, c->bucket_mb, (int)dp->n_buckets, (int)c->zero,
+            (long long)full);
     for (int32_t r = 0; r < dp->world; r++)
         fprintf(f.fp, "%s%lld", r ? ", " : "", (long long)all[r]);
     fprintf(f.fp, "]\n}\n");

@@ -163,8 +163,10 @@ int main(void)
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_plan_packs_from_the_end), cmocka_unit_test(test_plan_unsorted_and_oversized),
-        cmocka_unit_test(test_plan_refuses_bad_spans),  cmocka_unit_test(test_reducer_sums),
+        cmocka_unit_test(test_plan_packs_from_the_end),
+        cmocka_unit_test(test_plan_unsorted_and_oversized),
+        cmocka_unit_test(test_plan_refuses_bad_spans),
+        cmocka_unit_test(test_reducer_sums),
         cmocka_unit_test(test_collectives),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
