@@ -67,7 +67,8 @@ def main():
             for p in ps:
                 p.join()
             a.port += 1
-            print(f"torch  {method:5s} {world}r1t DDP gloo   {res[world]:10.1f} {a.batch * 1000 / res[world]:9.1f}")
+            what = f"{world}r1t DDP gloo" if world > 1 else "1r1t (no DDP)"
+            print(f"torch  {method:5s} {what:16s} {res[world]:10.1f} {a.batch * 1000 / res[world]:9.1f}")
         print(f"torch  {method:5s} scaling 1 -> 2 processes: {res[1] / res[2]:.2f}x, "
               f"efficiency {100 * res[1] / (2 * res[2]):.0f} %")
     sys.stdout.flush()

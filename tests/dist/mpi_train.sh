@@ -2,7 +2,9 @@
 # Data-parallel training on 2 MPI ranks against one process with the same global batch
 # (--batch-size is global: each rank takes half of every batch):
 #  - per-step loss within 1e-5 absolute over 20 steps, for full fine-tuning (with --grad-accum 2:
-#    no all-reduce on the accumulation step), LoRA and QLoRA on models/default, and full
+#    no all-reduce on the accumulation step; 0.25 MiB buckets: ~50 all-reduces started from
+#    backward's hook), LoRA (0.01 MiB buckets: one per few adapters) and QLoRA (one 25 MiB
+#    bucket) on models/default, and full
 #    fine-tuning of the causal LM models/tiny-llama (shards weighed by predicted tokens).
 #    1e-5: the shards' GEMMs sum in another order and the gradients are summed across ranks,
 #    f32 rounding (~1e-7 relative per op) that AdamW carries over 20 steps. Dropout is 0 in the
@@ -83,11 +85,13 @@ if "distributed.json" not in fb:
 fb.remove("distributed.json")  # the job's layout: ranks, buckets, optimizer bytes per rank
 if fa != fb:
     print(f"FAIL: {name}: the 2-rank run wrote {sorted(set(fb) ^ set(fa))} unlike the 1-process run"); sys.exit(1)
-print(f"ok: {name}: 20 steps, 2 ranks == 1 process (largest loss difference {worst:.2e}), same {len(fb)} files")
+import json
+nb = json.load(open(sys.argv[2] + "/distributed.json"))["buckets"]
+print(f"ok: {name}: 20 steps, 2 ranks == 1 process (largest loss difference {worst:.2e}, {nb} buckets), same {len(fb)} files")
 PY
 }
-same full --model "$T/model" --batch-size 8 --grad-accum 2
-same lora --model "$T/model" --batch-size 8 --method lora
+same full --model "$T/model" --batch-size 8 --grad-accum 2 --bucket-mb 0.25
+same lora --model "$T/model" --batch-size 8 --method lora --bucket-mb 0.01
 same qlora --model "$T/model" --batch-size 8 --method qlora
 head -n 401 "$S/data/sst2-mini/train.tsv" > "$T/train400.tsv"
 same llama --model "$S/models/tiny-llama" --train "$T/train400.tsv" --batch-size 8 --lr 3e-3
@@ -121,7 +125,7 @@ n=$(ls "$T/two" | wc -l)
 
 # ---- profiled: a trace per rank, loaded by loupe analyze as a 2-rank job
 lp_mpirun 2 "$L" profile --model "$T/model" --threads 1 --batch-size 8 --output-dir "$T/two" --run-id prof \
-  --profile-wait 1 --profile-warmup 1 --profile-active 2 --max-steps 4 --eval none --quiet --peak-gflops 100 --record-shapes \
+  --profile-wait 1 --profile-warmup 1 --profile-active 2 --max-steps 4 --eval none --quiet --peak-gflops 100 --record-shapes --bucket-mb 0.25 \
   >"$T/prof.out" 2>&1 || { fail "2-rank loupe profile"; cat "$T/prof.out"; }
 python3 - "$T/two/prof/profiler" <<'PY' || rc=1
 import glob, gzip, json, os, sys
@@ -130,6 +134,7 @@ tr = sorted(glob.glob(d + "/*.pt.trace.json.gz"))
 names = [os.path.basename(t) for t in tr]
 if len(tr) != 2 or not names[0].startswith("rank0.") or not names[1].startswith("rank1."):
     print(f"FAIL: traces {names}, wanted rank0.* and rank1.*"); sys.exit(1)
+started = []
 for r, t in enumerate(tr):
     j = json.load(gzip.open(t, "rt"))
     di = j.get("distributedInfo", {})
@@ -138,10 +143,16 @@ for r, t in enumerate(tr):
     ar = [e for e in j["traceEvents"] if e.get("name") == "mpi:all_reduce"]
     if not ar or not all(e["args"]["Input Dims"][0][0] * 4 == e["args"]["Bytes Moved"] > 0 for e in ar):
         print(f"FAIL: {names[r]}: {len(ar)} mpi:all_reduce events, or without their float count"); sys.exit(1)
+    # with 0.25 MiB buckets most all-reduces start inside the model's backward range (the hook)
+    bw = [e for e in j["traceEvents"] if e.get("ph") == "X" and e["name"].endswith(".backward")]
+    inside = sum(any(b["ts"] <= e["ts"] <= b["ts"] + b["dur"] for b in bw) for e in ar)
+    if not bw or inside * 2 < len(ar):
+        print(f"FAIL: {names[r]}: {inside} of {len(ar)} all-reduces start during backward"); sys.exit(1)
+    started.append(f"{inside}/{len(ar)}")
 for f in ("key_averages.txt", "summary.json"):  # rank 0's tables only
     if not os.path.exists(os.path.join(d, f)):
         print(f"FAIL: profiler/{f} missing"); sys.exit(1)
-print(f"ok: profiled: {names[0]}, {names[1]} with distributedInfo mpi 0/2, 1/2 and mpi:all_reduce events")
+print(f"ok: profiled: {names[0]}, {names[1]} with distributedInfo mpi 0/2, 1/2; all-reduces started during backward: {', '.join(started)}")
 PY
 "$L" analyze "$T/two/prof/profiler" --csv "$T/an" >"$T/an.out" 2>&1 || { fail "loupe analyze of the 2-rank folder"; cat "$T/an.out"; }
 python3 - "$T/an/ranks.csv" <<'PY' || rc=1
