@@ -4,8 +4,8 @@
 #  - per-step loss within 1e-5 absolute over 20 steps, for full fine-tuning (with --grad-accum 2:
 #    no all-reduce on the accumulation step; 0.25 MiB buckets: ~50 all-reduces started from
 #    backward's hook), LoRA (0.01 MiB buckets: one per few adapters) and QLoRA (one 25 MiB
-#    bucket) on models/default, and full
-#    fine-tuning of the causal LM models/tiny-llama (shards weighed by predicted tokens).
+#    bucket) on models/default, and full fine-tuning of the causal LM models/tiny-llama
+#    (shards weighed by predicted tokens; 0.01 MiB buckets).
 #    1e-5: the shards' GEMMs sum in another order and the gradients are summed across ranks,
 #    f32 rounding (~1e-7 relative per op) that AdamW carries over 20 steps. Dropout is 0 in the
 #    models used (dropout masks are drawn per process, not per sample, so with dropout on the
@@ -15,8 +15,9 @@
 #  - --zero 1: the same curve, each rank holding about half of AdamW's state (distributed.json),
 #    and its checkpoint resumes in one process on the 1-process curve;
 #  - profiled, each rank writes its own trace (rank in the file name, distributedInfo
-#    {backend mpi, rank, world_size 2}, mpi:all_reduce events with their float count) and
-#    loupe analyze loads the folder as 2 ranks, each with communication time > 0;
+#    {backend mpi, rank, world_size 2}, mpi:all_reduce events with their float count, most of
+#    them starting inside backward) and loupe analyze loads the folder as 2 ranks, each with
+#    communication time > 0;
 #  - a global batch that does not divide by the ranks is refused, naming --batch-size.
 set -u
 L=${LOUPE:?LOUPE must point at the loupe binary}
@@ -94,7 +95,7 @@ same full --model "$T/model" --batch-size 8 --grad-accum 2 --bucket-mb 0.25
 same lora --model "$T/model" --batch-size 8 --method lora --bucket-mb 0.01
 same qlora --model "$T/model" --batch-size 8 --method qlora
 head -n 401 "$S/data/sst2-mini/train.tsv" > "$T/train400.tsv"
-same llama --model "$S/models/tiny-llama" --train "$T/train400.tsv" --batch-size 8 --lr 3e-3
+same llama --model "$S/models/tiny-llama" --train "$T/train400.tsv" --batch-size 8 --lr 3e-3 --bucket-mb 0.01
 # ZeRO-1: the same curve, AdamW's state split between the ranks (measured by each rank: the
 # bytes it allocated), and its checkpoint (rank 0 gathers the state) resumes in one process
 # on the uninterrupted 1-process curve
