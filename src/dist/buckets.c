@@ -35,12 +35,12 @@ lp_status lp_dist_buckets_plan(const lp_dist_span *spans, int32_t n_spans, int64
     for (int32_t i = 0; i < n_spans; i++) {
         const int64_t end = i + 1 < n_spans ? s[i + 1].off : total;
         if (s[i].n < 1 || s[i].off < 0 || s[i].off + s[i].n > end) {
+            const long long lo = (long long)s[i].off, hi = (long long)(s[i].off + s[i].n);
             free(s);
             free(b);
-            return lp_err(
-                LP_STATUS_INVALID_ARG,
-                "gradient buckets: span [%lld, %lld) overlaps the next one or leaves the %lld-float block",
-                (long long)s[i].off, (long long)(s[i].off + s[i].n), (long long)total);
+            return lp_err(LP_STATUS_INVALID_ARG,
+                          "gradient buckets: span [%lld, %lld) overlaps the next one or leaves the %lld-float block",
+                          lo, hi, (long long)total);
         }
     }
     const int64_t cap = bucket_bytes / (int64_t)sizeof(float);

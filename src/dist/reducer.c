@@ -17,6 +17,7 @@ struct lp_dist_reducer {
 #endif
 };
 
+#ifdef LP_HAVE_MPI
 /* The collective as PyTorch's process groups name theirs ("gloo:all_reduce"; ProcessGroupMPI
  * says "mpi:all_reduce"), with the float count as its input shape: loupe analyze and HTA
  * count these names as communication. */
@@ -26,6 +27,7 @@ static const lp_prof_op_desc all_reduce_desc = {.name = "mpi:all_reduce",
                                                 .rank = {1},
                                                 .type = {"float"}};
 static const lp_prof_op_desc wait_desc = {.name = "mpi:wait", .cat = LP_PROF_CAT_USER_ANNOTATION};
+#endif
 
 lp_status lp_dist_reducer_init(lp_dist_reducer **out, float *block, const lp_dist_buckets *plan)
 {
@@ -71,14 +73,12 @@ int32_t lp_dist_reducer_started(const lp_dist_reducer *r)
     return r->next;
 }
 
+#ifdef LP_HAVE_MPI
 static bool distributed(void)
 {
-#ifdef LP_HAVE_MPI
     return lp_dist__mpi_on() && lp_dist_world_size() > 1;
-#else
-    return false;
-#endif
 }
+#endif
 
 /* Starts bucket r->next. */
 static lp_status start_next(lp_dist_reducer *r)
