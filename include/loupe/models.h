@@ -177,6 +177,16 @@ LP_WARN_UNUSED lp_status lp_model_backward(lp_model *m);
 void lp_model_set_dloss_scale(lp_model *m, float scale);
 /* Sets every gradient to zero. */
 void lp_model_zero_grad(lp_model *m);
+/* Called by lp_model_backward as parameter gradients become final, so that a data-parallel
+ * trainer can start reducing them while backward goes on: stage num_layers after the head,
+ * then l after layer l (L-1 down to 0); the embeddings' are final when backward returns.
+ * fn NULL: no calls. user is borrowed. */
+typedef void (*lp_model_grad_ready_fn)(void *user, int32_t stage);
+void lp_model_set_grad_ready(lp_model *m, lp_model_grad_ready_fn fn, void *user);
+/* The gradient block: every trainable parameter's grad points into it, 64-byte aligned, the
+ * floats between tensors kept zero. n_floats gets its length (0 and NULL: no gradients).
+ * Owned by the model; valid until lp_model_set_trainable or lp_model_free. */
+float *lp_model_grad_block(lp_model *m, int64_t *n_floats);
 /* The global L2 norm over every gradient (torch.nn.utils.clip_grad_norm_), and with
  * max_norm > 0 all gradients scaled by max_norm / norm when the norm exceeds it (<= 0:
  * measured only). Returns the norm before clipping, which may be inf or NaN. */

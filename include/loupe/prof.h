@@ -591,6 +591,9 @@ int64_t lp_prof_traces_saved(void);
 /* The default on_trace_ready: writes cfg.exports into dir (created). user must be the
  * lp_prof_config the session runs with, or NULL for the running session's. */
 LP_WARN_UNUSED lp_status lp_prof_export_default(const lp_prof_events *ev, void *user);
+/* This process's rank in a data-parallel job, written as the traces' distributedInfo
+ * {"backend", "rank", "world_size"} (default "none", 0, 1). backend is copied. */
+void lp_prof_set_distributed(const char *backend, int32_t rank, int32_t world_size);
 /* Path of the last trace file the default handler wrote ("" if none). */
 const char *lp_prof_last_trace_path(void);
 

@@ -94,6 +94,8 @@ typedef struct lp_train_config {
     lp_exec_mode exec;          /* default fused */
     bool grad_checkpointing;    /* keep layer inputs only, recompute each layer in backward */
     int threads;                /* 0: lp_threads_init's choice */
+    double bucket_mb;           /* data-parallel gradient buckets, MiB (25, as DDP's bucket_cap_mb) */
+    int32_t zero;               /* data-parallel: 1 shards AdamW's state over the ranks (ZeRO stage 1) */
     int64_t checkpoint_every;   /* steps; 0 = only at the end */
     int32_t keep_checkpoints;   /* newest kept (0 = all); default 2 */
     const char *resume;         /* checkpoint dir, or a run dir (its newest checkpoint) */
@@ -136,11 +138,18 @@ void lp_train_config_init(lp_train_config *c);
  * moments for each trainable parameter (OPTIMIZER_STATE memory). */
 typedef struct lp_optim {
     size_t n;                  /* = number of model parameters; m[i]/v[i] NULL when frozen */
-    float **m, **v;
+    float **m, **v;            /* (sharded: NULL too where another rank owns the parameter) */
     int64_t t;                 /* steps taken (torch's state["step"]) */
+    int32_t *owner;            /* (n) sharded: the rank that updates parameter i (-1 frozen); else NULL */
+    int64_t state_bytes;       /* bytes of m and v this process holds */
 } lp_optim;
 
 LP_WARN_UNUSED lp_status lp_optim_init(lp_optim *o, const lp_model *model);
+/* ZeRO stage 1: the trainable parameters split into world contiguous runs of about equal
+ * size (whole tensors); this rank (rank) keeps and updates the AdamW state of its own run only,
+ * and lp_optim_step skips the others (the caller then broadcasts each from its owner). world 1
+ * is lp_optim_init. */
+LP_WARN_UNUSED lp_status lp_optim_init_sharded(lp_optim *o, const lp_model *model, int32_t rank, int32_t world);
 /* One torch.optim.AdamW step over every trainable parameter at learning rate lr, with c's
  * betas, eps and weight decay (none on biases and LayerNorm, as HF Trainer). */
 void lp_optim_step(lp_optim *o, lp_model *model, const lp_train_config *c, double lr);
@@ -156,6 +165,10 @@ typedef struct lp_train_result {
                                                      * and F1 always NaN for a causal LM) */
     double eval_perplexity;     /* causal LM: exp(token-weighted mean eval loss); NaN otherwise */
     bool interrupted;
+    /* Data-parallel (mpirun): the error came after the ranks agreed to train, so other ranks
+     * may be waiting in a collective for this one: the caller should end the job
+     * (lp_dist_abort) rather than return. Always false with one rank. */
+    bool abort_job;
     /* HF Trainer's train metrics (what trainer.train() returns and SFTTrainer runs print; also
      * train_results.json): seconds of the whole run, samples and optimizer steps per second
      * (samples: rows, a packed row counting once, as the Trainer counts its dataset's rows),

@@ -14,12 +14,13 @@
 #include "cli.h"
 #include "cli_train.h"
 #include "loupe/data.h"
+#include "loupe/dist.h"
 #include "loupe/prof.h"
 
 enum {
     O_MODEL = 1000, O_TRAIN, O_EVAL, O_TEXT_COL, O_PAIR_COL, O_LABEL_COL, O_METHOD, O_RANK, O_ALPHA, O_TARGETS,
     O_EPOCHS, O_MAX_STEPS, O_BATCH, O_ACCUM, O_LR, O_SCHED, O_WARMUP_RATIO, O_WARMUP_STEPS, O_WD, O_CLIP, O_SEED,
-    O_MAXLEN, O_EXEC, O_THREADS, O_CKPT_EVERY, O_KEEP, O_RESUME, O_SAVE, O_OUTDIR, O_RUNID, O_CONFIG, O_PROGRESS,
+    O_MAXLEN, O_EXEC, O_THREADS, O_BUCKET_MB, O_ZERO, O_CKPT_EVERY, O_KEEP, O_RESUME, O_SAVE, O_OUTDIR, O_RUNID, O_CONFIG, O_PROGRESS,
     O_NO_PROGRESS, O_LOG_EVERY, O_QUIET, O_PROFILE, O_P_WAIT, O_P_WARMUP, O_P_ACTIVE, O_P_REPEAT, O_MEMLOG,
     O_LORA_DROPOUT, O_RSLORA, O_SKIP_BAD, O_EVAL_SPLIT, O_BASE_DTYPE, O_ADAPTER, O_SAVE_ADAPTER, O_MERGE,
     O_EXPORT_TRACE, O_EXPORT_MEMTL, O_WITH_STACK, O_RECORD_SHAPES, O_INJECT_NAN, O_PEAK, O_GRAD_CKPT, O_TASK, O_OVERWRITE,
@@ -69,6 +70,8 @@ static const struct option opts[] = {
     {"exec", required_argument, NULL, O_EXEC},
     {"gradient-checkpointing", optional_argument, NULL, O_GRAD_CKPT},
     {"threads", required_argument, NULL, O_THREADS},
+    {"bucket-mb", required_argument, NULL, O_BUCKET_MB},
+    {"zero", required_argument, NULL, O_ZERO},
     {"checkpoint-every", required_argument, NULL, O_CKPT_EVERY},
     {"keep-checkpoints", required_argument, NULL, O_KEEP},
     {"resume", required_argument, NULL, O_RESUME},
@@ -138,6 +141,9 @@ static void usage(const char *cmd, bool profile)
            "  --lr X (5e-4), --lr-schedule linear|cosine|constant, --warmup-ratio X (0.1), --warmup-steps N\n"
            "  --weight-decay X (0.01), --max-grad-norm X (1.0; 0 = off), --seed N (42)\n"
            "  --exec eager|fused (fused), --threads N\n"
+           "Data-parallel (mpirun -np N loupe train ...; --batch-size stays the global batch):\n"
+           "  --bucket-mb X          gradient all-reduce bucket size in MiB (25)\n"
+           "  --zero 0|1             1: shard AdamW's state over the ranks (ZeRO stage 1; default 0)\n"
            "  --gradient-checkpointing[=BOOL]  keep layer inputs only, recompute layers in backward\n"
            "  --checkpoint-every N (0 = at the end only), --keep-checkpoints N (2; 0 = all)\n"
            "  --resume DIR           a checkpoint or a run directory (its newest checkpoint)\n"
@@ -356,6 +362,12 @@ static int apply(const char *cmd, lp_train_config *c, int id, const char *flag, 
             return lp_cli_usage_error(cmd, "%s", lp_err_msg());
         break;
     case O_THREADS: LONG(1, 4096, c->threads); break;
+    case O_ZERO: LONG(0, 1, c->zero); break;
+    case O_BUCKET_MB:
+        DBL(0, c->bucket_mb);
+        if (!(c->bucket_mb > 0))
+            return lp_cli_usage_error(cmd, "--bucket-mb must be > 0");
+        break;
     case O_GRAD_CKPT: BOOL(c->grad_checkpointing); break;
     case O_CKPT_EVERY: LONG(0, 1000000000, c->checkpoint_every); break;
     case O_KEEP: LONG(0, 1000000, c->keep_checkpoints); break;
@@ -567,9 +579,28 @@ int lp_cli_train_main(const char *cmd, int argc, char **argv, bool profile)
         rc = lp_cli_usage_error(cmd, "--overwrite and --resume exclude each other (resume keeps the run's files)");
         goto out;
     }
+    if (lp_dist_init() != LP_OK) { // a non-MPI build under mpirun -np N refuses here
+        fprintf(stderr, "loupe %s: %s\n", cmd, lp_err_msg());
+        rc = LP_EXIT_USAGE;
+        goto out;
+    }
     lp_train_install_signal_handlers();
     lp_train_result r;
     lp_status st = lp_train_run(&c, &r);
+    const int32_t rank = lp_dist_rank(), world = lp_dist_world_size();
+    if (world > 1 && ((st != LP_OK && st != LP_STATUS_INTERRUPTED) || rank != 0)) {
+        /* rank 0 reports the job; another rank speaks only of a failure of its own */
+        if (st != LP_OK && st != LP_STATUS_INTERRUPTED && (rank == 0 || !strstr(lp_err_msg(), "another rank stopped")))
+            fprintf(stderr, "loupe %s (rank %d of %d): %s\n", cmd, (int)rank, (int)world, lp_err_msg());
+        rc = st == LP_OK                   ? LP_EXIT_OK
+             : st == LP_STATUS_INTERRUPTED ? 130
+             : st == LP_STATUS_INVALID_ARG ? LP_EXIT_USAGE
+                                           : LP_EXIT_FAIL;
+        if (r.abort_job) // others may wait for this rank in a collective: end them all
+            lp_dist_abort(rc);
+        lp_dist_finalize();
+        goto out;
+    }
     if (st == LP_OK || st == LP_STATUS_INTERRUPTED) {
         if (st == LP_STATUS_INTERRUPTED)
             fprintf(stderr, "loupe %s: %s\n", cmd, lp_err_msg());
@@ -597,6 +628,7 @@ int lp_cli_train_main(const char *cmd, int argc, char **argv, bool profile)
     } else {
         rc = lp_cli_fail(cmd);
     }
+    lp_dist_finalize();
 out:
     lp_cli_strpool_free(&pool);
     return rc;

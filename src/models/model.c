@@ -431,6 +431,8 @@ lp_status lp_model_backward(lp_model *m)
 
     lp_cross_entropy_backward(dlogits, m->logits, m->lse, m->labels, rows, m->n_classes, -100, m->dloss_scale);
     m->fam->head_backward(m, dA, dlogits, scratch, B, T);
+    if (m->grad_ready)
+        m->grad_ready(m->grad_ready_user, (int32_t)m->L);
     for (int64_t l = m->L - 1; l >= 0; l--) {
         const float *x = lp_model_hidden(m, (int32_t)l);
         const int64_t slot = m->fwd_ckpt ? 0 : l;
@@ -447,6 +449,8 @@ lp_status lp_model_backward(lp_model *m)
         m->pass_ctx = ctx;
         float *dx = l > 0 || emb_grad ? dB : NULL;
         m->fam->layer_backward(m, l, slot, &ctx, dx, dA, x, scratch, B, T);
+        if (m->grad_ready)
+            m->grad_ready(m->grad_ready_user, (int32_t)l);
         float *t = dA;
         dA = dB;
         dB = t;
@@ -464,6 +468,18 @@ void lp_model_zero_grad(lp_model *m)
     LP_PROF_SCOPE(LP_PROF_NAME_OPTIMIZER_ZERO_GRAD);
     if (m->n_grad_floats)
         memset(m->grad_block, 0, (size_t)m->n_grad_floats * sizeof(float));
+}
+
+void lp_model_set_grad_ready(lp_model *m, lp_model_grad_ready_fn fn, void *user)
+{
+    m->grad_ready = fn;
+    m->grad_ready_user = user;
+}
+
+float *lp_model_grad_block(lp_model *m, int64_t *n_floats)
+{
+    *n_floats = m->n_grad_floats;
+    return m->n_grad_floats ? m->grad_block : NULL;
 }
 
 double lp_model_grad_clip(lp_model *m, double max_norm)

@@ -171,6 +171,8 @@ struct lp_model {
     lp_rng rng;        /* dropout stream */
     lp_rng *layer_rng; /* (L) stream state at each layer's forward: recompute replays it */
     float dloss_scale;
+    lp_model_grad_ready_fn grad_ready; /* backward's per-stage hook (borrowed), or NULL */
+    void *grad_ready_user;
 
     /* activations (ACTIVATION), scratch (TEMPORARY), inputs (INPUT), sized for the batch */
     float *act_block;

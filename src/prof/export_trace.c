@@ -6,8 +6,21 @@
 #include "prof_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+/* The process's place in a data-parallel job (lp_prof_set_distributed): what HTA and loupe
+ * analyze key a multi-rank folder by. A single process is rank 0 of 1. */
+static char g_dist_backend[16] = "none";
+static int32_t g_dist_rank = 0, g_dist_world = 1;
+
+void lp_prof_set_distributed(const char *backend, int32_t rank, int32_t world_size)
+{
+    snprintf(g_dist_backend, sizeof g_dist_backend, "%s", backend && *backend ? backend : "none");
+    g_dist_rank = rank >= 0 ? rank : 0;
+    g_dist_world = world_size >= 1 ? world_size : 1;
+}
 
 static int ends_with(const char *s, const char *suf)
 {
@@ -121,8 +134,10 @@ lp_status lp_prof_export_chrome(const lp_prof_events *ev, const char *path)
     lp_prof_out_puts(o, "{\n  \"schemaVersion\": 1,\n");
     lp_prof__write_device_props(o, devs, n_dev);
     /* HTA finds the rank with the regex "rank":\s+(\d+): keep the space, keep it early. */
-    lp_prof_out_puts(o, "  \"distributedInfo\": {\"backend\": \"none\", \"rank\": 0, "
-                        "\"world_size\": 1},\n");
+    char dist[160];
+    snprintf(dist, sizeof dist, "  \"distributedInfo\": {\"backend\": \"%s\", \"rank\": %d, \"world_size\": %d},\n",
+             g_dist_backend, (int)g_dist_rank, (int)g_dist_world);
+    lp_prof_out_puts(o, dist);
     if (in->record_shapes)
         lp_prof_out_puts(o, "  \"record_shapes\": 1,\n");
     if (in->profile_memory)

@@ -43,7 +43,7 @@ static int classify(const lp_prof_event *e)
     if (strcmp(c, "cuda_runtime") == 0 || strcmp(c, "cuda_driver") == 0 ||
         strcmp(c, "runtime") == 0)
         return LP_PROF_STEP_PART_RUNTIME;
-    if (starts(e->name, "nccl:") || starts(e->name, "gloo:"))
+    if (starts(e->name, "nccl:") || starts(e->name, "gloo:") || starts(e->name, "mpi:"))
         return LP_PROF_STEP_PART_COMMUNICATION;
     if (starts(e->name, "enumerate(DataLoader)#") || starts(e->name, "enumerate(DataPipe)#"))
         return LP_PROF_STEP_PART_DATALOADER;

@@ -128,7 +128,7 @@ static int contains_ci(const char *s, const char *w)
 static int is_comm_name(const char *n)
 {
     return contains_ci(n, "nccl") || contains_ci(n, "rccl") || contains_ci(n, "gloo") ||
-           !strncmp(n, "c10d::", 6) || !strcmp(n, "record_param_comms");
+           !strncmp(n, "c10d::", 6) || !strncmp(n, "mpi:", 4) || !strcmp(n, "record_param_comms");
 }
 
 /* The key of an ac2g flow's end: the stream and the start of the kernel it lands on. */

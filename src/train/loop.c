@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "loupe/dist.h"
 #include "train_internal.h"
 
 typedef struct run {
@@ -35,6 +36,8 @@ typedef struct run {
     double t_start, elapsed0;
     int64_t em_before;          /* exact-match hits before training; -1 not measured */
     lp_contention busy;         /* step wall vs process CPU time: is the machine busy? */
+    lp_dp dp;                   /* data-parallel ranks (one: a plain run) */
+    bool lead;                  /* rank 0: evaluates, logs and writes the run directory */
 } run;
 
 /* models/default keeps the seed its weights are drawn from in config.json. */
@@ -59,6 +62,17 @@ static lp_status check_config(const lp_train_config *c)
         return lp_err(LP_STATUS_INVALID_ARG, "--batch-size must be >= 1");
     if (c->grad_accum < 1)
         return lp_err(LP_STATUS_INVALID_ARG, "--grad-accum must be >= 1");
+    const int32_t world = lp_dist_world_size();
+    if (c->batch_size % world)
+        return lp_err(LP_STATUS_INVALID_ARG,
+                      "--batch-size %d is the global batch and must divide by the %d ranks (each takes an equal "
+                      "shard); use a multiple of %d",
+                      c->batch_size, (int)world, (int)world);
+    if (!(c->bucket_mb > 0))
+        return lp_err(LP_STATUS_INVALID_ARG, "--bucket-mb must be > 0");
+    if (c->zero != 0 && c->zero != 1)
+        return lp_err(LP_STATUS_INVALID_ARG, "--zero %d: only stage 0 (off) and 1 (AdamW state sharded) exist",
+                      (int)c->zero);
     if (c->max_seq_len < 2)
         return lp_err(LP_STATUS_INVALID_ARG, "--max-seq-len must be >= 2");
     if (c->epochs < 1 && c->max_steps < 1)
@@ -207,7 +221,7 @@ static lp_status finish_epoch(run *R, int64_t epoch, bool complete, bool do_eval
     er.time_s = ms / 1000.0;
     er.samples_per_s = ms > 0 ? samples / er.time_s : 0;
     er.tokens_per_s = ms > 0 ? tokens / er.time_s : 0;
-    if (do_eval && R->d.has_eval) {
+    if (do_eval && R->d.has_eval && R->lead) { /* the other ranks hold the same weights */
         const bool lm = R->task == LP_MODEL_TASK_CAUSAL_LM;
         lp_status st = lm ? evaluate_lm(R, &er.eval_loss, &er.eval_perplexity)
                           : evaluate(R, &er.eval_loss, &er.eval_accuracy, &er.eval_f1);
@@ -247,46 +261,68 @@ static lp_status train_step(run *R, lp_data_pos *pos, int64_t step, lp_step_rec 
     rec->step = step;
     rec->epoch = pos->epoch;
     lp_model_zero_grad(R->model);
-    lp_model_set_dloss_scale(R->model, 1.0f / (float)k);
+    const int32_t rank = R->dp.rank, world = R->dp.world;
     double loss = 0;
     for (int32_t a = 0; a < k; a++) {
         int64_t first = pos->batch * c->batch_size;
         int32_t n = (int32_t)(R->d.etrain.n - first < c->batch_size ? R->d.etrain.n - first : c->batch_size);
+        /* this rank's contiguous shard of the global batch (all of it with one rank) */
+        const int32_t lo = (int32_t)((int64_t)n * rank / world), nl = (int32_t)((int64_t)n * (rank + 1) / world) - lo;
         double t1 = lp_train_now_s();
-        lp_prof_range_push(LP_TRAIN_RANGE_DATALOADER);
-        lp_status st = lp_batch_fill(&R->batch, &R->d.etrain, R->order + first, n, 0);
-        lp_prof_range_pop();
+        lp_status st = LP_OK;
+        if (nl > 0) {
+            lp_prof_range_push(LP_TRAIN_RANGE_DATALOADER);
+            st = lp_batch_fill(&R->batch, &R->d.etrain, R->order + first + lo, nl, 0);
+            lp_prof_range_pop();
+        }
         double t2 = lp_train_now_s();
         if (st != LP_OK)
             return st;
-        float l; /* a causal LM's labels are the ids (-100 on padding); a classifier's, one per row */
-        const int32_t *labels = R->task == LP_MODEL_TASK_CAUSAL_LM ? R->batch.lm_labels : R->batch.labels;
+        /* a causal LM's labels are the ids (-100 on padding); a classifier's, one per row. Its
+         * loss is a mean over rows, or over predicted tokens: the count that weighs a shard. */
+        const bool lm = R->task == LP_MODEL_TASK_CAUSAL_LM;
+        const int32_t *labels = lm ? R->batch.lm_labels : R->batch.labels;
         float *lg = c->detect_anomaly ? R->logits : NULL;
-        st = lp_model_loss_forward(R->model, R->batch.input_ids, R->batch.attention_mask, type_ids_of(R), labels,
-                                   R->batch.B, R->batch.T, lg, &l);
-        double t3 = lp_train_now_s();
-        if (st == LP_STATUS_NUMERIC)
-            l = NAN;
-        else if (st != LP_OK)
-            return lp_err_wrap(st, "step %lld", (long long)step);
-        if (c->detect_anomaly && (st = lp_anomaly_forward(R->model, lg, R->batch.B, R->batch.T, step)) != LP_OK)
+        float l = 0;
+        double count = nl > 0 ? (world > 1 && lm ? (double)predicted_tokens(&R->batch) : (double)nl) : 0;
+        const bool run_pass = count > 0; /* a shard with nothing to predict adds nothing */
+        if (run_pass) {
+            st = lp_model_loss_forward(R->model, R->batch.input_ids, R->batch.attention_mask, type_ids_of(R),
+                                       labels, R->batch.B, R->batch.T, lg, &l);
+            if (st == LP_STATUS_NUMERIC)
+                l = NAN;
+            else if (st != LP_OK)
+                return lp_err_wrap(st, "step %lld", (long long)step);
+            if (c->detect_anomaly && (st = lp_anomaly_forward(R->model, lg, R->batch.B, R->batch.T, step)) != LP_OK)
+                return st;
+        }
+        /* the global batch's loss: the shards' means weighed by their counts (one rank: l) */
+        double g[3] = {count > 0 ? (double)l * count : 0, count, nl > 0 ? (double)R->batch.n_tokens : 0};
+        if (world > 1 && (st = lp_dist_allreduce_sum_f64(g, 3)) != LP_OK)
             return st;
+        double gl = world > 1 ? g[0] / g[1] : (double)l;
+        double t3 = lp_train_now_s();
         if (c->inject_nan_step == step)
-            l = NAN;
-        if (!isfinite(l))
+            gl = NAN;
+        if (!isfinite(gl))
             return lp_err(LP_STATUS_NUMERIC, "loss is %s at step %lld (epoch %lld); stopping (try a lower --lr)",
-                          isnan(l) ? "NaN" : "infinite", (long long)step, (long long)pos->epoch + 1);
-        if ((st = lp_model_backward(R->model)) != LP_OK)
+                          isnan(gl) ? "NaN" : "infinite", (long long)step, (long long)pos->epoch + 1);
+        /* each rank's gradient weighs its shard, so that their sum is the global batch's */
+        lp_model_set_dloss_scale(R->model, (float)((world > 1 ? count / g[1] : 1.0) / (double)k));
+        lp_dp_reduce_next_backward(&R->dp, a == k - 1); /* no all-reduce on accumulation steps */
+        if (run_pass && (st = lp_model_backward(R->model)) != LP_OK)
             return lp_err_wrap(st, "step %lld backward", (long long)step);
+        if (a == k - 1 && (st = lp_dp_finish(&R->dp)) != LP_OK)
+            return lp_err_wrap(st, "step %lld gradient all-reduce", (long long)step);
         if (c->detect_anomaly && (st = lp_anomaly_backward(R->model, step)) != LP_OK)
             return st;
         double t4 = lp_train_now_s();
-        loss += l;
+        loss += gl;
         rec->data_ms += (t2 - t1) * 1e3;
         rec->fwd_ms += (t3 - t2) * 1e3;
         rec->bwd_ms += (t4 - t3) * 1e3;
         rec->samples += n;
-        rec->tokens += R->batch.n_tokens;
+        rec->tokens += (int64_t)g[2];
         pos->batch++;
     }
     rec->loss = loss / k;
@@ -300,7 +336,10 @@ static lp_status train_step(run *R, lp_data_pos *pos, int64_t step, lp_step_rec 
     }
     rec->lr = lp_lr_at(c->schedule, c->lr, R->warmup, R->total, step - 1);
     lp_optim_step(&R->opt, R->model, c, rec->lr);
+    lp_status ss = lp_dp_sync_params(&R->dp, &R->opt, R->model); /* ZeRO-1: owners broadcast */
     lp_prof_range_pop();
+    if (ss != LP_OK)
+        return lp_err_wrap(ss, "step %lld parameter broadcast", (long long)step);
     double t6 = lp_train_now_s();
     rec->opt_ms = (t6 - t5) * 1e3;
     rec->step_ms = (t6 - t0) * 1e3;
@@ -384,7 +423,11 @@ static lp_status setup(run *R, const lp_train_config *c, char *resumed, size_t r
         R->logits = malloc((size_t)c->batch_size * mi.num_labels * sizeof *R->logits);
     if (!R->order || (R->task == LP_MODEL_TASK_SEQ_CLS && !R->logits))
         return lp_err(LP_STATUS_NO_MEMORY, "training buffers: out of memory");
-    if ((st = lp_optim_init(&R->opt, R->model)) != LP_OK)
+    const bool shard = c->zero == 1 && lp_dist_world_size() > 1;
+    if ((st = lp_optim_init_sharded(&R->opt, R->model, shard ? lp_dist_rank() : 0, shard ? lp_dist_world_size() : 1)) !=
+        LP_OK)
+        return st;
+    if ((st = lp_dp_init(&R->dp, R->model, c->bucket_mb)) != LP_OK)
         return st;
     if (c->resume && *c->resume) {
         if ((st = lp_ckpt_load(c->resume, c, R->model, &R->opt, cs, &R->h, resumed, rcap)) != LP_OK)
@@ -485,45 +528,79 @@ static lp_status claim_auto_dir(const char *out_dir, const char *id, char *dir, 
     return lp_err(LP_STATUS_IO, "%s: 999 runs named %s already; choose --run-id", out_dir, id);
 }
 
-lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
+/* Rank 0's run directory: its id, the lock, config.json and the TensorBoard writer. */
+static lp_status open_run_dir(run *R, lp_train_result *res, lp_runlock *lock, const char *resumed)
 {
-    run R = {.c = c, .em_before = -1};
+    const lp_train_config *c = R->c;
+    if (c->run_id && *c->run_id)
+        snprintf(R->run_id, sizeof R->run_id, "%s", c->run_id);
+    else
+        make_run_id(R->run_id, sizeof R->run_id);
+    const char *out_dir = c->output_dir ? c->output_dir : "reports";
+    snprintf(R->run_dir, sizeof R->run_dir, "%s/%s", out_dir, R->run_id);
+    lp_status st;
+    if (!(c->run_id && *c->run_id) &&
+        (st = claim_auto_dir(out_dir, R->run_id, R->run_dir, sizeof R->run_dir)) != LP_OK)
+        return st;
+    snprintf(res->run_dir, sizeof res->run_dir, "%s", R->run_dir);
+    if ((st = lp_runlock_acquire(R->run_dir, c->overwrite, c->resume && *c->resume, c->quiet, lock)) != LP_OK)
+        return st;
+    if ((st = lp_rundir_write_config(R->run_dir, c, R->model, &R->d, R->total, R->warmup, *resumed ? resumed : NULL)) !=
+        LP_OK)
+        return st;
+    char p[1200];
+    snprintf(p, sizeof p, "%s/tensorboard", R->run_dir);
+    return lp_tb_writer_open(p, &R->tb);
+}
+
+lp_status lp_train_run(const lp_train_config *c0, lp_train_result *res)
+{
+    /* Data-parallel: rank 0 logs the global figures and alone writes the run directory; the
+     * other ranks train silently and write nothing but their own trace. */
+    lp_train_config cc = *c0;
+    const bool lead = lp_dist_rank() == 0;
+    if (!lead) {
+        cc.quiet = true;
+        cc.progress = 0;
+        cc.exact_match = false;
+        cc.memory_log_steps = 0;
+    }
+    const lp_train_config *c = &cc;
+    run R = {.c = c, .em_before = -1, .lead = lead};
+    R.dp.rank = lp_dist_rank();
+    R.dp.world = lp_dist_world_size();
     memset(res, 0, sizeof *res);
     res->eval_loss = res->eval_accuracy = res->eval_macro_f1 = res->eval_perplexity = NAN;
     char resumed[1024] = "";
     lp_ckpt_state cs = {0};
     bool prof_started = false;
     lp_runlock lock = {.fd = -1};
-    lp_status st = setup(&R, c, resumed, sizeof resumed, &cs);
+    /* every rank sets up alike; one that fails stops them all here, before any other collective */
+    lp_status st = lp_dp_agree(&R.dp, setup(&R, c, resumed, sizeof resumed, &cs));
     if (st != LP_OK)
         goto done;
+    if ((st = lp_dp_check_weights(&R.dp, R.model)) != LP_OK)
+        goto done;
 
-    /* inputs are good: the run directory appears now */
-    if (c->run_id && *c->run_id)
-        snprintf(R.run_id, sizeof R.run_id, "%s", c->run_id);
-    else
-        make_run_id(R.run_id, sizeof R.run_id);
-    const char *out_dir = c->output_dir ? c->output_dir : "reports";
-    snprintf(R.run_dir, sizeof R.run_dir, "%s/%s", out_dir, R.run_id);
-    if (!(c->run_id && *c->run_id) && (st = claim_auto_dir(out_dir, R.run_id, R.run_dir, sizeof R.run_dir)) != LP_OK)
+    /* inputs are good: the run directory appears now (rank 0's; the others learn its path) */
+    if (lead)
+        st = open_run_dir(&R, res, &lock, resumed);
+    if ((st = lp_dp_agree(&R.dp, st)) != LP_OK)
+        goto done;
+    if ((st = lp_dist_broadcast(R.run_dir, sizeof R.run_dir, 0)) != LP_OK ||
+        (st = lp_dist_broadcast(R.run_id, sizeof R.run_id, 0)) != LP_OK)
         goto done;
     snprintf(res->run_dir, sizeof res->run_dir, "%s", R.run_dir);
-    if ((st = lp_runlock_acquire(R.run_dir, c->overwrite, c->resume && *c->resume, c->quiet, &lock)) != LP_OK)
-        goto done;
-    if ((st = lp_rundir_write_config(R.run_dir, c, R.model, &R.d, R.total, R.warmup, *resumed ? resumed : NULL)) !=
-        LP_OK)
+    if ((st = lp_dp_write_info(&R.dp, &R.opt, R.model, c, R.run_dir)) != LP_OK)
         goto done;
     char p[1200];
-    snprintf(p, sizeof p, "%s/tensorboard", R.run_dir);
-    if ((st = lp_tb_writer_open(p, &R.tb)) != LP_OK)
-        goto done;
 
     /* machine peak for MFU: given, or measured with the run's thread count. The probe keeps
      * the best of many short runs, so a busy machine reads low: 0.25 s per figure gives it
      * a few chances at an uncontended slice (--peak-gflops avoids the guess). */
     double peak = c->peak_gflops;
     const char *peak_src = "--peak-gflops";
-    if (peak <= 0) {
+    if (peak <= 0 && lead) {
         peak_src = "lp_peak_fma_gflops";
         peak = lp_peak_fma_gflops(0.25);
     }
@@ -548,6 +625,17 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
                      (c->with_stack ? LP_PROF_EXPORT_STACKS : 0);
         pc.on_trace_ready = lp_train_on_trace_ready;
         pc.user = &R.pf;
+        char worker[32];
+        if (R.dp.world > 1) { /* rankN.<ns>.pt.trace.json.gz side by side in one folder */
+            snprintf(worker, sizeof worker, "rank%d", (int)R.dp.rank);
+            pc.worker_name = worker;
+        }
+        if (!lead) { /* its trace alone: the tables and summary are rank 0's */
+            pc.exports = c->export_trace ? LP_PROF_EXPORT_TRACE : 0;
+            pc.on_trace_ready = NULL;
+            pc.user = NULL;
+        }
+        lp_prof_set_distributed(lp_dist_backend(), R.dp.rank, R.dp.world);
         lp_prof_set_thread_name("main");
         if ((st = lp_prof_start(&pc)) != LP_OK)
             goto done;
@@ -582,7 +670,7 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
             break;
         }
         step++;
-        if (lp_contention_add(&R.busy, rec.step_ms / 1e3, lp_cpu_time_s() - cpu0)) {
+        if (lp_contention_add(&R.busy, rec.step_ms / 1e3, lp_cpu_time_s() - cpu0) && lead) {
             char note[512];
             lp_progress_end(&pg);
             fprintf(stderr, "loupe train: step %lld: %s\n", (long long)step,
@@ -591,11 +679,11 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
         if ((st = lp_history_add_step(&R.h, &rec)) != LP_OK)
             break;
         double wt = (double)time(NULL);
-        if ((st = lp_tb_writer_scalar(R.tb, "train/loss", step, (float)rec.loss, wt)) != LP_OK ||
+        if (R.tb && ((st = lp_tb_writer_scalar(R.tb, "train/loss", step, (float)rec.loss, wt)) != LP_OK ||
             (st = lp_tb_writer_scalar(R.tb, "train/lr", step, (float)rec.lr, wt)) != LP_OK ||
             (st = lp_tb_writer_scalar(R.tb, "train/grad_norm", step, (float)rec.grad_norm, wt)) != LP_OK ||
             (st = lp_tb_writer_scalar(R.tb, "train/samples_per_s", step,
-                                      (float)(rec.step_ms > 0 ? rec.samples * 1e3 / rec.step_ms : 0), wt)) != LP_OK)
+                                      (float)(rec.step_ms > 0 ? rec.samples * 1e3 / rec.step_ms : 0), wt)) != LP_OK))
             break;
         lp_progress_step(&pg, &rec);
         if (c->memory_log_steps > 0 && step % c->memory_log_steps == 0 && !c->quiet) {
@@ -615,10 +703,19 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
                 break;
         }
         bool stop = lp_train_stop_requested();
+        if (R.dp.world > 1) { /* a signal reaches the ranks at different steps: stop together */
+            double any = stop;
+            if ((st = lp_dist_allreduce_max_f64(&any, 1)) != LP_OK)
+                break;
+            stop = any > 0;
+        }
         if ((c->checkpoint_every > 0 && step % c->checkpoint_every == 0 && step < R.total) || stop) {
             lp_ckpt_state now = {.step = step, .pos = pos, .elapsed_s = R.elapsed0 + lp_train_now_s() - R.t_start};
             lp_model_rng_get(R.model, &now.dropout_rng);
-            if ((st = lp_ckpt_save(R.run_dir, c, R.model, &R.opt, &now, &R.h)) != LP_OK)
+            if ((st = lp_dp_gather_optim(&R.dp, &R.opt, R.model)) == LP_OK && lead)
+                st = lp_ckpt_save(R.run_dir, c, R.model, &R.opt, &now, &R.h);
+            lp_dp_release_optim(&R.dp, &R.opt);
+            if (st != LP_OK)
                 break;
         }
         if (stop) {
@@ -634,13 +731,29 @@ lp_status lp_train_run(const lp_train_config *c, lp_train_result *res)
         if (st == LP_OK && step_st == LP_OK)
             st = ps;
     }
+    if (st != LP_OK || step_st != LP_OK)
+        res->abort_job = R.dp.world > 1; /* the other ranks may wait in this step's collectives */
     if (st != LP_OK)
         goto done;
+    if (step_st == LP_OK && !res->interrupted && (st = lp_dp_gather_optim(&R.dp, &R.opt, R.model)) != LP_OK) {
+        res->abort_job = R.dp.world > 1; /* for the final checkpoint: every rank takes part */
+        goto done;
+    }
+    if (!lead) { /* the run's files are rank 0's */
+        res->steps = step;
+        res->final_loss = R.h.n_steps ? R.h.steps[R.h.n_steps - 1].loss : NAN;
+        st = step_st != LP_OK ? lp_err(step_st, "%s", step_msg)
+             : res->interrupted ? lp_err(LP_STATUS_INTERRUPTED, "interrupted at step %lld", (long long)step)
+                                : LP_OK;
+        goto done;
+    }
     if (step_st == LP_OK && !res->interrupted) {
         /* final checkpoint before a partial epoch's record, so a resume continues the epoch */
         lp_ckpt_state now = {.step = step, .pos = pos, .elapsed_s = R.elapsed0 + lp_train_now_s() - R.t_start};
         lp_model_rng_get(R.model, &now.dropout_rng);
-        if ((st = lp_ckpt_save(R.run_dir, c, R.model, &R.opt, &now, &R.h)) != LP_OK)
+        st = lp_ckpt_save(R.run_dir, c, R.model, &R.opt, &now, &R.h);
+        lp_dp_release_optim(&R.dp, &R.opt);
+        if (st != LP_OK)
             goto done;
         if (pos.batch > 0 && (st = finish_epoch(&R, pos.epoch, false, true)) != LP_OK)
             goto done;
@@ -684,6 +797,7 @@ done:
         if (st == LP_OK)
             st = ts;
     }
+    lp_dp_free(&R.dp);
     free(R.order);
     free(R.logits);
     lp_batch_free(&R.batch);

@@ -211,4 +211,41 @@ LP_WARN_UNUSED lp_status lp_ckpt_sum_verify(const char *dir, bool *has_sums);
 LP_WARN_UNUSED lp_status lp_anomaly_forward(const lp_model *m, const float *logits, int32_t B, int32_t T, int64_t step);
 LP_WARN_UNUSED lp_status lp_anomaly_backward(const lp_model *m, int64_t step);
 
+/* Data-parallel training over the ranks of lp_dist (dp.c). With one rank every call is a
+ * no-op, so the loop has one path and a single process behaves as before. */
+typedef struct lp_dp {
+    int32_t rank, world;
+    lp_model *model;                 /* borrowed */
+    struct lp_dist_reducer *reducer; /* NULL with one rank */
+    int32_t n_buckets;
+    lp_status hook_status;           /* first error of a reduction started from backward */
+} lp_dp;
+
+/* Plans the gradient buckets (bucket_mb MiB) over model's gradient block and builds the
+ * reducer (nothing with one rank). */
+LP_WARN_UNUSED lp_status lp_dp_init(lp_dp *dp, lp_model *model, double bucket_mb);
+void lp_dp_free(lp_dp *dp);
+/* Every rank gets the worst status of all (a status code is an int: the maximum): a rank whose
+ * own st is LP_OK but another's is not gets that status, with a message saying so. */
+LP_WARN_UNUSED lp_status lp_dp_agree(const lp_dp *dp, lp_status st);
+/* Checks that every rank starts from the same weights: a 64-bit hash of all parameters, compared
+ * with rank 0's. INVALID_ARG naming the first rank that differs. */
+LP_WARN_UNUSED lp_status lp_dp_check_weights(const lp_dp *dp, const lp_model *model);
+/* Reduce the next backward's gradients (true: the last micro-batch of a step) or not. */
+void lp_dp_reduce_next_backward(lp_dp *dp, bool on);
+/* Completes the step's reduction: the gradient block then holds the sum over ranks. */
+LP_WARN_UNUSED lp_status lp_dp_finish(lp_dp *dp);
+/* ZeRO-1, after lp_optim_step: every parameter broadcast from the rank that updated it (runs of
+ * adjacent parameters of one owner in one broadcast). Nothing unless o is sharded. */
+LP_WARN_UNUSED lp_status lp_dp_sync_params(const lp_dp *dp, const lp_optim *o, lp_model *model);
+/* ZeRO-1, before rank 0 writes a checkpoint: rank 0 receives every other rank's AdamW state (in
+ * TEMPORARY buffers), so that the checkpoint holds all of it and resumes on any number of ranks;
+ * lp_dp_release_optim gives the borrowed state back. Every rank calls both. */
+LP_WARN_UNUSED lp_status lp_dp_gather_optim(const lp_dp *dp, lp_optim *o, const lp_model *model);
+void lp_dp_release_optim(const lp_dp *dp, lp_optim *o);
+/* Rank 0 writes run_dir/distributed.json (backend, world size, buckets, ZeRO stage, every rank's
+ * optimizer-state bytes against the unsharded figure); every rank calls it. */
+LP_WARN_UNUSED lp_status lp_dp_write_info(const lp_dp *dp, const lp_optim *o, const lp_model *model,
+                                          const lp_train_config *c, const char *run_dir);
+
 #endif

@@ -1,0 +1,15 @@
+/* dist's private seam: the MPI communicator's error text, shared by dist.c and reducer.c. */
+#ifndef LP_DIST_INTERNAL_H
+#define LP_DIST_INTERNAL_H
+
+#include "loupe/dist.h"
+
+#ifdef LP_HAVE_MPI
+#include <mpi.h>
+/* LP_STATUS_IO naming the collective and MPI's message for rc (rc != MPI_SUCCESS). */
+lp_status lp_dist__mpi_err(int rc, const char *what);
+/* Whether MPI_Init ran (false: a world of one, even in an MPI build). */
+bool lp_dist__mpi_on(void);
+#endif
+
+#endif
