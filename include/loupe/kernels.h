@@ -117,8 +117,9 @@ typedef struct lp_qweight {
      * whole panels and cols to cpad (even) with zeros */
     uint16_t *bf16;
     int64_t cpad;         /* cols rounded up to even */
-    /* F32: W packed in panels of LP_F32_PANEL output channels, k-major: W[o, k] at
-     * (o / 32 * cols + k) * 32 + o % 32; rows padded to whole panels with zeros */
+    /* F32: W packed in panels of LP_F32_PANEL output channels, in K blocks of 256: W[o, k]
+     * at (k0 * np + o / 32 * kcb + k - k0) * 32 + o % 32, k0 = k rounded down to 256, np the
+     * panels, kcb = min(256, cols - k0); rows padded to whole panels with zeros */
     float *f32;
     void *mem;            /* owned: the one lp_alloc block */
 } lp_qweight;

@@ -39,10 +39,13 @@ size_t lp_qweight_f32_plan_nbytes(int64_t rows, int64_t cols)
     return (panels * P * (size_t)cols * sizeof(float) + 63) & ~(size_t)63;
 }
 
-/* Index of W[o, k] in the packed panels. */
-static inline int64_t pidx(int64_t cols, int64_t o, int64_t k)
+/* Index of W[o, k] in the packed panels: K blocks of KC outermost, then the panels, each
+ * block's slice of a panel (kcb x P, kcb = KC but the last block's rest) k-major. So the
+ * slices a task reads in one K block, consecutive panels, are one sequential stream. */
+static inline int64_t pidx(int64_t rows, int64_t cols, int64_t o, int64_t k)
 {
-    return ((o / P) * cols + k) * P + o % P;
+    const int64_t np = (rows + P - 1) / P, k0 = k / KC * KC, kcb = cols - k0 < KC ? cols - k0 : KC;
+    return (k0 * np + (o / P) * kcb + (k - k0)) * P + o % P;
 }
 
 lp_status lp_qweight_pack_f32(lp_qweight *q, const float *w, int64_t rows, int64_t cols, const char *name)
@@ -59,7 +62,7 @@ lp_status lp_qweight_pack_f32(lp_qweight *q, const float *w, int64_t rows, int64
     memset(m, 0, bytes); /* the last panel's padding rows multiply as zeros */
     for (int64_t o = 0; o < rows; o++)
         for (int64_t k = 0; k < cols; k++)
-            m[pidx(cols, o, k)] = w[o * cols + k];
+            m[pidx(rows, cols, o, k)] = w[o * cols + k];
     *q = (lp_qweight){.dtype = LP_DTYPE_F32, .rows = rows, .cols = cols, .n = rows * cols, .f32 = m, .mem = m};
     return LP_OK;
 }
@@ -68,7 +71,7 @@ void lp_k_f32_dequantize_range(float *out, const lp_qweight *w, int64_t start, i
 {
     for (int64_t e = 0; e < n; e++) {
         const int64_t i = start + e;
-        out[e] = w->f32[pidx(w->cols, i / w->cols, i % w->cols)];
+        out[e] = w->f32[pidx(w->rows, w->cols, i / w->cols, i % w->cols)];
     }
 }
 
@@ -93,7 +96,7 @@ lp_status lp_k_f32_matmul_forward_ref(float *out, const float *inp, const lp_qwe
         for (int64_t o = 0; o < OC; o++) {
             double acc = bias ? bias[o] : 0.0;
             for (int64_t k = 0; k < C; k++)
-                acc += (double)inp[i * C + k] * (double)w->f32[pidx(C, o, k)];
+                acc += (double)inp[i * C + k] * (double)w->f32[pidx(OC, C, o, k)];
             out[i * OC + o] = (float)acc;
         }
     return LP_OK;
@@ -261,6 +264,7 @@ static void panel_rows(const float *x, int64_t C, int64_t m, const float *wp, in
 static void task(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t i0, int64_t m,
                  int64_t p0, int64_t p1, int64_t C, int64_t OC, float *acc)
 {
+    const int64_t np = (OC + P - 1) / P;
     static const float zero[P];
     float binit[P];
     for (int64_t k0 = 0; k0 < C; k0 += KC) {
@@ -274,7 +278,7 @@ static void task(float *out, const float *inp, const lp_qweight *w, const float 
                 init = binit;
             } else if (k0 == 0)
                 init = zero;
-            const float *wp = w->f32 + (p * C + k0) * P, *x = inp + i0 * C + k0;
+            const float *wp = w->f32 + (k0 * np + p * kc) * P, *x = inp + i0 * C + k0;
             if (ow == P)
                 panel_rows(x, C, m, wp, kc, out + i0 * OC + o0, OC, init);
             else
