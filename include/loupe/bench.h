@@ -48,10 +48,11 @@ typedef enum lp_bench_dtype {
     LP_BENCH_DTYPE_BF16,
     LP_BENCH_DTYPE_Q8_0,
     LP_BENCH_DTYPE_INT8,
-    LP_BENCH_DTYPE_NF4
+    LP_BENCH_DTYPE_NF4,
+    LP_BENCH_DTYPE_F32_PACKED /* f32 Linears packed once at load for the f32 GEMM (f32_gemm.c) */
 } lp_bench_dtype;
 const char *lp_bench_dtype_name(lp_bench_dtype d);
-/* "f32", "bf16", "q8_0", "int8", "nf4"; INVALID_ARG naming the value otherwise. */
+/* "f32", "bf16", "q8_0", "int8", "nf4", "f32_packed"; INVALID_ARG naming the value otherwise. */
 LP_WARN_UNUSED lp_status lp_bench_dtype_parse(const char *s, lp_bench_dtype *out);
 
 /* Every setting of a bench. Strings are borrowed (must outlive lp_bench_run). */

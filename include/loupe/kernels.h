@@ -83,7 +83,8 @@ void lp_ggml_dequantize(lp_ggml_type t, const void *src, float *dst, int64_t n);
  * absmax). Everything lives in one lp_alloc block of category QUANTIZED_WEIGHT that the
  * pointers below point into; lp_qweight_free releases it. */
 typedef struct lp_qweight {
-    lp_dtype dtype;       /* LP_DTYPE_NF4, LP_DTYPE_INT8, LP_DTYPE_GGML or LP_DTYPE_BF16 (packed) */
+    lp_dtype dtype;       /* LP_DTYPE_NF4, LP_DTYPE_INT8, LP_DTYPE_GGML, LP_DTYPE_BF16 (packed) or
+                           * LP_DTYPE_F32 (packed, with f32 set) */
     int64_t rows, cols;   /* OC, C: the f32 weight's shape, row-major [out, in] */
     int64_t n;            /* rows * cols */
     /* NF4: W flattened row-major, blocks of 64 consecutive values (blocks cross rows
@@ -116,6 +117,10 @@ typedef struct lp_qweight {
      * whole panels and cols to cpad (even) with zeros */
     uint16_t *bf16;
     int64_t cpad;         /* cols rounded up to even */
+    /* F32: W packed in panels of LP_F32_PANEL output channels, in K blocks of 256: W[o, k]
+     * at (k0 * np + o / 32 * kcb + k - k0) * 32 + o % 32, k0 = k rounded down to 256, np the
+     * panels, kcb = min(256, cols - k0); rows padded to whole panels with zeros */
+    float *f32;
     void *mem;            /* owned: the one lp_alloc block */
 } lp_qweight;
 
@@ -269,6 +274,8 @@ typedef struct lp_kernel_table {
                                   int64_t OC);
     lp_status (*bf16_matmul_forward)(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N,
                                      int64_t C, int64_t OC);
+    lp_status (*f32_matmul_forward)(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N,
+                                    int64_t C, int64_t OC);
     void (*add_inplace)(float *y, const float *x, int64_t n);
     lp_status (*lora_forward)(float *out, float *u, uint8_t *keep, const float *inp, const lp_lora_base *base,
                               const float *A, const float *B, float s, float p, lp_rng *rng, int64_t N, int64_t C,
@@ -720,6 +727,18 @@ size_t lp_qweight_bf16_plan_nbytes(int64_t rows, int64_t cols);
  * non-finite weight, named by row and column), LP_STATUS_NO_MEMORY; on error *q is zeroed. */
 LP_WARN_UNUSED lp_status lp_qweight_pack_bf16(lp_qweight *q, const float *w, int64_t rows, int64_t cols,
                                               const char *name);
+
+/* ---- packed f32 weights (dtype LP_DTYPE_F32, f32 set): inference in f32 ----
+ * W packed once at load into the f32 GEMM's panels (see lp_qweight), so no call re-packs
+ * it (OpenBLAS's sgemm does, every call); lp_qmatmul_forward runs the f32 GEMM of
+ * f32_gemm.c. Exact: only the f32 summation order differs from sgemm. The backward unpacks. */
+#define LP_F32_PANEL 32
+/* Bytes of a (rows, cols) weight packed as f32 (rows rounded up to whole panels). */
+size_t lp_qweight_f32_plan_nbytes(int64_t rows, int64_t cols);
+/* *q = w (rows, cols) packed (category QUANTIZED_WEIGHT, tagged name, which must outlive
+ * q). Errors: LP_STATUS_INVALID_ARG (shape), LP_STATUS_NO_MEMORY; on error *q is zeroed. */
+LP_WARN_UNUSED lp_status lp_qweight_pack_f32(lp_qweight *q, const float *w, int64_t rows, int64_t cols,
+                                             const char *name);
 
 /* out (n) = dequantized elements [start, start+n) of the flattened (rows*cols) weight. */
 void lp_qweight_dequantize(float *out, const lp_qweight *w, int64_t start, int64_t n);

@@ -99,11 +99,13 @@ typedef enum lp_weight_format {
     LP_WEIGHT_FORMAT_NF4,
     LP_WEIGHT_FORMAT_BF16,    /* rounded to bf16 at load and packed for the bf16 GEMM (every
                                  Linear; f32 accumulation, vdpbf16ps where the CPU has it) */
+    LP_WEIGHT_FORMAT_F32_PACKED, /* f32, packed at load into the f32 GEMM's panels (every Linear;
+                                    the same values, no per-call repacking); the head stays f32 */
 } lp_weight_format;
 /* With no_grad (inference), a causal LM's head also gets a quantized copy (the format's,
  * or a GGUF's own output / token_embd blocks) that its forward reads; the f32 head stays,
  * being the embedding table when tied. */
-/* Parses "f32" (also "dequantize"), "stored", "q8_0", "q4_0", "nf4", "bf16". */
+/* Parses "f32" (also "dequantize"), "stored", "q8_0", "q4_0", "nf4", "bf16", "f32_packed". */
 LP_WARN_UNUSED lp_status lp_weight_format_parse(const char *s, lp_weight_format *out);
 const char *lp_weight_format_name(lp_weight_format f);
 

@@ -7,7 +7,7 @@
 
 #include "loupe/bench.h"
 
-static const char *const dtype_names[] = {"f32", "bf16", "q8_0", "int8", "nf4"};
+static const char *const dtype_names[] = {"f32", "bf16", "q8_0", "int8", "nf4", "f32_packed"};
 
 const char *lp_bench_dtype_name(lp_bench_dtype d)
 {
@@ -25,7 +25,8 @@ lp_status lp_bench_dtype_parse(const char *s, lp_bench_dtype *out)
         *out = LP_BENCH_DTYPE_F32;
         return LP_OK;
     }
-    return lp_err(LP_STATUS_INVALID_ARG, "--dtype: unknown '%s' (f32, bf16, q8_0, int8 or nf4)", s ? s : "");
+    return lp_err(LP_STATUS_INVALID_ARG, "--dtype: unknown '%s' (f32, bf16, q8_0, int8, nf4 or f32_packed)",
+                  s ? s : "");
 }
 
 void lp_bench_config_init(lp_bench_config *c)

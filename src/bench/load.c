@@ -76,6 +76,10 @@ static lp_status load_model(lp_bench_state *s)
         /* Linears rounded to bf16 and packed at load, run by the bf16 GEMM (f32 accumulation) */
         o.weights = LP_WEIGHT_FORMAT_BF16;
         break;
+    case LP_BENCH_DTYPE_F32_PACKED:
+        /* the same f32 values, packed once at load for the f32 GEMM (no per-call repacking) */
+        o.weights = LP_WEIGHT_FORMAT_F32_PACKED;
+        break;
     case LP_BENCH_DTYPE_Q8_0:
         /* Linears converted at load to ggml's Q8_0 blocks, run by the integer kernels */
         o.weights = LP_WEIGHT_FORMAT_Q8_0;

@@ -35,7 +35,7 @@ int lp_cmd_quantize(int argc, char **argv);
 
 /* "loupe <cmd>: <message>" on stderr, then LP_EXIT_USAGE with a hint to --help. */
 int lp_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* --quantize FMT (fmt: q8_0, q4_0, nf4, bf16 or stored) or --dequantize (fmt NULL: f32) into *out;
+/* --quantize FMT (fmt: q8_0, q4_0, nf4, bf16, f32_packed or stored) or --dequantize (fmt NULL: f32) into *out;
  * non-zero after printing the usage error. */
 int lp_cli_weights_flag(const char *cmd, const char *fmt, lp_weight_format *out);
 

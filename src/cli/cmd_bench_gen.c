@@ -25,7 +25,7 @@ static const char usage[] =
     "  -t, --threads LIST          thread counts, comma-separated (1,2), in increasing order\n"
     "  -r, --repetitions N         timed runs per test (5), after one untimed\n"
     "  --kv-cache f32|f16          KV cache precision (f32)\n"
-    "  --quantize q8_0|q4_0|nf4|bf16|stored\n"
+    "  --quantize q8_0|q4_0|nf4|bf16|f32_packed|stored\n"
     "                              Linear weights at run time (stored: a GGUF's own blocks, the default)\n"
     "  --dequantize                f32 weights (a GGUF dequantized at load)\n"
     "  --json FILE                 the results as JSON too\n"

@@ -28,7 +28,7 @@ static const char usage_text[] =
     "  --model DIR              HF model directory (a config-only one is drawn from its seed, as train)\n"
     "  --adapter DIR            apply a PEFT LoRA adapter (as written by --save-adapter)\n"
     "  --base-dtype f32|int8|nf4  the frozen base under --adapter (nf4: as a QLoRA run trained it)\n"
-    "  --quantize q8_0|q4_0|nf4|bf16|stored\n"
+    "  --quantize q8_0|q4_0|nf4|bf16|f32_packed|stored\n"
     "                           keep the layers' Linear weights quantized (converted at load,\n"
     "                           or a GGUF's own blocks with 'stored'), run with the integer kernels (bf16: the bf16 GEMM)\n"
     "  --dequantize             f32 weights, a GGUF dequantized at load (the default)\n"

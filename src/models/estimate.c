@@ -62,6 +62,8 @@ static uint64_t linear_scratch(const lp_model *m, const lp_model_linear *ml, uin
                      3) / 4;
     else if (ml->quantized && ml->qdtype == LP_DTYPE_BF16) /* the activations rounded to bf16, even width */
         fwd = (N * (in + (in & 1)) * 2 + 3) / 4;
+    else if (ml->quantized && ml->qdtype == LP_DTYPE_F32) /* packed f32: no scratch (a tile on each stack) */
+        fwd = 0;
     else if (ml->quantized && N <= 8) /* NF4 decode: the fused GEMV, no scratch */
         fwd = 0;
     uint64_t bwd = max2(quant ? (uint64_t)lp_qmatmul_slab_width((int64_t)in, (int64_t)out) * in : 0,
@@ -135,6 +137,7 @@ lp_status lp_model_estimate(const char *dir, const lp_model_options *opt, int64_
                                       ? lp_qweight_plan_nbytes(quant ? m->lora.base_dtype : LP_DTYPE_NF4, l->out,
                                                                l->in, true)
                                   : ml->qdtype == LP_DTYPE_BF16 ? lp_qweight_bf16_plan_nbytes(l->out, l->in)
+                                  : ml->qdtype == LP_DTYPE_F32  ? lp_qweight_f32_plan_nbytes(l->out, l->in)
                                                                 : lp_qweight_ggml_plan_nbytes(ml->qgtype, l->out, l->in);
     }
     out->parameters = 4 * (uint64_t)m->n_floats;

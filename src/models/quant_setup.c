@@ -1,15 +1,16 @@
 /* Inference weights kept quantized without LoRA (lp_model_options.weights): a GGUF's
  * blocks as stored, or an f32/bf16 checkpoint's Linears converted at load to Q8_0, Q4_0,
- * NF4 or packed bf16. The Linears leave the f32 parameter table, as QLoRA's base does, and
- * run through lp_qmatmul_* (integer kernels for the GGML formats, the fused GEMV for NF4
- * decode, the bf16 GEMM of bf16_gemm.c for bf16, a GGUF's BF16 tensors included). */
+ * NF4, packed bf16 or packed f32. The Linears leave the f32 parameter table, as QLoRA's base
+ * does, and run through lp_qmatmul_* (integer kernels for the GGML formats, the fused GEMV
+ * for NF4 decode, the bf16 GEMM of bf16_gemm.c for bf16, a GGUF's BF16 tensors included,
+ * the f32 GEMM of f32_gemm.c for packed f32). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "models_internal.h"
 
-static const char *const fmt_names[] = {"f32", "stored", "q8_0", "q4_0", "nf4", "bf16"};
+static const char *const fmt_names[] = {"f32", "stored", "q8_0", "q4_0", "nf4", "bf16", "f32_packed"};
 
 const char *lp_weight_format_name(lp_weight_format f)
 {
@@ -27,8 +28,8 @@ lp_status lp_weight_format_parse(const char *s, lp_weight_format *out)
         *out = LP_WEIGHT_FORMAT_F32;
         return LP_OK;
     }
-    return lp_err(LP_STATUS_INVALID_ARG, "weight format '%s' (expected f32, stored, q8_0, q4_0, nf4 or bf16)",
-                  s ? s : "(null)");
+    return lp_err(LP_STATUS_INVALID_ARG,
+                  "weight format '%s' (expected f32, stored, q8_0, q4_0, nf4, bf16 or f32_packed)", s ? s : "(null)");
 }
 
 /* How Linear ml is kept under the model's format: sets ml->quantized and its type. */
@@ -65,6 +66,10 @@ static void plan_linear(lp_model *m, lp_model_linear *ml)
         ml->quantized = true;
         ml->qdtype = LP_DTYPE_BF16;
         return;
+    case LP_WEIGHT_FORMAT_F32_PACKED: /* any shape: the packing pads the last panel */
+        ml->quantized = true;
+        ml->qdtype = LP_DTYPE_F32;
+        return;
     default:
         return;
     }
@@ -92,7 +97,7 @@ lp_status lp_model__quant_setup(lp_model *m)
     const lp_weight_format f = m->opt.weights;
     if (f == LP_WEIGHT_FORMAT_F32)
         return LP_OK;
-    if ((unsigned)f > LP_WEIGHT_FORMAT_BF16)
+    if ((unsigned)f > LP_WEIGHT_FORMAT_F32_PACKED)
         return lp_err(LP_STATUS_INVALID_ARG, "%s: unknown weight format %d", m->dir, (int)f);
     lp_status st;
     if (f == LP_WEIGHT_FORMAT_STORED && lp_path_is_gguf(m->dir) && (st = lp_gguf_open(m->dir, &m->qgguf)) != LP_OK)
@@ -118,7 +123,10 @@ lp_status lp_model__quant_setup(lp_model *m)
 static lp_status quantize_head(lp_model *m)
 {
     lp_nn_linear *h = m->lm_head;
-    if (!h || !m->opt.no_grad || m->opt.weights == LP_WEIGHT_FORMAT_F32 || h->in % 32)
+    /* packed f32: a copy would only add memory (the head is the tied embedding table), and
+     * its f32 GEMM is the same arithmetic: the head stays on sgemm */
+    if (!h || !m->opt.no_grad || m->opt.weights == LP_WEIGHT_FORMAT_F32 ||
+        m->opt.weights == LP_WEIGHT_FORMAT_F32_PACKED || h->in % 32)
         return LP_OK;
     const lp_model_param *p = lp_model_param_find(m, "lm_head.weight");
     const char *hf = p ? "lm_head.weight" : "model.embed_tokens.weight";
@@ -180,6 +188,7 @@ lp_status lp_model__quant_finish(lp_model *m)
                 lp_rng_normal(&rng, w, out * in, 0.0f, (float)m->init_range);
             st = ml->qdtype == LP_DTYPE_NF4    ? lp_qweight_quantize(ml->q, LP_DTYPE_NF4, w, out, in, true, ml->module)
                  : ml->qdtype == LP_DTYPE_BF16 ? lp_qweight_pack_bf16(ml->q, w, out, in, ml->module)
+                 : ml->qdtype == LP_DTYPE_F32  ? lp_qweight_pack_f32(ml->q, w, out, in, ml->module)
                                                : lp_qweight_quantize_ggml(ml->q, ml->qgtype, w, out, in, ml->module);
             free(w);
             if (st != LP_OK)

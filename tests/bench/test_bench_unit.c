@@ -74,8 +74,8 @@ static void validate(void **state)
 static void dtypes(void **state)
 {
     (void)state;
-    static const char *names[] = {"f32", "bf16", "q8_0", "int8", "nf4"};
-    for (int i = 0; i < 5; i++) {
+    static const char *names[] = {"f32", "bf16", "q8_0", "int8", "nf4", "f32_packed"};
+    for (int i = 0; i < 6; i++) {
         lp_bench_dtype d;
         assert_int_equal(lp_bench_dtype_parse(names[i], &d), LP_OK);
         assert_string_equal(lp_bench_dtype_name(d), names[i]);

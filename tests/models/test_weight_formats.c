@@ -141,6 +141,29 @@ static void test_bf16(void **state)
     g_raw_ref = false;
 }
 
+/* packed f32: every Linear's f32 values packed (exactly) for the f32 GEMM of f32_gemm.c.
+ * Against the f32 model (OpenBLAS on the same values) only the f32 summation order differs:
+ * 1e-5 normwise (a misplaced panel or K block moves the logits by O(1)). Inference loads
+ * keep the head on sgemm: no copy of it is made. */
+static void test_f32_packed(void **state)
+{
+    (void)state;
+    check("tests/golden/smollm_lm", LP_WEIGHT_FORMAT_F32_PACKED, 14, 1e-5);
+    check("tests/golden/qwen2_lm", LP_WEIGHT_FORMAT_F32_PACKED, 14, 1e-5);
+    g_raw_ref = true;
+    g_no_grad = true;
+    check("tests/golden/qwen2_lm", LP_WEIGHT_FORMAT_F32_PACKED, 14, 1e-5);
+    g_raw_ref = false;
+    lp_model *m = load("tests/golden/qwen2_lm", LP_WEIGHT_FORMAT_F32_PACKED);
+    g_no_grad = false;
+    assert_null(lp_model_qweight(m, "lm_head.weight")); /* no second copy of the head */
+    const lp_qweight *w = lp_model_qweight(m, "model.layers.1.mlp.down_proj.weight");
+    assert_non_null(w);
+    assert_int_equal(w->dtype, LP_DTYPE_F32);
+    assert_int_equal(lp_qweight_nbytes(w), lp_qweight_f32_plan_nbytes(w->rows, w->cols));
+    lp_model_free(m);
+}
+
 static void test_qwen2(void **state)
 {
     (void)state;
@@ -374,6 +397,9 @@ static void test_errors(void **state)
     assert_int_equal(lp_weight_format_parse("bf16", &f), LP_OK);
     assert_int_equal(f, LP_WEIGHT_FORMAT_BF16);
     assert_string_equal(lp_weight_format_name(LP_WEIGHT_FORMAT_BF16), "bf16");
+    assert_int_equal(lp_weight_format_parse("f32_packed", &f), LP_OK);
+    assert_int_equal(f, LP_WEIGHT_FORMAT_F32_PACKED);
+    assert_string_equal(lp_weight_format_name(LP_WEIGHT_FORMAT_F32_PACKED), "f32_packed");
     assert_int_equal(lp_weight_format_parse("dequantize", &f), LP_OK);
     assert_int_equal(f, LP_WEIGHT_FORMAT_F32);
     assert_int_equal(lp_weight_format_parse("q5_k", &f), LP_STATUS_INVALID_ARG);
@@ -393,7 +419,7 @@ static void test_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bf16), cmocka_unit_test(test_smollm),
+        cmocka_unit_test(test_bf16), cmocka_unit_test(test_f32_packed), cmocka_unit_test(test_smollm),
         cmocka_unit_test(test_qwen2),
         cmocka_unit_test(test_stored_bf16), cmocka_unit_test(test_stored_f32),
         cmocka_unit_test(test_smollm2_stored),

@@ -203,6 +203,11 @@ LP_DECLARE_BOTH(lp_status, bf16_matmul_forward, float *out, const float *inp, co
                 int64_t N, int64_t C, int64_t OC)
 /* out (n) = elements [start, start+n) of a packed bf16 weight as f32 (exact). */
 void lp_k_bf16_dequantize_range(float *out, const lp_qweight *w, int64_t start, int64_t n);
+/* ---- packed f32 weight GEMM (f32_gemm.c) ---- */
+LP_DECLARE_BOTH(lp_status, f32_matmul_forward, float *out, const float *inp, const lp_qweight *w, const float *bias,
+                int64_t N, int64_t C, int64_t OC)
+/* out (n) = elements [start, start+n) of a packed f32 weight (exact). */
+void lp_k_f32_dequantize_range(float *out, const lp_qweight *w, int64_t start, int64_t n);
 /* ---- KV-cache decoding ---- */
 LP_DECLARE_BOTH(void, kv_write, void *kc, void *vc, const float *k, const float *v, const lp_kv_geom *g, int64_t t0,
                 int64_t T)

@@ -52,6 +52,8 @@ lp_status lp_k_qmatmul_forward_ref(float *out, const float *inp, const lp_qweigh
         return ggml_forward_ref(out, inp, w, bias, N, C, OC);
     if (w->dtype == LP_DTYPE_BF16)
         return lp_k_bf16_matmul_forward_ref(out, inp, w, bias, N, C, OC);
+    if (w->dtype == LP_DTYPE_F32)
+        return lp_k_f32_matmul_forward_ref(out, inp, w, bias, N, C, OC);
     for (int64_t i = 0; i < N; i++)
         for (int64_t o = 0; o < OC; o++) {
             double acc = bias ? bias[o] : 0.0;
@@ -119,6 +121,8 @@ static void dequant_one_thread(float *out, const lp_qweight *w, int64_t start, i
         lp_k_ggml_dequantize_range(out, w, start, n);
     else if (w->dtype == LP_DTYPE_BF16)
         lp_k_bf16_dequantize_range(out, w, start, n);
+    else if (w->dtype == LP_DTYPE_F32)
+        lp_k_f32_dequantize_range(out, w, start, n);
     else if (w->dtype == LP_DTYPE_NF4)
         lp_k_nf4_dequantize_opt(out, w, start, n);
     else
@@ -233,6 +237,8 @@ lp_status lp_k_qmatmul_forward_opt(float *out, const float *inp, const lp_qweigh
         return lp_k_ggml_matmul_forward(out, inp, w, bias, N, C, OC);
     if (w->dtype == LP_DTYPE_BF16) /* bf16 compute on the packed panels */
         return lp_k_bf16_matmul_forward_opt(out, inp, w, bias, N, C, OC);
+    if (w->dtype == LP_DTYPE_F32) /* the packed f32 GEMM */
+        return lp_k_f32_matmul_forward_opt(out, inp, w, bias, N, C, OC);
     if (N <= LP_NF4_GEMV_MAX_ROWS && lp_k_nf4_gemv_fits(w)) { /* decode: no f32 weight at all */
         lp_k_nf4_gemv(out, inp, w, bias, N, C, OC);
         return LP_OK;

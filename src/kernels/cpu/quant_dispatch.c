@@ -21,6 +21,9 @@ void lp_qweight_dequantize(float *out, const lp_qweight *w, int64_t start, int64
     } else if (w->dtype == LP_DTYPE_BF16) {
         LP_OP_BEGIN("lp::bf16_dequantize", 0.0, 6.0 * n, 2, w->rows, w->cols);
         K->qweight_dequantize(out, w, start, n);
+    } else if (w->dtype == LP_DTYPE_F32) {
+        LP_OP_BEGIN("lp::f32_unpack", 0.0, 8.0 * n, 2, w->rows, w->cols);
+        K->qweight_dequantize(out, w, start, n);
     } else if (w->dtype == LP_DTYPE_GGML) {
         LP_OP_BEGIN("lp::ggml_dequantize", 1.0 * n, 4.0 * n + (double)lp_qweight_nbytes(w) * n / (double)w->n, 2,
                     w->rows, w->cols);
@@ -65,6 +68,10 @@ lp_status lp_qmatmul_forward(float *out, const float *inp, const lp_qweight *w, 
         LP_OP_BEGIN("lp::bf16_gemm_forward", fl, by, 3, N, C, OC);
         return K->bf16_matmul_forward(out, inp, w, bias, N, C, OC);
     }
+    if (w && w->dtype == LP_DTYPE_F32) {
+        LP_OP_BEGIN("lp::f32_gemm_forward", fl, by, 3, N, C, OC);
+        return K->f32_matmul_forward(out, inp, w, bias, N, C, OC);
+    }
     if (w->dtype == LP_DTYPE_NF4) {
         LP_OP_BEGIN("lp::nf4_matmul_forward", fl, by, 3, N, C, OC);
         return K->qmatmul_forward(out, inp, w, bias, N, C, OC);
@@ -83,6 +90,9 @@ lp_status lp_qmatmul_backward(float *dinp, const float *dout, const lp_qweight *
         return K->qmatmul_backward(dinp, dout, w, N, C, OC);
     } else if (w->dtype == LP_DTYPE_BF16) {
         LP_OP_BEGIN("lp::bf16_matmul_backward", fl, by, 3, N, C, OC);
+        return K->qmatmul_backward(dinp, dout, w, N, C, OC);
+    } else if (w->dtype == LP_DTYPE_F32) {
+        LP_OP_BEGIN("lp::f32_packed_matmul_backward", fl, by, 3, N, C, OC);
         return K->qmatmul_backward(dinp, dout, w, N, C, OC);
     } else if (w->dtype == LP_DTYPE_GGML) {
         LP_OP_BEGIN("lp::ggml_matmul_backward", fl, by, 3, N, C, OC);

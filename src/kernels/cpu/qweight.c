@@ -111,6 +111,8 @@ void lp_k_qweight_dequantize_ref(float *out, const lp_qweight *w, int64_t start,
         lp_k_ggml_dequantize_range(out, w, start, n);
     else if (w->dtype == LP_DTYPE_BF16)
         lp_k_bf16_dequantize_range(out, w, start, n);
+    else if (w->dtype == LP_DTYPE_F32)
+        lp_k_f32_dequantize_range(out, w, start, n);
     else if (w->dtype == LP_DTYPE_NF4)
         lp_k_nf4_dequantize_ref(out, w, start, n);
     else
@@ -126,6 +128,8 @@ void lp_k_qweight_dequantize_opt(float *out, const lp_qweight *w, int64_t start,
             lp_k_ggml_dequantize_range(out, w, start, n);
         else if (w->dtype == LP_DTYPE_BF16)
             lp_k_bf16_dequantize_range(out, w, start, n);
+        else if (w->dtype == LP_DTYPE_F32)
+            lp_k_f32_dequantize_range(out, w, start, n);
         else if (w->dtype == LP_DTYPE_NF4)
             lp_k_nf4_dequantize_opt(out, w, start, n);
         else
@@ -140,6 +144,8 @@ void lp_k_qweight_dequantize_opt(float *out, const lp_qweight *w, int64_t start,
             lp_k_ggml_dequantize_range(out + lo, w, start + lo, len);
         else if (w->dtype == LP_DTYPE_BF16)
             lp_k_bf16_dequantize_range(out + lo, w, start + lo, len);
+        else if (w->dtype == LP_DTYPE_F32)
+            lp_k_f32_dequantize_range(out + lo, w, start + lo, len);
         else if (w->dtype == LP_DTYPE_NF4)
             lp_k_nf4_dequantize_opt(out + lo, w, start + lo, len);
         else

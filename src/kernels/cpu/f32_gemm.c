@@ -1,0 +1,337 @@
+/* f32 weights packed once at load (lp_qweight with dtype LP_DTYPE_F32) and their GEMM:
+ * out (N,OC) = inp (N,C) @ W^T + bias, all in f32. Inference only: the weight is frozen.
+ *
+ * OpenBLAS's sgemm re-packs W on every call; at the Linear shapes of small transformers
+ * (N = 32..1024 rows, C, OC ~ 1e3) that repacking and its per-call set-up cost a large part
+ * of the time. Here W is laid out once into the micro-kernel's panels (kernels.h,
+ * LP_F32_PANEL): 32 output channels per panel, k-major, so one k step of a panel is two
+ * 64-byte loads (AVX-512) or four 32-byte ones (AVX2), multiplied by broadcast activations:
+ *   AVX-512: 8 rows x 32 outputs in 16 zmm accumulators;
+ *   AVX2 + FMA: 6 rows x 16 outputs (half a panel) in 12 ymm accumulators;
+ *   baseline: the same loops in plain C;
+ * and one row (decode) with independent even-k / odd-k accumulator chains, so FMA latency
+ * is not the limit. The loops are the usual GEMM blocking, with W the pre-packed operand:
+ * a task is MC rows x up to PB panels; K blocks (KC) outermost, so the rows' K block
+ * (MC x KC) stays in L2 while the task's panels pass, each panel's KC slice (32 KB) in L1
+ * while the row groups use it, and the task's outputs (in out itself, started from the
+ * bias) in L2 between K blocks; W is read once per MC rows. Threads split the (row chunk,
+ * panel block) tasks in contiguous ranges, panel blocks fastest, as the bf16 GEMM does; at
+ * small N the panel blocks shrink so that every thread has one.
+ * PREFETCH: every tile fetches the slice that follows its own in memory (the next panel's,
+ * or the next K block's first), one k row per k step, so at small N (W streamed from DRAM,
+ * 16 flops per weight byte at N = 32) the next slice arrives while this one computes
+ * (measured ~170 -> ~230 GFLOP/s at N = 32, one thread, AVX-512). Prefetching past the end
+ * of W is harmless: prefetches do not fault.
+ * The paths differ from the reference (double sums) only by f32 summation order. */
+#include <omp.h>
+#include <string.h>
+
+#include "cpu_kernels.h"
+#include "simd.h"
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+enum { P = LP_F32_PANEL, KC = 256 };
+
+size_t lp_qweight_f32_plan_nbytes(int64_t rows, int64_t cols)
+{
+    if (rows <= 0 || cols <= 0)
+        return 0;
+    const size_t panels = (size_t)((rows + P - 1) / P);
+    return (panels * P * (size_t)cols * sizeof(float) + 63) & ~(size_t)63;
+}
+
+/* Index of W[o, k] in the packed panels: K blocks of KC outermost, then the panels, each
+ * block's slice of a panel (kcb x P, kcb = KC but the last block's rest) k-major. So the
+ * slices a task reads in one K block, consecutive panels, are one sequential stream. */
+static inline int64_t pidx(int64_t rows, int64_t cols, int64_t o, int64_t k)
+{
+    const int64_t np = (rows + P - 1) / P, k0 = k / KC * KC, kcb = cols - k0 < KC ? cols - k0 : KC;
+    return (k0 * np + (o / P) * kcb + (k - k0)) * P + o % P;
+}
+
+lp_status lp_qweight_pack_f32(lp_qweight *q, const float *w, int64_t rows, int64_t cols, const char *name)
+{
+    memset(q, 0, sizeof *q);
+    const char *nm = name ? name : "weight";
+    if (rows <= 0 || cols <= 0 || !w)
+        return lp_err(LP_STATUS_INVALID_ARG, "packed f32 %s: bad shape [%lld, %lld]", nm, (long long)rows,
+                      (long long)cols);
+    const size_t bytes = lp_qweight_f32_plan_nbytes(rows, cols);
+    float *m = lp_alloc(bytes, LP_MEM_CATEGORY_QUANTIZED_WEIGHT, nm);
+    if (!m)
+        return LP_STATUS_NO_MEMORY;
+    memset(m, 0, bytes); /* the last panel's padding rows multiply as zeros */
+    for (int64_t o = 0; o < rows; o++)
+        for (int64_t k = 0; k < cols; k++)
+            m[pidx(rows, cols, o, k)] = w[o * cols + k];
+    *q = (lp_qweight){.dtype = LP_DTYPE_F32, .rows = rows, .cols = cols, .n = rows * cols, .f32 = m, .mem = m};
+    return LP_OK;
+}
+
+void lp_k_f32_dequantize_range(float *out, const lp_qweight *w, int64_t start, int64_t n)
+{
+    for (int64_t e = 0; e < n; e++) {
+        const int64_t i = start + e;
+        out[e] = w->f32[pidx(w->rows, w->cols, i / w->cols, i % w->cols)];
+    }
+}
+
+static lp_status check_shape(const lp_qweight *w, int64_t C, int64_t OC)
+{
+    if (!w || w->dtype != LP_DTYPE_F32 || !w->f32 || w->rows != OC || w->cols != C)
+        return lp_err(LP_STATUS_INVALID_ARG,
+                      "f32_matmul_forward: weight is %s[%lld, %lld], the call says [%lld, %lld]",
+                      w && w->dtype == LP_DTYPE_F32 && w->f32 ? "packed f32 " : "not packed f32 ",
+                      w ? (long long)w->rows : -1LL, w ? (long long)w->cols : -1LL, (long long)OC, (long long)C);
+    return LP_OK;
+}
+
+/* The reference: products summed in double. */
+lp_status lp_k_f32_matmul_forward_ref(float *out, const float *inp, const lp_qweight *w, const float *bias,
+                                      int64_t N, int64_t C, int64_t OC)
+{
+    lp_status st = check_shape(w, C, OC);
+    if (st)
+        return st;
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t o = 0; o < OC; o++) {
+            double acc = bias ? bias[o] : 0.0;
+            for (int64_t k = 0; k < C; k++)
+                acc += (double)inp[i * C + k] * (double)w->f32[pidx(OC, C, o, k)];
+            out[i * OC + o] = (float)acc;
+        }
+    return LP_OK;
+}
+
+/* c (m rows of P, row stride ldc) = init (P floats, each row; NULL: c itself) + rows
+ * x[0..m) (stride ldx, kc values) times the panel slice wp (kc x P): one micro-tile.
+ * Inlined with m a constant at each call site, so the row loops unroll into registers. */
+#if defined(__AVX512F__)
+#define MR 8
+static inline __attribute__((always_inline)) void tile(int m, const float *x, int64_t ldx, const float *wp,
+                                                       int64_t kc, float *c, int64_t ldc, const float *init)
+{
+    const float *pf = wp + kc * P; /* the next slice in memory (PREFETCH) */
+    __m512 c0[MR], c1[MR];
+    for (int r = 0; r < m; r++) {
+        c0[r] = _mm512_loadu_ps(init ? init : c + r * ldc);
+        c1[r] = _mm512_loadu_ps(init ? init + 16 : c + r * ldc + 16);
+    }
+    for (int64_t k = 0; k < kc; k++) {
+        const __m512 w0 = _mm512_loadu_ps(wp + k * P), w1 = _mm512_loadu_ps(wp + k * P + 16);
+        _mm_prefetch((const char *)(pf + k * P), _MM_HINT_T0);
+        _mm_prefetch((const char *)(pf + k * P + 16), _MM_HINT_T0);
+        for (int r = 0; r < m; r++) {
+            const __m512 a = _mm512_set1_ps(x[r * ldx + k]);
+            c0[r] = _mm512_fmadd_ps(w0, a, c0[r]);
+            c1[r] = _mm512_fmadd_ps(w1, a, c1[r]);
+        }
+    }
+    for (int r = 0; r < m; r++) {
+        _mm512_storeu_ps(c + r * ldc, c0[r]);
+        _mm512_storeu_ps(c + r * ldc + 16, c1[r]);
+    }
+}
+/* One row (decode): even and odd k in separate accumulators, four independent chains. */
+static void tile1(const float *x, const float *wp, int64_t kc, float *c, const float *init)
+{
+    __m512 c0 = _mm512_loadu_ps(init ? init : c), c1 = _mm512_loadu_ps(init ? init + 16 : c + 16);
+    __m512 d0 = _mm512_setzero_ps(), d1 = d0;
+    int64_t k = 0;
+    for (; k + 2 <= kc; k += 2) {
+        const __m512 a = _mm512_set1_ps(x[k]), b = _mm512_set1_ps(x[k + 1]);
+        for (int j = 0; j < 4; j++) /* the next slice (PREFETCH) */
+            _mm_prefetch((const char *)(wp + (kc + k) * P + 16 * j), _MM_HINT_T0);
+        c0 = _mm512_fmadd_ps(_mm512_loadu_ps(wp + k * P), a, c0);
+        c1 = _mm512_fmadd_ps(_mm512_loadu_ps(wp + k * P + 16), a, c1);
+        d0 = _mm512_fmadd_ps(_mm512_loadu_ps(wp + k * P + P), b, d0);
+        d1 = _mm512_fmadd_ps(_mm512_loadu_ps(wp + k * P + P + 16), b, d1);
+    }
+    if (k < kc) {
+        const __m512 a = _mm512_set1_ps(x[k]);
+        c0 = _mm512_fmadd_ps(_mm512_loadu_ps(wp + k * P), a, c0);
+        c1 = _mm512_fmadd_ps(_mm512_loadu_ps(wp + k * P + 16), a, c1);
+    }
+    _mm512_storeu_ps(c, _mm512_add_ps(c0, d0));
+    _mm512_storeu_ps(c + 16, _mm512_add_ps(c1, d1));
+}
+#elif defined(LP_HAVE_AVX2)
+#define MR 6
+/* 16 ymm registers: half a panel (16 outputs, two ymm) at a time, 6 rows: 12 accumulators,
+ * the two weight vectors and a broadcast, no spills. The rows' kc slice is re-read for the
+ * second half from L1. */
+static inline __attribute__((always_inline)) void tile(int m, const float *x, int64_t ldx, const float *wp,
+                                                       int64_t kc, float *c, int64_t ldc, const float *init)
+{
+    for (int h = 0; h < P; h += 16) {
+        __m256 c0[MR], c1[MR];
+        for (int r = 0; r < m; r++) {
+            c0[r] = _mm256_loadu_ps(init ? init + h : c + r * ldc + h);
+            c1[r] = _mm256_loadu_ps(init ? init + h + 8 : c + r * ldc + h + 8);
+        }
+        for (int64_t k = 0; k < kc; k++) {
+            const __m256 w0 = _mm256_loadu_ps(wp + k * P + h), w1 = _mm256_loadu_ps(wp + k * P + h + 8);
+            _mm_prefetch((const char *)(wp + (kc + k) * P + h), _MM_HINT_T0); /* next slice (PREFETCH) */
+            for (int r = 0; r < m; r++) {
+                const __m256 a = _mm256_broadcast_ss(x + r * ldx + k);
+                c0[r] = _mm256_fmadd_ps(w0, a, c0[r]);
+                c1[r] = _mm256_fmadd_ps(w1, a, c1[r]);
+            }
+        }
+        for (int r = 0; r < m; r++) {
+            _mm256_storeu_ps(c + r * ldc + h, c0[r]);
+            _mm256_storeu_ps(c + r * ldc + h + 8, c1[r]);
+        }
+    }
+}
+/* One row (decode): the whole panel, even and odd k apart: eight independent chains. */
+static void tile1(const float *x, const float *wp, int64_t kc, float *c, const float *init)
+{
+    __m256 a4[4], b4[4];
+    for (int j = 0; j < 4; j++) {
+        a4[j] = _mm256_loadu_ps(init ? init + 8 * j : c + 8 * j);
+        b4[j] = _mm256_setzero_ps();
+    }
+    int64_t k = 0;
+    for (; k + 2 <= kc; k += 2) {
+        const __m256 a = _mm256_broadcast_ss(x + k), b = _mm256_broadcast_ss(x + k + 1);
+        for (int j = 0; j < 4; j++) /* the next slice (PREFETCH) */
+            _mm_prefetch((const char *)(wp + (kc + k) * P + 16 * j), _MM_HINT_T0);
+        for (int j = 0; j < 4; j++) {
+            a4[j] = _mm256_fmadd_ps(_mm256_loadu_ps(wp + k * P + 8 * j), a, a4[j]);
+            b4[j] = _mm256_fmadd_ps(_mm256_loadu_ps(wp + k * P + P + 8 * j), b, b4[j]);
+        }
+    }
+    if (k < kc) {
+        const __m256 a = _mm256_broadcast_ss(x + k);
+        for (int j = 0; j < 4; j++)
+            a4[j] = _mm256_fmadd_ps(_mm256_loadu_ps(wp + k * P + 8 * j), a, a4[j]);
+    }
+    for (int j = 0; j < 4; j++)
+        _mm256_storeu_ps(c + 8 * j, _mm256_add_ps(a4[j], b4[j]));
+}
+#else
+#define MR 4
+static void tile(int m, const float *x, int64_t ldx, const float *wp, int64_t kc, float *c, int64_t ldc,
+                 const float *init)
+{
+    for (int r = 0; r < m; r++) {
+        float *cr = c + r * ldc;
+        if (init)
+            for (int j = 0; j < P; j++)
+                cr[j] = init[j];
+        for (int64_t k = 0; k < kc; k++) {
+            const float a = x[r * ldx + k];
+            const float *wk = wp + k * P;
+            for (int j = 0; j < P; j++)
+                cr[j] += wk[j] * a;
+        }
+    }
+}
+static void tile1(const float *x, const float *wp, int64_t kc, float *c, const float *init)
+{
+    tile(1, x, 0, wp, kc, c, P, init);
+}
+#endif
+
+/* Rows per task (MC): a K block of them (MC x KC floats, 256 KB with AVX-512) stays in L2
+ * while the task's panels pass, and W is read once per MC rows (MC / 2 flops per byte).
+ * Measured on a busy Zen 5 (noisy): MC 16..64 x MR, PB 4..16, KC 256..512 all within the
+ * noise of each other; the working set past L2 (N = 1024 at the larger shapes) is what costs. */
+enum { MC = 32 * MR, PB = 8 /* panels per task, about: MC x 8 x 32 outputs, 256 KB, stay in L2 */ };
+
+/* c (m rows, stride ldc) of panel slice wp (kc x P) for rows x (stride C, m <= MC): the
+ * row groups as constant-size tiles; init as tile's. */
+static void panel_rows(const float *x, int64_t C, int64_t m, const float *wp, int64_t kc, float *c, int64_t ldc,
+                       const float *init)
+{
+    for (int64_t i = 0; i < m; i += MR) {
+        const int r = (int)(m - i < MR ? m - i : MR);
+        const float *xi = x + i * C;
+        float *ci = c + i * ldc;
+        switch (r) { /* a constant row count per call: the tile's loops unroll */
+        case 1: tile1(xi, wp, kc, ci, init); break;
+        case 2: tile(2, xi, C, wp, kc, ci, ldc, init); break;
+        case 3: tile(3, xi, C, wp, kc, ci, ldc, init); break;
+#if MR > 4
+        case 4: tile(4, xi, C, wp, kc, ci, ldc, init); break;
+        case 5: tile(5, xi, C, wp, kc, ci, ldc, init); break;
+#endif
+#if MR > 6
+        case 6: tile(6, xi, C, wp, kc, ci, ldc, init); break;
+        case 7: tile(7, xi, C, wp, kc, ci, ldc, init); break;
+#endif
+        default: tile(MR, xi, C, wp, kc, ci, ldc, init);
+        }
+    }
+}
+
+/* Rows [i0, i0+m) of out, panels [p0, p1): K blocks outermost, so the rows' K block stays
+ * in L2 across the panels and each panel's KC slice in L1 across the row groups. Whole
+ * panels accumulate in out itself, the first K block starting from the bias; a last panel
+ * narrower than P in acc (MC x P), copied out at the end. */
+static void task(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t i0, int64_t m,
+                 int64_t p0, int64_t p1, int64_t C, int64_t OC, float *acc)
+{
+    const int64_t np = (OC + P - 1) / P;
+    static const float zero[P];
+    float binit[P];
+    for (int64_t k0 = 0; k0 < C; k0 += KC) {
+        const int64_t kc = C - k0 < KC ? C - k0 : KC;
+        for (int64_t p = p0; p < p1; p++) {
+            const int64_t o0 = p * P, ow = OC - o0 < P ? OC - o0 : P;
+            const float *init = NULL;
+            if (k0 == 0 && bias) {
+                memset(binit, 0, sizeof binit);
+                memcpy(binit, bias + o0, (size_t)ow * sizeof(float));
+                init = binit;
+            } else if (k0 == 0)
+                init = zero;
+            const float *wp = w->f32 + (k0 * np + p * kc) * P, *x = inp + i0 * C + k0;
+            if (ow == P)
+                panel_rows(x, C, m, wp, kc, out + i0 * OC + o0, OC, init);
+            else
+                panel_rows(x, C, m, wp, kc, acc, P, init);
+        }
+    }
+    if (p1 * P > OC) /* the narrow last panel */
+        for (int64_t q = 0; q < m; q++)
+            memcpy(out + (i0 + q) * OC + (p1 - 1) * P, acc + q * P, (size_t)(OC - (p1 - 1) * P) * sizeof(float));
+}
+
+lp_status lp_k_f32_matmul_forward_opt(float *out, const float *inp, const lp_qweight *w, const float *bias,
+                                      int64_t N, int64_t C, int64_t OC)
+{
+    lp_status st = check_shape(w, C, OC);
+    if (st || N <= 0)
+        return st;
+    const bool par = (double)N * (double)C * (double)OC >= 262144.0;
+    const int nt = par ? lp_threads_get() : 1;
+    /* Balanced tasks: nc row chunks of mc rows (a multiple of MR, <= MC, the last one the
+     * rest) and nb panel blocks of np / nb panels (+1 for the first np % nb), nb a multiple
+     * of the threads, so every thread gets the same number of equal tasks (uneven splits
+     * cost 25-40 % at two threads, e.g. 24 panels in blocks of 8, or 256 rows as 192 + 64). */
+    const int64_t np = (OC + P - 1) / P, nc = (N + MC - 1) / MC;
+    const int64_t mc = ((N + nc - 1) / nc + MR - 1) / MR * MR;
+    int64_t nb = (np + PB - 1) / PB;
+    nb = (nb + nt - 1) / nt * nt;
+    nb = nb > np ? np : nb;
+#pragma omp parallel num_threads(nt) if (par)
+    {
+        /* the narrow last panel's rows: on the thread's stack (32 KB with AVX-512), so the
+         * GEMM allocates nothing and the memory plan has no scratch to count */
+        float acc[MC * P] __attribute__((aligned(64)));
+        int64_t lo, hi; /* contiguous (row chunk, panel block) tasks, panel block fastest */
+        lp_k_split(nc * nb, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        for (int64_t t = lo; t < hi; t++) {
+            const int64_t c = t / nb, b = t % nb, i0 = c * mc, q = np / nb, e = np % nb;
+            const int64_t p0 = b * q + (b < e ? b : e), p1 = p0 + q + (b < e);
+            if (i0 < N)
+                task(out, inp, w, bias, i0, N - i0 < mc ? N - i0 : mc, p0, p1, C, OC, acc);
+        }
+    }
+    return LP_OK;
+}
