@@ -123,6 +123,9 @@ typedef struct lp_model_options {
                                    returns INVALID_ARG) */
     lp_weight_format weights;   /* the Linear weights' format (not with lora.enabled, which has
                                    its own base_dtype) */
+    int32_t lm_head_chunk;      /* a causal LM's loss: rows of logits computed at a time (the
+                                   whole (B*T, vocab) logits are never held); 0 = a default of
+                                   about 96 MB of logits, at least 64 rows */
 } lp_model_options;
 
 /* Defaults: AUTO task, config's labels, CLS pooling, EAGER, no checkpointing, eval mode,

@@ -89,7 +89,7 @@ static int64_t count_rows(const int32_t *targets, int64_t N, int32_t ignore_inde
     return n;
 }
 
-// dlogits (N,V) =; logits (N,V); lse (N); targets (N)
+// dlogits (N,V) =, may be logits (in place); logits (N,V); lse (N); targets (N)
 void lp_k_cross_entropy_backward_ref(float *dlogits, const float *logits, const float *lse, const int32_t *targets,
                                      int64_t N, int64_t V, int32_t ignore_index, float dloss)
 {
@@ -113,8 +113,10 @@ void lp_k_cross_entropy_backward_opt(float *dlogits, const float *logits, const 
     float g = count ? dloss / (float)count : 0.0f;
 #pragma omp parallel for schedule(static) if (N * V >= LP_PAR_MIN)
     for (int64_t i = 0; i < N; i++) {
-        float *restrict d = dlogits + i * V;
-        const float *restrict x = logits + i * V;
+        // no restrict: dlogits may be logits (the chunked LM head takes the gradient in place);
+        // each element is read before it is written
+        float *d = dlogits + i * V;
+        const float *x = logits + i * V;
         if (targets[i] == ignore_index) {
             for (int64_t c = 0; c < V; c++)
                 d[c] = 0.0f;
