@@ -19,7 +19,7 @@
 /* Default rows a chunk. Each chunk's two GEMMs read (and pack) all of W (V x C) again: at R
  * rows a chunk that is 2R flops a byte of W, and below a few hundred rows the repacking shows
  * (Qwen2.5-0.5B, 1024 tokens: 7 chunks of 147 rows made the LoRA step 15 % slower than one
- * whole-logits pass; 2 chunks of 512 cost a few %). So at least 512 rows, more while the
+ * whole-logits pass; 2 chunks of 512 cost about 1 %). So at least 512 rows, more while the
  * chunk stays under 96 MB (a small vocabulary). */
 #define LM_CHUNK_BYTES ((int64_t)96 << 20)
 #define LM_CHUNK_MIN 512
@@ -60,8 +60,8 @@ static int64_t count_rows(const int32_t *labels, int64_t n)
 
 /* dh rows [r0, r0+n) (and dW when with_dw) from the chunk's logits lg (n,V), its gradient
  * written to dl (may be lg). */
-static void chunk_grad(lp_model *m, float *dh, float *dl, const float *lg, int64_t r0, int64_t n, int64_t total,
-                       bool with_dw)
+static void chunk_grad(lp_model *m, float *dh, float *dl, const float *lg, int64_t r0, int64_t n,
+                       int64_t total, bool with_dw)
 {
     const int64_t C = m->lm_head->in, V = m->n_classes;
     const int64_t k = count_rows(m->labels + r0, n);

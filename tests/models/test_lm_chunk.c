@@ -198,10 +198,11 @@ static void test_memory(void **state)
             result c = step(dirs[d], lora, CHUNK, true, 0), w = step(dirs[d], lora, 1 << 20, true, 0);
             const uint64_t V = 128, up = 16;
             const uint64_t want = 4 * (((N * V + up - 1) / up * up) - ((CHUNK * V + up - 1) / up * up));
-            printf("%s %s: activations whole %llu, chunked %llu (saved %llu, expected %llu); temporary %llu / %llu\n",
-                   dirs[d], lora ? "lora" : "full", (unsigned long long)w.act_peak, (unsigned long long)c.act_peak,
-                   (unsigned long long)(w.act_peak - c.act_peak), (unsigned long long)want,
-                   (unsigned long long)w.tmp_peak, (unsigned long long)c.tmp_peak);
+            printf("%s %s: activations whole %llu, chunked %llu (saved %llu, expected %llu); temporary %llu "
+                   "/ %llu\n",
+                   dirs[d], lora ? "lora" : "full", (unsigned long long)w.act_peak,
+                   (unsigned long long)c.act_peak, (unsigned long long)(w.act_peak - c.act_peak),
+                   (unsigned long long)want, (unsigned long long)w.tmp_peak, (unsigned long long)c.tmp_peak);
             assert_true(w.act_peak > c.act_peak);
             assert_int_equal(w.act_peak - c.act_peak, want);
             assert_int_equal(w.tmp_peak, c.tmp_peak);
