@@ -487,7 +487,8 @@ void lp_attention_decode(float *out, const float *q, const void *kc, const void 
 LP_WARN_UNUSED lp_status lp_cross_entropy_forward(float *loss, float *lse, const float *logits,
                                                   const int32_t *targets, int64_t N, int64_t V,
                                                   int32_t ignore_index);
-/* dlogits (N,V) = dloss * (softmax - onehot) / count; ignored rows get 0. */
+/* dlogits (N,V) = dloss * (softmax - onehot) / count; ignored rows get 0. dlogits may be
+ * logits (in place). */
 void lp_cross_entropy_backward(float *dlogits, const float *logits, const float *lse, const int32_t *targets,
                                int64_t N, int64_t V, int32_t ignore_index, float dloss);
 

@@ -125,6 +125,10 @@ typedef struct lp_model_options {
                                    returns INVALID_ARG) */
     lp_weight_format weights;   /* the Linear weights' format (not with lora.enabled, which has
                                    its own base_dtype) */
+    int32_t lm_head_chunk;      /* a causal LM's loss: rows of logits computed at a time (the
+                                   whole (B*T, vocab) logits are never held); 0 = the default:
+                                   at least 512 rows (fewer re-reads of the head's weight), more
+                                   while a chunk stays under 96 MB, in even chunks */
 } lp_model_options;
 
 /* Defaults: AUTO task, config's labels, CLS pooling, EAGER, no checkpointing, eval mode,

@@ -9,7 +9,8 @@
 /* A generous bound on the floats a (B,T) batch's activation, dropout-mask and scratch blocks
  * take: every layer's attention scores (A,T,T) a row, sixteen (N,H), four (N,I) and eight
  * (N,r) LoRA tensors a layer, over the layers plus the embeddings and head, and two (N,V)
- * for a causal LM's logits and their gradient. The exact sizes
+ * for logits and their gradient (a causal LM holds one chunk of rows of them, lm_loss.c, so
+ * the bound is generous there). The exact sizes
  * (need() in model.c and the nn modules) stay below it, so when it is representable they
  * are too. */
 bool lp_model__batch_sizes_ok(const lp_model *m, int64_t B, int64_t T)

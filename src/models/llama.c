@@ -260,6 +260,8 @@ static lp_status wire(lp_model *m, const lp_st_set *w, const lp_param_map *map)
             ls->head.bwd_name = lp_model__prof_name(fam, "lm_head", "backward", &st);
         }
         m->lm_head = &ls->head; /* quant_setup.c may give it a quantized copy for inference */
+        m->lm_fwd = ls->head.fwd_name;
+        m->lm_bwd = ls->head.bwd_name;
     } else if (m->task == LP_MODEL_TASK_SEQ_CLS) {
         const lp_st_tensor *t;
         TRY(head_src(m, w, "score.weight", m->num_labels, C, &t));
@@ -344,6 +346,13 @@ static int64_t head_scratch(const lp_model *m, int64_t B, int64_t T)
     return up16(B * T * m->cfg.hidden_size) + up16(B * m->cfg.hidden_size);
 }
 
+/* The head's logits: a causal LM holds one chunk of rows (lm_loss.c), a classifier all */
+static int64_t logit_floats(const lp_model *m, int64_t B, int64_t T)
+{
+    const int64_t rows = rows_of(m, B, T);
+    return up16((m->task == LP_MODEL_TASK_CAUSAL_LM ? lp_model__lm_chunk_rows(m, rows) : rows) * m->n_classes);
+}
+
 static lp_model_plan llama_plan(const lp_model *m, int64_t B, int64_t T, bool shared, bool backward)
 {
     const llama_state *ls = st_of(m);
@@ -351,10 +360,11 @@ static lp_model_plan llama_plan(const lp_model *m, int64_t B, int64_t T, bool sh
     lp_model_plan s = {0};
     const int64_t la = lp_nn_decoder_layer_act_floats(&ls->layers[0], m->exec, B, T);
     s.act = up16(N * C) + (shared ? la + m->L * up16(N * C) : m->L * la) + 2 * up16(N * ls->D / 2) +
-            up16(N * C) + up16(N) + up16(B * C) + up16(rows * m->n_classes) + up16(rows);
-    if (backward) {
+            up16(N * C) + up16(N) + up16(B * C) + logit_floats(m, B, T) + up16(rows);
+    if (backward) { // a causal LM's head gradient goes chunk by chunk through its logits' buffer
         int64_t sl = lp_nn_decoder_layer_scratch_floats(&ls->layers[0], m->exec, B, T), sh = head_scratch(m, B, T);
-        s.tmp = 2 * up16(N * C) + (sl > sh ? sl : sh) + up16(rows * m->n_classes);
+        s.tmp = 2 * up16(N * C) + (sl > sh ? sl : sh) +
+                (m->task == LP_MODEL_TASK_CAUSAL_LM ? 0 : up16(rows * m->n_classes));
     }
     s.in = 5 * N + 2 * B + 64; // ids, mask, types, labels, pos; last (int64)
     s.layer_act = la;
@@ -386,7 +396,12 @@ static void llama_bind(lp_model *m, int64_t B, int64_t T, bool shared)
     ls->hn = TAKE(N * C);
     ls->rstd = TAKE(N);
     ls->pooled = TAKE(B * C);
-    m->logits = TAKE(rows * m->n_classes);
+    if (m->task == LP_MODEL_TASK_CAUSAL_LM) {
+        m->logits = NULL;
+        m->lm_chunk = TAKE(logit_floats(m, B, T));
+    } else {
+        m->logits = TAKE(rows * m->n_classes);
+    }
     m->lse = TAKE(rows);
 #undef TAKE
     m->ids = m->in_block;
@@ -489,8 +504,8 @@ static void llama_head_forward(lp_model *m, const lp_nn_ctx *ctx, const float *h
     sync_tied(ls);
     range_push(ls->head_fwd);
     lp_nn_rmsnorm_forward(&ls->norm, ls->hn, ls->rstd, hidden, N);
-    if (m->task == LP_MODEL_TASK_CAUSAL_LM) {
-        lp_nn_linear_forward(&ls->head, m->logits, ls->hn, N);
+    if (m->task == LP_MODEL_TASK_CAUSAL_LM) { // the Linear and the loss: lm_loss.c, in chunks
+        m->lm_in = ls->hn;
     } else { // the last real token of each row, as transformers' *ForSequenceClassification
         lp_rows_gather(ls->pooled, ls->hn, ls->last, B, ls->C);
         lp_nn_linear_forward(&ls->head, m->logits, ls->pooled, B);
@@ -506,8 +521,8 @@ static void llama_head_backward(lp_model *m, float *dhidden, const float *dlogit
     float *dhn = scratch;
     sync_tied(ls);
     range_push(ls->head_bwd);
-    if (m->task == LP_MODEL_TASK_CAUSAL_LM) {
-        lp_nn_linear_backward(&ls->head, dhn, dlogits, ls->hn, N);
+    if (m->task == LP_MODEL_TASK_CAUSAL_LM) { // dhn is in scratch already (lm_loss.c)
+        (void)dlogits;
     } else {
         float *dpooled = scratch + up16(N * C);
         lp_nn_linear_backward(&ls->head, dpooled, dlogits, ls->pooled, B);

@@ -367,7 +367,10 @@ static lp_status forward(lp_model *m, const int32_t *ids, const int32_t *mask, c
     if (st != LP_OK)
         return st;
     lp_nn_ctx ctx = run_ctx(m, &m->rng);
+    m->lm_dh_ok = false;
     m->fam->head_forward(m, &ctx, lp_model_hidden(m, (int32_t)m->L), B, T);
+    if (m->task == LP_MODEL_TASK_CAUSAL_LM) // the loss runs the head itself, chunk by chunk
+        return need_grad ? LP_OK : lp_model__lm_logits(m, logits);
     if (logits)
         memcpy(logits, m->logits, (size_t)(head_rows(m, B, T) * m->n_classes) * sizeof(float));
     return LP_OK;
@@ -401,8 +404,16 @@ lp_status lp_model_loss_forward(lp_model *m, const int32_t *ids, const int32_t *
     else
         memcpy(m->labels, labels, (size_t)B * sizeof *labels);
     // -100 is ignored, as in transformers
-    if ((st = lp_cross_entropy_forward(&m->loss, m->lse, m->logits, m->labels, rows, m->n_classes, -100)) !=
-        LP_OK)
+    if (m->task == LP_MODEL_TASK_CAUSAL_LM) {
+        // a training step with a frozen head takes d(head input) while each chunk's logits
+        // are at hand, into the backward's scratch (see lm_loss.c)
+        const bool dh_now = m->training && !m->opt.no_grad && !m->lm_head->dw;
+        float *dh = dh_now ? m->tmp_block + 2 * lp_model__up16(rows * m->cfg.hidden_size) : NULL;
+        st = lp_model__lm_loss(m, logits, dh, &m->loss);
+    } else {
+        st = lp_cross_entropy_forward(&m->loss, m->lse, m->logits, m->labels, rows, m->n_classes, -100);
+    }
+    if (st != LP_OK)
         return lp_err_wrap(st, "model loss");
     *loss = m->loss;
     m->loss_ok = true;
@@ -419,8 +430,10 @@ lp_status lp_model_backward(lp_model *m)
     LP_PROF_SCOPE(m->prof_backward);
     const int64_t B = m->B, T = m->T, N = B * T, C = m->cfg.hidden_size, rows = head_rows(m, B, T);
     // the backward's scratch: two (N,C) gradient buffers, the family's scratch, dlogits last
+    // (a causal LM's head gradient goes to the family's scratch, chunk by chunk: no dlogits)
+    const bool lm = m->task == LP_MODEL_TASK_CAUSAL_LM;
     float *dA = m->tmp_block, *dB = dA + lp_model__up16(N * C), *scratch = dB + lp_model__up16(N * C);
-    float *dlogits = m->tmp_block + m->tmp_cap - lp_model__up16(rows * m->n_classes);
+    float *dlogits = lm ? NULL : m->tmp_block + m->tmp_cap - lp_model__up16(rows * m->n_classes);
     lp_nn_ctx ctx = {.training = m->fwd_training,
                      .exec = m->fwd_exec,
                      .rng = NULL,
@@ -429,7 +442,11 @@ lp_status lp_model_backward(lp_model *m)
     m->pass_status = LP_OK;
     const bool emb_grad = m->fam->embed_trainable(m);
 
-    lp_cross_entropy_backward(dlogits, m->logits, m->lse, m->labels, rows, m->n_classes, -100, m->dloss_scale);
+    if (lm)
+        lp_model__lm_backward(m, scratch);
+    else
+        lp_cross_entropy_backward(dlogits, m->logits, m->lse, m->labels, rows, m->n_classes, -100,
+                                  m->dloss_scale);
     m->fam->head_backward(m, dA, dlogits, scratch, B, T);
     if (m->grad_ready)
         m->grad_ready(m->grad_ready_user, (int32_t)m->L);

@@ -81,9 +81,11 @@ typedef struct lp_family {
     /* Whether any embedding parameter trains (else layer 0's input gradient is skipped). */
     bool (*embed_trainable)(const lp_model *m);
     void (*embed_backward)(lp_model *m, const float *dout, float *scratch, int64_t B, int64_t T);
-    /* m->logits (head_rows, num_classes) from the last hidden state. */
+    /* m->logits (head_rows, num_classes) from the last hidden state; a causal LM: m->lm_in
+     * (B*T, C), the LM head's input, only (lm_loss.c runs the head in chunks). */
     void (*head_forward)(lp_model *m, const lp_nn_ctx *ctx, const float *hidden, int64_t B, int64_t T);
-    /* dhidden (B,T,C) = from dlogits; head grads +=. */
+    /* dhidden (B,T,C) = from dlogits; head grads +=. A causal LM: dlogits is NULL and scratch
+     * holds d(lm_in) (B*T, C) on entry (lm_loss.c computed it). */
     void (*head_backward)(lp_model *m, float *dhidden, const float *dlogits, float *scratch, int64_t B, int64_t T);
     /* Forward FLOPs of a (B,T) batch (matmuls and attention). */
     double (*forward_flops)(const lp_model *m, int64_t B, int64_t T);
@@ -157,6 +159,7 @@ struct lp_model {
     lp_nn_ctx pass_ctx;        /* what adapters and quantized bases read during a pass */
     lp_gguf_file *qgguf;       /* STORED weights: the GGUF, open from quant_setup to quant_finish */
     lp_nn_linear *lm_head;     /* a causal LM's head (set by the family), or NULL */
+    const char *lm_fwd, *lm_bwd; /* its profiler ranges (set by the family), or NULL */
     lp_qweight *head_q;        /* inference with quantized weights: the LM head's quantized copy
                                   (owned; the f32 weight stays for the embedding lookup) */
     lp_status pass_status;     /* first kernel error of the current pass (pass_ctx.status) */
@@ -185,7 +188,12 @@ struct lp_model {
     const float *emb_out;  /* (B,T,C) the embeddings' output of the last forward */
     const float **layer_out; /* (L) each layer's output of the last forward */
     float **ckpt_out;      /* (L) layer outputs kept under checkpointing (bound by the family) */
-    float *logits, *lse; /* (rows, n_classes), (rows): rows = B, or B*T for a causal LM */
+    float *logits, *lse; /* (rows, n_classes), (rows): rows = B, or B*T for a causal LM (whose
+                            logits are never held whole: logits is NULL, see lm_loss.c) */
+    const float *lm_in;  /* a causal LM: (B*T, C) the head's input of the last forward */
+    float *lm_chunk;     /* a causal LM: (lp_model__lm_chunk_rows, V) one chunk's logits */
+    bool lm_dh_ok;       /* the loss forward left d(lm_in) in the backward's scratch ... */
+    float lm_dh_scale;   /* ... under this dloss_scale */
     int32_t *ids, *mask, *types, *labels, *pos; /* (B,T) each; labels (rows) */
     bool has_types;
     int64_t B, T; /* of the last forward */
@@ -212,6 +220,18 @@ lp_status lp_model__open(const char *dir, const lp_model_options *opt, bool plan
 lp_status lp_model__fill_params(lp_model *m);
 /* Interns "<fam>.<mid>.<dir>" as a profiler name; sets *st on out of memory. */
 const char *lp_model__prof_name(const char *fam, const char *mid, const char *dir, lp_status *st);
+/* A causal LM's chunked head (lm_loss.c). Rows of logits a chunk holds for a batch of `rows`
+ * tokens (lp_model_options.lm_head_chunk, else a default of a few dozen MB). */
+int64_t lp_model__lm_chunk_rows(const lp_model *m, int64_t rows);
+/* logits (B*T, V) = the head over m->lm_in (NULL: computed chunk by chunk and dropped). */
+lp_status lp_model__lm_logits(lp_model *m, float *logits);
+/* loss = mean cross-entropy over m->labels' non-ignored rows, chunk by chunk; logits (B*T, V)
+ * = as well unless NULL; dh (B*T, C) = d loss / d lm_in times dloss_scale unless NULL (then
+ * lp_model__lm_backward only rescales it). */
+lp_status lp_model__lm_loss(lp_model *m, float *logits, float *dh, float *loss);
+/* dh (B*T, C) = (recomputing each chunk's logits unless the loss forward left it); the
+ * head's dW += when it trains. */
+void lp_model__lm_backward(lp_model *m, float *dh);
 /* Rounds a float count up to 16 (64 bytes), bytes to 64: each tensor in a block starts aligned. */
 static inline int64_t lp_model__up16(int64_t n) { return (n + 15) & ~(int64_t)15; }
 static inline int64_t lp_model__up64(int64_t n) { return (n + 63) & ~(int64_t)63; }

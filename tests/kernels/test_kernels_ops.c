@@ -538,6 +538,12 @@ static int run_cross_entropy(const int64_t *d)
     R->cross_entropy_backward(g0, x, lse0, t, N, V, -100, 1.5f);
     O->cross_entropy_backward(g1, x, lse0, t, N, V, -100, 1.5f);
     f += kt_close("cross_entropy dlogits", g1, g0, N * V, 1e-7, 1e-4);
+    // in place (dlogits = logits, as the chunked LM head calls it): the same gradient, bit for bit
+    float *xr = kt_copy(x, N * V), *xo = kt_copy(x, N * V);
+    R->cross_entropy_backward(xr, xr, lse0, t, N, V, -100, 1.5f);
+    O->cross_entropy_backward(xo, xo, lse0, t, N, V, -100, 1.5f);
+    f += kt_close("cross_entropy dlogits in place (ref)", xr, g0, N * V, 0, 0);
+    f += kt_close("cross_entropy dlogits in place (opt)", xo, g1, N * V, 0, 0);
     t[0] = (int32_t)V;
     f += O->cross_entropy_forward(&l1, lse1, x, t, N, V, -100) != LP_STATUS_RANGE;
     f += R->cross_entropy_forward(&l0, lse0, x, t, N, V, -100) != LP_STATUS_RANGE;

@@ -24,6 +24,7 @@
 #define T 12
 
 static lp_weight_format g_weights; /* full fine-tuning with the layers' Linears kept quantized */
+static int32_t g_chunk;            /* a causal LM's rows of logits at a time (0: the default) */
 
 static void run(const char *dir, lp_train_method method, lp_exec_mode exec, bool ckpt)
 {
@@ -32,6 +33,7 @@ static void run(const char *dir, lp_train_method method, lp_exec_mode exec, bool
     o.weights = method == LP_TRAIN_METHOD_FULL ? g_weights : LP_WEIGHT_FORMAT_F32;
     o.exec = exec;
     o.grad_checkpointing = ckpt;
+    o.lm_head_chunk = g_chunk;
     o.training = true;
     o.quiet = true;
     if (!strcmp(dir, "models/default"))
@@ -140,6 +142,17 @@ static void test_bert(void **state)
     sweep("models/default");
 }
 
+/* A causal LM's head in chunks of 5 rows (B*T = 36: the last chunk is short), the logits'
+ * buffer one chunk: the plan follows (lm_loss.c). */
+static void test_lm_chunked(void **state)
+{
+    (void)state;
+    g_chunk = 5;
+    sweep("tests/golden/llama_lm");
+    sweep("tests/golden/smollm_lm");
+    g_chunk = 0;
+}
+
 /* Inference weight formats (lp_model_options.weights): the quantized Linears leave the
  * parameter table for QUANTIZED_WEIGHT, and their kernels' scratch is predicted too. */
 static void test_weight_formats(void **state)
@@ -177,7 +190,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama_lm), cmocka_unit_test(test_qwen2_cls), cmocka_unit_test(test_smollm_tied),
         cmocka_unit_test(test_mistral_window), cmocka_unit_test(test_bert), cmocka_unit_test(test_weight_formats),
-        cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_lm_chunked), cmocka_unit_test(test_bad),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

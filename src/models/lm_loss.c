@@ -1,0 +1,155 @@
+/* A causal LM's head and loss in chunks of rows: the (B*T, V) logits and their gradient are
+ * never held whole (for a 151936-token vocabulary at 1024 tokens they were 2 x 622 MB, the
+ * largest tensors of a LoRA step). Each chunk of R rows of the head's input h (the family's
+ * final norm, m->lm_in) goes through logits = h W^T (into m->lm_chunk, R x V), its loss terms
+ * (per-row log-sum-exp into m->lse), the logits' gradient in place, and dh = dlogits W
+ * (+ dW += dlogitsᵀ h when the head trains). The mean is over the batch's non-ignored rows
+ * (-100, as transformers), so every chunk scales its gradient by 1 / that global count.
+ *
+ * When dh is computed. In training mode with a frozen head (LoRA, QLoRA) the loss forward
+ * computes dh right after each chunk's loss, while the chunk's logits are at hand (two head
+ * GEMMs a step, as an unchunked head); lp_model_backward then starts from it. Otherwise (a
+ * trainable head, or a loss forward in eval mode that a backward may still follow) the
+ * backward recomputes each chunk's logits, then dh and dW together: one GEMM more, never a
+ * gradient added before lp_model_backward is called. */
+#include <string.h>
+
+#include "models_internal.h"
+
+/* Default rows a chunk. Each chunk's two GEMMs read (and pack) all of W (V x C) again: at R
+ * rows a chunk that is 2R flops a byte of W, and below a few hundred rows the repacking shows
+ * (Qwen2.5-0.5B, 1024 tokens: 7 chunks of 147 rows made the LoRA step 15 % slower than one
+ * whole-logits pass; 2 chunks of 512 cost about 1 %). So at least 512 rows, more while the
+ * chunk stays under 96 MB (a small vocabulary). */
+#define LM_CHUNK_BYTES ((int64_t)96 << 20)
+#define LM_CHUNK_MIN 512
+
+int64_t lp_model__lm_chunk_rows(const lp_model *m, int64_t rows)
+{
+    int64_t c = m->opt.lm_head_chunk;
+    if (c <= 0) {
+        c = LM_CHUNK_BYTES / (4 * (m->n_classes > 0 ? m->n_classes : 1));
+        if (c < LM_CHUNK_MIN)
+            c = LM_CHUNK_MIN;
+        if (c < rows) { // as many chunks, of even sizes: no short GEMM at the end
+            const int64_t k = (rows + c - 1) / c;
+            c = (rows + k - 1) / k;
+        }
+    }
+    return c < rows ? c : rows;
+}
+
+static void range_push(const char *name)
+{
+    if (name)
+        lp_prof_range_push(name);
+}
+static void range_pop(const char *name)
+{
+    if (name)
+        lp_prof_range_pop();
+}
+
+static int64_t count_rows(const int32_t *labels, int64_t n)
+{
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++)
+        k += labels[i] != -100;
+    return k;
+}
+
+/* dh rows [r0, r0+n) (and dW when with_dw) from the chunk's logits lg (n,V), its gradient
+ * written to dl (may be lg). */
+static void chunk_grad(lp_model *m, float *dh, float *dl, const float *lg, int64_t r0, int64_t n,
+                       int64_t total, bool with_dw)
+{
+    const int64_t C = m->lm_head->in, V = m->n_classes;
+    const int64_t k = count_rows(m->labels + r0, n);
+    lp_nn_linear head = *m->lm_head;
+    if (!with_dw)
+        head.dw = head.db = NULL;
+    if (k == 0) { // every row ignored: no gradient flows through this chunk
+        memset(dh + r0 * C, 0, (size_t)(n * C) * sizeof(float));
+        return;
+    }
+    // the kernel divides by the chunk's count k; the loss is a mean over all `total` rows
+    lp_cross_entropy_backward(dl, lg, m->lse + r0, m->labels + r0, n, V, -100,
+                              m->dloss_scale * (float)k / (float)total);
+    range_push(m->lm_bwd);
+    lp_nn_linear_backward(&head, dh + r0 * C, dl, m->lm_in + r0 * C, n);
+    range_pop(m->lm_bwd);
+}
+
+lp_status lp_model__lm_logits(lp_model *m, float *logits)
+{
+    const int64_t N = m->B * m->T, R = lp_model__lm_chunk_rows(m, N), C = m->lm_head->in;
+    range_push(m->lm_fwd);
+    if (logits) // the caller's buffer holds them all: one GEMM
+        lp_nn_linear_forward(m->lm_head, logits, m->lm_in, N);
+    else // nothing kept (a timed or profiled forward): the same work, chunk by chunk
+        for (int64_t r0 = 0; r0 < N; r0 += R)
+            lp_nn_linear_forward(m->lm_head, m->lm_chunk, m->lm_in + r0 * C, N - r0 < R ? N - r0 : R);
+    range_pop(m->lm_fwd);
+    return m->pass_status;
+}
+
+lp_status lp_model__lm_loss(lp_model *m, float *logits, float *dh, float *loss)
+{
+    const int64_t N = m->B * m->T, V = m->n_classes, R = lp_model__lm_chunk_rows(m, N), C = m->lm_head->in;
+    const int64_t total = count_rows(m->labels, N);
+    double sum = 0.0;
+    m->lm_dh_ok = false;
+    for (int64_t r0 = 0; r0 < N; r0 += R) {
+        const int64_t n = N - r0 < R ? N - r0 : R;
+        // logits straight into the caller's buffer when it wants them (the gradient then goes
+        // to the chunk buffer), else into the chunk buffer, the gradient over them in place
+        float *lg = logits ? logits + r0 * V : m->lm_chunk;
+        range_push(m->lm_fwd);
+        lp_nn_linear_forward(m->lm_head, lg, m->lm_in + r0 * C, n);
+        float l;
+        lp_status st = lp_cross_entropy_forward(&l, m->lse + r0, lg, m->labels + r0, n, V, -100);
+        range_pop(m->lm_fwd);
+        if (st != LP_OK) // the kernel counts rows from the chunk's first
+            return lp_err_wrap(st, "LM head rows %lld..%lld", (long long)r0, (long long)(r0 + n - 1));
+        if (m->pass_status != LP_OK)
+            return m->pass_status;
+        sum += (double)l * (double)count_rows(m->labels + r0, n);
+        if (dh)
+            chunk_grad(m, dh, m->lm_chunk, lg, r0, n, total, false);
+    }
+    if (dh) {
+        m->lm_dh_ok = true;
+        m->lm_dh_scale = m->dloss_scale;
+    }
+    *loss = total ? (float)(sum / (double)total) : 0.0f;
+    return m->pass_status;
+}
+
+void lp_model__lm_backward(lp_model *m, float *dh)
+{
+    const int64_t N = m->B * m->T, R = lp_model__lm_chunk_rows(m, N), C = m->lm_head->in;
+    if (m->lm_dh_ok) { // the loss forward computed it, under the scale of that time
+        if (m->lm_dh_scale != m->dloss_scale) {
+            const float s = m->lm_dh_scale != 0.0f ? m->dloss_scale / m->lm_dh_scale : 0.0f;
+            for (int64_t i = 0; i < N * C; i++)
+                dh[i] *= s;
+        }
+        return;
+    }
+    const int64_t total = count_rows(m->labels, N);
+    if (total == 0) {
+        memset(dh, 0, (size_t)(N * C) * sizeof(float));
+        return;
+    }
+    for (int64_t r0 = 0; r0 < N; r0 += R) {
+        const int64_t n = N - r0 < R ? N - r0 : R;
+        if (count_rows(m->labels + r0, n) == 0) { // nothing to recompute
+            memset(dh + r0 * C, 0, (size_t)(n * C) * sizeof(float));
+            continue;
+        }
+        range_push(m->lm_bwd);
+        lp_nn_linear_forward(m->lm_head, m->lm_chunk, m->lm_in + r0 * C, n);
+        range_pop(m->lm_bwd);
+        chunk_grad(m, dh, m->lm_chunk, m->lm_chunk, r0, n, total, true);
+    }
+}
