@@ -135,7 +135,8 @@ lp_status lp_model_estimate(const char *dir, const lp_model_options *opt, int64_
                                       ? lp_qweight_plan_nbytes(quant ? m->lora.base_dtype : LP_DTYPE_NF4, l->out,
                                                                l->in, true)
                                   : ml->qdtype == LP_DTYPE_BF16 ? lp_qweight_bf16_plan_nbytes(l->out, l->in)
-                                                                : lp_qweight_ggml_plan_nbytes(ml->qgtype, l->out, l->in);
+                                                                : lp_qweight_ggml_plan_nbytes(ml->qgtype, l->out, l->in) +
+                                                                      lp_qweight_ggml_tiles_nbytes(ml->qgtype, l->out, l->in);
     }
     out->parameters = 4 * (uint64_t)m->n_floats;
     out->gradients = 4 * grad_floats;

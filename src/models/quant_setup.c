@@ -186,6 +186,9 @@ lp_status lp_model__quant_finish(lp_model *m)
                 st = lp_err_wrap(st, "%s: quantizing %s.weight to %s", m->dir, ml->module,
                                  lp_weight_format_name(m->opt.weights));
         }
+        /* prefill's row-interleaved tiles, once the blocks are final (q/k rows unpermuted) */
+        if (st == LP_OK)
+            st = lp_qweight_ggml_pack_tiles(ml->q);
         ml->qsrc = NULL;
         ml->lin->w = NULL;
         ml->lin->dw = NULL;

@@ -189,6 +189,17 @@ static int run_gemm(lp_ggml_type t, int64_t N, int64_t C, int64_t OC)
     f += R->qmatmul_backward(d0, dout, &q, N, C, OC) != LP_OK;
     f += O->qmatmul_backward(d1, dout, &q, N, C, OC) != LP_OK;
     R->qweight_dequantize(wf, &q, 0, OC * C);
+    /* the tiles packed at load (lp_qweight_ggml_pack_tiles) hold the bytes the per-call
+     * packing makes: the same kernel on them gives the same bits, every N (decode and the
+     * other types ignore them) */
+    if (lp_qweight_ggml_tiles_nbytes(t, OC, C)) {
+        float *o3 = kt_nan(N * OC);
+        f += lp_qweight_ggml_pack_tiles(&q) != LP_OK || !q.tiles;
+        f += O->qmatmul_forward(o3, x, &q, bias, N, C, OC) != LP_OK;
+        if (memcmp(o3, o1, (size_t)(N * OC) * sizeof(float)) && ++f)
+            fprintf(stderr, "  %s [%lld,%lld,%lld]: tiles packed at load differ from tiles packed per call\n",
+                    lp_ggml_type_traits_get(t)->name, (long long)N, (long long)C, (long long)OC);
+    }
     char what[96];
     snprintf(what, sizeof what, "%s [%lld,%lld,%lld]", lp_ggml_type_traits_get(t)->name, (long long)N, (long long)C,
              (long long)OC);
@@ -251,6 +262,7 @@ static int run_tiled_adversarial(lp_ggml_type t, int64_t N, int64_t C, int64_t O
         x[i] = (i / C) % 2 ? -1.0f : 1.0f; /* whole rows of +1 or -1: every q_a = +-127 */
     int f = 0;
     f += R->qmatmul_forward(o0, x, &q, NULL, N, C, OC) != LP_OK;
+    f += lp_qweight_ggml_pack_tiles(&q) != LP_OK; /* the adversarial blocks through the load-time tiles */
     f += O->qmatmul_forward(o1, x, &q, NULL, N, C, OC) != LP_OK;
     R->qweight_dequantize(wf, &q, 0, OC * C);
     char what[96];
@@ -294,6 +306,8 @@ static void test_qgemm_threads(void **state)
     for (size_t i = 0; i < 3; i++) {
         lp_qweight q;
         make_weight(&q, tiled[i], OC, C);
+        if (i % 2) /* Q4_0 through its load-time tiles, the others packed per call */
+            assert_int_equal(lp_qweight_ggml_pack_tiles(&q), LP_OK);
         float *x = kt_rand_f(N * C, -1, 1), *o1 = kt_nan(N * OC), *o3 = kt_nan(N * OC);
         lp_threads_set(1);
         assert_int_equal(O->qmatmul_forward(o1, x, &q, NULL, N, C, OC), LP_OK);
