@@ -8,7 +8,8 @@
  * dequant-GEMV and, for comparison, dequantize-then-sgemv (the whole f32 weight written and
  * read back). Then prefill: N = 512 activation rows through the same integer kernels
  * against f32 sgemm, in GFLOP/s. Best of --reps passes; asserts nothing.
- * Usage: bench_qgemv [--reps N] [--threads 1,2] [--mib M] [--prefill-only] (no triad, no GEMV) */
+ * Usage: bench_qgemv [--reps N] [--threads 1,2] [--mib M] [--prefill-only] (no triad, no GEMV)
+ *        [--cpu-time] (thread CPU time: one-thread prefill on a busy machine) */
 #include <cblas.h>
 #include <omp.h>
 #include <stdio.h>
@@ -23,10 +24,15 @@ enum { R = 4096, C = 4096 };
 
 static int reps = 5;
 
+/* --cpu-time: the calling thread's CPU time instead of wall time, for one-thread prefill
+ * figures on a shared machine (time slices given to other processes do not count; their
+ * cache pollution still does) */
+static clockid_t clk = CLOCK_MONOTONIC;
+
 static double now(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clk, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -174,13 +180,18 @@ static void gemv_row(const char *name, kind k, lp_ggml_type t, const float *w, c
     lp_qweight_free(&base);
 }
 
-static void prefill(const char *name, lp_ggml_type t, const float *w, const float *x, float *y, int64_t N)
+/* One prefill GEMM (OC, K) with N activation rows, best of reps; tiles: the Q8_0 / Q4_0
+ * weight repacked at load (lp_qweight_ggml_pack_tiles, as a model's Linears are), else
+ * packed per call. */
+static void prefill(const char *name, lp_ggml_type t, bool tiles, const float *w, const float *x, float *y,
+                    int64_t OC, int64_t K, int64_t N)
 {
-    const int64_t OC = 2048, K = 2048;
     double best = 1e30;
     lp_qweight q = {0};
     if (t != LP_GGML_TYPE_F32) {
         ok(lp_qweight_quantize_ggml(&q, t, w, OC, K, "bench prefill"));
+        if (tiles)
+            ok(lp_qweight_ggml_pack_tiles(&q));
     }
     for (int r = 0; r < reps + 1; r++) {
         double t0 = now();
@@ -192,7 +203,8 @@ static void prefill(const char *name, lp_ggml_type t, const float *w, const floa
         if (r && s < best)
             best = s;
     }
-    printf("  %-22s N = %3lld %8.1f GFLOP/s\n", name, (long long)N, 2.0 * (double)N * OC * K / best * 1e-9);
+    printf("  %-22s %4lld x %4lld N = %3lld %8.1f GFLOP/s\n", name, (long long)OC, (long long)K, (long long)N,
+           2.0 * (double)N * OC * K / best * 1e-9);
     lp_qweight_free(&q);
 }
 
@@ -204,6 +216,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--prefill-only"))
             prefill_only = true;
+        else if (!strcmp(argv[i], "--cpu-time"))
+            clk = CLOCK_THREAD_CPUTIME_ID;
         else if (i + 1 < argc && !strcmp(argv[i], "--reps"))
             reps = atoi(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "--threads"))
@@ -243,12 +257,17 @@ int main(int argc, char **argv)
             gemv_row("NF4 fused", K_NF4_FUSED, LP_GGML_TYPE_F32, w, &nf4, m, bw, x, y, tmp);
             gemv_row("NF4 dequant+sgemv", K_NF4_DEQ, LP_GGML_TYPE_F32, w, &nf4, m, bw, x, y, tmp);
         }
-        printf(" prefill GEMM, 2048 x 2048 weight (Q8_0 / Q4_0 / Q4_1 at N >= 8: the tiled integer GEMM):\n");
-        static const int64_t ns[] = {16, 64, 512};
-        for (int k = 0; k < 3; k++) {
-            prefill("F32 (OpenBLAS sgemm)", LP_GGML_TYPE_F32, w, x, y, ns[k]);
-            prefill("Q8_0", LP_GGML_TYPE_Q8_0, w, x, y, ns[k]);
-            prefill("Q4_0", LP_GGML_TYPE_Q4_0, w, x, y, ns[k]);
+        printf(" prefill GEMM (Q8_0 / Q4_0 at N >= 8: the tiled integer GEMM; 'tiles': packed at load):\n");
+        /* a 2048-square weight, then SmolLM2-135M's MLP up / down shapes */
+        static const int64_t shapes[][3] = {{2048, 2048, 16}, {2048, 2048, 64}, {2048, 2048, 512},
+                                            {1536, 576, 512}, {576, 1536, 512}};
+        for (int k = 0; k < 5; k++) {
+            const int64_t OC = shapes[k][0], K = shapes[k][1], N = shapes[k][2];
+            prefill("F32 (OpenBLAS sgemm)", LP_GGML_TYPE_F32, false, w, x, y, OC, K, N);
+            prefill("Q8_0", LP_GGML_TYPE_Q8_0, false, w, x, y, OC, K, N);
+            prefill("Q8_0 tiles", LP_GGML_TYPE_Q8_0, true, w, x, y, OC, K, N);
+            prefill("Q4_0", LP_GGML_TYPE_Q4_0, false, w, x, y, OC, K, N);
+            prefill("Q4_0 tiles", LP_GGML_TYPE_Q4_0, true, w, x, y, OC, K, N);
         }
     }
     lp_qweight_free(&nf4);

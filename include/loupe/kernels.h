@@ -112,6 +112,11 @@ typedef struct lp_qweight {
     lp_ggml_type gtype;
     uint8_t *blocks;      /* (rows * row_bytes) */
     int64_t row_bytes;    /* cols / block * block bytes */
+    /* Q8_0 / Q4_0 / Q4_1 only, or NULL: the same weight repacked at load into tiles of 16
+     * interleaved rows for the prefill GEMM (lp_qweight_ggml_pack_tiles; its own lp_alloc
+     * block, freed with q). Decode and the dequantizer read blocks; whoever rewrites blocks
+     * after packing must pack again. */
+    uint8_t *tiles;
     /* BF16: W packed in panels of LP_BF16_PANEL output channels, k in adjacent pairs:
      * W[o, k] at ((o / 32 * cpad / 2 + k / 2) * 32 + o % 32) * 2 + k % 2; rows padded to
      * whole panels and cols to cpad (even) with zeros */
@@ -710,6 +715,15 @@ LP_WARN_UNUSED lp_status lp_qweight_from_ggml(lp_qweight *q, lp_ggml_type t, con
  * LP_STATUS_NUMERIC for a non-finite weight (named by row and column). */
 LP_WARN_UNUSED lp_status lp_qweight_quantize_ggml(lp_qweight *q, lp_ggml_type t, const float *w, int64_t rows,
                                                   int64_t cols, const char *name);
+/* Repacks q (GGML Q8_0, Q4_0 or Q4_1; any other weight is left as it is) into q->tiles,
+ * the row-interleaved layout the prefill GEMM reads (16 rows a tile, each 32-element block
+ * as f32 scales then the rows' bytes 4 at a time), so prefill does not repack per call.
+ * Category QUANTIZED_WEIGHT, lp_qweight_ggml_tiles_nbytes bytes. Errors: LP_STATUS_NO_MEMORY
+ * (q unchanged). */
+LP_WARN_UNUSED lp_status lp_qweight_ggml_pack_tiles(lp_qweight *q);
+/* Bytes lp_qweight_ggml_pack_tiles adds for a (rows, cols) weight of type t; 0 for a type
+ * it leaves alone. */
+size_t lp_qweight_ggml_tiles_nbytes(lp_ggml_type t, int64_t rows, int64_t cols);
 /* sum_i W[row, i] * x[i] (x has cols floats) as the optimized forward computes it: the
  * integer kernels on blocks, x quantized per block (for tests and benchmarks). */
 float lp_qweight_ggml_row_dot(const lp_qweight *w, int64_t row, const float *x);

@@ -138,7 +138,8 @@ lp_status lp_model_estimate(const char *dir, const lp_model_options *opt, int64_
                                                                l->in, true)
                                   : ml->qdtype == LP_DTYPE_BF16 ? lp_qweight_bf16_plan_nbytes(l->out, l->in)
                                   : ml->qdtype == LP_DTYPE_F32  ? lp_qweight_f32_plan_nbytes(l->out, l->in)
-                                                                : lp_qweight_ggml_plan_nbytes(ml->qgtype, l->out, l->in);
+                                                                : lp_qweight_ggml_plan_nbytes(ml->qgtype, l->out, l->in) +
+                                                                      lp_qweight_ggml_tiles_nbytes(ml->qgtype, l->out, l->in);
     }
     out->parameters = 4 * (uint64_t)m->n_floats;
     out->gradients = 4 * grad_floats;

@@ -152,6 +152,8 @@ static lp_status quantize_head(lp_model *m)
         st = lp_qweight_quantize_ggml(m->head_q,
                                       m->opt.weights == LP_WEIGHT_FORMAT_Q4_0 ? LP_GGML_TYPE_Q4_0 : LP_GGML_TYPE_Q8_0,
                                       p->data, h->out, h->in, "lm_head (quantized copy)");
+    if (st == LP_OK) /* decode's largest GEMV (SmolLM2: 28 M of 135 M parameters) reads tiles too */
+        st = lp_qweight_ggml_pack_tiles(m->head_q);
     if (st != LP_OK)
         return lp_err_wrap(st, "%s: quantizing the LM head", m->dir);
     h->qbase = m->head_q;
@@ -195,6 +197,9 @@ lp_status lp_model__quant_finish(lp_model *m)
                 st = lp_err_wrap(st, "%s: quantizing %s.weight to %s", m->dir, ml->module,
                                  lp_weight_format_name(m->opt.weights));
         }
+        /* prefill's row-interleaved tiles, once the blocks are final (q/k rows unpermuted) */
+        if (st == LP_OK)
+            st = lp_qweight_ggml_pack_tiles(ml->q);
         ml->qsrc = NULL;
         ml->lin->w = NULL;
         ml->lin->dw = NULL;

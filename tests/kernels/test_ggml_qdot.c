@@ -21,6 +21,7 @@
 #include "loupe/io.h"
 
 static const lp_kernel_table *R, *O;
+enum { QGEMM_MIN_ROWS = 8 }; /* LP_QGEMM_MIN_ROWS (cpu_kernels.h): prefill's tiled GEMM from here */
 
 static const struct {
     const char *name;
@@ -189,20 +190,35 @@ static int run_gemm(lp_ggml_type t, int64_t N, int64_t C, int64_t OC)
     f += R->qmatmul_backward(d0, dout, &q, N, C, OC) != LP_OK;
     f += O->qmatmul_backward(d1, dout, &q, N, C, OC) != LP_OK;
     R->qweight_dequantize(wf, &q, 0, OC * C);
+    /* the tiles packed at load (lp_qweight_ggml_pack_tiles) hold the bytes the per-call
+     * packing makes: at N >= QGEMM_MIN_ROWS the same kernel on them gives the same bits;
+     * below it (decode) the tiles replace the GEMV loop, held to the reference's bound
+     * below (other types ignore them) */
+    float *o3 = NULL;
+    if (lp_qweight_ggml_tiles_nbytes(t, OC, C)) {
+        o3 = kt_nan(N * OC);
+        f += lp_qweight_ggml_pack_tiles(&q) != LP_OK || !q.tiles;
+        f += O->qmatmul_forward(o3, x, &q, bias, N, C, OC) != LP_OK;
+        if (N >= QGEMM_MIN_ROWS && memcmp(o3, o1, (size_t)(N * OC) * sizeof(float)) && ++f)
+            fprintf(stderr, "  %s [%lld,%lld,%lld]: tiles packed at load differ from tiles packed per call\n",
+                    lp_ggml_type_traits_get(t)->name, (long long)N, (long long)C, (long long)OC);
+    }
     char what[96];
     snprintf(what, sizeof what, "%s [%lld,%lld,%lld]", lp_ggml_type_traits_get(t)->name, (long long)N, (long long)C,
              (long long)OC);
     int64_t bad = 0;
     double worst = 0.0;
-    for (int64_t i = 0; i < N; i++)
-        for (int64_t o = 0; o < OC; o++) {
-            double e = fabs((double)o1[i * OC + o] - o0[i * OC + o]),
-                   b = dot_bound(t, wf + o * C, x + i * C, C) + 1e-6 * fabs((double)bias[o]);
-            worst = fmax(worst, e / b);
-            if (!(e <= b) && bad++ < 3)
-                fprintf(stderr, "  %s: out[%lld,%lld] %.9g vs %.9g (bound %.3g)\n", what, (long long)i, (long long)o,
-                        (double)o1[i * OC + o], (double)o0[i * OC + o], b);
-        }
+    for (int k = 0; k < (o3 ? 2 : 1); k++) /* the optimized output without tiles, then with */
+        for (int64_t i = 0; i < N; i++)
+            for (int64_t o = 0; o < OC; o++) {
+                const float *oo = k ? o3 : o1;
+                double e = fabs((double)oo[i * OC + o] - o0[i * OC + o]),
+                       b = dot_bound(t, wf + o * C, x + i * C, C) + 1e-6 * fabs((double)bias[o]);
+                worst = fmax(worst, e / b);
+                if (!(e <= b) && bad++ < 3)
+                    fprintf(stderr, "  %s%s: out[%lld,%lld] %.9g vs %.9g (bound %.3g)\n", what, k ? " (tiles)" : "",
+                            (long long)i, (long long)o, (double)oo[i * OC + o], (double)o0[i * OC + o], b);
+            }
     f += bad != 0;
     /* the eager path and the backward dequantize exactly: f32 rounding only */
     f += kt_close(what, o2, o0, N * OC, 1e-5 * C, 1e-5);
@@ -251,6 +267,7 @@ static int run_tiled_adversarial(lp_ggml_type t, int64_t N, int64_t C, int64_t O
         x[i] = (i / C) % 2 ? -1.0f : 1.0f; /* whole rows of +1 or -1: every q_a = +-127 */
     int f = 0;
     f += R->qmatmul_forward(o0, x, &q, NULL, N, C, OC) != LP_OK;
+    f += lp_qweight_ggml_pack_tiles(&q) != LP_OK; /* the adversarial blocks through the load-time tiles */
     f += O->qmatmul_forward(o1, x, &q, NULL, N, C, OC) != LP_OK;
     R->qweight_dequantize(wf, &q, 0, OC * C);
     char what[96];
@@ -294,6 +311,8 @@ static void test_qgemm_threads(void **state)
     for (size_t i = 0; i < 3; i++) {
         lp_qweight q;
         make_weight(&q, tiled[i], OC, C);
+        if (i % 2) /* Q4_0 through its load-time tiles, the others packed per call */
+            assert_int_equal(lp_qweight_ggml_pack_tiles(&q), LP_OK);
         float *x = kt_rand_f(N * C, -1, 1), *o1 = kt_nan(N * OC), *o3 = kt_nan(N * OC);
         lp_threads_set(1);
         assert_int_equal(O->qmatmul_forward(o1, x, &q, NULL, N, C, OC), LP_OK);

@@ -158,9 +158,11 @@ float lp_k_dot_q6_k(int64_t nb, const uint8_t *w, const lp_q8k *a);
 /* out (n) = elements [start, start+n) of a GGML-format weight (partial blocks allowed). */
 void lp_k_ggml_dequantize_range(float *out, const lp_qweight *w, int64_t start, int64_t n);
 /* Prefill of a Q8_0 / Q4_0 / Q4_1 weight (qgemm_ggml.c): out (N,OC) = the quantized
- * activations act (N rows of cols/32 blocks) @ W^T + bias by a tiled integer GEMM (weight
- * rows packed per call into interleaved tiles). fits says whether it takes (w, N): those
- * types, N >= LP_QGEMM_MIN_ROWS, an AVX2 build; below that the GEMV loop is faster. */
+ * activations act (N rows of cols/32 blocks) @ W^T + bias by a tiled integer GEMM over
+ * row-interleaved tiles (w->tiles, packed at load, else packed per call). fits says
+ * whether it takes (w, N): those types in an AVX2 build, at any N when w has its tiles
+ * (decode too: no horizontal sums, nibbles unpacked once per 16 rows), else at
+ * N >= LP_QGEMM_MIN_ROWS (below that, packing per call costs more than the GEMV loop). */
 enum { LP_QGEMM_MIN_ROWS = 8 };
 bool lp_k_qgemm_ggml_fits(const lp_qweight *w, int64_t N);
 lp_status lp_k_qgemm_ggml(float *out, const lp_q8a *act, const lp_qweight *w, const float *bias, int64_t N,

@@ -2,43 +2,123 @@
  * out (N,OC) = act (N, C/32 quantized blocks, qact.c) @ W^T + bias.
  *
  * Why not the GEMV loop (one row_dot per (weight row, activation row) pair): every pair
- * re-loads and re-unpacks its weight block and ends in a horizontal sum. Here NR weight
- * rows (16 with AVX-512, 8 with AVX2: one int32 lane each) are packed into a tile, block
- * by block, so that one vector holds 4 consecutive bytes of each of the NR rows. One
- * `vpdpbusd` (or maddubs + madd) with 4 activation bytes broadcast then adds 4 products to
- * each of NR outputs; 8 such steps finish a 32-element block for NR outputs of one
+ * re-loads and re-unpacks its weight block and ends in a horizontal sum. Here 16 weight
+ * rows are interleaved in a tile, block by block, so that one vector holds 4 consecutive
+ * bytes of each of its rows (16 with AVX-512, 8 with AVX2: half a tile; one int32 lane
+ * each). One `vpdpbusd` (or maddubs + madd) with 4 activation bytes broadcast then adds 4
+ * products to each of those outputs; 8 such steps finish a 32-element block for one
  * activation row, the scales are applied per block in f32 and nothing is summed across
- * lanes: each lane is an output. Each weight vector is loaded once for MR activation
- * rows.
+ * lanes: each lane is an output. Each weight vector is loaded once for MR activation rows,
+ * and each activation broadcast feeds NV weight vectors (two tiles with AVX-512, both
+ * halves of one with AVX2).
  *
- * Packed block (per tile, per 32-element block): f32 d[NR], f32 m[NR], u8 q[8][NR][4],
- * the weight value being d * q + m with q unsigned (the operand `vpdpbusd` and maddubs
- * take unsigned): Q4_0 q = nibble, m = -8 d; Q4_1 q = nibble, m = the block's min; Q8_0
- * with VNNI q = w + 128, m = -128 d. Without VNNI a Q8_0 q stays signed (q + 128 times
- * 127 would saturate maddubs' int16 pairs): |q| goes in unsigned, its sign onto the
- * activation, m = 0. So sum_k w x = sum_blocks d d_a sum(q q_a) + m (d_a sum(q_a)), the
- * last factor being the activation block's cached s.
+ * Tile layout (ISA-independent, so one packing at load serves every level), per block of
+ * 32 elements: f32 d[16], for Q4_1 f32 m[16], then the quants, 64 bytes per step (4 bytes
+ * of each of the 16 rows):
+ * - Q8_0: 8 steps, the signed bytes as stored (element 4g..4g+3 of each row in step g);
+ * - Q4_0 / Q4_1: 4 steps of nibble bytes as stored (bytes 4j..4j+3 of the row's 16): the
+ *   low nibbles are elements 4j..4j+3, the high ones 16+4j..: one load and two masks give
+ *   two steps, and the tile is as small as the blocks (20 / 24 bytes a row-block vs 18 / 20).
+ * Padding rows of the last tile are zero (scale 0). The weight value is d * q + m with q
+ * taken unsigned by `vpdpbusd` / maddubs: Q4_0 q = nibble, m = -8 d; Q4_1 q = nibble,
+ * m = the block's min; Q8_0 with VNNI q = w + 128 (an xor at load), m = -128 d. Without
+ * VNNI a Q8_0 q stays signed (q + 128 times 127 would saturate maddubs' int16 pairs): |q|
+ * goes in unsigned, its sign onto the activation, m = 0. So sum_k w x = sum_blocks
+ * d d_a sum(q q_a) + m (d_a sum(q_a)), the last factor being the activation block's s;
+ * with m = c d that is d (d_a sum(q q_a) + c s): one multiply fewer per block and row.
  *
- * Tiles are packed per call, per thread, a group of tiles at a time (about 1 MiB): the
- * stored rows stay ggml's (the decode GEMV and the exact reference read them unchanged,
- * and no second copy of the weight lives in memory), and a packed tile is read N / MR
- * times, so its packing is paid once per (16 x 32) weights for N rows. Each thread takes a
- * contiguous range of tiles (of weight rows, as the GEMV does) and walks the activations
- * in chunks that stay in L2 while each packed tile sits in L1. */
+ * Tiles come packed at load (w->tiles, lp_qweight_ggml_pack_tiles) and then serve decode
+ * too (N = 1: the same bytes streamed once, 2 more per row-block, but no horizontal sums and
+ * nibbles unpacked once per 16 rows: ~20 % less CPU per Q4_0 token than the GEMV loop); a
+ * weight without them (a quantized LM head, a test's) is packed per call at N >=
+ * LP_QGEMM_MIN_ROWS, per thread, a group of tiles at a time. Each thread takes a contiguous range of tiles (of weight rows, as the GEMV does) and
+ * walks the activations in chunks that stay in L2 while each tile sits in L1. */
 #include <omp.h>
 #include <string.h>
 
 #include "qdot.h"
 
+enum { QT = 16 }; /* rows of a tile */
+
+static bool packable(lp_ggml_type t)
+{
+    return t == LP_GGML_TYPE_Q8_0 || t == LP_GGML_TYPE_Q4_0 || t == LP_GGML_TYPE_Q4_1;
+}
+
+/* Bytes of one block of a tile: scales, then the quant steps. */
+static int64_t tile_block_bytes(lp_ggml_type t)
+{
+    return t == LP_GGML_TYPE_Q8_0 ? 64 + 8 * 64 : t == LP_GGML_TYPE_Q4_0 ? 64 + 4 * 64 : 128 + 4 * 64;
+}
+
+/* Rows o0 .. o0+ob-1 (ob <= QT; the rest of the tile zero) of w packed into dst (nb blocks).
+ * Plain C: it runs once per weight at load (and per call for a weight without tiles). */
+static void pack_tile(uint8_t *dst, const lp_qweight *w, int64_t o0, int ob, int64_t nb)
+{
+    const lp_ggml_type t = w->gtype;
+    const int64_t tb = tile_block_bytes(t), bytes = t == LP_GGML_TYPE_Q8_0 ? 34 : t == LP_GGML_TYPE_Q4_0 ? 18 : 20;
+    const int64_t qoff = t == LP_GGML_TYPE_Q4_1 ? 128 : 64;
+    if (ob < QT)
+        memset(dst, 0, (size_t)(nb * tb));
+    for (int r = 0; r < ob; r++) {
+        const uint8_t *src = w->blocks + (o0 + r) * w->row_bytes;
+        for (int64_t b = 0; b < nb; b++, src += bytes) {
+            uint8_t *blk = dst + b * tb, *q = blk + qoff;
+            float *dm = (float *)blk;
+            dm[r] = lp_qd_f16(src);
+            if (t == LP_GGML_TYPE_Q8_0) {
+                for (int g = 0; g < 8; g++)
+                    memcpy(q + 64 * g + 4 * r, src + 2 + 4 * g, 4);
+            } else {
+                const uint8_t *nib = src + (t == LP_GGML_TYPE_Q4_1 ? 4 : 2);
+                if (t == LP_GGML_TYPE_Q4_1)
+                    dm[QT + r] = lp_qd_f16(src + 2);
+                for (int j = 0; j < 4; j++)
+                    memcpy(q + 64 * j + 4 * r, nib + 4 * j, 4);
+            }
+        }
+    }
+}
+
+size_t lp_qweight_ggml_tiles_nbytes(lp_ggml_type t, int64_t rows, int64_t cols)
+{
+    if (!packable(t) || rows <= 0 || cols <= 0 || cols % 32)
+        return 0;
+    return (size_t)((rows + QT - 1) / QT) * (size_t)(cols / 32) * (size_t)tile_block_bytes(t);
+}
+
+lp_status lp_qweight_ggml_pack_tiles(lp_qweight *q)
+{
+    if (!q || q->dtype != LP_DTYPE_GGML || !q->blocks || !packable(q->gtype))
+        return LP_OK;
+    const size_t n = lp_qweight_ggml_tiles_nbytes(q->gtype, q->rows, q->cols);
+    uint8_t *tiles = n ? lp_alloc(n, LP_MEM_CATEGORY_QUANTIZED_WEIGHT, "prefill tiles") : NULL;
+    if (!tiles)
+        return lp_err(LP_STATUS_NO_MEMORY, "qgemm_ggml.c: no memory for the %zu bytes of prefill tiles", n);
+    const int64_t nb = q->cols / 32, tile_bytes = nb * tile_block_bytes(q->gtype), ntiles = (q->rows + QT - 1) / QT;
+    for (int64_t t = 0; t < ntiles; t++)
+        pack_tile(tiles + t * tile_bytes, q, t * QT, (int)(q->rows - t * QT < QT ? q->rows - t * QT : QT), nb);
+    lp_free(q->tiles);
+    q->tiles = tiles;
+    return LP_OK;
+}
+
 #if defined(__AVX2__)
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-enum { NR = 16, MR = 8 };
+/* two tiles (32 weight rows) by 6 activation rows: each activation broadcast feeds two
+ * vpdpbusd (one tile by 8 rows: one each), 24 accumulators of the 32 registers; ~11 % more
+ * GFLOP/s on SmolLM2's shapes (bench_qgemv --cpu-time, Zen 5) than 1 x 8 */
+enum { VL = 16, NV = 2, MR = 6 }; /* two tiles: each activation broadcast feeds 2 vectors */
 typedef __m512i vint;
 typedef __m512 vflt;
 #define VI_LOAD(p) _mm512_loadu_si512((const void *)(p))
 #define VI_SET1(x) _mm512_set1_epi32(x)
+#define VI_SET1_8(x) _mm512_set1_epi8(x)
 #define VI_ZERO() _mm512_setzero_si512()
+#define VI_AND _mm512_and_si512
+#define VI_XOR _mm512_xor_si512
+#define VI_SRLI16 _mm512_srli_epi16
 #define VI_ADD16 _mm512_add_epi16
 #define VI_ADD32 _mm512_add_epi32
 #define VI_MADDUBS _mm512_maddubs_epi16
@@ -59,12 +139,18 @@ typedef __m512 vflt;
 #define VI_DPBUSD _mm512_dpbusd_epi32
 #endif
 #else
-enum { NR = 8, MR = 4 };
+/* both halves of a tile by 3 activation rows (12 accumulators of the 16 registers): +10 %
+ * on Q4_0 over one half by 4 rows, Q8_0 the same */
+enum { VL = 8, NV = 2, MR = 3 };
 typedef __m256i vint;
 typedef __m256 vflt;
 #define VI_LOAD(p) _mm256_loadu_si256((const __m256i *)(p))
 #define VI_SET1(x) _mm256_set1_epi32(x)
+#define VI_SET1_8(x) _mm256_set1_epi8(x)
 #define VI_ZERO() _mm256_setzero_si256()
+#define VI_AND _mm256_and_si256
+#define VI_XOR _mm256_xor_si256
+#define VI_SRLI16 _mm256_srli_epi16
 #define VI_ADD16 _mm256_add_epi16
 #define VI_ADD32 _mm256_add_epi32
 #define VI_MADDUBS _mm256_maddubs_epi16
@@ -85,56 +171,20 @@ typedef __m256 vflt;
 #endif
 #endif
 
-enum { TB = 40 * NR }; /* bytes of one packed block of a tile: d, m (f32), 32 bytes per row */
+/* Q8U: Q8_0 made unsigned (VNNI); Q8S: Q8_0 signed (maddubs); Q40, Q41: nibbles */
+typedef enum { K_Q8U, K_Q8S, K_Q40, K_Q41 } kind;
 
-typedef enum { Q_UNSIGNED, Q_SIGNED } qmode; /* packed q as u8, or as i8 (Q8_0 without VNNI) */
-
-static qmode mode_of(lp_ggml_type t)
+static kind kind_of(lp_ggml_type t)
 {
+    if (t == LP_GGML_TYPE_Q4_0)
+        return K_Q40;
+    if (t == LP_GGML_TYPE_Q4_1)
+        return K_Q41;
 #if defined(QG_VNNI)
-    (void)t;
-    return Q_UNSIGNED;
+    return K_Q8U;
 #else
-    return t == LP_GGML_TYPE_Q8_0 ? Q_SIGNED : Q_UNSIGNED;
+    return K_Q8S;
 #endif
-}
-
-/* Rows o0 .. o0+ob-1 (ob <= NR; the rest of the tile zero) of w packed into dst (nb * TB). */
-static void pack_tile(uint8_t *dst, const lp_qweight *w, int64_t o0, int ob, int64_t nb)
-{
-    const lp_ggml_type t = w->gtype;
-    const int64_t bytes = t == LP_GGML_TYPE_Q8_0 ? 34 : t == LP_GGML_TYPE_Q4_0 ? 18 : 20;
-    if (ob < NR)
-        memset(dst, 0, (size_t)(nb * TB));
-    for (int r = 0; r < ob; r++) {
-        const uint8_t *src = w->blocks + (o0 + r) * w->row_bytes;
-        for (int64_t b = 0; b < nb; b++, src += bytes) {
-            float *dm = (float *)(dst + b * TB);
-            uint8_t *q = dst + b * TB + 8 * NR + 4 * r;
-            const float d = lp_qd_f16(src);
-            __m256i u;
-            if (t == LP_GGML_TYPE_Q8_0) {
-                u = _mm256_loadu_si256((const __m256i *)(src + 2));
-#if defined(QG_VNNI)
-                u = _mm256_xor_si256(u, _mm256_set1_epi8((char)0x80)); /* w + 128 */
-                dm[NR + r] = -128.0f * d;
-#else
-                dm[NR + r] = 0.0f;
-#endif
-            } else if (t == LP_GGML_TYPE_Q4_0) {
-                u = lp_qd_nibbles16(src + 2);
-                dm[NR + r] = -8.0f * d;
-            } else {
-                u = lp_qd_nibbles16(src + 4);
-                dm[NR + r] = lp_qd_f16(src + 2);
-            }
-            dm[r] = d;
-            uint32_t words[8];
-            _mm256_storeu_si256((__m256i *)words, u);
-            for (int g = 0; g < 8; g++)
-                memcpy(q + g * 4 * NR, &words[g], 4);
-        }
-    }
 }
 
 static inline int32_t word(const int8_t *q, int g)
@@ -144,155 +194,244 @@ static inline int32_t word(const int8_t *q, int g)
     return v;
 }
 
-/* acc[r] (NR outputs of activation row r < mr) over nb packed blocks of one tile. The
- * rows of a are nb blocks apart. mr is a constant at every call site (see run_tile). */
-static inline __attribute__((always_inline)) void tile_kernel(vflt *acc, const uint8_t *tile, const lp_q8a *a,
-                                                              int64_t nb, int mr, qmode mode)
-{
-    for (int r = 0; r < mr; r++)
-        acc[r] = VF_ZERO();
-    for (int64_t b = 0; b < nb; b++, tile += TB) {
-        vint isum[MR];
-        const uint8_t *q = tile + 8 * NR;
+/* isum[v][r] += u (unsigned step, weight vector v) times step g of activation row r's
+ * block b: one broadcast feeds the nv weight vectors. */
 #if defined(QG_VNNI)
-        (void)mode;
-        for (int r = 0; r < mr; r++)
-            isum[r] = VI_ZERO();
-        for (int g = 0; g < 8; g++) {
-            const vint u = VI_LOAD(q + g * 4 * NR);
-            for (int r = 0; r < mr; r++)
-                isum[r] = VI_DPBUSD(isum[r], u, VI_SET1(word(a[r * nb + b].q, g)));
-        }
+#define STEP_U(isum, u, g)                                                                                             \
+    for (int r = 0; r < mr; r++) {                                                                                     \
+        const vint x_ = VI_SET1(word(a[r * nb + b].q, (g)));                                                           \
+        for (int v = 0; v < nv; v++)                                                                                   \
+            isum[v][r] = VI_DPBUSD(isum[v][r], (u)[v], x_);                                                            \
+    }
 #else
-        if (mode == Q_UNSIGNED) {
-            /* nibbles: each int16 pair sum is at most 2 * 15 * 127, eight of them 30480,
-             * so the 8 steps add up in int16 and widen once */
+/* int16 sums: each maddubs pair is at most 2 * 15 * 127 for nibbles, so the 8 steps of a
+ * block add up in int16 (30480) and widen once (see tile_kernel) */
+#define STEP_U(isum, u, g)                                                                                             \
+    for (int r = 0; r < mr; r++) {                                                                                     \
+        const vint x_ = VI_SET1(word(a[r * nb + b].q, (g)));                                                           \
+        for (int v = 0; v < nv; v++)                                                                                   \
+            isum[v][r] = VI_ADD16(isum[v][r], VI_MADDUBS((u)[v], x_));                                                 \
+    }
+#endif
+
+/* acc[v][r] (VL outputs of activation row r < mr, weight vector v < nv) over nb blocks.
+ * Vector v's quants and scales start vs * v bytes after the group's (tile) start: the next
+ * tile (AVX-512) or the tile's second half (AVX2). The rows of a are nb blocks apart. mr,
+ * nv and k are constants at every call site (see the KIND_FNS functions). */
+static inline __attribute__((always_inline)) void tile_kernel(vflt acc[NV][MR], const uint8_t *tile, int64_t vs,
+                                                              const lp_q8a *a, int64_t nb, int mr, int nv, kind k)
+{
+    const int64_t tb = k == K_Q8U || k == K_Q8S ? 64 + 8 * 64 : k == K_Q40 ? 64 + 4 * 64 : 128 + 4 * 64;
+    const int64_t qoff = k == K_Q41 ? 128 : 64;
+    for (int v = 0; v < nv; v++)
+        for (int r = 0; r < mr; r++)
+            acc[v][r] = VF_ZERO();
+    for (int64_t b = 0; b < nb; b++) {
+        vint isum[NV][MR];
+        const uint8_t *blk = tile + b * tb;
+        for (int v = 0; v < nv; v++)
             for (int r = 0; r < mr; r++)
-                isum[r] = VI_ZERO();
-            for (int g = 0; g < 8; g++) {
-                const vint u = VI_LOAD(q + g * 4 * NR);
-                for (int r = 0; r < mr; r++)
-                    isum[r] = VI_ADD16(isum[r], VI_MADDUBS(u, VI_SET1(word(a[r * nb + b].q, g))));
+                isum[v][r] = VI_ZERO();
+        if (k == K_Q40 || k == K_Q41) {
+            const vint m4 = VI_SET1_8(0x0F);
+            for (int j = 0; j < 4; j++) {
+                vint lo[NV], hi[NV];
+                for (int v = 0; v < nv; v++) {
+                    const vint p = VI_LOAD(blk + v * vs + qoff + 64 * j);
+                    lo[v] = VI_AND(p, m4), hi[v] = VI_AND(VI_SRLI16(p, 4), m4);
+                }
+                STEP_U(isum, lo, j);
+                STEP_U(isum, hi, j + 4);
             }
-            for (int r = 0; r < mr; r++)
-                isum[r] = VI_MADD1(isum[r]);
+#if !defined(QG_VNNI)
+            for (int v = 0; v < nv; v++)
+                for (int r = 0; r < mr; r++)
+                    isum[v][r] = VI_MADD1(isum[v][r]);
+#endif
+        } else if (k == K_Q8U) {
+#if defined(QG_VNNI)
+            for (int g = 0; g < 8; g++) {
+                vint u[NV];
+                for (int v = 0; v < nv; v++)
+                    u[v] = VI_XOR(VI_LOAD(blk + v * vs + qoff + 64 * g), VI_SET1_8((char)0x80)); /* w + 128 */
+                STEP_U(isum, u, g);
+            }
+#endif
         } else {
             /* signed Q8_0: |q| times x with q's sign, widened every step (2 * 128 * 127
              * fits int16, two of them do not) */
-            for (int r = 0; r < mr; r++)
-                isum[r] = VI_ZERO();
-            for (int g = 0; g < 8; g++) {
-                const vint s = VI_LOAD(q + g * 4 * NR), u = VI_ABS8(s);
-                for (int r = 0; r < mr; r++)
-                    isum[r] = VI_ADD32(
-                        isum[r], VI_MADD1(VI_MADDUBS(u, VI_SIGN8(VI_SET1(word(a[r * nb + b].q, g)), s))));
+            for (int g = 0; g < 8; g++)
+                for (int v = 0; v < nv; v++) {
+                    const vint s = VI_LOAD(blk + v * vs + qoff + 64 * g), u = VI_ABS8(s);
+                    for (int r = 0; r < mr; r++)
+                        isum[v][r] = VI_ADD32(
+                            isum[v][r], VI_MADD1(VI_MADDUBS(u, VI_SIGN8(VI_SET1(word(a[r * nb + b].q, g)), s))));
+                }
+        }
+        for (int v = 0; v < nv; v++) {
+            const float *dm = (const float *)(blk + v * vs);
+            const vflt d = VF_LOAD(dm);
+            if (k == K_Q41) {
+                const vflt m = VF_LOAD(dm + QT);
+                for (int r = 0; r < mr; r++) {
+                    const lp_q8a *x = a + r * nb + b;
+                    acc[v][r] = VF_FMA(VI_CVT(isum[v][r]), VF_MUL(d, VF_SET1(x->d)), acc[v][r]);
+                    acc[v][r] = VF_FMA(m, VF_SET1(x->s), acc[v][r]);
+                }
+            } else {
+                /* m = c d: d (d_a sum(q q_a) + c s) */
+                const float c = k == K_Q40 ? -8.0f : k == K_Q8U ? -128.0f : 0.0f;
+                for (int r = 0; r < mr; r++) {
+                    const lp_q8a *x = a + r * nb + b;
+                    acc[v][r] = VF_FMA(d, VF_FMA(VI_CVT(isum[v][r]), VF_SET1(x->d), VF_SET1(c * x->s)), acc[v][r]);
+                }
             }
         }
-#endif
-        const vflt d = VF_LOAD((const float *)tile), m = VF_LOAD((const float *)tile + NR);
+    }
+}
+
+/* Activation rows i .. i+mr-1 against the nv weight vectors of a group, into out (+ bias,
+ * both from the group's first column; ob[v] of vector v's VL columns are real). */
+static inline __attribute__((always_inline)) void run_rows(float *out, int64_t OC, const uint8_t *tile, int64_t vs,
+                                                           const lp_q8a *a, int64_t nb, int mr, int nv, kind k,
+                                                           const vflt *bias, const int *ob)
+{
+    vflt acc[NV][MR];
+    tile_kernel(acc, tile, vs, a, nb, mr, nv, k);
+    for (int v = 0; v < nv; v++)
         for (int r = 0; r < mr; r++) {
-            const lp_q8a *x = a + r * nb + b;
-            acc[r] = VF_FMA(VI_CVT(isum[r]), VF_MUL(d, VF_SET1(x->d)), acc[r]);
-            acc[r] = VF_FMA(m, VF_SET1(x->s), acc[r]);
+            const vflt y = VF_ADD(acc[v][r], bias[v]);
+            if (ob[v] == VL) {
+                VF_STORE(out + r * OC + v * VL, y);
+            } else {
+                float tmp[VL];
+                VF_STORE(tmp, y);
+                memcpy(out + r * OC + v * VL, tmp, (size_t)ob[v] * sizeof(float));
+            }
         }
-    }
 }
 
-/* Activation rows i .. i+mr-1 against one packed tile, into out (+ bias, both from the
- * tile's first column o0; ob columns of the tile are real). */
-static inline __attribute__((always_inline)) void run_rows(float *out, int64_t OC, const uint8_t *tile,
-                                                           const lp_q8a *a, int64_t nb, int mr, qmode mode,
-                                                           vflt bias, int ob)
-{
-    vflt acc[MR];
-    tile_kernel(acc, tile, a, nb, mr, mode);
-    for (int r = 0; r < mr; r++) {
-        const vflt v = VF_ADD(acc[r], bias);
-        if (ob == NR) {
-            VF_STORE(out + r * OC, v);
-        } else {
-            float tmp[NR];
-            VF_STORE(tmp, v);
-            memcpy(out + r * OC, tmp, (size_t)ob * sizeof(float));
-        }
+/* Per kind: MR rows or the tail (mr < MR), over NV vectors or one (the last group), all
+ * as constants. */
+#define RUN(mr_, nv_, K) run_rows(out, OC, tile, vs, a, nb, (mr_) < MR ? (mr_) : 1, nv_, K, bias, ob)
+#define KIND_FNS(K)                                                                                                    \
+    static void group_##K(float *out, int64_t OC, const uint8_t *tile, int64_t vs, const lp_q8a *a, int64_t nb,      \
+                          int mr, int nv, const vflt *bias, const int *ob)                                            \
+    {                                                                                                                  \
+        if (nv == NV && mr == MR) {                                                                                    \
+            run_rows(out, OC, tile, vs, a, nb, MR, NV, K, bias, ob);                                                   \
+            return;                                                                                                    \
+        }                                                                                                              \
+        if (mr == MR) {                                                                                                \
+            run_rows(out, OC, tile, vs, a, nb, MR, 1, K, bias, ob);                                                    \
+            return;                                                                                                    \
+        }                                                                                                              \
+        if (nv == NV) {                                                                                                \
+            switch (mr) {                                                                                              \
+            case 1: RUN(1, NV, K); break;                                                                              \
+            case 2: RUN(2, NV, K); break;                                                                              \
+            case 3: RUN(3, NV, K); break;                                                                              \
+            case 4: RUN(4, NV, K); break;                                                                              \
+            case 5: RUN(5, NV, K); break;                                                                              \
+            case 6: RUN(6, NV, K); break;                                                                              \
+            default: RUN(7, NV, K); break;                                                                             \
+            }                                                                                                          \
+            return;                                                                                                    \
+        }                                                                                                              \
+        switch (mr) {                                                                                                  \
+        case 1: RUN(1, 1, K); break;                                                                                   \
+        case 2: RUN(2, 1, K); break;                                                                                   \
+        case 3: RUN(3, 1, K); break;                                                                                   \
+        case 4: RUN(4, 1, K); break;                                                                                   \
+        case 5: RUN(5, 1, K); break;                                                                                   \
+        case 6: RUN(6, 1, K); break;                                                                                   \
+        default: RUN(7, 1, K); break;                                                                                  \
+        }                                                                                                              \
     }
-}
+#if defined(QG_VNNI)
+KIND_FNS(K_Q8U)
+#else
+KIND_FNS(K_Q8S)
+#endif
+KIND_FNS(K_Q40)
+KIND_FNS(K_Q41)
+#undef RUN
 
-/* mr (< MR, the rows left at the end) turned into a constant for tile_kernel's unrolling. */
-static void run_tail(float *out, int64_t OC, const uint8_t *tile, const lp_q8a *a, int64_t nb, int mr, qmode mode,
-                     vflt bias, int ob)
-{
-    switch (mr) {
-#define TAIL(k)                                                                                                        \
-    case k:                                                                                                            \
-        if (k < MR)                                                                                                    \
-            run_rows(out, OC, tile, a, nb, k < MR ? k : 1, mode, bias, ob);                                            \
-        break;
-        TAIL(1) TAIL(2) TAIL(3) TAIL(4) TAIL(5) TAIL(6) TAIL(7)
-#undef TAIL
-    default:
-        break;
-    }
-}
-
-static void run_full(float *out, int64_t OC, const uint8_t *tile, const lp_q8a *a, int64_t nb, qmode mode,
-                     vflt bias, int ob)
-{
-    if (mode == Q_UNSIGNED)
-        run_rows(out, OC, tile, a, nb, MR, Q_UNSIGNED, bias, ob);
-    else
-        run_rows(out, OC, tile, a, nb, MR, Q_SIGNED, bias, ob);
-}
+typedef void (*group_fn)(float *, int64_t, const uint8_t *, int64_t, const lp_q8a *, int64_t, int, int, const vflt *,
+                         const int *);
 
 bool lp_k_qgemm_ggml_fits(const lp_qweight *w, int64_t N)
 {
-    const lp_ggml_type t = w->gtype;
-    return N >= LP_QGEMM_MIN_ROWS &&
-           (t == LP_GGML_TYPE_Q8_0 || t == LP_GGML_TYPE_Q4_0 || t == LP_GGML_TYPE_Q4_1);
+    return (N >= LP_QGEMM_MIN_ROWS || w->tiles) && packable(w->gtype);
 }
 
 lp_status lp_k_qgemm_ggml(float *out, const lp_q8a *act, const lp_qweight *w, const float *bias, int64_t N,
                           bool parallel)
 {
-    const int64_t OC = w->rows, nb = w->cols / 32, ntiles = (OC + NR - 1) / NR;
-    const size_t tile_bytes = (size_t)(nb * TB);
-    /* a group of packed tiles per thread: about 1 MiB (a tile of a very wide weight alone) */
+    const int64_t OC = w->rows, nb = w->cols / 32, ntiles = (OC + QT - 1) / QT;
+    const size_t tile_bytes = (size_t)(nb * tile_block_bytes(w->gtype));
+    /* a group of tiles per pass over the activations: about 1 MiB (a tile of a very wide
+     * weight alone); without w->tiles, each thread packs a group into its own buffer */
     const int64_t group = tile_bytes >= ((size_t)1 << 20) ? 1 : (int64_t)(((size_t)1 << 20) / tile_bytes);
     /* activation rows per pass over a group: their blocks (nb * 40 bytes a row) about 256 KiB */
     int64_t chunk = ((int64_t)1 << 18) / (nb * (int64_t)sizeof(lp_q8a));
     chunk = chunk < MR ? MR : chunk - chunk % MR;
     const int nth = parallel ? omp_get_max_threads() : 1;
     const int64_t per = (ntiles + nth - 1) / nth < group ? (ntiles + nth - 1) / nth : group;
-    uint8_t *buf = lp_alloc((size_t)nth * (size_t)per * tile_bytes, LP_MEM_CATEGORY_TEMPORARY, "packed weight tiles");
-    if (!buf)
+    uint8_t *buf = NULL;
+    if (!w->tiles &&
+        !(buf = lp_alloc((size_t)nth * (size_t)per * tile_bytes, LP_MEM_CATEGORY_TEMPORARY, "packed weight tiles")))
         return LP_STATUS_NO_MEMORY;
-    const qmode mode = mode_of(w->gtype);
+    const kind k = kind_of(w->gtype);
+    const group_fn run = k == K_Q40 ? group_K_Q40 : k == K_Q41 ? group_K_Q41 :
+#if defined(QG_VNNI)
+                                                                 group_K_Q8U;
+#else
+                                                                 group_K_Q8S;
+#endif
+    /* a group: NV vectors of VL rows (two tiles, or one AVX2 half-tile or two); vector v
+     * starts vs bytes after vector v - 1 */
+    const int GR = (int)NV * (int)VL;
+    _Static_assert((int)MR <= 8, "the tail switch goes up to 7 rows");
+    _Static_assert((int)NV * (int)VL <= (int)QT || (int)VL == (int)QT, "a group is whole tiles or halves of one");
+    const int64_t vs = (int)VL == (int)QT ? (int64_t)tile_bytes : 4 * VL;
 #pragma omp parallel num_threads(nth)
     {
         int64_t lo, hi;
         lp_k_split(ntiles, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
-        uint8_t *mine = buf + (size_t)omp_get_thread_num() * (size_t)per * tile_bytes;
+        uint8_t *mine = buf ? buf + (size_t)omp_get_thread_num() * (size_t)per * tile_bytes : NULL;
         for (int64_t t0 = lo; t0 < hi; t0 += per) {
             const int64_t t1 = hi - t0 < per ? hi : t0 + per;
-            for (int64_t t = t0; t < t1; t++) {
-                const int64_t o0 = t * NR;
-                pack_tile(mine + (size_t)(t - t0) * tile_bytes, w, o0, (int)(OC - o0 < NR ? OC - o0 : NR), nb);
-            }
+            const uint8_t *base = w->tiles ? w->tiles + (size_t)t0 * tile_bytes : mine;
+            if (!w->tiles)
+                for (int64_t t = t0; t < t1; t++)
+                    pack_tile(mine + (size_t)(t - t0) * tile_bytes, w, t * QT,
+                              (int)(OC - t * QT < QT ? OC - t * QT : QT), nb);
             for (int64_t i0 = 0; i0 < N; i0 += chunk) {
                 const int64_t i1 = N - i0 < chunk ? N : i0 + chunk;
-                for (int64_t t = t0; t < t1; t++) {
-                    const int64_t o0 = t * NR;
-                    const int ob = (int)(OC - o0 < NR ? OC - o0 : NR);
-                    const uint8_t *tile = mine + (size_t)(t - t0) * tile_bytes;
-                    float bb[NR] = {0};
-                    if (bias)
-                        memcpy(bb, bias + o0, (size_t)ob * sizeof(float));
-                    const vflt vb = VF_LOAD(bb);
+                for (int64_t rel = 0; rel < (t1 - t0) * QT; rel += GR) {
+                    const uint8_t *tile = base + (size_t)(rel / QT) * tile_bytes + (size_t)(rel % QT / VL * 4 * VL);
+                    const int64_t o0 = t0 * QT + rel;
+                    if (o0 >= OC)
+                        break;
+                    /* the vectors whose rows exist (this thread's tiles, the weight's rows) */
+                    const int64_t rows_left = (t1 - t0) * QT - rel < OC - o0 ? (t1 - t0) * QT - rel : OC - o0;
+                    int ob[NV], nv = 0;
+                    vflt vb[NV];
+                    for (int v = 0; v < NV; v++) {
+                        const int64_t left = rows_left - v * VL;
+                        ob[v] = left <= 0 ? 0 : left < VL ? (int)left : VL;
+                        nv += ob[v] > 0;
+                        float bb[VL] = {0};
+                        if (bias && ob[v])
+                            memcpy(bb, bias + o0 + v * VL, (size_t)ob[v] * sizeof(float));
+                        vb[v] = VF_LOAD(bb);
+                    }
                     int64_t i = i0;
                     for (; i + MR <= i1; i += MR)
-                        run_full(out + i * OC + o0, OC, tile, act + i * nb, nb, mode, vb, ob);
+                        run(out + i * OC + o0, OC, tile, vs, act + i * nb, nb, MR, nv, vb, ob);
                     if (i < i1)
-                        run_tail(out + i * OC + o0, OC, tile, act + i * nb, nb, (int)(i1 - i), mode, vb, ob);
+                        run(out + i * OC + o0, OC, tile, vs, act + i * nb, nb, (int)(i1 - i), nv, vb, ob);
                 }
             }
         }

@@ -4,7 +4,8 @@
  * nothing to synchronise until the end), and each block of RB weight rows is multiplied
  * with every activation row while it sits in L1: a GEMV for decode (N = 1, every weight
  * byte read once per token) and a GEMM for prefill from the same loop; Q8_0 / Q4_0 / Q4_1
- * at N >= LP_QGEMM_MIN_ROWS go to the tiled integer GEMM (qgemm_ggml.c). F16 / BF16 rows are
+ * go to the tiled integer GEMM (qgemm_ggml.c) at any N when repacked at load, else at
+ * N >= LP_QGEMM_MIN_ROWS. F16 / BF16 rows are
  * converted to f32 a tile of RB rows at a time inside the loop, never at load. */
 #include <math.h>
 #include <omp.h>
@@ -134,7 +135,7 @@ lp_status lp_k_ggml_matmul_forward(float *out, const float *inp, const lp_qweigh
 #pragma omp parallel for schedule(static) if (par && N > 1)
         for (int64_t i = 0; i < N; i++)
             quantize_row(w, buf + (size_t)i * ab, inp + i * C);
-        if (lp_k_qgemm_ggml_fits(w, N)) { /* prefill: the tiled integer GEMM */
+        if (lp_k_qgemm_ggml_fits(w, N)) { /* the tiled integer GEMM */
             lp_status st = lp_k_qgemm_ggml(out, (const lp_q8a *)buf, w, bias, N, par);
             lp_free(buf);
             return st;

@@ -84,6 +84,7 @@ lp_status lp_qweight_quantize(lp_qweight *q, lp_dtype dtype, const float *w, int
 
 void lp_qweight_free(lp_qweight *q)
 {
+    lp_free(q->tiles);
     lp_free(q->mem);
     memset(q, 0, sizeof *q);
 }
