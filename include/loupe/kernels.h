@@ -110,7 +110,7 @@ typedef struct lp_qweight {
     /* GGML: each row is cols / block whole blocks of gtype, exactly as a GGUF file stores
      * the tensor (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K, F16 or BF16) */
     lp_ggml_type gtype;
-    uint8_t *blocks;      /* (rows * row_bytes) */
+    uint8_t *blocks;      /* (rows * row_bytes); NULL once tiles replace them (below) */
     int64_t row_bytes;    /* cols / block * block bytes */
     /* Q8_0 / Q4_0 / Q4_1 only, or NULL: the same weight repacked at load into tiles of 16
      * interleaved rows for the prefill GEMM (lp_qweight_ggml_pack_tiles; its own lp_alloc
@@ -721,6 +721,13 @@ LP_WARN_UNUSED lp_status lp_qweight_quantize_ggml(lp_qweight *q, lp_ggml_type t,
  * Category QUANTIZED_WEIGHT, lp_qweight_ggml_tiles_nbytes bytes. Errors: LP_STATUS_NO_MEMORY
  * (q unchanged). */
 LP_WARN_UNUSED lp_status lp_qweight_ggml_pack_tiles(lp_qweight *q);
+/* Whether lp_qweight_ggml_pack_tiles then frees the blocks (q->blocks NULL): at AVX2 and
+ * above, where every kernel reads the tiles, the tiles replace the blocks instead of
+ * doubling the weight's memory; at the baseline level the blocks stay for the GEMV loop. */
+bool lp_qweight_ggml_tiles_only(lp_ggml_type t);
+/* Block b of weight row `row` rebuilt from the tiles, byte for byte as the GGUF stores it
+ * (dst: the type's block bytes), for readers of single blocks (dequantization). */
+void lp_qweight_ggml_block_from_tiles(const lp_qweight *w, int64_t row, int64_t b, uint8_t *dst);
 /* Bytes lp_qweight_ggml_pack_tiles adds for a (rows, cols) weight of type t; 0 for a type
  * it leaves alone. */
 size_t lp_qweight_ggml_tiles_nbytes(lp_ggml_type t, int64_t rows, int64_t cols);

@@ -71,6 +71,17 @@ static uint64_t linear_scratch(const lp_model *m, const lp_model_linear *ml, uin
     return max2(fwd, bwd + (adapted ? N * r : 0));
 }
 
+/* A GGML weight's bytes: its blocks, plus the prefill tiles, which replace the blocks where
+ * every kernel reads them (lp_qweight_ggml_tiles_only); then *transient is the blocks, held
+ * beside the tiles while they are packed. */
+static uint64_t ggml_weight_nbytes(lp_ggml_type t, int64_t rows, int64_t cols, uint64_t *transient)
+{
+    const uint64_t tiles = lp_qweight_ggml_tiles_nbytes(t, rows, cols), blocks = lp_qweight_ggml_plan_nbytes(t, rows, cols);
+    const bool only = tiles && lp_qweight_ggml_tiles_only(t);
+    *transient = only ? blocks : 0;
+    return only ? tiles : blocks + tiles;
+}
+
 static uint64_t up16u(uint64_t n)
 {
     return (n + 15) & ~(uint64_t)15;
@@ -127,19 +138,22 @@ lp_status lp_model_estimate(const char *dir, const lp_model_options *opt, int64_
         out->lora_params += (uint64_t)m->adapters[i].lora.r * (uint64_t)(l->in + l->out);
     }
     const bool quant = m->lora.enabled && m->lora.base_dtype != LP_DTYPE_F32;
+    uint64_t qlive = 0; /* the weights are quantized one after another: the peak is the live
+                           ones plus one weight's transient blocks */
     for (size_t i = 0; i < m->n_lins; i++) { // quantized bases left the table
         const lp_model_linear *ml = &m->lins[i];
         const lp_nn_linear *l = ml->lin;
         if (!quant && !ml->quantized)
             continue;
         out->total_params += (uint64_t)(l->out * l->in);
-        out->quantized_weights += quant || ml->qdtype == LP_DTYPE_NF4
-                                      ? lp_qweight_plan_nbytes(quant ? m->lora.base_dtype : LP_DTYPE_NF4, l->out,
-                                                               l->in, true)
-                                  : ml->qdtype == LP_DTYPE_BF16 ? lp_qweight_bf16_plan_nbytes(l->out, l->in)
-                                  : ml->qdtype == LP_DTYPE_F32  ? lp_qweight_f32_plan_nbytes(l->out, l->in)
-                                                                : lp_qweight_ggml_plan_nbytes(ml->qgtype, l->out, l->in) +
-                                                                      lp_qweight_ggml_tiles_nbytes(ml->qgtype, l->out, l->in);
+        uint64_t transient = 0;
+        const uint64_t bytes = quant || ml->qdtype == LP_DTYPE_NF4
+                                   ? lp_qweight_plan_nbytes(quant ? m->lora.base_dtype : LP_DTYPE_NF4, l->out, l->in, true)
+                               : ml->qdtype == LP_DTYPE_BF16 ? lp_qweight_bf16_plan_nbytes(l->out, l->in)
+                               : ml->qdtype == LP_DTYPE_F32  ? lp_qweight_f32_plan_nbytes(l->out, l->in)
+                                                             : ggml_weight_nbytes(ml->qgtype, l->out, l->in, &transient);
+        out->quantized_weights = max2(out->quantized_weights, qlive + bytes + transient);
+        qlive += bytes;
     }
     out->parameters = 4 * (uint64_t)m->n_floats;
     out->gradients = 4 * grad_floats;

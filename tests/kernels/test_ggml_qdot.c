@@ -198,6 +198,15 @@ static int run_gemm(lp_ggml_type t, int64_t N, int64_t C, int64_t OC)
     if (lp_qweight_ggml_tiles_nbytes(t, OC, C)) {
         o3 = kt_nan(N * OC);
         f += lp_qweight_ggml_pack_tiles(&q) != LP_OK || !q.tiles;
+        /* at AVX2 and above the tiles replace the blocks; dequantizing rebuilds each block
+         * from them, bit for bit (from an offset inside a block too) */
+        f += !q.blocks != lp_qweight_ggml_tiles_only(t);
+        float *wt = kt_nan(OC * C);
+        R->qweight_dequantize(wt, &q, 0, OC * C);
+        R->qweight_dequantize(wt + 5, &q, 5, C + 40 < OC * C - 5 ? C + 40 : OC * C - 5);
+        if (memcmp(wt, wf, (size_t)(OC * C) * sizeof(float)) && ++f)
+            fprintf(stderr, "  %s [%lld,%lld]: dequantized from the tiles differs from the blocks\n",
+                    lp_ggml_type_traits_get(t)->name, (long long)C, (long long)OC);
         f += O->qmatmul_forward(o3, x, &q, bias, N, C, OC) != LP_OK;
         if (N >= QGEMM_MIN_ROWS && memcmp(o3, o1, (size_t)(N * OC) * sizeof(float)) && ++f)
             fprintf(stderr, "  %s [%lld,%lld,%lld]: tiles packed at load differ from tiles packed per call\n",

@@ -87,6 +87,37 @@ size_t lp_qweight_ggml_tiles_nbytes(lp_ggml_type t, int64_t rows, int64_t cols)
     return (size_t)((rows + QT - 1) / QT) * (size_t)(cols / 32) * (size_t)tile_block_bytes(t);
 }
 
+bool lp_qweight_ggml_tiles_only(lp_ggml_type t)
+{
+    return packable(t) && lp_kernels_isa() >= LP_ISA_AVX2;
+}
+
+void lp_qweight_ggml_block_from_tiles(const lp_qweight *w, int64_t row, int64_t b, uint8_t *dst)
+{
+    const lp_ggml_type t = w->gtype;
+    const int64_t tb = tile_block_bytes(t), qoff = t == LP_GGML_TYPE_Q4_1 ? 128 : 64;
+    const int r = (int)(row % QT);
+    const uint8_t *blk = w->tiles + ((row / QT) * (w->cols / 32) + b) * tb, *q = blk + qoff;
+    float dm[2 * QT];
+    memcpy(dm, blk, (size_t)(t == LP_GGML_TYPE_Q4_1 ? 2 : 1) * QT * sizeof(float));
+    /* the scales came from f16: back to f16 exactly */
+    uint16_t h = lp_f32_to_f16(dm[r]);
+    memcpy(dst, &h, 2);
+    if (t == LP_GGML_TYPE_Q8_0) {
+        for (int g = 0; g < 8; g++)
+            memcpy(dst + 2 + 4 * g, q + 64 * g + 4 * r, 4);
+        return;
+    }
+    uint8_t *nib = dst + 2;
+    if (t == LP_GGML_TYPE_Q4_1) {
+        h = lp_f32_to_f16(dm[QT + r]);
+        memcpy(dst + 2, &h, 2);
+        nib = dst + 4;
+    }
+    for (int j = 0; j < 4; j++)
+        memcpy(nib + 4 * j, q + 64 * j + 4 * r, 4);
+}
+
 lp_status lp_qweight_ggml_pack_tiles(lp_qweight *q)
 {
     if (!q || q->dtype != LP_DTYPE_GGML || !q->blocks || !packable(q->gtype))
@@ -100,6 +131,11 @@ lp_status lp_qweight_ggml_pack_tiles(lp_qweight *q)
         pack_tile(tiles + t * tile_bytes, q, t * QT, (int)(q->rows - t * QT < QT ? q->rows - t * QT : QT), nb);
     lp_free(q->tiles);
     q->tiles = tiles;
+    if (lp_qweight_ggml_tiles_only(q->gtype)) { /* the tiles hold every byte: not two copies */
+        lp_free(q->mem);
+        q->mem = tiles; /* the weight's one allocation now */
+        q->blocks = NULL;
+    }
     return LP_OK;
 }
 

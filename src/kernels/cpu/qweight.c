@@ -84,14 +84,15 @@ lp_status lp_qweight_quantize(lp_qweight *q, lp_dtype dtype, const float *w, int
 
 void lp_qweight_free(lp_qweight *q)
 {
-    lp_free(q->tiles);
+    if (q->tiles != q->mem) /* tiles that replaced the blocks are the weight's mem */
+        lp_free(q->tiles);
     lp_free(q->mem);
     memset(q, 0, sizeof *q);
 }
 
 size_t lp_qweight_nbytes(const lp_qweight *q)
 {
-    return q->mem ? lp_alloc_size(q->mem) : 0;
+    return (q->mem ? lp_alloc_size(q->mem) : 0) + (q->tiles && q->tiles != q->mem ? lp_alloc_size(q->tiles) : 0);
 }
 
 double lp_qweight_bytes_per_param(const lp_qweight *q)

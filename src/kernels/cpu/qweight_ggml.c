@@ -84,9 +84,19 @@ void lp_k_ggml_dequantize_range(float *out, const lp_qweight *w, int64_t start, 
     const lp_ggml_type_traits *tt = lp_ggml_type_traits_get((uint32_t)w->gtype);
     const int64_t B = tt->block, per_row = w->cols / B;
     float tmp[256];
+    uint8_t rebuilt[64]; /* one block rebuilt from the tiles when they replaced the blocks */
     for (int64_t e = start, end = start + n; e < end;) {
         const int64_t blk = e / B, off = e % B; /* rows hold whole blocks: blocks are flat too */
-        const uint8_t *src = w->blocks + (blk / per_row) * w->row_bytes + (blk % per_row) * tt->bytes;
+        const uint8_t *src = rebuilt;
+        if (w->blocks)
+            src = w->blocks + (blk / per_row) * w->row_bytes + (blk % per_row) * tt->bytes;
+        else
+            lp_qweight_ggml_block_from_tiles(w, blk / per_row, blk % per_row, rebuilt);
+        if (off == 0 && end - e >= B && !w->blocks) { /* one whole block */
+            lp_ggml_dequantize(w->gtype, src, out + (e - start), B);
+            e += B;
+            continue;
+        }
         if (off == 0 && end - e >= B) { /* whole blocks straight into out */
             int64_t k = (end - e) / B;
             lp_ggml_dequantize(w->gtype, src, out + (e - start), k * B);
