@@ -33,17 +33,6 @@ typedef struct llama_state {
     int64_t *last;                  /* (B) flat index of each row's last real token */
 } llama_state;
 
-static void range_push(const char *name)
-{
-    if (name)
-        lp_prof_range_push(name);
-}
-static void range_pop(const char *name)
-{
-    if (name)
-        lp_prof_range_pop();
-}
-
 static llama_state *st_of(const lp_model *m)
 {
     return (llama_state *)m->fs;
@@ -442,9 +431,9 @@ static lp_status llama_embed_forward(lp_model *m, const lp_nn_ctx *ctx, int64_t 
         }
         ls->last[b] = last;
     }
-    range_push(ls->emb_fwd);
+    lp_model__range_push(ls->emb_fwd);
     lp_status st = lp_embedding_forward(ls->emb, m->ids, NULL, ls->wte, NULL, NULL, B, T, ls->C, ls->V, 0, 0, 0);
-    range_pop(ls->emb_fwd);
+    lp_model__range_pop(ls->emb_fwd);
     if (st != LP_OK)
         return st;
     lp_rope_cache(ls->cos, ls->sin, m->pos, ls->inv_freq, ls->attn_factor, B * T, ls->D);
@@ -476,7 +465,7 @@ static void llama_embed_backward(lp_model *m, const float *dout, float *scratch,
 {
     llama_state *ls = st_of(m);
     const int64_t C = ls->C;
-    range_push(ls->emb_bwd);
+    lp_model__range_push(ls->emb_bwd);
     // nn.Embedding(padding_idx): the lookup adds nothing to the padding row's gradient; a tied
     // lm_head's contribution to it stays, so the row is kept rather than zeroed
     const bool pad = ls->pad_id >= 0;
@@ -485,7 +474,7 @@ static void llama_embed_backward(lp_model *m, const float *dout, float *scratch,
     lp_embedding_backward(ls->dwte, NULL, NULL, dout, m->ids, NULL, B, T, C, 0);
     if (pad)
         memcpy(ls->dwte + (int64_t)ls->pad_id * C, scratch, (size_t)C * sizeof(float));
-    range_pop(ls->emb_bwd);
+    lp_model__range_pop(ls->emb_bwd);
 }
 
 static void sync_tied(llama_state *ls)
@@ -502,7 +491,7 @@ static void llama_head_forward(lp_model *m, const lp_nn_ctx *ctx, const float *h
     llama_state *ls = st_of(m);
     const int64_t N = B * T;
     sync_tied(ls);
-    range_push(ls->head_fwd);
+    lp_model__range_push(ls->head_fwd);
     lp_nn_rmsnorm_forward(&ls->norm, ls->hn, ls->rstd, hidden, N);
     if (m->task == LP_MODEL_TASK_CAUSAL_LM) { // the Linear and the loss: lm_loss.c, in chunks
         m->lm_in = ls->hn;
@@ -510,7 +499,7 @@ static void llama_head_forward(lp_model *m, const lp_nn_ctx *ctx, const float *h
         lp_rows_gather(ls->pooled, ls->hn, ls->last, B, ls->C);
         lp_nn_linear_forward(&ls->head, m->logits, ls->pooled, B);
     }
-    range_pop(ls->head_fwd);
+    lp_model__range_pop(ls->head_fwd);
 }
 
 static void llama_head_backward(lp_model *m, float *dhidden, const float *dlogits, float *scratch, int64_t B,
@@ -520,7 +509,7 @@ static void llama_head_backward(lp_model *m, float *dhidden, const float *dlogit
     const int64_t N = B * T, C = ls->C;
     float *dhn = scratch;
     sync_tied(ls);
-    range_push(ls->head_bwd);
+    lp_model__range_push(ls->head_bwd);
     if (m->task == LP_MODEL_TASK_CAUSAL_LM) { // dhn is in scratch already (lm_loss.c)
         (void)dlogits;
     } else {
@@ -530,7 +519,7 @@ static void llama_head_backward(lp_model *m, float *dhidden, const float *dlogit
         lp_rows_scatter_add(dhn, dpooled, ls->last, B, C);
     }
     lp_nn_rmsnorm_backward(&ls->norm, dhidden, dhn, lp_model_hidden(m, (int32_t)m->L), ls->rstd, N);
-    range_pop(ls->head_bwd);
+    lp_model__range_pop(ls->head_bwd);
 }
 
 static double llama_forward_flops(const lp_model *m, int64_t B, int64_t T)
@@ -562,12 +551,12 @@ static void llama_last_logits(lp_model *m, float *logits, int64_t B, int64_t T)
     (void)T;
     llama_state *ls = st_of(m);
     sync_tied(ls);
-    range_push(ls->head_fwd);
+    lp_model__range_push(ls->head_fwd);
     // RMSNorm is per row: gathering first norms B rows instead of B*T
     lp_rows_gather(ls->pooled, lp_model_hidden(m, (int32_t)m->L), ls->last, B, ls->C);
     lp_nn_rmsnorm_forward(&ls->norm, ls->hn, ls->rstd, ls->pooled, B);
     lp_nn_linear_forward(&ls->head, logits, ls->hn, B);
-    range_pop(ls->head_fwd);
+    lp_model__range_pop(ls->head_fwd);
 }
 
 static lp_status llama_decode_step(lp_model *m, lp_kv_cache *kv, const int32_t *ids, float *logits)
@@ -580,9 +569,9 @@ static lp_status llama_decode_step(lp_model *m, lp_kv_cache *kv, const int32_t *
     m->fwd_ok = m->loss_ok = false; // the hidden states of the last forward are gone
     m->pass_status = LP_OK;
     m->pass_ctx = (lp_nn_ctx){.training = false, .exec = m->exec, .rng = NULL, .status = &m->pass_status};
-    range_push(ls->emb_fwd);
+    lp_model__range_push(ls->emb_fwd);
     lp_status st = lp_embedding_forward(ls->emb, ids, NULL, ls->wte, NULL, NULL, B, 1, C, ls->V, 0, 0, 0);
-    range_pop(ls->emb_fwd);
+    lp_model__range_pop(ls->emb_fwd);
     if (st != LP_OK)
         return st;
     lp_rope_cache(ls->cos, ls->sin, kv->pos, ls->inv_freq, ls->attn_factor, B, ls->D);
@@ -593,10 +582,10 @@ static lp_status llama_decode_step(lp_model *m, lp_kv_cache *kv, const int32_t *
         memcpy(ls->emb, a->out, (size_t)(B * C) * sizeof(float)); // the next layer's input
     }
     sync_tied(ls);
-    range_push(ls->head_fwd);
+    lp_model__range_push(ls->head_fwd);
     lp_nn_rmsnorm_forward(&ls->norm, ls->hn, ls->rstd, ls->emb, B);
     lp_nn_linear_forward(&ls->head, logits, ls->hn, B);
-    range_pop(ls->head_fwd);
+    lp_model__range_pop(ls->head_fwd);
     return m->pass_status == LP_OK ? LP_OK : lp_err_wrap(m->pass_status, "model decode");
 }
 

@@ -39,17 +39,6 @@ int64_t lp_model__lm_chunk_rows(const lp_model *m, int64_t rows)
     return c < rows ? c : rows;
 }
 
-static void range_push(const char *name)
-{
-    if (name)
-        lp_prof_range_push(name);
-}
-static void range_pop(const char *name)
-{
-    if (name)
-        lp_prof_range_pop();
-}
-
 static int64_t count_rows(const int32_t *labels, int64_t n)
 {
     int64_t k = 0;
@@ -75,21 +64,21 @@ static void chunk_grad(lp_model *m, float *dh, float *dl, const float *lg, int64
     // the kernel divides by the chunk's count k; the loss is a mean over all `total` rows
     lp_cross_entropy_backward(dl, lg, m->lse + r0, m->labels + r0, n, V, -100,
                               m->dloss_scale * (float)k / (float)total);
-    range_push(m->lm_bwd);
+    lp_model__range_push(m->lm_bwd);
     lp_nn_linear_backward(&head, dh + r0 * C, dl, m->lm_in + r0 * C, n);
-    range_pop(m->lm_bwd);
+    lp_model__range_pop(m->lm_bwd);
 }
 
 lp_status lp_model__lm_logits(lp_model *m, float *logits)
 {
     const int64_t N = m->B * m->T, R = lp_model__lm_chunk_rows(m, N), C = m->lm_head->in;
-    range_push(m->lm_fwd);
+    lp_model__range_push(m->lm_fwd);
     if (logits) // the caller's buffer holds them all: one GEMM
         lp_nn_linear_forward(m->lm_head, logits, m->lm_in, N);
     else // nothing kept (a timed or profiled forward): the same work, chunk by chunk
         for (int64_t r0 = 0; r0 < N; r0 += R)
             lp_nn_linear_forward(m->lm_head, m->lm_chunk, m->lm_in + r0 * C, N - r0 < R ? N - r0 : R);
-    range_pop(m->lm_fwd);
+    lp_model__range_pop(m->lm_fwd);
     return m->pass_status;
 }
 
@@ -104,11 +93,11 @@ lp_status lp_model__lm_loss(lp_model *m, float *logits, float *dh, float *loss)
         // logits straight into the caller's buffer when it wants them (the gradient then goes
         // to the chunk buffer), else into the chunk buffer, the gradient over them in place
         float *lg = logits ? logits + r0 * V : m->lm_chunk;
-        range_push(m->lm_fwd);
+        lp_model__range_push(m->lm_fwd);
         lp_nn_linear_forward(m->lm_head, lg, m->lm_in + r0 * C, n);
         float l;
         lp_status st = lp_cross_entropy_forward(&l, m->lse + r0, lg, m->labels + r0, n, V, -100);
-        range_pop(m->lm_fwd);
+        lp_model__range_pop(m->lm_fwd);
         if (st != LP_OK) // the kernel counts rows from the chunk's first
             return lp_err_wrap(st, "LM head rows %lld..%lld", (long long)r0, (long long)(r0 + n - 1));
         if (m->pass_status != LP_OK)
@@ -147,9 +136,9 @@ void lp_model__lm_backward(lp_model *m, float *dh)
             memset(dh + r0 * C, 0, (size_t)(n * C) * sizeof(float));
             continue;
         }
-        range_push(m->lm_bwd);
+        lp_model__range_push(m->lm_bwd);
         lp_nn_linear_forward(m->lm_head, m->lm_chunk, m->lm_in + r0 * C, n);
-        range_pop(m->lm_bwd);
+        lp_model__range_pop(m->lm_bwd);
         chunk_grad(m, dh, m->lm_chunk, m->lm_chunk, r0, n, total, true);
     }
 }

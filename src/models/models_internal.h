@@ -4,6 +4,19 @@
 #define LP_MODELS_INTERNAL_H
 
 #include "loupe/models.h"
+#include "loupe/prof.h"
+
+/* A module's profiler range, for names the model may not have set (NULL: no range). */
+static inline void lp_model__range_push(const char *name)
+{
+    if (name)
+        lp_prof_range_push(name);
+}
+static inline void lp_model__range_pop(const char *name)
+{
+    if (name)
+        lp_prof_range_pop();
+}
 
 /* One parameter while the model is being built: where its pointers go in the modules. */
 typedef struct lp_model_pslot {
