@@ -78,11 +78,7 @@ void lp_k_bf16_dequantize_range(float *out, const lp_qweight *w, int64_t start, 
 
 static lp_status check_shape(const lp_qweight *w, int64_t C, int64_t OC)
 {
-    if (!w || w->dtype != LP_DTYPE_BF16 || !w->bf16 || w->rows != OC || w->cols != C)
-        return lp_err(LP_STATUS_INVALID_ARG, "bf16_matmul_forward: weight is %s[%lld, %lld], the call says [%lld, %lld]",
-                      w && w->dtype == LP_DTYPE_BF16 ? "bf16 " : "not bf16 ", w ? (long long)w->rows : -1LL,
-                      w ? (long long)w->cols : -1LL, (long long)OC, (long long)C);
-    return LP_OK;
+    return lp_k_packed_weight_check(w, LP_DTYPE_BF16, w ? w->bf16 : NULL, C, OC, "bf16_matmul_forward", "bf16");
 }
 
 /* The reference: both operands rounded to bf16, products summed in double. */

@@ -6,6 +6,19 @@
 
 #include "loupe/kernels.h"
 
+/* The packed-weight GEMMs' argument check: w holds `kind` data (dtype dt, data non-NULL) of
+ * shape (OC, C). Errors: LP_STATUS_INVALID_ARG naming op, the weight and the call. */
+static inline lp_status lp_k_packed_weight_check(const lp_qweight *w, lp_dtype dt, const void *data, int64_t C,
+                                                 int64_t OC, const char *op, const char *kind)
+{
+    const bool is_kind = w && w->dtype == dt && data;
+    if (!is_kind || w->rows != OC || w->cols != C)
+        return lp_err(LP_STATUS_INVALID_ARG, "%s: weight is %s%s [%lld, %lld], the call says [%lld, %lld]", op,
+                      is_kind ? "" : "not ", kind, w ? (long long)w->rows : -1LL, w ? (long long)w->cols : -1LL,
+                      (long long)OC, (long long)C);
+    return LP_OK;
+}
+
 /* Every optimized symbol exists once per ISA level: lp_k_<op>_opt is the baseline copy, and
  * the per-ISA builds of the same source carry the level's suffix (lp_k_<op>_opt_avx2, ...),
  * added to every lp_* symbol those objects define after compiling (isa_suffix.cmake), so

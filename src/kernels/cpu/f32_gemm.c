@@ -81,12 +81,7 @@ void lp_k_f32_dequantize_range(float *out, const lp_qweight *w, int64_t start, i
 
 static lp_status check_shape(const lp_qweight *w, int64_t C, int64_t OC)
 {
-    if (!w || w->dtype != LP_DTYPE_F32 || !w->f32 || w->rows != OC || w->cols != C)
-        return lp_err(LP_STATUS_INVALID_ARG,
-                      "f32_matmul_forward: weight is %s[%lld, %lld], the call says [%lld, %lld]",
-                      w && w->dtype == LP_DTYPE_F32 && w->f32 ? "packed f32 " : "not packed f32 ",
-                      w ? (long long)w->rows : -1LL, w ? (long long)w->cols : -1LL, (long long)OC, (long long)C);
-    return LP_OK;
+    return lp_k_packed_weight_check(w, LP_DTYPE_F32, w ? w->f32 : NULL, C, OC, "f32_matmul_forward", "packed f32");
 }
 
 /* The reference: products summed in double. */
