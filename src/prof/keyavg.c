@@ -89,8 +89,8 @@ static int cpu_row_event(const lp_prof_event *e)
 
 /* Per-event figures before grouping. */
 typedef struct evfig {
-    double dev_own_us; /* kernels linked to this op */
-    double dev_total_us;
+    int64_t dev_own_ns; /* kernels linked to this op */
+    int64_t dev_total_ns;
     int64_t cpu_mem, dev_mem; /* inclusive */
     int64_t child_cpu_mem, child_dev_mem;
 } evfig;
@@ -182,7 +182,11 @@ static lp_status fold_duplicates(const lp_prof_events *ev, lp_prof_node *nodes, 
     return LP_OK;
 }
 
+/* Times are summed in integer ns and turned into µs once, so the averages round the
+ * same way as `loupe analyze`'s, which sums the trace's ns (a double sum per event
+ * drifts in the last bit and flips a .5 in the table). */
 typedef struct rowx {
+    int64_t self_cpu_ns, cpu_total_ns, self_dev_ns, dev_total_ns;
     int is_user_annotation;
     int flags; /* grouping discriminator: device, user annotation */
 } rowx;
@@ -275,7 +279,7 @@ lp_status lp_prof_keyavg_build(const lp_prof_events *ev, const lp_prof_keyavg_op
             size_t s = (size_t)(e->external_id * 0x9E3779B97F4A7C15ull) & (hcap - 1);
             while (h[s] >= 0) {
                 if (lp_prof_events_get(ev, nodes[h[s]].idx)->external_id == e->external_id) {
-                    fig[h[s]].dev_own_us += (double)e->dur_ns / 1000.0;
+                    fig[h[s]].dev_own_ns += e->dur_ns;
                     break;
                 }
                 s = (s + 1) & (hcap - 1);
@@ -286,11 +290,11 @@ lp_status lp_prof_keyavg_build(const lp_prof_events *ev, const lp_prof_keyavg_op
     /* Inclusive device time and children's memory: children follow parents in node
      * order, so a reverse sweep accumulates bottom-up. */
     for (size_t k = 0; k < nn; k++)
-        fig[k].dev_total_us = fig[k].dev_own_us;
+        fig[k].dev_total_ns = fig[k].dev_own_ns;
     for (size_t k = nn; k-- > 0;) {
         long p = nodes[k].parent;
         if (p >= 0) {
-            fig[p].dev_total_us += fig[k].dev_total_us;
+            fig[p].dev_total_ns += fig[k].dev_total_ns;
             fig[p].child_cpu_mem += fig[k].cpu_mem;
             fig[p].child_dev_mem += fig[k].dev_mem;
         }
@@ -358,6 +362,7 @@ lp_status lp_prof_keyavg_build(const lp_prof_events *ev, const lp_prof_keyavg_op
                 goto oom;
             row->is_device = is_dev;
             row->has_cpu_parent = !is_dev && nodes[k].parent >= 0;
+            memset(&rx[r], 0, sizeof rx[r]);
             rx[r].flags = flags;
             rx[r].is_user_annotation = is_ua;
             grp *g = &grp_pool[npool++];
@@ -373,16 +378,14 @@ lp_status lp_prof_keyavg_build(const lp_prof_events *ev, const lp_prof_keyavg_op
         if (e->flops > 0)
             row->flops += e->flops;
         if (is_dev) {
-            double us = (double)e->dur_ns / 1000.0;
-            row->self_device_us += us;
-            row->device_total_us += us;
+            rx[r].self_dev_ns += e->dur_ns;
+            rx[r].dev_total_ns += e->dur_ns;
             continue;
         }
-        double tot = (double)e->dur_ns / 1000.0;
-        row->cpu_total_us += tot;
-        row->self_cpu_us += (double)(e->dur_ns - nodes[k].child_ns) / 1000.0;
-        row->device_total_us += fig[k].dev_total_us;
-        row->self_device_us += fig[k].dev_own_us;
+        rx[r].cpu_total_ns += e->dur_ns;
+        rx[r].self_cpu_ns += e->dur_ns - nodes[k].child_ns;
+        rx[r].dev_total_ns += fig[k].dev_total_ns;
+        rx[r].self_dev_ns += fig[k].dev_own_ns;
         row->cpu_mem += fig[k].cpu_mem;
         row->self_cpu_mem += fig[k].cpu_mem - fig[k].child_cpu_mem;
         row->device_mem += fig[k].dev_mem;
@@ -390,6 +393,10 @@ lp_status lp_prof_keyavg_build(const lp_prof_events *ev, const lp_prof_keyavg_op
     }
     for (size_t r = 0; r < out->n; r++) {
         lp_prof_keyavg_row *row = &out->rows[r];
+        row->self_cpu_us = (double)rx[r].self_cpu_ns / 1e3;
+        row->cpu_total_us = (double)rx[r].cpu_total_ns / 1e3;
+        row->self_device_us = (double)rx[r].self_dev_ns / 1e3;
+        row->device_total_us = (double)rx[r].dev_total_ns / 1e3;
         out->sum_self_cpu_us += row->self_cpu_us;
         /* torch sums device time over device-type rows only (not user annotations) */
         if (row->is_device)
