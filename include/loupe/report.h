@@ -209,6 +209,38 @@ typedef struct lp_trace_coll_row {
     int64_t calls, total_ns, bytes; /* bytes: from the launching record_param_comms when written */
 } lp_trace_coll_row;
 
+/* One (op, call stack) row: torch's key_averages(group_by_stack_n=N) for host ops. Stacks
+ * come from the trace: the "Call stack" arg (PyTorch <= 1.13), the python_function events
+ * open around the op on its thread (with_stack in PyTorch 2.x), or, in a with_stack trace
+ * that has neither (loupe's own), the record_function / module ranges open around it. The
+ * calls of an op with no stack, and those past the caps, are rows too, so an op's rows sum
+ * to its key-average row. Times in ns. */
+typedef struct lp_trace_stack_row {
+    const char *name;     /* the op; ProfilerStep#N as "ProfilerStep*" */
+    const char **frames;  /* innermost first; n_frames <= the model's stack_frames */
+    int32_t n_frames;     /* 0: no stack recorded for these calls */
+    int folded;           /* the op's stacks past LP_TRACE_STACKS_PER_OP (or the trace's past
+                             LP_TRACE_STACKS_MAX), summed in one row */
+    lp_trace_kind kind;
+    int64_t calls, self_cpu_ns, cpu_total_ns, self_device_ns, device_total_ns;
+} lp_trace_stack_row;
+#define LP_TRACE_STACK_FRAMES 5      /* frames per stack by default (torch's examples use 5) */
+#define LP_TRACE_STACKS_PER_OP 32    /* distinct stacks kept per op */
+#define LP_TRACE_STACKS_MAX 65536    /* distinct stacks kept in all */
+
+/* One allocation of the Memory view's events table. */
+typedef struct lp_trace_mem_event {
+    int64_t ts_ns, bytes, total_allocated; /* total: "Total Allocated" after it (-1 unknown) */
+    int64_t lifetime_ns;  /* to its free (same Addr and device); -1 not freed in the trace,
+                             -2 unknown (the trace writes no Addr) */
+    int32_t device_type, device_id; /* c10 DeviceType (0 CPU, 1 CUDA, ...); id -1 unknown */
+    const char *op;       /* innermost host op open on its thread; "" none */
+} lp_trace_mem_event;
+#define LP_TRACE_MEM_EVENTS 20       /* largest allocations kept by default */
+#define LP_TRACE_MEM_EVENTS_MAX 1000
+/* "cpu", "cuda:1", "hip:0", ... for a [memory] event's device. */
+void lp_trace_device_str(int32_t type, int32_t id, char *buf, size_t cap);
+
 typedef struct lp_trace_model {
     char path[1024];
     int64_t rank, world_size;  /* distributedInfo, or the rank in the file name; -1 unknown */
@@ -248,13 +280,28 @@ typedef struct lp_trace_model {
     int mem_is_device;
     lp_trace_coll_row *colls;
     size_t n_colls;
+    lp_trace_stack_row *stacks; /* by (op, stack), ops in first-seen order; none: n_stacks 0 */
+    size_t n_stacks;
+    int stack_frames;          /* frames kept per stack */
+    int stack_source;          /* LP_TRACE_STACK_* bits met */
+    int64_t stack_folded_calls; /* calls summed in folded rows */
+    lp_trace_mem_event *mem_top; /* the largest allocations, bytes descending (n_mem_top) */
+    size_t n_mem_top;
+    int64_t n_allocs, alloc_total_bytes, n_frees, free_total_bytes; /* every [memory] event */
+    int mem_has_addr;          /* the events carry "Addr": lifetimes are known */
     void *priv;                /* the string store */
+    const char **stack_pool;   /* the stack rows' frames (strings in priv_frames) */
+    void *priv_frames;
 } lp_trace_model;
+enum { LP_TRACE_STACK_ARG = 1, LP_TRACE_STACK_PYTHON = 2, LP_TRACE_STACK_RANGES = 4 };
 #define LP_TRACE_MEM_POINTS 4096
 
 typedef struct lp_trace_model_opts {
     uint64_t max_bytes;        /* cap on the decompressed text; 0 = LP_TRACE_MAX_BYTES_DEFAULT */
     size_t window;             /* reorder window in events; 0 = LP_TRACE_WINDOW */
+    int stack_frames;          /* frames per call stack; 0 = LP_TRACE_STACK_FRAMES, < 0 = no stacks */
+    int mem_events;            /* largest allocations kept (<= LP_TRACE_MEM_EVENTS_MAX);
+                                  0 = LP_TRACE_MEM_EVENTS */
 } lp_trace_model_opts;
 void lp_trace_model_opts_init(lp_trace_model_opts *o);
 

@@ -14,7 +14,8 @@
 
 static const char usage[] =
     "usage: loupe analyze TRACE|DIR [--sort COLUMN] [--top N] [--group-by-shape] [--csv FILE.csv|DIR]\n"
-    "                     [--all-steps] [--max-trace-bytes N] [--html FILE]\n"
+    "                     [--all-steps] [--max-trace-bytes N] [--html FILE] [--group-by-stack N]\n"
+    "                     [--memory-events K]\n"
     "\n"
     "Key averages, per-step time breakdown, device kernels, GPU utilisation and memory of a\n"
     "Kineto trace (*.json or .json.gz, any PyTorch version, loupe's or torch.profiler's; \"-\" reads\n"
@@ -26,9 +27,17 @@ static const char usage[] =
     "                     cuda_time_total, cuda_time, count (xpu_/device_ spellings accepted)\n"
     "  --top N            print the first N rows (default 100, as torch; 0 = all)\n"
     "  --group-by-shape   one row per (name, input shapes) (needs record_shapes in the trace)\n"
+    "  --group-by-stack N frames per call stack in the (op, stack) table, innermost first, as torch's\n"
+    "                     key_averages(group_by_stack_n=N) (default 5; 1..64). Printed (as is its\n"
+    "                     stacks.csv and the page's table) when the trace records stacks: \"Call stack\"\n"
+    "                     args, python_function frames, or a with_stack trace's ranges (loupe's)\n"
+    "  --memory-events K  the K largest allocations in the Memory events table (default 20,\n"
+    "                     at most 1000): time, bytes, device, lifetime, allocating op; printed\n"
+    "                     (and memory_events.csv) when the trace has [memory] events\n"
     "  --csv FILE.csv     also write the key-average rows as CSV (times in us)\n"
     "  --csv DIR          also write every table as CSV into DIR (ops, ops_by_shape, kernels,\n"
-    "                     steps, gpu, memory, collectives; ranks.csv and rankN/ for a job; ns)\n"
+    "                     steps, gpu, memory, collectives, stacks, memory_events; ranks.csv and\n"
+    "                     rankN/ for a job; ns)\n"
     "  --html FILE        also write one self-contained page: Overview, Operator, Kernel, Memory,\n"
     "                     Distributed and Trace views (open it in any browser)\n"
     "  --all-steps        list every step in the breakdown (default: first and last 10 of a long trace)\n"
@@ -113,6 +122,8 @@ int lp_cmd_analyze(int argc, char **argv)
         {"all-steps", no_argument, NULL, 'a'},    {"help", no_argument, NULL, 'h'},
         {"max-trace-bytes", required_argument, NULL, 'm'},
         {"html", required_argument, NULL, 'H'},
+        {"group-by-stack", required_argument, NULL, 'S'},
+        {"memory-events", required_argument, NULL, 'M'},
         {NULL, 0, NULL, 0},
     };
     lp_prof_keyavg_opts ko;
@@ -120,6 +131,7 @@ int lp_cmd_analyze(int argc, char **argv)
     const char *csv = NULL, *html = NULL;
     long top = 100;
     int c, all_steps = 0;
+    long stack_n = 0, mem_k = 0; /* 0: the model's defaults */
     uint64_t max_bytes = 0; /* 0: LP_TRACE_MAX_BYTES_DEFAULT */
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
@@ -142,6 +154,14 @@ int lp_cmd_analyze(int argc, char **argv)
             break;
         case 'H':
             html = optarg;
+            break;
+        case 'S':
+            if (lp_cli_parse_long("analyze", "--group-by-stack", optarg, 1, 64, &stack_n) != 0)
+                return LP_EXIT_USAGE;
+            break;
+        case 'M':
+            if (lp_cli_parse_long("analyze", "--memory-events", optarg, 1, LP_TRACE_MEM_EVENTS_MAX, &mem_k) != 0)
+                return LP_EXIT_USAGE;
             break;
         case 'm':
             if (parse_bytes(optarg, &max_bytes) != 0)
@@ -185,6 +205,8 @@ int lp_cmd_analyze(int argc, char **argv)
     lp_trace_model_opts mo;
     lp_trace_model_opts_init(&mo);
     mo.max_bytes = max_bytes;
+    mo.stack_frames = (int)stack_n;
+    mo.mem_events = (int)mem_k;
     int rc = LP_EXIT_FAIL;
     lp_trace_model *m = NULL;
     lp_trace_job *job = NULL;

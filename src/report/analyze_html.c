@@ -3,6 +3,7 @@
  * model's tables with the report layer's HTML toolkit. Every number here is also in the
  * text output or the CSVs. */
 #include "loupe/report.h"
+#include "trace_model_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -186,6 +187,67 @@ static void op_table(lp_html *h, const lp_trace_op_row *r, size_t n, int shapes)
     lp_html_table_end(h);
 }
 
+/* Rows shown per table: a page stays small whatever the trace; the CSV has every row. */
+#define HTML_STACK_ROWS 500
+
+static void stacks(lp_html *h, const lp_trace_model *m)
+{
+    lp_html_h(h, 3, "By operator and call stack");
+    if (!m->n_stacks) {
+        lp_html_note(h, "The trace records no call stacks (with_stack was off).");
+        return;
+    }
+    lp_html_p(h,
+              "torch's key_averages(group_by_stack_n=%d): one row per host op and its %d innermost frames "
+              "(innermost first), from %s. An op's rows sum to its row above.",
+              m->stack_frames, m->stack_frames, lp_tm_stack_source(m));
+    size_t *ord = lp_tm_stack_order(m, LP_PROF_SORT_CPU_TIME_TOTAL);
+    if (!ord)
+        return;
+    const char *hd[] = {"name", "call stack", "calls", "self CPU us", "CPU total us", "self device us",
+                        "device total us"};
+    lp_html_table_begin(h, hd, 7);
+    size_t n = m->n_stacks < HTML_STACK_ROWS ? m->n_stacks : HTML_STACK_ROWS;
+    for (size_t k = 0; k < n; k++) {
+        const lp_trace_stack_row *r = &m->stacks[ord[k]];
+        lp_html_tr(h);
+        lp_html_td(h, r->name);
+        const char *label = lp_tm_stack_label(r);
+        if (label) {
+            lp_html_td(h, label);
+        } else {
+            size_t len = 1;
+            for (int32_t j = 0; j < r->n_frames; j++)
+                len += strlen(r->frames[j]) + 3;
+            char *cell = malloc(len);
+            if (cell) {
+                cell[0] = '\0';
+                for (int32_t j = 0; j < r->n_frames; j++) {
+                    if (j)
+                        strcat(cell, " ; ");
+                    strcat(cell, r->frames[j]);
+                }
+            }
+            lp_html_td(h, cell ? cell : "");
+            free(cell);
+        }
+        lp_html_td_num(h, (double)r->calls, "%.0f");
+        lp_html_td_num(h, r->self_cpu_ns / 1e3, "%.3f");
+        lp_html_td_num(h, r->cpu_total_ns / 1e3, "%.3f");
+        lp_html_td_num(h, r->self_device_ns / 1e3, "%.3f");
+        lp_html_td_num(h, r->device_total_ns / 1e3, "%.3f");
+    }
+    lp_html_table_end(h);
+    free(ord);
+    if (n < m->n_stacks)
+        lp_html_note(h, "The %d rows of largest CPU total of %zu; --csv DIR writes every row (stacks.csv).",
+                     HTML_STACK_ROWS, m->n_stacks);
+    lp_html_note(h,
+                 "Memory stays bounded: each op keeps %d distinct stacks and the trace %d; %lld calls past "
+                 "those caps are summed in their op's \"stacks past the cap\" row.",
+                 LP_TRACE_STACKS_PER_OP, LP_TRACE_STACKS_MAX, (long long)m->stack_folded_calls);
+}
+
 static void operators(lp_html *h, const lp_trace_model *m)
 {
     lp_html_tab_begin(h, "operator", "Operator");
@@ -200,8 +262,7 @@ static void operators(lp_html *h, const lp_trace_model *m)
     } else {
         lp_html_note(h, "The trace has no input shapes (record_shapes was off).");
     }
-    lp_html_note(h, "Call stacks: the streaming reader keeps no per-event stacks (memory stays bounded); "
-                    "with_stack traces open in Perfetto (Trace tab).");
+    stacks(h, m);
     lp_html_tab_end(h);
 }
 
@@ -251,6 +312,45 @@ static void kernels(lp_html *h, const lp_trace_model *m)
     lp_html_tab_end(h);
 }
 
+static void mem_events(lp_html *h, const lp_trace_model *m)
+{
+    lp_html_h(h, 3, "Largest allocations");
+    if (!m->n_mem_top) {
+        lp_html_note(h, "No allocation events.");
+        return;
+    }
+    int64_t top = 0;
+    for (size_t i = 0; i < m->n_mem_top; i++)
+        top += m->mem_top[i].bytes;
+    lp_html_p(h,
+              "The %zu largest of %lld allocations (%lld of %lld bytes); the other %lld allocations hold "
+              "%lld bytes. %lld frees (%lld bytes). Lifetime: to the free of the same address on the same "
+              "device%s.",
+              m->n_mem_top, (long long)m->n_allocs, (long long)top, (long long)m->alloc_total_bytes,
+              (long long)(m->n_allocs - (int64_t)m->n_mem_top), (long long)(m->alloc_total_bytes - top),
+              (long long)m->n_frees, (long long)m->free_total_bytes,
+              m->mem_has_addr ? "" : " (unknown here: the trace writes no Addr)");
+    const char *hd[] = {"#", "time ms", "bytes", "device", "lifetime ms", "allocated by"};
+    lp_html_table_begin(h, hd, 6);
+    for (size_t i = 0; i < m->n_mem_top; i++) {
+        const lp_trace_mem_event *e = &m->mem_top[i];
+        char dev[32], life[32];
+        lp_trace_device_str(e->device_type, e->device_id, dev, sizeof dev);
+        lp_tm_lifetime_str(e, life, sizeof life);
+        lp_html_tr(h);
+        lp_html_td_num(h, (double)(i + 1), "%.0f");
+        lp_html_td_num(h, ms(e->ts_ns - m->first_ns), "%.3f");
+        lp_html_td_num(h, (double)e->bytes, "%.0f");
+        lp_html_td(h, dev);
+        if (e->lifetime_ns >= 0)
+            lp_html_td_num(h, ms(e->lifetime_ns), "%.3f");
+        else
+            lp_html_td(h, life);
+        lp_html_td(h, e->op[0] ? e->op : "-");
+    }
+    lp_html_table_end(h);
+}
+
 static void memory(lp_html *h, const lp_trace_model *m)
 {
     lp_html_tab_begin(h, "memory", "Memory");
@@ -294,11 +394,11 @@ static void memory(lp_html *h, const lp_trace_model *m)
             lp_html_td_num(h, (double)m->ops[i].calls, "%.0f");
         }
     lp_html_table_end(h);
-    lp_html_note(
-        h,
-        "Each event's allocation counts for the innermost op open on its thread. The events themselves "
-        "are not kept (memory bounded by the curve's %d points); --csv writes the curve.",
-        LP_TRACE_MEM_POINTS);
+    lp_html_note(h,
+                 "Each event's allocation counts for the innermost op open on its thread. The curve keeps %d "
+                 "points; --csv writes it.",
+                 LP_TRACE_MEM_POINTS);
+    mem_events(h, m);
     lp_html_tab_end(h);
 }
 

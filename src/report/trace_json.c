@@ -86,7 +86,11 @@ typedef enum field {
     F_ARG_NELEMS,
     F_ARG_DTYPE,
     F_ARG_FLOPS,
+    F_ARG_STACK,
+    F_ARG_ADDR,
+    F_ARG_DEV_ID,
     F_TOP_BASE,
+    F_TOP_WITH_STACK,
     F_TOP_SCHEMA,
     F_DIST_RANK,
     F_DIST_WORLD,
@@ -110,7 +114,7 @@ struct lp_trace_json {
     int64_t dev_index; /* deviceProperties entry being read */
     /* the current event */
     int in_event, in_args, bad;
-    fbuf name_b, cat_b, ph_b, pid_b, tid_b, argname_b, shapes_b, dtype_b;
+    fbuf name_b, cat_b, ph_b, pid_b, tid_b, argname_b, shapes_b, dtype_b, stack_b;
     int dims_level; /* level of the Input Dims array, 0 outside it */
     int dims_first; /* next element is its container's first */
     int dims_overflow;
@@ -130,7 +134,9 @@ static void item_reset(lp_trace_json *j)
     j->it.bytes = -1;
     j->it.msg_nelems = -1;
     j->it.flops = -1;
+    j->it.mem_addr = j->it.mem_device_id = -1;
     j->dtype_b.set = 0;
+    j->stack_b.set = 0;
     j->name_b.set = j->cat_b.set = j->ph_b.set = j->pid_b.set = j->tid_b.set = j->argname_b.set = 0;
     j->shapes_b.set = 0;
     j->shapes_b.n = 0;
@@ -346,11 +352,23 @@ static int on_scalar_text(lp_trace_json *j, const char *s, size_t n, int is_num,
         if (is_str && !fbuf_put(&j->dtype_b, s, n))
             return stop(j, "out of memory");
         return 1;
+    case F_ARG_STACK:
+        if (is_str && !fbuf_put(&j->stack_b, s, n))
+            return stop(j, "out of memory");
+        return 1;
+    case F_ARG_ADDR:
+    case F_ARG_DEV_ID:
+        if ((is_num || is_str) && text_to_i64(s, n, &v))
+            *(f == F_ARG_ADDR ? &j->it.mem_addr : &j->it.mem_device_id) = v;
+        return 1;
     case F_ARG_DIMS:
         return 1; /* not a list: shapes not recorded */
     case F_TOP_BASE:
         if (is_num && text_to_i64(s, n, &v))
             j->top.base_time_ns = v, j->top.has_base_time = 1;
+        return 1;
+    case F_TOP_WITH_STACK:
+        j->top.with_stack = (is_num && text_to_i64(s, n, &v) && v != 0) || (n == 4 && !memcmp(s, "True", 4));
         return 1;
     case F_TOP_SCHEMA:
         if (is_num && text_to_i64(s, n, &v))
@@ -434,6 +452,12 @@ static field event_key(const char *k, size_t n, int in_args)
         return F_ARG_DTYPE;
     if (K("FLOPs") || K("flops"))
         return F_ARG_FLOPS;
+    if (K("Call stack"))
+        return F_ARG_STACK;
+    if (K("Addr"))
+        return F_ARG_ADDR;
+    if (K("Device Id"))
+        return F_ARG_DEV_ID;
     return F_NONE;
 #undef K
 }
@@ -466,6 +490,8 @@ static int cb_map_key(void *c, const unsigned char *key, size_t n)
             j->pending = F_TOP_BASE;
         else if (K("schemaVersion"))
             j->pending = F_TOP_SCHEMA;
+        else if (K("with_stack"))
+            j->pending = F_TOP_WITH_STACK;
     } else if (j->depth == 2 && j->section == 1) {
         if (K("rank"))
             j->pending = F_DIST_RANK;
@@ -556,6 +582,7 @@ static int emit(lp_trace_json *j)
     it->meta_name = j->argname_b.set ? j->argname_b.p : NULL;
     it->dtype = fbuf_str(&j->dtype_b);
     it->shapes = j->shapes_b.set && !j->dims_overflow ? j->shapes_b.p : NULL;
+    it->call_stack = j->stack_b.set ? j->stack_b.p : NULL;
     if (j->bad || !j->ph_b.set) {
         j->skipped++;
         return 1;
@@ -708,7 +735,7 @@ void lp_trace_json_free(lp_trace_json *j)
         return;
     yajl_free(j->h);
     fbuf *b[] = {&j->name_b, &j->cat_b,     &j->ph_b,     &j->pid_b,
-                 &j->tid_b,  &j->argname_b, &j->shapes_b, &j->dtype_b};
+                 &j->tid_b,  &j->argname_b, &j->shapes_b, &j->dtype_b, &j->stack_b};
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
         free(b[i]->p);
     free(j);

@@ -25,6 +25,9 @@ typedef struct lp_trace_item {
     const char *dtype;     /* its "dtype" ("Float", "BFloat16", ...); "" absent */
     double flops;          /* "FLOPs" / "flops"; -1 absent */
     const char *meta_name; /* "M" events: args.name */
+    const char *call_stack; /* "Call stack" (frames joined by ';', innermost first); NULL absent */
+    int64_t mem_addr;       /* [memory] "Addr"; -1 absent */
+    int64_t mem_device_id;  /* [memory] "Device Id"; -1 absent */
 } lp_trace_item;
 
 /* Trace-wide fields met at the top level (any order: Kineto writes some after the events). */
@@ -38,6 +41,7 @@ typedef struct lp_trace_top {
     char device_name[128]; /* deviceProperties[0].name */
     int64_t device_count;  /* entries in deviceProperties */
     int64_t schema_version;
+    int with_stack; /* "with_stack": 1 (torch and loupe write it when stacks were recorded) */
 } lp_trace_top;
 
 typedef lp_status (*lp_trace_item_fn)(void *ctx, const lp_trace_item *it);

@@ -243,6 +243,12 @@ static void flush(tm_state *s, const summ *x)
 {
     lp_trace_op_row *rows[2] = {&s->m->ops[x->row], &s->m->ops_shape[x->srow]};
     int64_t self = x->dur - x->child_ns;
+    if (x->krow != NO_KROW) {
+        lp_trace_stack_row *k = &s->m->stacks[x->krow];
+        k->calls++;
+        k->cpu_total_ns += x->dur;
+        k->self_cpu_ns += self;
+    }
     for (int k = 0; k < 2; k++) {
         lp_trace_op_row *r = rows[k];
         r->calls++;
@@ -260,24 +266,35 @@ static void flush(tm_state *s, const summ *x)
 /* Device time that went through a same-named child of f, once torch's fold of that child
  * is known: folded, the child is gone and its kernels are f's (f's row already has the
  * total); kept, the child's rows get it. */
-static void settle(tm_state *s, uint32_t a_row, uint32_t a_srow, uint32_t b_srow, int64_t total, int64_t self,
-                   int folded)
+static void stack_dev(tm_state *s, uint32_t krow, int64_t total, int64_t self)
+{
+    if (krow != NO_KROW && (total || self)) {
+        s->m->stacks[krow].device_total_ns += total;
+        s->m->stacks[krow].self_device_ns += self;
+    }
+}
+
+/* a: the parent's rows (by name, by shape, by stack), b: the same-named child's. */
+static void settle(tm_state *s, const uint32_t *a, const uint32_t *b, int64_t total, int64_t self, int folded)
 {
     lp_trace_model *m = s->m;
     if (folded) {
-        m->ops[a_row].self_device_ns += self;
-        m->ops_shape[a_srow].self_device_ns += self;
+        m->ops[a[0]].self_device_ns += self;
+        m->ops_shape[a[1]].self_device_ns += self;
+        stack_dev(s, a[2], 0, self);
         return;
     }
-    m->ops[a_row].device_total_ns += total; /* same name, same row */
-    m->ops_shape[b_srow].device_total_ns += total;
-    m->ops[a_row].self_device_ns += self;
-    m->ops_shape[b_srow].self_device_ns += self;
+    m->ops[a[0]].device_total_ns += total; /* same name, same row */
+    m->ops_shape[b[1]].device_total_ns += total;
+    m->ops[a[0]].self_device_ns += self;
+    m->ops_shape[b[1]].self_device_ns += self;
+    stack_dev(s, b[2], total, self);
 }
 
 static void settle_child(tm_state *s, frame *f, int folded)
 {
-    settle(s, f->row, f->srow, f->pend_srow, f->pend_total, f->pend_self, folded);
+    uint32_t a[3] = {f->row, f->srow, f->krow}, b[3] = {f->row, f->pend_srow, f->pend_krow};
+    settle(s, a, b, f->pend_total, f->pend_self, folded);
     f->pend_total = f->pend_self = 0;
 }
 
@@ -288,6 +305,7 @@ static void pop_frame(tm_state *s, tm_thread *t)
     summ me = {f->name,
                f->row,
                f->srow,
+               f->krow,
                f->end - f->ts,
                f->child_ns,
                f->n_children,
@@ -338,6 +356,9 @@ static tm_thread *thread_at(tm_state *s, uint32_t id)
     return &s->threads[id];
 }
 
+/* Ids per op on a call path: its row by name, by shape, by stack. */
+#define PS 3
+
 /* The call path of the open host ops of t (root first, runtime calls left out), interned,
  * into v->path with the innermost op and the deepest fold candidate. Only that pair is
  * settled exactly: a chain of three same-named ops counts the outer pair unfolded. */
@@ -359,14 +380,15 @@ static int64_t path_of(tm_state *s, const tm_thread *t, uint32_t thread_id, lp_i
             v->b_pos = (uint32_t)n;
         }
         prev = i;
-        if (!lp_tm_grow((void **)&s->pathbuf, &s->cap_path, 2 * n + 2, sizeof *s->pathbuf))
+        if (!lp_tm_grow((void **)&s->pathbuf, &s->cap_path, PS * n + PS, sizeof *s->pathbuf))
             return -1;
-        s->pathbuf[2 * n] = f->row;
-        s->pathbuf[2 * n + 1] = f->srow;
+        s->pathbuf[PS * n] = f->row;
+        s->pathbuf[PS * n + 1] = f->srow;
+        s->pathbuf[PS * n + 2] = f->krow;
         n++;
         *innermost = f->row + 1;
     }
-    return lp_strtab_intern(&s->paths, (const char *)s->pathbuf, 2 * n * sizeof *s->pathbuf);
+    return lp_strtab_intern(&s->paths, (const char *)s->pathbuf, PS * n * sizeof *s->pathbuf);
 }
 
 /* ---- one event out of the window --------------------------------------------------------- */
@@ -374,6 +396,13 @@ static int64_t path_of(tm_state *s, const tm_thread *t, uint32_t thread_id, lp_i
 static lp_status process(tm_state *s, const tev *e)
 {
     lp_trace_model *m = s->m;
+    if (e->kind == K_PYFN) { /* a Python frame: only the stacks of the ops inside it use it */
+        tm_thread *t = thread_at(s, e->thread);
+        if (!t)
+            return lp_tm_oom(s);
+        lp_tm_py_frame(s, t, e);
+        return LP_OK;
+    }
     if (s->any_out && e->ts < s->last_out)
         m->n_late++;
     s->last_out = e->ts > s->last_out || !s->any_out ? e->ts : s->last_out;
@@ -400,6 +429,9 @@ static lp_status process(tm_state *s, const tev *e)
             m->ops[f->row].alloc_bytes += e->a;
             m->ops_shape[f->srow].alloc_bytes += e->a;
         }
+        lp_status mst = lp_tm_mem_event(s, e, t->n ? m->ops[t->st[t->n - 1].row].name : "");
+        if (mst != LP_OK)
+            return mst;
         m->n_mem_events++;
         /* torch's CPU/device Mem: the event counts for every host op whose [start, end]
          * holds it, on any thread (frames already ended but not yet closed are skipped) */
@@ -440,6 +472,10 @@ static lp_status process(tm_state *s, const tev *e)
         int64_t srow = row_of(s, 1, rname, group_of(e->kind), e->shapes, e->kind);
         if (row < 0 || srow < 0)
             return lp_tm_oom(s);
+        uint32_t krow;
+        lp_status kst = lp_tm_stack_row(s, t, e, (uint32_t)row, &krow);
+        if (kst != LP_OK)
+            return kst;
         if (e->kind == LP_TRACE_KIND_RUNTIME || e->kind == LP_TRACE_KIND_DRIVER) {
             lp_idmap_val v;
             memset(&v, 0, sizeof v);
@@ -456,7 +492,7 @@ static lp_status process(tm_state *s, const tev *e)
                 return lp_tm_oom(s);
         }
         if (t->n >= LP_TRACE_MAX_STACK) { /* absurd nesting: counted as a root */
-            summ x = {rname, (uint32_t)row, (uint32_t)srow, e->dur, 0, 0, {0, 0}, {0, 0}, e->flops};
+            summ x = {rname, (uint32_t)row, (uint32_t)srow, krow, e->dur, 0, 0, {0, 0}, {0, 0}, e->flops};
             flush(s, &x);
             return LP_OK;
         }
@@ -469,6 +505,8 @@ static lp_status process(tm_state *s, const tev *e)
         f->name = rname;
         f->row = (uint32_t)row;
         f->srow = (uint32_t)srow;
+        f->krow = krow;
+        f->pend_krow = NO_KROW;
         f->kind = e->kind;
         f->serial = s->serial++;
         f->msg_bytes = e->a;
@@ -556,17 +594,19 @@ static lp_status process(tm_state *s, const tev *e)
     /* device time up the call path */
     if (launch && s->paths.len[launch->path]) {
         const uint32_t *pp = (const uint32_t *)s->paths.str[launch->path];
-        size_t n = s->paths.len[launch->path] / (2 * sizeof *pp);
+        size_t n = s->paths.len[launch->path] / (PS * sizeof *pp);
         size_t b = launch->a_depth >= 0 ? launch->b_pos : SIZE_MAX;
         for (size_t i = 0; i < n; i++) {
             if (i == b)
                 continue;
-            m->ops[pp[2 * i]].device_total_ns += e->dur;
-            m->ops_shape[pp[2 * i + 1]].device_total_ns += e->dur;
+            m->ops[pp[PS * i]].device_total_ns += e->dur;
+            m->ops_shape[pp[PS * i + 1]].device_total_ns += e->dur;
+            stack_dev(s, pp[PS * i + 2], e->dur, 0);
         }
         if (b != n - 1) {
-            m->ops[pp[2 * n - 2]].self_device_ns += e->dur;
-            m->ops_shape[pp[2 * n - 1]].self_device_ns += e->dur;
+            m->ops[pp[PS * (n - 1)]].self_device_ns += e->dur;
+            m->ops_shape[pp[PS * (n - 1) + 1]].self_device_ns += e->dur;
+            stack_dev(s, pp[PS * (n - 1) + 2], 0, e->dur);
         }
         if (b != SIZE_MAX) { /* through a same-named child: settle now or when its parent closes */
             int64_t self = b == n - 1 ? e->dur : 0;
@@ -577,10 +617,11 @@ static lp_status process(tm_state *s, const tev *e)
             if (a && a->n_children < 2) {
                 a->pend_total += e->dur;
                 a->pend_self += self;
-                a->pend_srow = pp[2 * b + 1];
+                a->pend_srow = pp[PS * b + 1];
+                a->pend_krow = pp[PS * b + 2];
             } else {
                 const lp_idmap_val *d = a ? NULL : lp_idmap_get(&s->folds, (int64_t)launch->a_serial);
-                settle(s, pp[2 * (b - 1)], pp[2 * (b - 1) + 1], pp[2 * b + 1], e->dur, self, d && d->path);
+                settle(s, pp + PS * (b - 1), pp + PS * b, e->dur, self, d && d->path);
             }
         }
     } else {
@@ -700,7 +741,7 @@ static lp_status on_item(void *ctx, const lp_trace_item *it)
         int dev = it->mem_device_type > 0;
         s->mem_running[dev] += it->mem_bytes;
         e.b = it->mem_total_allocated != INT64_MIN ? it->mem_total_allocated : s->mem_running[dev];
-        e.memdev = (int8_t)(it->mem_device_type > 0);
+        e.memdev = (int8_t)(it->mem_device_type > 127 ? 127 : it->mem_device_type); /* > 0: a device */
     } else {
         int k;
         if (s->last_cat_kind != INT32_MIN && !strcmp(it->cat, s->last_cat)) { /* categories repeat */
@@ -710,12 +751,17 @@ static lp_status on_item(void *ctx, const lp_trace_item *it)
             snprintf(s->last_cat, sizeof s->last_cat, "%s", it->cat);
             s->last_cat_kind = strlen(it->cat) < sizeof s->last_cat ? k : INT32_MIN;
         }
-        if (k < 0)
-            return LP_OK; /* "Trace" window, python_function, cuda_sync, ... */
-        e.kind = (uint8_t)k;
+        if (k < 0 && !(s->stack_frames && is_x && !strcasecmp(it->cat, "python_function")))
+            return LP_OK; /* "Trace" window, cuda_sync, ...; Python frames when stacks are off */
+        e.kind = k < 0 ? K_PYFN : (uint8_t)k;
         e.a = it->bytes;
         e.flops = it->flops;
-        if (is_host(k)) { /* a collective's message size, for the Distributed view */
+        if (k >= 0 && is_host(k) && it->call_stack) {
+            lp_status cst = lp_tm_stack_arg(s, it->call_stack, &e.stack);
+            if (cst != LP_OK)
+                return cst;
+        }
+        if (k >= 0 && is_host(k)) { /* a collective's message size, for the Distributed view */
             int64_t sz = dtype_size(it->dtype);
             e.a = it->msg_nelems >= 0 && sz && it->msg_nelems <= INT64_MAX / sz ? it->msg_nelems * sz : -1;
         }
@@ -728,15 +774,15 @@ static lp_status on_item(void *ctx, const lp_trace_item *it)
         m->n_skipped++;
         return LP_OK;
     }
-    e.corr = it->correlation;
-    e.ext = it->external_id;
+    e.corr = is_mem ? it->mem_addr : it->correlation;
+    e.ext = is_mem ? it->mem_device_id : it->external_id;
     e.seq = s->seq++;
     lp_status st = intern_name(s, it->name, &e.name);
     if (st != LP_OK)
         return st;
-    if (!is_mem && (s->name_flags[e.name] & NF_FILTERED))
+    if (!is_mem && e.kind != K_PYFN && (s->name_flags[e.name] & NF_FILTERED))
         return LP_OK; /* torch drops these before building its tree */
-    if (it->shapes && !is_mem) {
+    if (it->shapes && !is_mem && e.kind != K_PYFN) {
         uint32_t sid = 0;
         if ((st = intern_name(s, it->shapes, &sid)) != LP_OK)
             return st;
@@ -765,9 +811,13 @@ static lp_status sink(void *ctx, const char *data, size_t n)
 
 static void state_free(tm_state *s)
 {
-    for (size_t i = 0; i < s->n_threads; i++)
+    for (size_t i = 0; i < s->n_threads; i++) {
         free(s->threads[i].st);
+        free(s->threads[i].py);
+    }
     free(s->threads);
+    lp_tm_stacks_free(s);
+    lp_tm_mem_free(s);
     free(s->heap);
     free(s->pathbuf);
     free(s->name_flags);
@@ -811,6 +861,9 @@ static lp_status finish(tm_state *s)
         for (int p = 0; p < LP_TRACE_PART__COUNT; p++)
             st->dur_ns += st->part_ns[p];
     }
+    lp_status kst = lp_tm_stacks_finish(s); /* uses the op rows' ids: before they move */
+    if (kst != LP_OK || (kst = lp_tm_mem_finish(s)) != LP_OK)
+        return kst;
     /* a same-named only child folded away was never counted: torch has no row for it */
     lp_trace_op_row *tabs[2] = {m->ops, m->ops_shape};
     size_t *ns[2] = {&m->n_ops, &m->n_ops_shape};
@@ -862,6 +915,10 @@ static lp_status state_init(tm_state *s, const char *name, const lp_trace_model_
         return lp_tm_oom(s);
     snprintf(s->m->path, sizeof s->m->path, "%s", name);
     s->curve_cpu.stride = s->curve_dev.stride = 1;
+    int sf = o ? o->stack_frames : 0;
+    s->stack_frames = sf < 0 ? 0 : sf == 0 ? LP_TRACE_STACK_FRAMES : sf > 64 ? 64 : sf;
+    int k = o ? o->mem_events : 0;
+    s->k_mtop = k <= 0 ? LP_TRACE_MEM_EVENTS : k > LP_TRACE_MEM_EVENTS_MAX ? LP_TRACE_MEM_EVENTS_MAX : (size_t)k;
     s->last_cat_kind = INT32_MIN;
     lp_status st = lp_trace_json_new(name, on_item, s, &s->json);
     if (st != LP_OK)
@@ -943,5 +1000,12 @@ void lp_trace_model_free(lp_trace_model *m)
     free(m->steps);
     free(m->mem);
     free(m->colls);
+    free(m->stacks);
+    free(m->stack_pool);
+    if (m->priv_frames) {
+        lp_strtab_free(m->priv_frames);
+        free(m->priv_frames);
+    }
+    free(m->mem_top);
     free(m);
 }

@@ -273,11 +273,13 @@ lp_status lp_trace_model_write_text(FILE *f, const lp_trace_model *m, const lp_p
     lp_prof_keyavg_free(&ka);
     write_steps(f, m, all_steps);
     write_kernels(f, m, ko.row_limit > 0 ? (size_t)ko.row_limit : 0);
+    lp_tm_write_stacks_text(f, m, ko.sort_by, ko.row_limit);
     write_gpu(f, m);
     if (m->n_mem_events)
         fprintf(f, "\nMemory (%s): peak allocated %.3f MB at %.3f ms; %lld [memory] events\n",
                 m->mem_is_device ? "device" : "CPU", (double)m->mem_peak / 1e6,
                 ms(m->mem_peak_ts_ns - m->first_ns), (long long)m->n_mem_events);
+    lp_tm_write_mem_text(f, m);
     return LP_OK;
 }
 
@@ -431,7 +433,8 @@ lp_status lp_trace_model_write_csv(const lp_trace_model *m, const char *dir)
         {"ops.csv", csv_ops},           {"ops_by_shape.csv", csv_ops_shape},
         {"kernels.csv", csv_kernels},   {"steps.csv", csv_steps},
         {"gpu.csv", csv_gpu},           {"memory.csv", csv_memory},
-        {"collectives.csv", csv_colls},
+        {"collectives.csv", csv_colls}, {"stacks.csv", lp_tm_csv_stacks},
+        {"memory_events.csv", lp_tm_csv_mem_events},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0] && st == LP_OK; i++)
         st = write_csv_file(dir, t[i].file, t[i].fn, m);

@@ -29,6 +29,20 @@ static int strtab_rehash(lp_strtab *t, size_t nslot)
     return 1;
 }
 
+int64_t lp_strtab_find(const lp_strtab *t, const char *s, size_t n)
+{
+    if (!n)
+        s = "";
+    uint64_t h = fnv(s, n);
+    if (t->nslot)
+        for (size_t k = h & (t->nslot - 1); t->slot[k]; k = (k + 1) & (t->nslot - 1)) {
+            size_t id = t->slot[k] - 1;
+            if (t->hash[id] == h && t->len[id] == n && !memcmp(t->str[id], s, n))
+                return (int64_t)id;
+        }
+    return -1;
+}
+
 int64_t lp_strtab_intern(lp_strtab *t, const char *s, size_t n)
 {
     if (!n)

@@ -19,6 +19,8 @@ typedef struct lp_strtab {
 
 /* The id of s[0..n) (added when new); -1 when out of memory. */
 int64_t lp_strtab_intern(lp_strtab *t, const char *s, size_t n);
+/* The id of s[0..n) when interned, else -1 (nothing added). */
+int64_t lp_strtab_find(const lp_strtab *t, const char *s, size_t n);
 void lp_strtab_free(lp_strtab *t);
 
 /* int64 key -> payload (launch facts), bounded: past `limit` keys the oldest inserted
