@@ -9,16 +9,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Interned ids are only added while the stack table has room, so a trace with a new stack
- * on every event cannot grow the frame or stack tables past the cap. */
+/* Longest frame text kept (torch prints 75 characters of one); longer ones are cut. */
+#define FRAME_MAX 1024
+
+/* Interned ids are only added while the stack and frame tables have room, so a trace with a
+ * new stack on every event grows neither past the cap (at most ~64 MB of frame text). */
 static int tables_full(const tm_state *s)
 {
-    return s->stacks.n >= LP_TRACE_STACKS_MAX;
+    return s->stacks.n >= LP_TRACE_STACKS_MAX || s->frames.n >= LP_TRACE_STACKS_MAX;
 }
 
 /* -1 out of memory, -2 new and not kept. */
 static int64_t find_or_add(tm_state *s, lp_strtab *t, const char *p, size_t n)
 {
+    if (t == &s->frames && n > FRAME_MAX)
+        n = FRAME_MAX;
     if (tables_full(s)) {
         int64_t id = lp_strtab_find(t, p, n);
         return id < 0 ? -2 : id;

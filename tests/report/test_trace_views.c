@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "loupe/report.h"
 
@@ -312,6 +313,85 @@ static void test_mem_events_known(void **state)
     lp_trace_model_free(m);
 }
 
+/* ---- text, CSV and page ------------------------------------------------------------------------ */
+
+static char *slurp(const char *path)
+{
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(lp_trace_read_text(path, &text, &len), LP_OK);
+    return text;
+}
+
+/* The text, the CSVs and the page carry the same rows: a stack with its frames and times, the
+ * no-stack row, the largest allocation with its lifetime and op, the rest counted. */
+static void test_outputs_carry_the_rows(void **state)
+{
+    (void)state;
+    const char *t =
+        "{\"traceEvents\": ["
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":10,"
+        "\"args\":{\"Call stack\":\"f1.py(3): f1;g.py(9): g\"}},"
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":1,\"tid\":1,\"ts\":20,\"dur\":4},"
+        MEM(1, 4096, 16, 0) "," MEM(2, 100, 32, 0) "," MEM(8, -4096, 16, 0) "]}";
+    lp_trace_model_opts o;
+    lp_trace_model_opts_init(&o);
+    o.mem_events = 1;
+    lp_trace_model *m = parse_opts(t, &o);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    lp_prof_keyavg_opts ko;
+    lp_prof_keyavg_opts_init(&ko);
+    assert_int_equal(lp_trace_model_write_text(f, m, &ko, 0), LP_OK);
+    fclose(f);
+    assert_non_null(strstr(text, "Key averages by call stack (5 frames, innermost first, from the ops' \"Call stack\""));
+    assert_non_null(strstr(text, "  10.000        0.000        0.000          1  f1.py(3): f1\n"));
+    assert_non_null(strstr(text, "g.py(9): g\n"));
+    assert_non_null(strstr(text, "(no stack recorded)"));
+    assert_non_null(strstr(text, "Largest allocations (1 of 2, 4096 of 4196 bytes allocated; 1 frees of 4096 bytes"));
+    assert_non_null(strstr(text, "       0.001           4096        cpu        0.007  aten::mm\n"));
+    assert_non_null(strstr(text, "the other 1 allocations: 100 bytes"));
+    free(text);
+
+    char dir[] = "/tmp/lp_views_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(lp_trace_model_write_csv(m, dir), LP_OK);
+    char path[256];
+    snprintf(path, sizeof path, "%s/stacks.csv", dir);
+    char *csv = slurp(path);
+    assert_non_null(strstr(csv, "\"aten::mm\",cpu_op,\"f1.py(3): f1;g.py(9): g\",2,0,1,10000,10000,0,0\n"));
+    assert_non_null(strstr(csv, "\"aten::mm\",cpu_op,\"\",0,0,1,4000,4000,0,0\n"));
+    free(csv);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/memory_events.csv", dir);
+    csv = slurp(path);
+    assert_non_null(strstr(csv, "1,1000,4096,4096,0,0,cpu,7000,\"aten::mm\"\n"));
+    assert_non_null(strstr(csv, "rest,,100,"));
+    free(csv);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/page.html", dir);
+    assert_int_equal(lp_trace_html_write(m, NULL, path), LP_OK);
+    char *page = slurp(path);
+    assert_non_null(strstr(page, ">By operator and call stack<"));
+    assert_non_null(strstr(page, "f1.py(3): f1 ; g.py(9): g"));
+    assert_non_null(strstr(page, ">Largest allocations<"));
+    assert_null(strstr(page, "not freed")); /* the 4096 B block was freed */
+    free(page);
+    unlink(path);
+    lp_chart_release_caches();
+    /* the other CSVs */
+    const char *rest[] = {"ops.csv", "ops_by_shape.csv", "kernels.csv", "steps.csv", "gpu.csv", "memory.csv",
+                          "collectives.csv"};
+    for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, rest[i]);
+        unlink(path);
+    }
+    assert_int_equal(rmdir(dir), 0);
+    lp_trace_model_free(m);
+}
+
 /* ---- foreign traces --------------------------------------------------------------------------- */
 
 static const char *foreign_dir(void)
@@ -453,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_stacks_from_ranges),
         cmocka_unit_test(test_stacks_capped_per_op),
         cmocka_unit_test(test_mem_events_known),
+        cmocka_unit_test(test_outputs_carry_the_rows),
         cmocka_unit_test(test_foreign_stacks),
         cmocka_unit_test(test_foreign_mem_events),
     };
