@@ -265,6 +265,54 @@ static void test_stacks_capped_per_op(void **state)
     lp_trace_model_free(m);
 }
 
+/* torch folds an only child of the same name into its parent (_remove_dup_nodes): the
+ * child's kernel time goes to the parent's stack row then, to the child's when a second
+ * child keeps it. Device work lands after the parent closed (t=30) or while it is still
+ * open (t=15, settled when the parent closes). */
+static void test_stacks_with_folded_duplicates(void **state)
+{
+    (void)state;
+    for (int second = 0; second < 2; second++)
+        for (int late = 0; late < 2; late++) {
+            char t[2048];
+            snprintf(t, sizeof t,
+                     "{\"traceEvents\": ["
+                     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::to\",\"pid\":1,\"tid\":1,\"ts\":0,"
+                     "\"dur\":20,\"args\":{\"Call stack\":\"p.py(1): p\"}},"
+                     "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::to\",\"pid\":1,\"tid\":1,\"ts\":1,"
+                     "\"dur\":10,\"args\":{\"Call stack\":\"c.py(2): c\"}},"
+                     "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaMemcpyAsync\",\"pid\":1,\"tid\":1,"
+                     "\"ts\":2,\"dur\":5,\"args\":{\"correlation\":9}},"
+                     "%s"
+                     "{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy HtoD\",\"pid\":0,\"tid\":7,"
+                     "\"ts\":%d,\"dur\":4,\"args\":{\"correlation\":9}}]}",
+                     second ? "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::empty\",\"pid\":1,\"tid\":1,"
+                              "\"ts\":12,\"dur\":2},"
+                            : "",
+                     late ? 30 : 15);
+            lp_trace_model *m = parse_opts(t, NULL);
+            const lp_trace_op_row *o = op_row(m, "aten::to");
+            const lp_trace_stack_row *p = stack_row(m, "aten::to", "p.py(1): p");
+            assert_int_equal(p->calls, 1);
+            assert_int_equal(p->device_total_ns, 4000);
+            if (!second) { /* folded: one call, the kernel its own */
+                assert_int_equal(o->calls, 1);
+                assert_int_equal(p->self_device_ns, 4000);
+                for (size_t i = 0; i < m->n_stacks; i++)
+                    assert_false(m->stacks[i].n_frames == 1 && !strcmp(m->stacks[i].frames[0], "c.py(2): c"));
+            } else {
+                assert_int_equal(o->calls, 2);
+                assert_int_equal(p->self_device_ns, 0);
+                const lp_trace_stack_row *c = stack_row(m, "aten::to", "c.py(2): c");
+                assert_int_equal(c->calls, 1);
+                assert_int_equal(c->self_device_ns, 4000);
+                assert_int_equal(c->device_total_ns, 4000);
+            }
+            assert_int_equal(check_sums(m), 0);
+            lp_trace_model_free(m);
+        }
+}
+
 /* ---- memory events, known by construction -------------------------------------------------- */
 
 #define MEM(ts, bytes, addr, dev)                                                                             \
@@ -532,6 +580,7 @@ int main(void)
         cmocka_unit_test(test_stacks_from_python_frames),
         cmocka_unit_test(test_stacks_from_ranges),
         cmocka_unit_test(test_stacks_capped_per_op),
+        cmocka_unit_test(test_stacks_with_folded_duplicates),
         cmocka_unit_test(test_mem_events_known),
         cmocka_unit_test(test_outputs_carry_the_rows),
         cmocka_unit_test(test_foreign_stacks),
