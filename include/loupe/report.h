@@ -320,11 +320,13 @@ void lp_trace_model_free(lp_trace_model *m);
 LP_WARN_UNUSED lp_status lp_trace_model_keyavg(const lp_trace_model *m, int by_shape, lp_prof_keyavg *out);
 /* Everything as text: a header, torch's key-averages table (o: sort, rows, by shape), the
  * per-step breakdown (the first and last 10 steps unless all_steps), the kernel table, the
- * GPU figures and the memory peak. */
+ * (op, call stack) rows when the trace records stacks (o: sort, rows), the GPU figures, the
+ * memory peak and the largest allocations. */
 LP_WARN_UNUSED lp_status lp_trace_model_write_text(FILE *f, const lp_trace_model *m, const lp_prof_keyavg_opts *o,
                                                    int all_steps);
 /* Every table as CSV in dir (created): ops.csv, ops_by_shape.csv, kernels.csv, steps.csv,
- * gpu.csv, memory.csv, collectives.csv. Times in ns. */
+ * gpu.csv, memory.csv, collectives.csv, stacks.csv (the (op, stack) rows; frames joined by
+ * ';'), memory_events.csv (the largest allocations and a "rest" row). Times in ns. */
 LP_WARN_UNUSED lp_status lp_trace_model_write_csv(const lp_trace_model *m, const char *dir);
 
 /* A multi-rank job: every trace of a directory (files named by rank, or carrying

@@ -8,7 +8,9 @@
  *    fallback) and adds its time to the innermost op (self device) and every op on the path
  *    (device total);
  *  - a sweep over time gives each instant to the first part active then (the breakdown);
- *  - unions over the device events give busy, compute, communication and overlap time.
+ *  - unions over the device events give busy, compute, communication and overlap time;
+ *  - each host op's call stack (trace_stack.c) gives its (op, stack) row, and [memory]
+ *    events feed the K largest allocations (trace_memev.c).
  * Only the window, the stacks and the interned names/paths are kept. */
 #include "trace_json.h"
 #include "trace_model_internal.h"
