@@ -204,6 +204,10 @@ static void stacks(lp_html *h, const lp_trace_model *m)
     size_t *ord = lp_tm_stack_order(m, LP_PROF_SORT_CPU_TIME_TOTAL);
     if (!ord)
         return;
+    /* folded by default: a few hundred rows with five frames each would bury the views below */
+    char sum[96];
+    snprintf(sum, sizeof sum, "<details><summary>%zu (op, stack) rows</summary>", m->n_stacks);
+    lp_html_raw(h, sum);
     const char *hd[] = {"name", "call stack", "calls", "self CPU us", "CPU total us", "self device us",
                         "device total us"};
     lp_html_table_begin(h, hd, 7);
@@ -238,6 +242,7 @@ static void stacks(lp_html *h, const lp_trace_model *m)
         lp_html_td_num(h, r->device_total_ns / 1e3, "%.3f");
     }
     lp_html_table_end(h);
+    lp_html_raw(h, "</details>");
     free(ord);
     if (n < m->n_stacks)
         lp_html_note(h, "The %d rows of largest CPU total of %zu; --csv DIR writes every row (stacks.csv).",
