@@ -90,6 +90,12 @@ print("ok: 5 largest of %d allocations as recomputed" % ref["n_allocs"])
 sys.exit(1 if bad else 0)
 PY
 
+# out-of-range counts are usage errors (exit 2) naming the flag
+"$L" analyze "$tr" --group-by-stack 0 >/dev/null 2>"$T/e1"; [ $? = 2 ] && grep -q -- '--group-by-stack' "$T/e1" ||
+    bad "--group-by-stack 0 is not a usage error"
+"$L" analyze "$tr" --memory-events 1001 >/dev/null 2>"$T/e2"; [ $? = 2 ] && grep -q -- '--memory-events' "$T/e2" ||
+    bad "--memory-events 1001 is not a usage error"
+
 grep -q '>By operator and call stack<' "$T/page.html" || bad "page lacks the call-stack table"
 grep -q '>Largest allocations<' "$T/page.html" || bad "page lacks the largest allocations"
 python3 "$S/tests/report/html_check.py" "$T/page.html"; rc=$?
