@@ -184,6 +184,11 @@ const char *lp_threads_blas_core(void);
 /* A one-line notice when lp_threads_init overrode OPENBLAS_CORETYPE or OpenBLAS's fallback
  * for an unknown CPU, else NULL. */
 const char *lp_threads_blas_note(void);
+/* Holds OpenBLAS's kernels to an ISA level (0 x86-64-v2, 1 AVX2, 2 AVX-512, 3 AVX-512 BF16:
+ * lp_isa's order) where they run wider, unless LP_BLAS_CORETYPE names a set. LP_ISA calls it,
+ * so a run with a forced level computes, and is timed, as on a CPU of that level (its MFU
+ * against that level's peak stays below 1). */
+void lp_threads_blas_cap(int level);
 /* The CPUs this process may use: its affinity mask (sched_getaffinity) and, when its
  * cgroup (or an ancestor) has a CPU quota, ceil(quota / period); the smaller wins. This is
  * the default thread count. */

@@ -128,7 +128,7 @@ static void cuda_table(const lp_cuda_peak_result *r)
 
 static void print_table(const lp_peak_result *r)
 {
-    const char *w = r->vector_bits == 512 ? "AVX-512" : r->vector_bits == 256 ? "AVX2" : "scalar";
+    const char *w = r->vector_bits == 512 ? "AVX-512" : r->vector_bits == 256 ? "AVX2" : r->vector_bits == 128 ? "SSE mul+add" : "scalar";
     printf("loupe peak: %d thread%s, kernels %s (CPU runs up to %s), OpenBLAS %s (%s)\n\n", r->threads,
            r->threads == 1 ? "" : "s", r->isa, lp_isa_name(lp_isa_detect()), r->blas_core, lp_threads_blas_mode());
     printf("%-40s %12s %10s\n", "probe", "value", "of peak");

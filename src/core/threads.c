@@ -178,6 +178,23 @@ static void blas_select_core(void)
                  lp_threads_blas_core(), detect ? "detected for this CPU" : "(LP_BLAS_CORETYPE)", saved);
 }
 
+void lp_threads_blas_cap(int level)
+{
+    static const char *const set_at[] = {"Nehalem", "Haswell", "SkylakeX", "Cooperlake"};
+    const char *want = getenv("LP_BLAS_CORETYPE");
+    if (level < 0 || level > 3 || (want && *want && strcmp(want, "auto")))
+        return;
+    blas_select_core();
+    char before[64];
+    snprintf(before, sizeof before, "%s", lp_threads_blas_core());
+    int have = core_isa(before);
+    if (have >= 0 && have <= level)
+        return;
+    blas_use_core(set_at[level]);
+    snprintf(blas_note, sizeof blas_note, "OpenBLAS: %s kernels instead of %s, held to the ISA level LP_ISA forces",
+             lp_threads_blas_core(), before);
+}
+
 const char *lp_threads_blas_note(void) { return blas_note[0] ? blas_note : NULL; }
 
 const char *lp_threads_blas_core(void)

@@ -71,6 +71,7 @@ static lp_status isa_from_env(lp_isa *isa)
         return lp_err(LP_STATUS_UNSUPPORTED, "LP_ISA=%s: this CPU lacks %s (it runs up to %s)", s, missing,
                       lp_isa_name(*isa));
     *isa = want;
+    lp_threads_blas_cap((int)want); /* and OpenBLAS, so the whole run is that level's */
     return LP_OK;
 }
 

@@ -2,7 +2,7 @@
  * widest vectors this copy was built for): the peak is that of the level that runs. */
 #include "cpu_kernels.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(__SSE2__)
 #include <immintrin.h>
 #endif
 
@@ -35,6 +35,10 @@
 #define SCALAR_ADD(a, b) ((a) + (b))
 #define SCALAR_STORE(t, v) ((t)[0] = (v))
 FMA_CHAIN(fma_chain32, float, SCALAR_SET, SCALAR_FMA, SCALAR_ADD, SCALAR_STORE, 1)
+#if defined(__SSE2__) /* x86-64-v2 has no FMA: its peak is a multiply and an add per SSE lane */
+#define SSE_FMA(a, b, c) _mm_add_ps(_mm_mul_ps(a, b), c)
+FMA_CHAIN(fma_chain128, __m128, _mm_set1_ps, SSE_FMA, _mm_add_ps, _mm_storeu_ps, 4)
+#endif
 #if defined(__AVX2__) && defined(__FMA__)
 FMA_CHAIN(fma_chain256, __m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, _mm256_storeu_ps, 8)
 #endif
@@ -44,7 +48,7 @@ FMA_CHAIN(fma_chain512, __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, 
 
 float lp_k_fma_chain_opt(int bits, int64_t iters)
 {
-    (void)bits; /* the baseline copy has only the scalar chain */
+    (void)bits;
 #if defined(__AVX512F__)
     if (bits == 512)
         return fma_chain512(iters);
@@ -52,6 +56,10 @@ float lp_k_fma_chain_opt(int bits, int64_t iters)
 #if defined(__AVX2__) && defined(__FMA__)
     if (bits == 256)
         return fma_chain256(iters);
+#endif
+#if defined(__SSE2__)
+    if (bits == 128)
+        return fma_chain128(iters);
 #endif
     return fma_chain32(iters);
 }
@@ -62,6 +70,8 @@ int lp_k_fma_bits_opt(void)
     return 512;
 #elif defined(__AVX2__) && defined(__FMA__)
     return 256;
+#elif defined(__SSE2__)
+    return 128;
 #else
     return 32;
 #endif
