@@ -86,11 +86,12 @@ if [ "$torch" = 1 ] && [ "$veth" = 0 ]; then
 elif [ "$torch" = 1 ]; then # one process per namespace, gloo on the veth
   py=$(dirname "$0")/torch_ddp.py
   for method in full lora; do
-    one=$(python3 "$py" --config "$M/config.json" --steps "$steps" --batch "$batch" --method "$method" --world 1)
+    one=$(python3 "$py" --config "$M/config.json" --steps "$steps" --batch "$batch" --method "$method" --world 1 \
+      2>>"$T/torch.err")
     ip netns exec "$LP_NS_B" env GLOO_SOCKET_IFNAME="lpvb$$" python3 "$py" --config "$M/config.json" --steps "$steps" \
-      --batch "$batch" --method "$method" --world 2 --rank 1 --master 10.77.0.1 >/dev/null &
+      --batch "$batch" --method "$method" --world 2 --rank 1 --master 10.77.0.1 >/dev/null 2>>"$T/torch.err" &
     two=$(ip netns exec "$LP_NS_A" env GLOO_SOCKET_IFNAME="lpva$$" python3 "$py" --config "$M/config.json" \
-      --steps "$steps" --batch "$batch" --method "$method" --world 2 --rank 0 --master 10.77.0.1)
+      --steps "$steps" --batch "$batch" --method "$method" --world 2 --rank 0 --master 10.77.0.1 2>>"$T/torch.err")
     wait
     python3 -c "a,b=$one,$two; print(f'torch  {\"$method\":5s} 1r1t (no DDP) {a:10.1f} {$batch*1000/a:9.1f}\ntorch  {\"$method\":5s} 2r1t DDP gloo, veth {b:10.1f} {$batch*1000/b:9.1f}\ntorch  {\"$method\":5s} scaling 1 -> 2 processes: {a/b:.2f}x, efficiency {100*a/(2*b):.0f} %')"
   done
