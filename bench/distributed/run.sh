@@ -6,24 +6,40 @@
 # the same model, batch and threads, 1 and 2 processes.
 #
 #   bench/distributed/run.sh [--loupe build/loupe] [--steps 30] [--batch 16] [--shape small|distilbert] [--torch]
+#                            [--veth]
+#
+# --veth: the 2-rank runs (loupe's and DDP's) go over TCP between two network namespaces joined
+# by a veth pair, one rank in each (tests/dist/veth_env.sh: root, iproute2), instead of shared
+# memory: the issue's "across machines over TCP" on one machine.
 #
 # small: the bundled models/default (4 x 256, FFN 1024); distilbert: DistilBERT's layer shapes
 # (6 x 768, 12 heads, FFN 3072) on the bundled 431-token vocabulary, drawn from a seed. Figures
 # are medians of the steps after the first two. Prints a table; nothing is asserted.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
-L=$root/build/loupe steps=30 batch=16 shape=small torch=0
+L=$root/build/loupe steps=30 batch=16 shape=small torch=0 veth=0
 while [ $# -gt 0 ]; do
   case $1 in
     --loupe) L=$2; shift 2 ;; --steps) steps=$2; shift 2 ;; --batch) batch=$2; shift 2 ;;
-    --shape) shape=$2; shift 2 ;; --torch) torch=1; shift ;; *) echo "unknown $1"; exit 2 ;;
+    --shape) shape=$2; shift 2 ;; --torch) torch=1; shift ;; --veth) veth=1; shift ;; *) echo "unknown $1"; exit 2 ;;
   esac
 done
 command -v mpirun >/dev/null || { echo "mpirun not found (apt-get install openmpi-bin)"; exit 2; }
 # shared memory with single-copy (CMA) transfers: 3x less all-reduce time than copy-in/copy-out here
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 T=$(mktemp -d /tmp/lp_bench_dist.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+if [ "$veth" = 1 ]; then
+  . "$root/tests/dist/veth_env.sh"
+  trap 'lp_veth_down; rm -rf "$T"' EXIT
+  lp_veth_up || exit 2
+  mpi2() { lp_veth_mpirun 2 "$@"; }
+  link="TCP over a veth pair between two network namespaces"
+else
+  trap 'rm -rf "$T"' EXIT
+  mpi2() { OMPI_MCA_btl=self,vader mpirun -np 2 --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 "$@"; }
+  link="shared memory (vader, CMA)"
+fi
+echo "2 ranks over $link"
 M=$T/model
 mkdir -p "$M"
 cp "$root"/models/default/* "$M/"
@@ -42,7 +58,7 @@ med() { python3 -c "import csv,statistics,sys; r=list(csv.DictReader(open(sys.ar
 printf "%-6s %-22s %10s %9s\n" method run step_ms samples/s
 for method in full lora; do
   "$L" train "${common[@]}" --method "$method" --threads 1 --output-dir "$T/r" --run-id "$method-1r1t" >/dev/null 2>&1
-  mpirun -np 2 --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 "$L" train "${common[@]}" --method "$method" \
+  mpi2 "$L" train "${common[@]}" --method "$method" \
     --threads 1 --output-dir "$T/r" --run-id "$method-2r1t" >/dev/null 2>&1
   "$L" train "${common[@]}" --method "$method" --threads 2 --output-dir "$T/r" --run-id "$method-1r2t" >/dev/null 2>&1
   for run in 1r1t 2r1t 1r2t; do
@@ -53,7 +69,7 @@ for method in full lora; do
   done
   a=$(med "$T/r/$method-1r1t"); b=$(med "$T/r/$method-2r1t")
   python3 -c "a,b=$a,$b; print(f'{\"$method\":6s} scaling 1 -> 2 ranks: {a/b:.2f}x, efficiency {100*a/(2*b):.0f} %')"
-  mpirun -np 2 --oversubscribe --bind-to none "$L" profile "${common[@]}" --method "$method" --threads 1 \
+  mpi2 "$L" profile "${common[@]}" --method "$method" --threads 1 \
     --profile-wait 2 --profile-warmup 1 --profile-active 5 --output-dir "$T/r" --run-id "$method-prof" >/dev/null 2>&1
   "$L" analyze "$T/r/$method-prof/profiler" --csv "$T/an-$method" >/dev/null 2>&1 &&
     python3 - "$T/an-$method/ranks.csv" "$method" <<'PY'
@@ -65,6 +81,18 @@ for r in csv.DictReader(open(sys.argv[1])):
 PY
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-if [ "$torch" = 1 ]; then
+if [ "$torch" = 1 ] && [ "$veth" = 0 ]; then
   python3 "$(dirname "$0")/torch_ddp.py" --config "$M/config.json" --steps "$steps" --batch "$batch"
+elif [ "$torch" = 1 ]; then # one process per namespace, gloo on the veth
+  py=$(dirname "$0")/torch_ddp.py
+  for method in full lora; do
+    one=$(python3 "$py" --config "$M/config.json" --steps "$steps" --batch "$batch" --method "$method" --world 1 \
+      2>>"$T/torch.err")
+    ip netns exec "$LP_NS_B" env GLOO_SOCKET_IFNAME="lpvb$$" python3 "$py" --config "$M/config.json" --steps "$steps" \
+      --batch "$batch" --method "$method" --world 2 --rank 1 --master 10.77.0.1 >/dev/null 2>>"$T/torch.err" &
+    two=$(ip netns exec "$LP_NS_A" env GLOO_SOCKET_IFNAME="lpva$$" python3 "$py" --config "$M/config.json" \
+      --steps "$steps" --batch "$batch" --method "$method" --world 2 --rank 0 --master 10.77.0.1 2>>"$T/torch.err")
+    wait
+    python3 -c "a,b=$one,$two; print(f'torch  {\"$method\":5s} 1r1t (no DDP) {a:10.1f} {$batch*1000/a:9.1f}\ntorch  {\"$method\":5s} 2r1t DDP gloo, veth {b:10.1f} {$batch*1000/b:9.1f}\ntorch  {\"$method\":5s} scaling 1 -> 2 processes: {a/b:.2f}x, efficiency {100*a/(2*b):.0f} %')"
+  done
 fi

@@ -13,7 +13,7 @@ import torch.multiprocessing as mp
 def worker(rank, world, a, method, out):
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
     torch.set_num_threads(1)
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(a.port))
+    os.environ.update(MASTER_ADDR=a.master, MASTER_PORT=str(a.port))
     if world > 1:
         dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.manual_seed(0)
@@ -54,7 +54,18 @@ def main():
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--port", type=int, default=29517)
+    ap.add_argument("--master", default="127.0.0.1", help="rank 0's address (MASTER_ADDR)")
+    ap.add_argument("--method", choices=("full", "lora"), help="with --world: one method, one process")
+    ap.add_argument("--world", type=int, help="run one process of a job of this size (started by the caller, "
+                                              "e.g. one per network namespace); prints rank 0's median step ms")
+    ap.add_argument("--rank", type=int, default=0)
     a = ap.parse_args()
+    if a.world:
+        class Print:
+            def put(self, ms):
+                print(f"{ms:.3f}")
+        worker(a.rank, a.world, a, a.method or "full", Print())
+        return
     ctx = mp.get_context("spawn")
     for method in ("full", "lora"):
         res = {}

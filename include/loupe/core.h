@@ -241,6 +241,8 @@ typedef struct lp_rng {
     uint64_t seed;
     uint64_t stream;
     uint64_t offset; /* next 128-bit counter block */
+    uint32_t lane;   /* first 32-bit draw of block `offset` a dropout fill uses (0..3): nonzero
+                        only for a slice of a larger fill (lp_rng_at); other fills assume 0 */
 } lp_rng;
 
 enum { LP_RNG_STREAM_INIT = 1, LP_RNG_STREAM_DROPOUT = 2, LP_RNG_STREAM_DATA = 3 };
@@ -257,7 +259,19 @@ void lp_rng_normal(lp_rng *r, float *out, int64_t n, float mean, float std);
 /* Advances r past the counter blocks a fill of n values uses (four 32-bit draws a block):
  * for a consumer that draws those values elsewhere from the same counters (the fused
  * attention kernel's dropout, LoRA's) and must leave the stream where a fill would. */
-static inline void lp_rng_skip(lp_rng *r, int64_t n) { r->offset += (uint64_t)((n + 3) / 4); }
+static inline void lp_rng_skip(lp_rng *r, int64_t n)
+{
+    r->offset += (uint64_t)(((int64_t)r->lane + n + 3) / 4);
+    r->lane = 0;
+}
+/* The rng at element e of a fill that starts at r: a fill of n values from it draws exactly
+ * elements e .. e+n-1 of the fill from r (a data-parallel rank's slice of a global dropout
+ * mask). Does not move r. */
+static inline lp_rng lp_rng_at(const lp_rng *r, int64_t e)
+{
+    const uint64_t d = (uint64_t)r->lane + (uint64_t)e;
+    return (lp_rng){r->seed, r->stream, r->offset + d / 4, (uint32_t)(d % 4)};
+}
 /* Next 32-bit value (one counter block each; for occasional scalar use). */
 uint32_t lp_rng_u32(lp_rng *r);
 /* Uniform integer in [0, n) (n >= 1), unbiased. */

@@ -41,6 +41,9 @@ const char *lp_dist_backend(void);
 bool lp_dist_built_with_mpi(void);
 /* The launcher's world size from the environment (OMPI_COMM_WORLD_SIZE, PMI_SIZE), 1 if none. */
 int32_t lp_dist_env_world_size(void);
+/* The launcher's rank of this process from the environment (OMPI_COMM_WORLD_RANK, PMI_RANK,
+ * PMIX_RANK), 0 if none: usable before lp_dist_init (to let rank 0 alone report a usage error). */
+int32_t lp_dist_env_rank(void);
 
 /* Blocking collectives over all ranks. Errors: LP_STATUS_IO naming the MPI error (with
  * MPI's default handler an MPI error ends the job before returning). n and bytes >= 0. */

@@ -141,13 +141,14 @@ typedef struct lp_lora_base {
  * lp_kernels_table(OPT) directly and hold them equal. */
 /* Dropout on attention probabilities inside the fused kernel: element e = ((b*H+h)*T+i)*T+j
  * of the (B,H,T,T) probabilities is kept (and scaled by 1/(1-p)) when lp_rng_u01 of lane
- * e%4 of Philox(seed, stream, offset + e/4) is >= p: the mask lp_dropout_forward would
+ * d%4 of Philox(seed, stream, offset + d/4), d = lane + e, is >= p: the mask lp_dropout_forward would
  * draw over that tensor from an rng at (seed, stream, offset), so fused and eager
  * training drop the same probabilities. The caller then advances its rng as that fill
  * would: lp_rng_skip(rng, B*H*T*T). */
 typedef struct lp_attn_dropout {
     float p; /* in (0, 1) */
     uint64_t seed, stream, offset;
+    uint32_t lane; /* the rng's lane (lp_rng): element e is draw lane + e */
 } lp_attn_dropout;
 
 /* Attention geometry, shared by the eager and fused kernels and the composed path.
@@ -398,9 +399,10 @@ void lp_softmax_forward(float *out, const float *inp, int64_t N, int64_t C);
 /* dinp (N,C) = out * (dout - sum(dout * out)) per row. */
 void lp_softmax_backward(float *dinp, const float *dout, const float *out, int64_t N, int64_t C);
 
-/* Inverted dropout: keep (n) = 1 where u >= p for the RNG's uniform u, out = inp * keep /
- * (1-p). p = 0 copies and keeps all; p must be in [0, 1). Advances rng by n/4 counters,
- * identically for ref and opt and any thread count. */
+/* Inverted dropout: keep (n) = 1 where u >= p for the RNG's uniform u (element i: draw
+ * rng->lane + i, see lp_rng_at), out = inp * keep / (1-p). p = 0 copies and keeps all; p must
+ * be in [0, 1). Advances rng past the draws (lp_rng_skip), identically for ref and opt and
+ * any thread count. */
 void lp_dropout_forward(float *out, uint8_t *keep, const float *inp, int64_t n, float p, lp_rng *rng);
 /* dinp (n) = dout * keep / (1-p). */
 void lp_dropout_backward(float *dinp, const float *dout, const uint8_t *keep, int64_t n, float p);

@@ -201,6 +201,11 @@ double lp_model_grad_clip(lp_model *m, double max_norm);
  * and its restore. */
 void lp_model_rng_get(const lp_model *m, lp_rng *out);
 void lp_model_rng_set(lp_model *m, const lp_rng *r);
+/* Data-parallel training: the training batches passed from now on are rows [row0, row0 + B)
+ * of a global batch of global_rows rows padded to the same length, so that dropout draws this
+ * slice of the masks one process draws over the global batch (lp_nn_ctx.row0). global_rows 0
+ * (the default): each batch is its own. */
+void lp_model_set_batch_slice(lp_model *m, int64_t row0, int64_t global_rows);
 
 /* Sentence embeddings of a bare or headed encoder: the masked mean of the last hidden state
  * (B,T,C) -> out (B,C), L2-normalized when normalize (sentence-transformers' Pooling(mean) +

@@ -52,6 +52,12 @@ typedef struct lp_nn_ctx {
                           memory inside void forwards); NULL: not recorded */
     bool segments;     /* the pass's mask holds sample ids (packing): attention stays inside
                           each sample (lp_attn_geom.segments) */
+    /* Data-parallel slice: the pass's `rows` batch rows are rows [row0, row0 + rows) of a
+     * global batch of global_rows (global_rows 0: the pass is its own batch). Every dropout
+     * mask is then this slice of the mask one process draws over the global batch (each
+     * tensor batch-major, its rows the same length on every rank), and the stream advances
+     * past the global mask: ranks drop what a single process would. */
+    int64_t rows, row0, global_rows;
 } lp_nn_ctx;
 
 /* ---- Linear ---------------------------------------------------------------------------- */

@@ -186,7 +186,8 @@ typedef struct lp_train_result {
 LP_WARN_UNUSED lp_status lp_train_run(const lp_train_config *c, lp_train_result *r);
 
 /* Installs the SIGINT/SIGTERM handler that asks a running lp_train_run to stop after the
- * current step (a second Ctrl-C kills the process). */
+ * current step (a second Ctrl-C kills the process), and SIGUSR1 asking the same (mpirun
+ * forwards it to every rank at once). */
 void lp_train_install_signal_handlers(void);
 /* True once a stop was requested; lp_train_request_stop asks for one from code. */
 bool lp_train_stop_requested(void);

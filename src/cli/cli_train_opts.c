@@ -3,11 +3,13 @@
  * the file are applied first, flags after them, so flags win. Then the run is started and
  * its status turned into an exit code. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <yaml.h>
 
@@ -519,8 +521,42 @@ static int load_yaml(const char *cmd, const char *path, lp_train_config *c, lp_c
     return rc;
 }
 
+/* Under mpirun every rank parses the same command line: ranks other than 0 keep stdout and
+ * stderr on /dev/null until the job is up, so a usage error (or --help) appears once, rank 0's,
+ * and every rank exits with its code. saved[] holds the real streams (-1: not silenced). */
+static void quiet_other_ranks(int saved[2])
+{
+    saved[0] = saved[1] = -1;
+    if (lp_dist_env_rank() == 0)
+        return;
+    int null = open("/dev/null", O_WRONLY);
+    if (null < 0)
+        return; /* both ranks speak: noisy, not wrong */
+    fflush(stdout);
+    fflush(stderr);
+    saved[0] = dup(STDOUT_FILENO);
+    saved[1] = dup(STDERR_FILENO);
+    dup2(null, STDOUT_FILENO);
+    dup2(null, STDERR_FILENO);
+    close(null);
+}
+
+static void speak_again(int saved[2])
+{
+    fflush(stdout);
+    fflush(stderr);
+    for (int i = 0; i < 2; i++)
+        if (saved[i] >= 0) {
+            dup2(saved[i], i ? STDERR_FILENO : STDOUT_FILENO);
+            close(saved[i]);
+            saved[i] = -1;
+        }
+}
+
 int lp_cli_train_main(const char *cmd, int argc, char **argv, bool profile)
 {
+    int saved[2];
+    quiet_other_ranks(saved);
     lp_train_config c;
     lp_train_config_init(&c);
     c.loupe_version = lp_cli_version();
@@ -584,6 +620,7 @@ int lp_cli_train_main(const char *cmd, int argc, char **argv, bool profile)
         rc = LP_EXIT_USAGE;
         goto out;
     }
+    speak_again(saved); // the job is up: rank 0 reports, the others speak of their own failures
     lp_train_install_signal_handlers();
     lp_train_result r;
     lp_status st = lp_train_run(&c, &r);
@@ -630,6 +667,7 @@ int lp_cli_train_main(const char *cmd, int argc, char **argv, bool profile)
     }
     lp_dist_finalize();
 out:
+    speak_again(saved);
     lp_cli_strpool_free(&pool);
     return rc;
 }

@@ -32,6 +32,7 @@ void lp_rng_init(lp_rng *r, uint64_t seed, uint64_t stream)
     r->seed = seed;
     r->stream = stream;
     r->offset = 0;
+    r->lane = 0;
 }
 
 void lp_rng_uniform(lp_rng *r, float *out, int64_t n, float lo, float hi)

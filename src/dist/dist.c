@@ -24,6 +24,19 @@ int32_t lp_dist_env_world_size(void)
     return 1;
 }
 
+int32_t lp_dist_env_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) {
+            long r = strtol(v, NULL, 10);
+            return r > 0 && r < INT32_MAX ? (int32_t)r : 0;
+        }
+    }
+    return 0;
+}
+
 int32_t lp_dist_rank(void)
 {
     return g_rank;

@@ -253,10 +253,16 @@ void lp_model_set_dloss_scale(lp_model *m, float scale)
 
 /* ---- passes ------------------------------------------------------------------------------ */
 
-static lp_nn_ctx run_ctx(lp_model *m, lp_rng *rng)
+static lp_nn_ctx run_ctx(lp_model *m, lp_rng *rng, int64_t B)
 {
-    return (lp_nn_ctx){
-        .training = m->training, .exec = m->exec, .rng = rng, .status = &m->pass_status, .segments = m->segments};
+    return (lp_nn_ctx){.training = m->training,
+                       .exec = m->exec,
+                       .rng = rng,
+                       .status = &m->pass_status,
+                       .segments = m->segments,
+                       .rows = B,
+                       .row0 = m->slice_row0,
+                       .global_rows = m->slice_rows};
 }
 
 /* Embeddings and the layer stack; the last hidden state is lp_model_hidden(m, L). */
@@ -313,7 +319,7 @@ lp_status lp_model__run_stack(lp_model *m, const int32_t *ids, const int32_t *ma
         memcpy(m->types, type_ids, (size_t)N * sizeof *type_ids);
 
     m->pass_status = LP_OK;
-    lp_nn_ctx ctx = run_ctx(m, &m->rng);
+    lp_nn_ctx ctx = run_ctx(m, &m->rng, B);
     m->pass_ctx = ctx; // adapters and quantized bases read the pass through their ctx pointer
     const float *x = NULL;
     if ((st = m->fam->embed_forward(m, &ctx, B, T, &x)) != LP_OK)
@@ -366,7 +372,7 @@ static lp_status forward(lp_model *m, const int32_t *ids, const int32_t *mask, c
     lp_status st = lp_model__run_stack(m, ids, mask, type_ids, B, T, need_grad);
     if (st != LP_OK)
         return st;
-    lp_nn_ctx ctx = run_ctx(m, &m->rng);
+    lp_nn_ctx ctx = run_ctx(m, &m->rng, B);
     m->lm_dh_ok = false;
     m->fam->head_forward(m, &ctx, lp_model_hidden(m, (int32_t)m->L), B, T);
     if (m->task == LP_MODEL_TASK_CAUSAL_LM) // the loss runs the head itself, chunk by chunk
@@ -459,7 +465,10 @@ lp_status lp_model_backward(lp_model *m)
                             .exec = m->fwd_exec,
                             .rng = &r,
                             .status = &m->pass_status,
-                            .segments = m->segments};
+                            .segments = m->segments,
+                            .rows = B,
+                            .row0 = m->slice_row0,
+                            .global_rows = m->slice_rows};
             m->pass_ctx = rc;
             (void)m->fam->layer_forward(m, l, slot, &rc, x, B, T);
         }
@@ -512,6 +521,12 @@ double lp_model_grad_clip(lp_model *m, double max_norm)
 void lp_model_rng_get(const lp_model *m, lp_rng *out) { *out = m->rng; }
 
 void lp_model_rng_set(lp_model *m, const lp_rng *r) { m->rng = *r; }
+
+void lp_model_set_batch_slice(lp_model *m, int64_t row0, int64_t global_rows)
+{
+    m->slice_row0 = global_rows > 0 ? row0 : 0;
+    m->slice_rows = global_rows > 0 ? global_rows : 0;
+}
 
 lp_status lp_model_embed(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
                          int32_t B, int32_t T, bool normalize, float *out)

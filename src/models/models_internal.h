@@ -186,6 +186,7 @@ struct lp_model {
     bool training, ckpt;
     lp_rng rng;        /* dropout stream */
     lp_rng *layer_rng; /* (L) stream state at each layer's forward: recompute replays it */
+    int64_t slice_row0, slice_rows; /* lp_model_set_batch_slice (slice_rows 0: none) */
     float dloss_scale;
     lp_model_grad_ready_fn grad_ready; /* backward's per-stage hook (borrowed), or NULL */
     void *grad_ready_user;

@@ -167,15 +167,20 @@ void lp_nn_attention_forward(const lp_nn_attention *a, const lp_nn_ctx *ctx, lp_
     act->att_dropped = false;
     if (ctx->exec == LP_EXEC_MODE_FUSED) {
         if (ctx->training && a->attn_dropout > 0.0f && ctx->rng) {
-            act->drop = (lp_attn_dropout){a->attn_dropout, ctx->rng->seed, ctx->rng->stream, ctx->rng->offset};
-            lp_rng_skip(ctx->rng, B * a->H * T * T); /* what the eager path draws */
+            lp_rng at;
+            const int64_t global_n = lp_nn__drop_at(ctx, B * a->H * T * T, &at);
+            act->drop = (lp_attn_dropout){a->attn_dropout, at.seed, at.stream, at.offset, at.lane};
+            lp_rng_skip(ctx->rng, global_n); /* what the eager path draws */
             act->att_dropped = true;
         }
         lp_attention_fused_forward(act->ctx, act->lse, act->q, act->k, act->v, mask, &g,
                                    act->att_dropped ? &act->drop : NULL);
     } else if (ctx->training && a->attn_dropout > 0.0f && ctx->rng) {
+        lp_rng at;
+        const int64_t global_n = lp_nn__drop_at(ctx, B * a->H * T * T, &at);
         lp_nn__attention_composed_forward(act->ctx, act->att, act->att_drop, act->att_keep, act->q, act->k,
-                                          act->v, mask, &g, a->attn_dropout, ctx->rng);
+                                          act->v, mask, &g, a->attn_dropout, &at);
+        lp_rng_skip(ctx->rng, global_n);
         act->att_dropped = true;
     } else {
         lp_attention_eager_forward(act->ctx, act->att, act->q, act->k, act->v, mask, &g);

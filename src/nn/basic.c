@@ -103,11 +103,25 @@ void lp_nn_layernorm_backward(const lp_nn_layernorm *ln, float *dinp, const floa
     lp_nn__pop(ln->bwd_name);
 }
 
+int64_t lp_nn__drop_at(const lp_nn_ctx *ctx, int64_t n, lp_rng *at)
+{
+    if (ctx->global_rows <= 0 || ctx->rows <= 0) {
+        *at = *ctx->rng;
+        return n;
+    }
+    const int64_t per_row = n / ctx->rows;
+    *at = lp_rng_at(ctx->rng, ctx->row0 * per_row);
+    return ctx->global_rows * per_row;
+}
+
 bool lp_nn_dropout_forward(const lp_nn_ctx *ctx, float *out, uint8_t *keep, const float *inp, int64_t n,
                            float p)
 {
     if (ctx->training && p > 0.0f && ctx->rng) {
-        lp_dropout_forward(out, keep, inp, n, p, ctx->rng);
+        lp_rng at;
+        const int64_t global_n = lp_nn__drop_at(ctx, n, &at);
+        lp_dropout_forward(out, keep, inp, n, p, &at);
+        lp_rng_skip(ctx->rng, global_n);
         return true;
     }
     if (out != inp)

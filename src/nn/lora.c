@@ -22,12 +22,16 @@ void lp_nn__lora_forward(const lp_nn_linear *l, float *out, const float *inp, in
     const lp_lora_base base = {.weight = l->qbase ? NULL : l->w, .q = l->qbase, .bias = l->b};
     const bool drop = train_dropout(l); // the adapter's own dropout: the base sees x undropped
     const float p = drop ? a->dropout : 0.0f;
-    lp_rng *rng = drop ? l->ctx->rng : NULL;
+    lp_rng at;
+    const int64_t global_n = drop ? lp_nn__drop_at(l->ctx, N * l->in, &at) : 0;
+    lp_rng *rng = drop ? &at : NULL;
     uint8_t *keep = drop ? a->keep : NULL;
     lp_status st = fused(l) ? lp_lora_forward(out, a->u, keep, inp, &base, a->A, a->B, a->scale, p, rng, N,
                                               l->in, l->out, a->r)
                             : lp_lora_forward_eager(out, a->u, keep, inp, &base, a->A, a->B, a->scale, p, rng,
                                                     N, l->in, l->out, a->r);
+    if (drop)
+        lp_rng_skip(l->ctx->rng, global_n);
     a->dropped = drop;
     lp_nn__note_status(l, st);
 }

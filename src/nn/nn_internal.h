@@ -23,6 +23,11 @@ void lp_nn__base_forward(const lp_nn_linear *l, float *out, const float *inp, in
 void lp_nn__base_backward(const lp_nn_linear *l, float *dinp, const float *dout, const float *inp, int64_t N);
 /* Records a kernel's error in the pass's status (the first one wins). */
 void lp_nn__note_status(const lp_nn_linear *l, lp_status st);
+/* A dropout fill of n elements over the pass's rows: *at is where it draws from (the pass's
+ * rng, moved to this rank's rows of the global batch's fill under a data-parallel slice:
+ * lp_nn_ctx.row0), and the return value the count the pass's rng then skips (the global
+ * fill's; n without a slice). Every dropped tensor is batch-major, n/rows per row. */
+int64_t lp_nn__drop_at(const lp_nn_ctx *ctx, int64_t n, lp_rng *at);
 /* A Linear with l->lora: base + adapter (lora.c). */
 void lp_nn__lora_forward(const lp_nn_linear *l, float *out, const float *inp, int64_t N);
 void lp_nn__lora_backward(const lp_nn_linear *l, float *dinp, const float *dout, const float *inp, int64_t N);

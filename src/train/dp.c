@@ -93,13 +93,15 @@ lp_status lp_dp_agree(const lp_dp *dp, lp_status st)
 {
     if (dp->world == 1)
         return st;
-    double worst = (double)st;
-    lp_status cs = lp_dist_allreduce_max_f64(&worst, 1);
+    double v[2] = {(double)st, dp->rank == 0 ? (double)st : 0}; /* the worst, rank 0's */
+    lp_status cs = lp_dist_allreduce_max_f64(v, 2);
     if (cs != LP_OK)
         return cs;
-    if (st == LP_OK && worst > 0)
-        return lp_err((lp_status)worst, "another rank stopped (%s): see its message",
-                      lp_status_str((lp_status)worst));
+    const lp_status worst = (lp_status)v[0], lead = (lp_status)v[1];
+    if (dp->rank != 0 && lead != LP_OK)
+        return lp_err(lead, "another rank stopped (%s): see its message", lp_status_str(lead));
+    if (st == LP_OK && worst != LP_OK)
+        return lp_err(worst, "another rank stopped (%s): see its message", lp_status_str(worst));
     return st;
 }
 
@@ -135,6 +137,36 @@ void lp_dp_reduce_next_backward(lp_dp *dp, bool on)
 {
     if (dp->reducer)
         lp_model_set_grad_ready(dp->model, on ? grad_ready : NULL, on ? dp : NULL);
+}
+
+int32_t lp_dp_shard(const lp_dp *dp, const lp_encoded_dataset *e, const int64_t *rows, int32_t n, int32_t *lo,
+                    int32_t *nl)
+{
+    *lo = (int32_t)((int64_t)n * dp->rank / dp->world);
+    *nl = (int32_t)((int64_t)n * (dp->rank + 1) / dp->world) - *lo;
+    if (dp->world == 1)
+        return 0;
+    int64_t longest = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const int64_t len = e->offsets[rows[i] + 1] - e->offsets[rows[i]];
+        longest = len > longest ? len : longest;
+    }
+    return (int32_t)longest;
+}
+
+lp_status lp_dp_sync_dropout(const lp_dp *dp, lp_model *model)
+{
+    if (dp->world == 1)
+        return LP_OK;
+    lp_rng r;
+    lp_model_rng_get(model, &r);
+    double off = (double)r.offset; /* exact below 2^53 counter blocks */
+    lp_status st = lp_dist_allreduce_max_f64(&off, 1);
+    if (st == LP_OK) {
+        r.offset = (uint64_t)off;
+        lp_model_rng_set(model, &r);
+    }
+    return st;
 }
 
 lp_status lp_dp_finish(lp_dp *dp)

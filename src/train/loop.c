@@ -261,18 +261,21 @@ static lp_status train_step(run *R, lp_data_pos *pos, int64_t step, lp_step_rec 
     rec->step = step;
     rec->epoch = pos->epoch;
     lp_model_zero_grad(R->model);
-    const int32_t rank = R->dp.rank, world = R->dp.world;
+    const int32_t world = R->dp.world;
     double loss = 0;
     for (int32_t a = 0; a < k; a++) {
         int64_t first = pos->batch * c->batch_size;
         int32_t n = (int32_t)(R->d.etrain.n - first < c->batch_size ? R->d.etrain.n - first : c->batch_size);
-        /* this rank's contiguous shard of the global batch (all of it with one rank) */
-        const int32_t lo = (int32_t)((int64_t)n * rank / world), nl = (int32_t)((int64_t)n * (rank + 1) / world) - lo;
+        /* this rank's contiguous shard of the global batch (all of it with one rank), padded as
+         * the global batch: dropout draws its slice of the global batch's masks */
+        int32_t lo, nl;
+        const int32_t pad = lp_dp_shard(&R->dp, &R->d.etrain, R->order + first, n, &lo, &nl);
+        lp_model_set_batch_slice(R->model, lo, world > 1 ? n : 0);
         double t1 = lp_train_now_s();
         lp_status st = LP_OK;
         if (nl > 0) {
             lp_prof_range_push(LP_TRAIN_RANGE_DATALOADER);
-            st = lp_batch_fill(&R->batch, &R->d.etrain, R->order + first + lo, nl, 0);
+            st = lp_batch_fill(&R->batch, &R->d.etrain, R->order + first + lo, nl, pad);
             lp_prof_range_pop();
         }
         double t2 = lp_train_now_s();
@@ -297,8 +300,10 @@ static lp_status train_step(run *R, lp_data_pos *pos, int64_t step, lp_step_rec 
                 return st;
         }
         /* the global batch's loss: the shards' means weighed by their counts (one rank: l) */
-        double g[3] = {count > 0 ? (double)l * count : 0, count, nl > 0 ? (double)R->batch.n_tokens : 0};
-        if (world > 1 && (st = lp_dist_allreduce_sum_f64(g, 3)) != LP_OK)
+        double g[4] = {count > 0 ? (double)l * count : 0, count, nl > 0 ? (double)R->batch.n_tokens : 0, !run_pass};
+        if (world > 1 && (st = lp_dist_allreduce_sum_f64(g, 4)) != LP_OK)
+            return st;
+        if (g[3] > 0 && (st = lp_dp_sync_dropout(&R->dp, R->model)) != LP_OK) /* a rank sat this one out */
             return st;
         double gl = world > 1 ? g[0] / g[1] : (double)l;
         double t3 = lp_train_now_s();

@@ -226,13 +226,27 @@ typedef struct lp_dp {
 LP_WARN_UNUSED lp_status lp_dp_init(lp_dp *dp, lp_model *model, double bucket_mb);
 void lp_dp_free(lp_dp *dp);
 /* Every rank gets the worst status of all (a status code is an int: the maximum): a rank whose
- * own st is LP_OK but another's is not gets that status, with a message saying so. */
+ * own st is LP_OK but another's is not gets that status, with a message saying so ("another
+ * rank stopped", which the CLI leaves to the rank that failed). When rank 0 failed, it alone
+ * reports: the other ranks (that mostly failed the same way: a usage or config error) get
+ * rank 0's status with that message too, so the job prints its error once and every rank
+ * exits with the same code. */
 LP_WARN_UNUSED lp_status lp_dp_agree(const lp_dp *dp, lp_status st);
 /* Checks that every rank starts from the same weights: a 64-bit hash of all parameters, compared
  * with rank 0's. INVALID_ARG naming the first rank that differs. */
 LP_WARN_UNUSED lp_status lp_dp_check_weights(const lp_dp *dp, const lp_model *model);
 /* Reduce the next backward's gradients (true: the last micro-batch of a step) or not. */
 void lp_dp_reduce_next_backward(lp_dp *dp, bool on);
+/* This rank's shard of the global batch rows[0 .. n): rows [*lo, *lo + *nl) (contiguous, the
+ * rank's share), and the length every rank pads its shard to (the global batch's longest row;
+ * 0 with one rank: lp_batch_fill's own), so that each rank's rows are the global batch's rows
+ * exactly and dropout can draw the global batch's masks (lp_model_set_batch_slice). */
+int32_t lp_dp_shard(const lp_dp *dp, const lp_encoded_dataset *e, const int64_t *rows, int32_t n, int32_t *lo,
+                    int32_t *nl);
+/* After a micro-batch that some rank did not run (an empty shard: its dropout stream did not
+ * move): every rank takes the stream of one that ran (the furthest), so the masks stay in step.
+ * Every rank calls it, or none. */
+LP_WARN_UNUSED lp_status lp_dp_sync_dropout(const lp_dp *dp, lp_model *model);
 /* Completes the step's reduction: the gradient block then holds the sum over ranks. */
 LP_WARN_UNUSED lp_status lp_dp_finish(lp_dp *dp);
 /* ZeRO-1, after lp_optim_step: every parameter broadcast from the rank that updated it (runs of

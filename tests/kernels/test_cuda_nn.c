@@ -501,7 +501,7 @@ static void case_attention(attn_case ac)
         if (ac.mask == 3)
             g.segments = true;
     }
-    lp_attn_dropout drop = {.p = ac.drop_p, .seed = 77, .stream = 5, .offset = 1000};
+    lp_attn_dropout drop = {.p = ac.drop_p, .seed = 77, .stream = 5, .offset = 1000, .lane = 1}; /* mid-block */
     const lp_attn_dropout *dp = ac.drop_p > 0 ? &drop : NULL;
     if (lp_cu_attention_supports(&g) != LP_OK) {
         printf("attention unsupported: %s\n", lp_err_msg());

@@ -368,13 +368,14 @@ static void pool_case(int64_t B, int64_t T, int64_t C, bool with_mask)
 }
 
 /* ---- dropout: the CPU's Philox mask element for element, outputs bit for bit, and the rng
- * advanced as the CPU advances it ---- */
-static void dropout_case(int64_t n, float p)
+ * advanced as the CPU advances it; lane > 0: a fill starting mid counter block (a data-parallel
+ * rank's rows of the global batch's mask, lp_rng_at) ---- */
+static void dropout_case(int64_t n, float p, uint32_t lane)
 {
     float *x = kt_rand_f(n, -1, 1), *dy = kt_rand_f(n, -1, 1);
     float *o_want = kt_nan(n), *d_want = kt_nan(n), *o_got = kt_nan(n), *d_got = kt_nan(n);
     uint8_t *k_want = kt_alloc((size_t)n), *k_got = kt_alloc((size_t)n);
-    lp_rng r1 = {.seed = 1234, .stream = 7, .offset = 11}, r2 = r1;
+    lp_rng r1 = {.seed = 1234, .stream = 7, .offset = 11, .lane = lane}, r2 = r1;
     ct_ref->dropout_forward(o_want, k_want, x, n, p, &r1);
     ct_ref->dropout_backward(d_want, dy, k_want, n, p);
     float *dx = ct_up(x, n), *ddy = ct_up(dy, n), *o = ct_dnan(n), *d = ct_dnan(n);
@@ -389,12 +390,12 @@ static void dropout_case(int64_t n, float p)
     CT_TIME(ms_f, ct_be->ops->dropout_forward(o, k, dx, n, p, &r3));
     CT_TIME(ms_b, ct_be->ops->dropout_backward(d, ddy, k, n, p));
     char shape[48];
-    snprintf(shape, sizeof shape, "n=%lld p=%g", (long long)n, (double)p);
+    snprintf(shape, sizeof shape, "n=%lld p=%g lane=%u", (long long)n, (double)p, (unsigned)lane);
     int64_t kdiff = 0;
     for (int64_t i = 0; i < n; i++)
         kdiff += k_got[i] != k_want[i];
     cases++;
-    int kfail = kdiff != 0 || r1.offset != r2.offset;
+    int kfail = kdiff != 0 || r1.offset != r2.offset || r1.lane != r2.lane;
     fails += kfail;
     printf("%-28s %-30s %lld of %lld mask elements differ, rng offset %llu vs %llu  %s\n", "dropout_forward mask",
            shape, (long long)kdiff, (long long)n, (unsigned long long)r2.offset, (unsigned long long)r1.offset,
@@ -449,10 +450,12 @@ static void test_rest(void)
         scale_add_case(ns[i]);
         sum_squares_case(ns[i]);
         adamw_case(ns[i]);
-        dropout_case(ns[i], 0.1f);
+        dropout_case(ns[i], 0.1f, 0);
     }
-    dropout_case(4099, 0.0f);
-    dropout_case(4099, 0.9f);
+    dropout_case(4099, 0.0f, 0);
+    dropout_case(4099, 0.9f, 0);
+    dropout_case(4099, 0.1f, 3);
+    dropout_case(65537, 0.1f, 1);
     rows_case(5, 3, 1);
     rows_case(64, 100, 768); /* more picks than rows: repeats */
     rows_case(4096, 8, 896);

@@ -185,7 +185,7 @@ static void test_grad_attention(void **state)
 {
     (void)state;
     int bad = 0;
-    static const lp_attn_dropout ad = {0.3f, 17, LP_RNG_STREAM_DROPOUT, 0};
+    static const lp_attn_dropout ad = {0.3f, 17, LP_RNG_STREAM_DROPOUT, 0, 0};
     static const char *names[3][3] = {{"attention eager dqkv", "attention fused dqkv", "attention fused dqkv, dropout"},
                                       {"attention gqa causal window eager dqkv", "attention gqa causal window fused dqkv",
                                        "attention gqa causal window fused dqkv, dropout"},

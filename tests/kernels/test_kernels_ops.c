@@ -463,7 +463,7 @@ static int run_attn_case(const attn_case *ac)
     }
 
     /* with dropout on the probabilities: opt equals ref (same counters, tile by tile) */
-    lp_attn_dropout ad = {0.25f, 99, LP_RNG_STREAM_DROPOUT, 3};
+    lp_attn_dropout ad = {0.25f, 99, LP_RNG_STREAM_DROPOUT, 3, 1}; /* lane 1: a rank's slice */
     R->attention_fused_forward(of0, lse0, q, k, v, mask, &g, &ad);
     O->attention_fused_forward(of1, lse1, q, k, v, mask, &g, &ad);
     f += kt_close("attention fused out, dropout (opt vs ref)", of1, of0, nout, 1e-5, 1e-4);
@@ -508,6 +508,26 @@ static int run_dropout(const int64_t *d)
         f += r0.offset != r1.offset || r0.offset != 5 + (uint64_t)((n + 3) / 4);
         f += kt_close("dropout out", o1, o0, n, 0, 0);
         f += kt_close("dropout dinp", g1, g0, n, 0, 0);
+        /* a fill from lp_rng_at(start, e0) draws exactly elements e0.. of the fill from start
+         * (a data-parallel rank's rows of the global batch's mask), mid-block lanes included,
+         * and leaves the stream where the whole fill does */
+        for (int64_t e0 = 1; e0 < n && e0 <= 7; e0 += 3) {
+            lp_rng start, s0, s1;
+            lp_rng_init(&start, 99, LP_RNG_STREAM_DROPOUT);
+            start.offset = 5;
+            s0 = s1 = lp_rng_at(&start, e0);
+            uint8_t *ks0 = kt_alloc((size_t)n), *ks1 = kt_alloc((size_t)n);
+            float *os0 = kt_nan(n), *os1 = kt_nan(n);
+            R->dropout_forward(os0, ks0, x + e0, n - e0, p, &s0);
+            O->dropout_forward(os1, ks1, x + e0, n - e0, p, &s1);
+            if (memcmp(ks0, k0 + e0, (size_t)(n - e0)) || memcmp(ks1, k0 + e0, (size_t)(n - e0))) {
+                fprintf(stderr, "  dropout: the slice from element %lld is not the full fill's\n", (long long)e0);
+                f++;
+            }
+            f += kt_close("dropout slice out (ref)", os0, o0 + e0, n - e0, 0, 0);
+            f += kt_close("dropout slice out (opt)", os1, o0 + e0, n - e0, 0, 0);
+            f += s0.offset != r0.offset || s0.lane != 0 || s1.offset != r0.offset || s1.lane != 0;
+        }
         int64_t kept = 0;
         for (int64_t i = 0; i < n; i++)
             kept += k0[i];

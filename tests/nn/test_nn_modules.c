@@ -209,7 +209,7 @@ static void fused_dropout_equals_composed(void **state)
     for (int i = 0; i < 3; i++)
         g1[i] = calloc(N * C, 4);
     lp_nn__attention_composed_backward(g1[0], g1[1], g1[2], datt, dctx, att, attd, keep, q, k, v, &G, p, true);
-    lp_attn_dropout ad = {p, drop.seed, drop.stream, drop.offset};
+    lp_attn_dropout ad = {p, drop.seed, drop.stream, drop.offset, drop.lane};
     for (int impl = 0; impl < 2; impl++) {
         lp_kernels_select(impl ? LP_KERNELS_IMPL_OPT : LP_KERNELS_IMPL_REF);
         float *c2 = calloc(N * C, 4), *lse = calloc(B * H * T, 4), *g2[3];

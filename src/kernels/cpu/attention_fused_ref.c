@@ -14,7 +14,7 @@ void lp_k_attn_drop_factors(float *z, const lp_attn_dropout *d, int64_t e0, int6
 {
     const float sd = 1.0f / (1.0f - d->p);
     for (int64_t c = 0; c < n;) {
-        int64_t e = e0 + c;
+        int64_t e = e0 + c + (int64_t)d->lane;
         uint32_t x[4];
         lp_rng_philox(d->seed, d->stream, d->offset + (uint64_t)(e >> 2), x);
         for (int lane = (int)(e & 3); lane < 4 && c < n; lane++, c++)

@@ -30,14 +30,16 @@ lp_status lp_k_lora_check(const lp_lora_base *base, float p, const void *keep, c
     return LP_OK;
 }
 
-/* keep[i] for elements [lo, hi) of the N*C mask, exactly as lp_dropout_forward draws it. */
+/* keep[i] for elements [lo, hi) of the N*C mask, exactly as lp_dropout_forward draws it
+ * (draw rng->lane + i: see dropout.c). */
 static void lora_mask(uint8_t *keep, int64_t lo, int64_t hi, const lp_rng *rng, float p)
 {
-    for (int64_t b = lo / 4; b * 4 < hi; b++) {
+    const int64_t lane = rng->lane;
+    for (int64_t b = (lo + lane) / 4; b * 4 < hi + lane; b++) {
         uint32_t x[4];
         lp_rng_philox(rng->seed, rng->stream, rng->offset + (uint64_t)b, x);
         for (int j = 0; j < 4; j++) {
-            int64_t i = 4 * b + j;
+            int64_t i = 4 * b + j - lane;
             if (i >= lo && i < hi)
                 keep[i] = lp_rng_u01(x[j]) >= p;
         }

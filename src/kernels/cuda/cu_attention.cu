@@ -45,6 +45,7 @@ typedef struct attn_args {
     bool causal, segments, drop;
     float p, dscale; /* dropout probability, 1 / (1 - p) */
     uint64_t seed, stream, offset;
+    uint32_t lane; /* lp_attn_dropout.lane: element e is draw lane + e */
 } attn_args;
 
 /* Philox4x32-10, as lp_rng_philox (src/core/rng.c) */
@@ -68,6 +69,7 @@ static __device__ __forceinline__ uint32_t philox_lane(uint64_t seed, uint64_t s
 /* keep factor (0 or 1/(1-p)) of probability element e (lp_attn_dropout) */
 static __device__ __forceinline__ float drop_factor(const attn_args &a, uint64_t e)
 {
+    e += a.lane;
     uint32_t x = philox_lane(a.seed, a.stream, a.offset + (e >> 2), (int)(e & 3));
     float u = (float)(x >> 8) * (1.0f / 16777216.0f);
     return u >= a.p ? a.dscale : 0.0f;
@@ -544,6 +546,7 @@ static attn_args make_args(const float *q, const float *k, const float *v, const
     a.p = drop ? drop->p : 0.0f;
     a.dscale = drop ? 1.0f / (1.0f - drop->p) : 1.0f;
     a.seed = drop ? drop->seed : 0, a.stream = drop ? drop->stream : 0, a.offset = drop ? drop->offset : 0;
+    a.lane = drop ? drop->lane : 0;
     return a;
 }
 
