@@ -219,11 +219,60 @@ ALWAYS_INLINE void acc_rows4(float *const a[4], const float *const w[4], int64_t
             acc_rows(a[i] + d0, w[i], ws, X + d0, ldx, n, D - d0);
 }
 
+/* Six rows at once (AVX2 only): a_i[0..D) += sum_{c<n} w_i[c*ws] * X[c*ldx + 0..D) for i < 6.
+ * With 16 ymm registers acc_rows4 keeps 8 accumulators, exactly the FMAs in flight two pipes
+ * of latency 4 need; 6 rows x 2 vectors keep 12 (and each load of X feeds six FMAs). The
+ * prefill forward's score and P@V products go through it; tails go to acc_rows. */
+ALWAYS_INLINE void acc_rows6(float *const a[6], const float *const w[6], int64_t ws, const float *X, int64_t ldx,
+                             int64_t n, int64_t D)
+{
+    int64_t d0 = 0;
+#if defined(LP_HAVE_AVX2) && !defined(LP_HAVE_AVX512)
+    for (; d0 + 16 <= D; d0 += 16) {
+        __m256 r[6][2];
+        for (int i = 0; i < 6; i++)
+            for (int j = 0; j < 2; j++)
+                r[i][j] = _mm256_loadu_ps(a[i] + d0 + 8 * j);
+        for (int64_t c = 0; c < n; c++) {
+            const float *x = X + c * ldx + d0;
+            const __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
+            for (int i = 0; i < 6; i++) {
+                const __m256 wv = _mm256_set1_ps(w[i][c * ws]);
+                r[i][0] = _mm256_fmadd_ps(wv, x0, r[i][0]);
+                r[i][1] = _mm256_fmadd_ps(wv, x1, r[i][1]);
+            }
+        }
+        for (int i = 0; i < 6; i++)
+            for (int j = 0; j < 2; j++)
+                _mm256_storeu_ps(a[i] + d0 + 8 * j, r[i][j]);
+    }
+#endif
+    if (d0 < D)
+        for (int i = 0; i < 6; i++)
+            acc_rows(a[i] + d0, w[i], ws, X + d0, ldx, n, D - d0);
+}
+
+/* Rows of the AVX2 copy's six-row passes (acc_rows6); 0 where four-row passes serve. */
+#if defined(LP_HAVE_AVX2) && !defined(LP_HAVE_AVX512)
+#define ROWS6 6
+#else
+#define ROWS6 0
+#endif
+
 /* S (nq,BK) = A (nq,D; row stride lda) @ Bt (D,BK), four rows of A per pass (see acc_rows4). */
 ALWAYS_INLINE void tile_qkt4(float (*S)[BK], const float *A, int64_t lda, const float (*Bt)[BK], int64_t nq,
                              int64_t D)
 {
     int64_t r = 0;
+    for (; ROWS6 && r + 6 <= nq; r += 6) {
+        float *dst[6];
+        const float *src[6];
+        for (int i = 0; i < 6; i++) {
+            dst[i] = S[r + i], src[i] = A + (r + i) * lda;
+            memset(dst[i], 0, BK * sizeof(float));
+        }
+        acc_rows6(dst, src, 1, &Bt[0][0], BK, D, BK);
+    }
     for (; r + 4 <= nq; r += 4) {
         float *dst[4] = {S[r], S[r + 1], S[r + 2], S[r + 3]};
         const float *src[4] = {A + r * lda, A + (r + 1) * lda, A + (r + 2) * lda, A + (r + 3) * lda};
@@ -593,6 +642,13 @@ ALWAYS_INLINE void fwd_head(tiles *w, int64_t ldt, float *pack, bool repack, flo
             }
             /* acc += p @ V */
             int64_t r = 0;
+            for (; ROWS6 && r + 6 <= nq; r += 6) {
+                float *dst[6];
+                const float *wt[6];
+                for (int i = 0; i < 6; i++)
+                    dst[i] = w->acc + (r + i) * ldt, wt[i] = w->S[r + i];
+                acc_rows6(dst, wt, 1, V, ldv, nk, D);
+            }
             for (; r + 4 <= nq; r += 4) {
                 float *dst[4] = {w->acc + r * ldt, w->acc + (r + 1) * ldt, w->acc + (r + 2) * ldt,
                                  w->acc + (r + 3) * ldt};
