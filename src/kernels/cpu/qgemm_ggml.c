@@ -160,7 +160,7 @@ typedef __m512 vflt;
 #define VI_MADDUBS _mm512_maddubs_epi16
 #define VI_MADD1(x) _mm512_madd_epi16((x), _mm512_set1_epi16(1))
 #define VI_ABS8 _mm512_abs_epi8
-/* a with its bytes negated where w's are negative (w = 0 pairs with |w| = 0) */
+/* x with its bytes negated where w's are negative (w = 0 pairs with |w| = 0) */
 typedef __mmask64 vneg; /* the bytes to negate */
 #define VI_NEGMASK8(w) _mm512_movepi8_mask(w)
 #define VI_FLIP8(x, neg) _mm512_mask_sub_epi8((x), (neg), _mm512_setzero_si512(), (x))
@@ -196,7 +196,7 @@ typedef __m256 vflt;
 #define VI_ABS8 _mm256_abs_epi8
 /* x negated where w is negative, zeroed where w is 0 (|w| = 0 there): one vpsignb. (x ^ m) - m
  * with m = w < 0 once per weight vector measured 13 % slower on Zen 5: the Q8_0 loop is
- * bound by its vector op count, not by the multiply pipes) */
+ * bound by its vector op count, not by the multiply pipes. */
 typedef __m256i vneg;
 #define VI_NEGMASK8(w) (w)
 #define VI_FLIP8(x, w) _mm256_sign_epi8((x), (w))
