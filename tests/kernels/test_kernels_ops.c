@@ -891,6 +891,10 @@ static const attn_case attn_cases[] = {
     {1, 33, 2, 2, 320, 0, MASK_NONE, false, 0, 0.0f},
     {2, 130, 4, 4, 64, 1, MASK_RIGHT, false, 0, 0.0f},
     {2, 40, 4, 2, 32, 1, MASK_LEFT, true, 0, 0.3f}, /* an explicit scale (Gemma-style query_pre_attn_scalar) */
+    /* a prefill: one sequence, no mask (the forward's path without a padding bias, its
+     * causal rows hidden as a range), SmolLM2's 9 heads over 3; D = 40 for the vector tails */
+    {1, 150, 9, 3, 64, 1, MASK_NONE, true, 0, 0.0f},
+    {1, 70, 3, 1, 40, 0, MASK_NONE, true, 0, 0.0f},
     /* packed samples: short ones inside one tile, long ones across tiles, with GQA, a
      * window, no causal mask (an encoder-style check of the sample rule alone), D > TMAX */
     {2, 7, 4, 2, 8, 0, MASK_SEGMENTS, true, 0, 0.0f},

@@ -219,11 +219,60 @@ ALWAYS_INLINE void acc_rows4(float *const a[4], const float *const w[4], int64_t
             acc_rows(a[i] + d0, w[i], ws, X + d0, ldx, n, D - d0);
 }
 
+/* Six rows at once (AVX2 only): a_i[0..D) += sum_{c<n} w_i[c*ws] * X[c*ldx + 0..D) for i < 6.
+ * With 16 ymm registers acc_rows4 keeps 8 accumulators, exactly the FMAs in flight two pipes
+ * of latency 4 need; 6 rows x 2 vectors keep 12 (and each load of X feeds six FMAs). The
+ * prefill forward's score and P@V products go through it; tails go to acc_rows. */
+ALWAYS_INLINE void acc_rows6(float *const a[6], const float *const w[6], int64_t ws, const float *X, int64_t ldx,
+                             int64_t n, int64_t D)
+{
+    int64_t d0 = 0;
+#if defined(LP_HAVE_AVX2) && !defined(LP_HAVE_AVX512)
+    for (; d0 + 16 <= D; d0 += 16) {
+        __m256 r[6][2];
+        for (int i = 0; i < 6; i++)
+            for (int j = 0; j < 2; j++)
+                r[i][j] = _mm256_loadu_ps(a[i] + d0 + 8 * j);
+        for (int64_t c = 0; c < n; c++) {
+            const float *x = X + c * ldx + d0;
+            const __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
+            for (int i = 0; i < 6; i++) {
+                const __m256 wv = _mm256_set1_ps(w[i][c * ws]);
+                r[i][0] = _mm256_fmadd_ps(wv, x0, r[i][0]);
+                r[i][1] = _mm256_fmadd_ps(wv, x1, r[i][1]);
+            }
+        }
+        for (int i = 0; i < 6; i++)
+            for (int j = 0; j < 2; j++)
+                _mm256_storeu_ps(a[i] + d0 + 8 * j, r[i][j]);
+    }
+#endif
+    if (d0 < D)
+        for (int i = 0; i < 6; i++)
+            acc_rows(a[i] + d0, w[i], ws, X + d0, ldx, n, D - d0);
+}
+
+/* Rows of the AVX2 copy's six-row passes (acc_rows6); 0 where four-row passes serve. */
+#if defined(LP_HAVE_AVX2) && !defined(LP_HAVE_AVX512)
+#define ROWS6 6
+#else
+#define ROWS6 0
+#endif
+
 /* S (nq,BK) = A (nq,D; row stride lda) @ Bt (D,BK), four rows of A per pass (see acc_rows4). */
 ALWAYS_INLINE void tile_qkt4(float (*S)[BK], const float *A, int64_t lda, const float (*Bt)[BK], int64_t nq,
                              int64_t D)
 {
     int64_t r = 0;
+    for (; ROWS6 && r + 6 <= nq; r += 6) {
+        float *dst[6];
+        const float *src[6];
+        for (int i = 0; i < 6; i++) {
+            dst[i] = S[r + i], src[i] = A + (r + i) * lda;
+            memset(dst[i], 0, BK * sizeof(float));
+        }
+        acc_rows6(dst, src, 1, &Bt[0][0], BK, D, BK);
+    }
     for (; r + 4 <= nq; r += 4) {
         float *dst[4] = {S[r], S[r + 1], S[r + 2], S[r + 3]};
         const float *src[4] = {A + r * lda, A + (r + 1) * lda, A + (r + 2) * lda, A + (r + 3) * lda};
@@ -263,6 +312,102 @@ static inline float bias_max(float *s, const float *bias, int64_t n, float m)
         m = s[c] > m ? s[c] : m;
     }
     return m;
+}
+
+/* max(m, max_c s[c]) over n entries (bias_max without a bias). */
+static inline float row_max(const float *s, int64_t n, float m)
+{
+    int64_t c = 0;
+#if defined(LP_HAVE_AVX512)
+    __m512 wm = _mm512_set1_ps(m);
+    for (; c + 16 <= n; c += 16)
+        wm = _mm512_max_ps(wm, _mm512_loadu_ps(s + c));
+    m = _mm512_reduce_max_ps(wm);
+#elif defined(LP_HAVE_AVX2)
+    __m256 vm = _mm256_set1_ps(m);
+    for (; c + 8 <= n; c += 8)
+        vm = _mm256_max_ps(vm, _mm256_loadu_ps(s + c));
+    m = lp_hmax256(vm);
+#endif
+    for (; c < n; c++)
+        m = s[c] > m ? s[c] : m;
+    return m;
+}
+
+/* exp(x) for x <= 0 or -inf (a score minus its row's running max): lp_exp256 / lp_exp512's
+ * reduction and polynomial, without what only x > 0 needs (the overflow clamp, 2^n split
+ * in two): n = round(x log2 e) >= -126 scales in one multiply. Exactly 0 below -87.3, as
+ * there; NaN stays NaN (the clamp keeps its NaN operand). */
+#if defined(LP_HAVE_AVX512)
+static inline __m512 exp_nonpos512(__m512 x)
+{
+    const __m512 lo = _mm512_set1_ps(LP_EXP_LO);
+    const __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
+    const __m512 xc = _mm512_max_ps(lo, x);
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(LP_EXP_LOG2E)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LP_EXP_LN2_HI), xc);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LP_EXP_LN2_LO), r);
+    __m512 p = _mm512_set1_ps(LP_EXP_C5);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LP_EXP_C4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LP_EXP_C3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LP_EXP_C2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LP_EXP_C1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LP_EXP_C0));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_maskz_mul_ps((__mmask16)~under, p, _mm512_castsi512_ps(e));
+}
+#elif defined(LP_HAVE_AVX2)
+static inline __m256 exp_nonpos256(__m256 x)
+{
+    const __m256 lo = _mm256_set1_ps(LP_EXP_LO);
+    const __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+    const __m256 xc = _mm256_max_ps(lo, x);
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(LP_EXP_LOG2E)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LP_EXP_LN2_HI), xc);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LP_EXP_LN2_LO), r);
+    __m256 p = _mm256_set1_ps(LP_EXP_C5);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LP_EXP_C4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LP_EXP_C3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LP_EXP_C2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LP_EXP_C1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LP_EXP_C0));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_andnot_ps(under, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
+}
+#endif
+
+/* s[c] = exp(s[c] - mx) over n entries, mx >= every s[c] (the forward's running max);
+ * returns the sum. */
+static inline float exp_sum_max(float *s, int64_t n, float mx)
+{
+    int64_t c = 0;
+    float sum = 0.0f;
+#if defined(LP_HAVE_AVX512)
+    __m512 ws = _mm512_setzero_ps(), wmx = _mm512_set1_ps(mx);
+    for (; c + 16 <= n; c += 16) {
+        __m512 e = exp_nonpos512(_mm512_sub_ps(_mm512_loadu_ps(s + c), wmx));
+        _mm512_storeu_ps(s + c, e);
+        ws = _mm512_add_ps(ws, e);
+    }
+    sum = _mm512_reduce_add_ps(ws);
+#elif defined(LP_HAVE_AVX2)
+    __m256 vs = _mm256_setzero_ps(), vmx = _mm256_set1_ps(mx);
+    for (; c + 8 <= n; c += 8) {
+        __m256 e = exp_nonpos256(_mm256_sub_ps(_mm256_loadu_ps(s + c), vmx));
+        _mm256_storeu_ps(s + c, e);
+        vs = _mm256_add_ps(vs, e);
+    }
+    sum = lp_hsum256(vs);
+#endif
+    for (; c < n; c++) {
+        s[c] = expf(s[c] - mx);
+        sum += s[c];
+    }
+    return sum;
 }
 
 /* s[c] = exp(s[c] * mul - sub) over n entries; returns the sum. */
@@ -351,6 +496,13 @@ static inline void hide_row(float *s, const lp_attn_geom *g, const int32_t *mb, 
 {
     int64_t lo, hi;
     lp_attn_key_range(g, i, &lo, &hi);
+    if (!g->segments) { /* a range: no per-key test (the diagonal tile of every query block) */
+        for (int64_t c = 0; c < nk && j0 + c < lo; c++)
+            s[c] = -INFINITY;
+        for (int64_t c = hi - j0 > 0 ? hi - j0 : 0; c < nk; c++)
+            s[c] = -INFINITY;
+        return;
+    }
     for (int64_t c = 0; c < nk; c++)
         if (j0 + c < lo || j0 + c >= hi || (g->segments && mb[j0 + c] != mb[i]))
             s[c] = -INFINITY;
@@ -457,32 +609,46 @@ ALWAYS_INLINE void fwd_head(tiles *w, int64_t ldt, float *pack, bool repack, flo
                 pack_rows(w->Xp, ldt, vb, ldkv, j0, nk, D);
             }
             tile_qkt4(w->S, w->Qs, ldt, Kt, nq, D);
-            tile_mask(w->bias, mb, j0, nk);
+            if (mb) /* no mask (a prefill's one sequence): no padding bias to add */
+                tile_mask(w->bias, mb, j0, nk);
             const bool full = tile_full(g, mb, i0, nq, j0, nk);
             for (int64_t r = 0; r < nq; r++) {
                 float *s = w->S[r];
                 if (!full)
                     hide_row(s, g, mb, i0 + r, j0, nk);
-                float mx = bias_max(s, w->bias, nk, m[r]);
+                float mx = mb ? bias_max(s, w->bias, nk, m[r]) : row_max(s, nk, m[r]);
                 if (mx == -INFINITY) { /* every key so far is hidden: nothing to add */
                     for (int64_t c = 0; c < nk; c++)
                         s[c] = 0.0f;
                     continue;
                 }
-                float corr = expf(m[r] - mx);
-                l[r] = l[r] * corr + exp_sum(s, nk, 1.0f, mx);
-                m[r] = mx;
+                if (mx == m[r]) { /* the running max holds: nothing to rescale */
+                    l[r] += exp_sum_max(s, nk, mx);
+                    if (!drop)
+                        continue;
+                } else {
+                    const float corr = expf(m[r] - mx);
+                    l[r] = l[r] * corr + exp_sum_max(s, nk, mx);
+                    m[r] = mx;
+                    float *a = w->acc + r * ldt;
+                    for (int64_t d = 0; d < D; d++)
+                        a[d] *= corr;
+                }
                 if (drop) { /* the normalizer took every p; the output takes the kept ones */
                     lp_k_attn_drop_factors(w->z, drop, (bh * T + i0 + r) * T + j0, nk);
                     for (int64_t c = 0; c < nk; c++)
                         s[c] *= w->z[c];
                 }
-                float *a = w->acc + r * ldt;
-                for (int64_t d = 0; d < D; d++)
-                    a[d] *= corr;
             }
             /* acc += p @ V */
             int64_t r = 0;
+            for (; ROWS6 && r + 6 <= nq; r += 6) {
+                float *dst[6];
+                const float *wt[6];
+                for (int i = 0; i < 6; i++)
+                    dst[i] = w->acc + (r + i) * ldt, wt[i] = w->S[r + i];
+                acc_rows6(dst, wt, 1, V, ldv, nk, D);
+            }
             for (; r + 4 <= nq; r += 4) {
                 float *dst[4] = {w->acc + r * ldt, w->acc + (r + 1) * ldt, w->acc + (r + 2) * ldt,
                                  w->acc + (r + 3) * ldt};
