@@ -457,7 +457,7 @@ static void dtile(int m, const float *dy, int64_t ldy, const float *wk, int64_t 
 }
 #endif
 
-enum { OBP = 16 /* panels per o block: KC x 512 floats of W, 512 KB */, MCB = 16 * BR };
+enum { OBP = 8 /* panels per o block: KC x 256 floats of W, 256 KB */, MCB = 16 * BR };
 
 /* dx[r, k] += dy[r, o0..o1) . W[o0..o1, k0+k] for k < kn, one scalar at a time: the columns
  * past the last group of four, and the outputs of a narrow last panel. */
