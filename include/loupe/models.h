@@ -63,7 +63,10 @@ LP_WARN_UNUSED lp_status lp_pooling_parse(const char *s, lp_pooling *out);
  * With base_dtype NF4 (QLoRA: blocksize 64, double quantization, bit-exact with
  * bitsandbytes) or INT8, the encoder's Linear weights are stored quantized (memory category
  * QUANTIZED_WEIGHT) and leave lp_model_params; embeddings, LayerNorms, biases, BERT's
- * pooler and the head stay f32. */
+ * pooler and the head stay f32. With base_dtype F32, a training load with the fused kernels
+ * packs those weights for the f32 GEMM instead (the same values, also QUANTIZED_WEIGHT) at
+ * the ISA levels where that measured faster (avx2); LP_F32_PACK=1 / 0 in the environment
+ * forces it on / off. */
 typedef struct lp_lora_options {
     bool enabled;
     int32_t rank;            /* r (> 0; 0 = 8) */

@@ -1,5 +1,6 @@
-/* f32 weights packed once at load (lp_qweight with dtype LP_DTYPE_F32) and their GEMM:
- * out (N,OC) = inp (N,C) @ W^T + bias, all in f32. Inference only: the weight is frozen.
+/* f32 weights packed once at load (lp_qweight with dtype LP_DTYPE_F32) and their GEMMs:
+ * out (N,OC) = inp (N,C) @ W^T + bias, all in f32, and (at the end of the file) the input
+ * gradient dinp = dout @ W. The weight is frozen: inference, or a LoRA run's base.
  *
  * OpenBLAS's sgemm re-packs W on every call; at the Linear shapes of small transformers
  * (N = 32..1024 rows, C, OC ~ 1e3) that repacking and its per-call set-up cost a large part

@@ -1,4 +1,5 @@
-/* GEMM with a quantized (NF4 or int8) frozen weight, PyTorch layout W (OC,C):
+/* GEMM with a quantized (NF4 or int8) frozen weight, PyTorch layout W (OC,C) (packed f32
+ * and bf16 weights go to their own GEMMs, f32_gemm.c / bf16_gemm.c):
  * forward out = inp @ W^T + bias, backward dinp = dout @ W. The reference dequantizes one
  * element at a time inside plain loops. The optimized version never holds an f32 copy of
  * W: it dequantizes a slab of the reduction dimension at a time (at most 4 MiB) and lets
