@@ -6,7 +6,11 @@
  * percentage of the f32 FMA peak (lp_peak_fma_gflops: `loupe peak`'s probe, taken at that
  * level and thread count; OpenBLAS against the widest level's). Best of --reps, the two
  * GEMMs alternating within each repetition so a busy machine slows both alike.
- * Usage: bench_f32_gemm [--reps N] [--threads 1,2] */
+ * --backward: the input gradient instead, dinp (N,C) = dout (N,OC) @ W: OpenBLAS on the f32
+ * weight against f32_matmul_backward on the panels (LoRA's frozen base), and the time one
+ * lp_qweight_pack_f32 of the weight takes (what re-packing after each optimizer step would
+ * cost full fine-tuning), as ms and as a fraction of the OpenBLAS call.
+ * Usage: bench_f32_gemm [--reps N] [--threads 1,2] [--backward] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +29,13 @@ static double now(void)
 int main(int argc, char **argv)
 {
     int reps = 5, nthr = 2, thr[2] = {1, 2};
-    for (int i = 1; i + 1 < argc; i++)
-        if (!strcmp(argv[i], "--reps"))
+    bool bwd = false;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--backward"))
+            bwd = true;
+        else if (i + 1 == argc)
+            break;
+        else if (!strcmp(argv[i], "--reps"))
             reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads"))
             nthr = sscanf(argv[++i], "%d,%d", &thr[0], &thr[1]);
@@ -63,7 +72,7 @@ int main(int argc, char **argv)
     printf("\n%-20s %5s %3s %13s", "shape", "N", "thr", "OpenBLAS");
     for (int l = 0; l < nl; l++)
         printf(" %17s", lp_isa_name(lv[l]));
-    printf("   (GFLOP/s and %% of that level's FMA peak)\n");
+    printf("   (GFLOP/s and %% of that level's FMA peak)%s\n", bwd ? "  backward dinp = dout @ W; pack ms (/ OpenBLAS call)" : "");
     for (size_t s = 0; s < sizeof sh / sizeof sh[0]; s++)
         for (size_t n = 0; n < sizeof Ns / sizeof Ns[0]; n++)
             for (int t = 0; t < nthr; t++) {
@@ -71,15 +80,25 @@ int main(int argc, char **argv)
                 lp_threads_set(thr[t]);
                 float *w = malloc((size_t)(OC * C) * 4), *x = malloc((size_t)(N * C) * 4),
                       *y = malloc((size_t)(N * OC) * 4), *b = malloc((size_t)OC * 4);
+                /* backward: x is dinp (N,C), y the incoming dout (N,OC) */
                 for (int64_t i = 0; i < OC * C; i++)
                     w[i] = (float)((i * 7919) % 2001 - 1000) * 1e-3f;
                 for (int64_t i = 0; i < N * C; i++)
                     x[i] = (float)((i * 104729) % 2001 - 1000) * 1e-3f;
                 for (int64_t i = 0; i < OC; i++)
                     b[i] = (float)i * 1e-3f;
+                for (int64_t i = 0; bwd && i < N * OC; i++)
+                    y[i] = (float)((i * 15485863) % 2001 - 1000) * 1e-3f;
                 lp_qweight q;
-                if (lp_qweight_pack_f32(&q, w, OC, C, "bench") != LP_OK)
-                    return 1;
+                double tpack = 1e30;
+                for (int r = 0; r < (bwd ? 3 : 1); r++) {
+                    if (r)
+                        lp_qweight_free(&q);
+                    double t0 = now();
+                    if (lp_qweight_pack_f32(&q, w, OC, C, "bench") != LP_OK)
+                        return 1;
+                    tpack = now() - t0 < tpack ? now() - t0 : tpack;
+                }
                 const double fl = 2.0 * N * C * OC;
                 const int inner = fl < 4e7 ? (int)(4e7 / fl) : 1;
                 double tb = 1e30, tp[3] = {1e30, 1e30, 1e30};
@@ -90,9 +109,13 @@ int main(int argc, char **argv)
                         const lp_kernel_table *T = lp_kernels_active();
                         double t0 = now();
                         for (int k = 0; k < inner; k++)
-                            if (!l)
+                            if (!l && bwd)
+                                lp_sgemm(false, false, N, C, OC, 1.0f, y, OC, w, C, 0.0f, x, C);
+                            else if (!l)
                                 lp_matmul_forward(y, x, w, b, N, C, OC);
-                            else if (T->f32_matmul_forward(y, x, &q, b, N, C, OC) != LP_OK)
+                            else if (bwd && T->f32_matmul_backward(x, y, &q, N, C, OC) != LP_OK)
+                                return 1;
+                            else if (!bwd && T->f32_matmul_forward(y, x, &q, b, N, C, OC) != LP_OK)
                                 return 1;
                         double dt = (now() - t0) / inner;
                         if (r) { /* the first pass warms caches and threads */
@@ -105,6 +128,8 @@ int main(int argc, char **argv)
                 for (int l = 0; l < nl; l++)
                     printf(" %6.1f (%3.0f%%) %4.2fx", fl / tp[l] * 1e-9, 100.0 * fl / tp[l] * 1e-9 / peak[l][t],
                            tb / tp[l]);
+                if (bwd)
+                    printf("  pack %.2f ms (%.2fx)", tpack * 1e3, tpack / tb);
                 printf("\n");
                 fflush(stdout);
                 lp_qweight_free(&q);

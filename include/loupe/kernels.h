@@ -282,6 +282,8 @@ typedef struct lp_kernel_table {
                                      int64_t C, int64_t OC);
     lp_status (*f32_matmul_forward)(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N,
                                     int64_t C, int64_t OC);
+    lp_status (*f32_matmul_backward)(float *dinp, const float *dout, const lp_qweight *w, int64_t N, int64_t C,
+                                     int64_t OC); /* dinp = dout @ W, W packed f32 */
     void (*add_inplace)(float *y, const float *x, int64_t n);
     lp_status (*lora_forward)(float *out, float *u, uint8_t *keep, const float *inp, const lp_lora_base *base,
                               const float *A, const float *B, float s, float p, lp_rng *rng, int64_t N, int64_t C,

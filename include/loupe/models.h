@@ -63,7 +63,10 @@ LP_WARN_UNUSED lp_status lp_pooling_parse(const char *s, lp_pooling *out);
  * With base_dtype NF4 (QLoRA: blocksize 64, double quantization, bit-exact with
  * bitsandbytes) or INT8, the encoder's Linear weights are stored quantized (memory category
  * QUANTIZED_WEIGHT) and leave lp_model_params; embeddings, LayerNorms, biases, BERT's
- * pooler and the head stay f32. */
+ * pooler and the head stay f32. With base_dtype F32, a training load with the fused kernels
+ * packs those weights for the f32 GEMM instead (the same values, also QUANTIZED_WEIGHT) at
+ * the ISA levels where that measured faster (avx2); LP_F32_PACK=1 / 0 in the environment
+ * forces it on / off. */
 typedef struct lp_lora_options {
     bool enabled;
     int32_t rank;            /* r (> 0; 0 = 8) */
@@ -174,6 +177,13 @@ LP_WARN_UNUSED lp_status lp_model_forward(lp_model *m, const int32_t *ids, const
 LP_WARN_UNUSED lp_status lp_model_loss_forward(lp_model *m, const int32_t *ids, const int32_t *mask,
                                                const int32_t *type_ids, const int32_t *labels, int32_t B,
                                                int32_t T, float *logits, float *loss);
+/* A causal LM's per-token losses, its (B*T, V) logits never held: an inference forward, the
+ * labels (B,T) shifted as lp_model_loss_forward shifts them (-100 ignored), then the head and
+ * the loss a chunk of rows at a time (lm_head_chunk). token_loss (B,T) = position t's loss
+ * predicting its next token, 0 where it predicts nothing. Errors: as lp_model_forward;
+ * INVALID_ARG for a model that is not a causal LM; RANGE for a bad label. */
+LP_WARN_UNUSED lp_status lp_model_token_losses(lp_model *m, const int32_t *ids, const int32_t *mask,
+                                               const int32_t *labels, int32_t B, int32_t T, float *token_loss);
 /* Back-propagates the last lp_model_loss_forward's loss: every trainable parameter's grad
  * += dloss/dparam (so micro-batches accumulate; divide the loss yourself if you want a mean
  * over micro-batches: see dloss_scale). Errors: INVALID_ARG when no loss forward preceded. */

@@ -37,8 +37,8 @@ static const char usage_text[] =
     "  --text-column, --text-pair-column, --label-column NAME\n"
     "  --skip-bad-rows          drop malformed rows (counted and reported) instead of failing\n"
     "  --max-seq-len N          truncation length (default 128, capped at the model's positions)\n"
-    "  --batch-size N           rows per forward (default 16; a causal LM holds N x max-seq-len x vocab\n"
-    "                           logits, so lower it for large vocabularies)\n"
+    "  --batch-size N           rows per forward (default 16; a causal LM's logits are computed a\n"
+    "                           chunk of rows at a time, never N x max-seq-len x vocab at once)\n"
     "  --threads N              CPU threads\n"
     "  --save-predictions FILE  one JSON line per row: predicted label and logits (classifier) or\n"
     "                           the row's mean token loss (causal LM); written atomically\n"
@@ -171,10 +171,11 @@ static lp_status open_data(eval_run *E)
         fprintf(stderr,
                 "loupe eval: %s: %lld of %lld rows truncated to --max-seq-len %d tokens (longest %d)\n",
                 E->ds.source, (long long)ls.n_truncated, (long long)ls.count, (int)max_len, (int)ls.max);
-    /* the largest batch: B rows of the longest row; a causal LM's logits are (B*T, vocab) */
-    size_t B = (size_t)a->batch, T = (size_t)max_len, V = (size_t)E->mi.vocab_size,
-           L = (size_t)E->mi.num_labels;
-    size_t rows = E->lm ? B * T : B, cols = E->lm ? V : L;
+    /* the largest batch: B rows of the longest row. A causal LM keeps one loss per token (the
+     * model computes its (B*T, vocab) logits a chunk at a time and drops them); a classifier
+     * its (B, labels) logits */
+    size_t B = (size_t)a->batch, T = (size_t)max_len, L = (size_t)E->mi.num_labels;
+    size_t rows = E->lm ? B * T : B, cols = E->lm ? 1 : L;
     E->logits = malloc(rows * cols * sizeof *E->logits);
     E->lse = malloc(rows * sizeof *E->lse);
     E->targets = malloc(rows * sizeof *E->targets);
@@ -224,30 +225,32 @@ static void write_row_cls(FILE *f, const eval_run *E, int64_t row, const float *
     fputs("]}\n", f);
 }
 
-/* A causal LM's batch: each row's mean loss over its own T positions with the labels
- * shifted as the model shifts them (position t predicts token t+1; padding nothing). */
+/* A causal LM's batch (its per-token losses in E->logits, lp_model_token_losses: the labels
+ * shifted as in training, position t predicting token t+1, padding nothing): each row's
+ * mean loss over its predicted tokens, summed in double. */
 static lp_status lm_batch(eval_run *E, int64_t first)
 {
     const lp_batch *b = &E->batch;
-    const int64_t T = b->T, V = E->mi.vocab_size;
+    const int64_t T = b->T;
     for (int32_t r = 0; r < b->B; r++) {
         const int32_t *lab = b->lm_labels + (size_t)r * T;
-        int32_t len = 0;
+        const float *tl = E->logits + (size_t)r * T;
+        int32_t len = 0, k = 0;
+        double sum = 0.0;
         for (int64_t t = 0; t < T; t++) {
-            E->targets[t] = t + 1 < T ? lab[t + 1] : -100;
-            len += b->attention_mask[(size_t)r * T + t];
+            const bool real = b->attention_mask[(size_t)r * T + t];
+            len += real;
+            if (real && t + 1 < T && lab[t + 1] != -100) { /* the positions the model scored */
+                sum += tl[t];
+                k++;
+            }
         }
-        float l = 0;
-        if (len > 1) {
-            lp_status st =
-                lp_cross_entropy_forward(&l, E->lse, E->logits + (size_t)r * T * V, E->targets, T, V, -100);
-            if (st != LP_OK)
-                return lp_err_wrap(st, "%s:%lld", E->a->data, (long long)E->ds.lines[first + r]);
-            E->loss_sum += (double)l * (len - 1);
-            E->count += len - 1;
+        if (k) {
+            E->loss_sum += sum;
+            E->count += k;
         }
         if (E->pf_open)
-            write_row_lm(E->pf.fp, E, first + r, len, l);
+            write_row_lm(E->pf.fp, E, first + r, len, k ? sum / k : 0.0);
     }
     return LP_OK;
 }
@@ -300,8 +303,10 @@ static lp_status run_eval(eval_run *E)
             rows[i] = s + i;
         if ((st = lp_batch_fill(&E->batch, &E->enc, rows, n, 0)) != LP_OK)
             break;
-        st = lp_model_forward(E->model, E->batch.input_ids, E->batch.attention_mask,
-                              E->type_ids ? E->batch.token_type_ids : NULL, n, E->batch.T, E->logits);
+        st = E->lm ? lp_model_token_losses(E->model, E->batch.input_ids, E->batch.attention_mask,
+                                           E->batch.lm_labels, n, E->batch.T, E->logits)
+                   : lp_model_forward(E->model, E->batch.input_ids, E->batch.attention_mask,
+                                      E->type_ids ? E->batch.token_type_ids : NULL, n, E->batch.T, E->logits);
         if (st != LP_OK)
             st = lp_err_wrap(st, "%s: rows %lld..%lld", a->data, (long long)s + 1, (long long)s + n);
         else

@@ -16,7 +16,8 @@
  *   eager LoRA backward: dv (N,out) + du (N,r) + dx (N,in) [+ the dropped input (N,in)]
  *                        [+ the dequantized weight (out,in) for a quantized base]
  *   eager quantized base: the dequantized weight (out,in)
- *   fused quantized base: one dequantized slab of W at a time (lp_qmatmul_slab_width);
+ *   fused quantized base: one dequantized slab of W at a time (lp_qmatmul_slab_width),
+ *                        none for packed f32 (its forward and backward GEMMs read the panels);
  *                        kept GGML formats forward with the activations quantized (N rows
  *                        of 40 bytes per 32, or 292 per 256) or per-thread f32 tiles of 16
  *                        rows (F16/BF16); NF4 for N <= 8 through the fused GEMV (none);
@@ -66,7 +67,9 @@ static uint64_t linear_scratch(const lp_model *m, const lp_model_linear *ml, uin
         fwd = 0;
     else if (ml->quantized && N <= 8) /* NF4 decode: the fused GEMV, no scratch */
         fwd = 0;
-    uint64_t bwd = max2(quant ? (uint64_t)lp_qmatmul_slab_width((int64_t)in, (int64_t)out) * in : 0,
+    /* packed f32 (an inference format, or a LoRA run's packed base): dinp on the panels, no slab */
+    const bool slab_bwd = quant && !(ml->quantized && ml->qdtype == LP_DTYPE_F32);
+    uint64_t bwd = max2(slab_bwd ? (uint64_t)lp_qmatmul_slab_width((int64_t)in, (int64_t)out) * in : 0,
                         drop ? max2(256 * in, th * 32 * in) : 0);
     return max2(fwd, bwd + (adapted ? N * r : 0));
 }

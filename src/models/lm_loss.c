@@ -114,6 +114,28 @@ lp_status lp_model__lm_loss(lp_model *m, float *logits, float *dh, float *loss)
     return m->pass_status;
 }
 
+lp_status lp_model__lm_token_losses(lp_model *m, float *tl)
+{
+    const int64_t N = m->B * m->T, V = m->n_classes, R = lp_model__lm_chunk_rows(m, N), C = m->lm_head->in;
+    for (int64_t r0 = 0; r0 < N; r0 += R) {
+        const int64_t n = N - r0 < R ? N - r0 : R;
+        lp_model__range_push(m->lm_fwd);
+        lp_nn_linear_forward(m->lm_head, m->lm_chunk, m->lm_in + r0 * C, n);
+        float l; /* the chunk's mean is not used: its per-row log-sum-exp (m->lse) is */
+        lp_status st = lp_cross_entropy_forward(&l, m->lse + r0, m->lm_chunk, m->labels + r0, n, V, -100);
+        lp_model__range_pop(m->lm_fwd);
+        if (st != LP_OK)
+            return lp_err_wrap(st, "LM head rows %lld..%lld", (long long)r0, (long long)(r0 + n - 1));
+        if (m->pass_status != LP_OK)
+            return m->pass_status;
+        for (int64_t i = 0; i < n; i++) { /* -log softmax(target) = lse - logit(target) */
+            const int32_t y = m->labels[r0 + i];
+            tl[r0 + i] = y == -100 ? 0.0f : m->lse[r0 + i] - m->lm_chunk[i * V + y];
+        }
+    }
+    return LP_OK;
+}
+
 void lp_model__lm_backward(lp_model *m, float *dh)
 {
     const int64_t N = m->B * m->T, R = lp_model__lm_chunk_rows(m, N), C = m->lm_head->in;

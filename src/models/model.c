@@ -360,8 +360,10 @@ static int64_t head_rows(const lp_model *m, int64_t B, int64_t T)
     return m->task == LP_MODEL_TASK_CAUSAL_LM ? B * T : B;
 }
 
-static lp_status forward(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
-                         int32_t B, int32_t T, float *logits, bool need_grad)
+/* need_grad: keep what a backward needs; a causal LM's head then runs in the loss. lm_head:
+ * an inference forward of a causal LM runs its head (logits, or the same work dropped). */
+static lp_status forward_head(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
+                              int32_t B, int32_t T, float *logits, bool need_grad, bool lm_head)
 {
     if (!m->has_head)
         return lp_err(LP_STATUS_INVALID_ARG,
@@ -376,10 +378,44 @@ static lp_status forward(lp_model *m, const int32_t *ids, const int32_t *mask, c
     m->lm_dh_ok = false;
     m->fam->head_forward(m, &ctx, lp_model_hidden(m, (int32_t)m->L), B, T);
     if (m->task == LP_MODEL_TASK_CAUSAL_LM) // the loss runs the head itself, chunk by chunk
-        return need_grad ? LP_OK : lp_model__lm_logits(m, logits);
+        return need_grad || !lm_head ? LP_OK : lp_model__lm_logits(m, logits);
     if (logits)
         memcpy(logits, m->logits, (size_t)(head_rows(m, B, T) * m->n_classes) * sizeof(float));
     return LP_OK;
+}
+
+static lp_status forward(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
+                         int32_t B, int32_t T, float *logits, bool need_grad)
+{
+    return forward_head(m, ids, mask, type_ids, B, T, logits, need_grad, true);
+}
+
+/* m->labels = a causal LM's targets: token t predicts label t+1 (transformers shifts inside) */
+static void shift_labels(lp_model *m, const int32_t *labels, int64_t B, int64_t T)
+{
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0; t < T; t++) {
+            const int64_t i = b * T + t;
+            // a padding position predicts nothing: under left padding transformers counts the
+            // last pad (a query that sees no key) as predicting the first real token
+            // and under packing the last token of a sample predicts nothing of the next one
+            const bool next = t + 1 < T && m->mask[i] && (!m->segments || m->mask[i + 1] == m->mask[i]);
+            m->labels[i] = next ? labels[i + 1] : -100;
+        }
+}
+
+lp_status lp_model_token_losses(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *labels,
+                                int32_t B, int32_t T, float *token_loss)
+{
+    if (!labels || !token_loss)
+        return lp_err(LP_STATUS_INVALID_ARG, "model token losses: no labels or no output");
+    if (m->task != LP_MODEL_TASK_CAUSAL_LM)
+        return lp_err(LP_STATUS_INVALID_ARG, "model %s: per-token losses need a causal LM", m->dir);
+    lp_status st = forward_head(m, ids, mask, NULL, B, T, NULL, false, false);
+    if (st != LP_OK)
+        return st;
+    shift_labels(m, labels, B, T);
+    return lp_model__lm_token_losses(m, token_loss);
 }
 
 lp_status lp_model_forward(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
@@ -397,16 +433,8 @@ lp_status lp_model_loss_forward(lp_model *m, const int32_t *ids, const int32_t *
     if (st != LP_OK)
         return st;
     const int64_t rows = head_rows(m, B, T);
-    if (m->task == LP_MODEL_TASK_CAUSAL_LM) // token t predicts label t+1 (transformers shifts inside)
-        for (int64_t b = 0; b < B; b++)
-            for (int64_t t = 0; t < T; t++) {
-                const int64_t i = b * T + t;
-                // a padding position predicts nothing: under left padding transformers counts the
-                // last pad (a query that sees no key) as predicting the first real token
-                // and under packing the last token of a sample predicts nothing of the next one
-                const bool next = t + 1 < T && m->mask[i] && (!m->segments || m->mask[i + 1] == m->mask[i]);
-                m->labels[i] = next ? labels[i + 1] : -100;
-            }
+    if (m->task == LP_MODEL_TASK_CAUSAL_LM)
+        shift_labels(m, labels, B, T);
     else
         memcpy(m->labels, labels, (size_t)B * sizeof *labels);
     // -100 is ignored, as in transformers

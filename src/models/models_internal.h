@@ -26,6 +26,7 @@ typedef struct lp_model_pslot {
     int64_t offset;          /* floats into the blocks */
     int64_t pad_row;         /* embedding row zeroed at init (-1: none) */
     int64_t goff;            /* floats into the gradient block, -1 when it has no gradient */
+    uint64_t rng_at;         /* with lp_model.n_replay: the init stream's block its draw starts at */
 } lp_model_pslot;
 
 /* INIT_KAIMING: U(-1/sqrt(in), 1/sqrt(in)) over a (out,in) matrix, PyTorch's default Linear
@@ -47,6 +48,7 @@ typedef struct lp_model_linear {
     lp_dtype qdtype;
     lp_ggml_type qgtype;
     const lp_st_tensor *qsrc; /* its checkpoint tensor while the model is built (NULL: initialize) */
+    uint64_t qrng_at;         /* with lp_model.n_replay: where its init draw starts in the stream */
 } lp_model_linear;
 
 /* One LoRA adapter (peft_setup.c). */
@@ -162,6 +164,11 @@ struct lp_model {
     /* encoder Linears and LoRA / QLoRA (peft_setup.c) */
     lp_model_linear *lins;     /* every layer Linear, in wiring order */
     size_t n_lins, cap_lins;
+    /* A packed LoRA base draws what the f32 model would (lp_model__keep_init_stream): the
+     * first n_replay parameters and the dropped weights start at their recorded rng_at, the
+     * later ones (adapters) from rng_end. 0: one sequential stream. */
+    size_t n_replay;
+    uint64_t rng_end;
     lp_lora_options lora;      /* resolved; strings borrowed from opt or owned below */
     char *lora_targets;        /* owned: target_modules as saved (comma-joined) */
     char **mts;                /* owned modules_to_save entries */
@@ -243,6 +250,9 @@ lp_status lp_model__lm_logits(lp_model *m, float *logits);
  * = as well unless NULL; dh (B*T, C) = d loss / d lm_in times dloss_scale unless NULL (then
  * lp_model__lm_backward only rescales it). */
 lp_status lp_model__lm_loss(lp_model *m, float *logits, float *dh, float *loss);
+/* token_loss (B*T) = each row's cross-entropy against m->labels (0 where ignored), chunk by
+ * chunk: per-row losses with no (B*T, V) logits held. */
+lp_status lp_model__lm_token_losses(lp_model *m, float *token_loss);
 /* dh (B*T, C) = (recomputing each chunk's logits unless the loss forward left it); the
  * head's dW += when it trains. */
 void lp_model__lm_backward(lp_model *m, float *dh);
@@ -265,6 +275,14 @@ lp_status lp_model__peft_setup(lp_model *m);
  * plan-only); _finish makes their lp_qweight from the checkpoint (or the GGUF's blocks). */
 lp_status lp_model__quant_setup(lp_model *m);
 lp_status lp_model__quant_finish(lp_model *m);
+/* Drops every Linear weight (as QLoRA does) keeping the initialization of a model without
+ * weights what it would be with them in the table: each parameter's and dropped weight's
+ * place in the init stream is recorded first (quant_setup.c). */
+lp_status lp_model__drop_keep_init_stream(lp_model *m);
+/* Whether a LoRA run's frozen f32 Linears are packed for the f32 GEMM (quant_setup.c):
+ * LP_F32_PACK=1 / 0 in the environment forces it; by default only for training with the
+ * fused kernels at the ISA levels where the packed kernels measured faster than OpenBLAS. */
+bool lp_model__pack_f32_bases(const lp_model *m);
 /* Drops the weights of the Linears with drop[i] set (NULL: all) from the parameter table,
  * keeping each one's checkpoint tensor in qsrc; offsets and the kept Linears' wparam are
  * recomputed (no block exists yet). */

@@ -127,6 +127,8 @@ lp_status lp_model__fill_params(lp_model *m)
     for (size_t i = 0; i < m->n_params; i++) {
         lp_model_param *p = &m->params[i];
         lp_model_pslot *s = &m->slots[i];
+        if (m->n_replay) /* a packed LoRA base: each draw where the f32 model makes it */
+            rng.offset = i < m->n_replay ? s->rng_at : i == m->n_replay ? m->rng_end : rng.offset;
         if (s->src) {
             lp_model__convert(p->data, s->src);
             continue;

@@ -32,6 +32,49 @@ lp_status lp_weight_format_parse(const char *s, lp_weight_format *out)
                   "weight format '%s' (expected f32, stored, q8_0, q4_0, nf4, bf16 or f32_packed)", s ? s : "(null)");
 }
 
+/* Measured (bench/README.md, "Packed f32 GEMM in training"): a Qwen-shaped LoRA step with
+ * packed bases against the same step on OpenBLAS, one thread, per ISA level. avx2 (against
+ * OpenBLAS's Haswell kernels): packed 1.03-1.24x. avx512: 0.89-1.07x, no gain to measure
+ * (the forward GEMM gains 1-8 % at 1024 rows, the input-gradient kernel reads 0.7-0.9x
+ * OpenBLAS), so OpenBLAS stays. baseline: the plain C tiles are far slower than OpenBLAS. */
+static const bool pack_bases_wins[LP_ISA_COUNT] = {
+    [LP_ISA_AVX2] = true,
+};
+
+bool lp_model__pack_f32_bases(const lp_model *m)
+{
+    const char *e = getenv("LP_F32_PACK");
+    if (e && (!strcmp(e, "0") || !strcmp(e, "1")))
+        return e[0] == '1';
+    /* inference keeps the f32 base: an adapter may be merged into it (lp_model_merge_adapters);
+     * eager runs unpack a packed weight on every call */
+    if (!m->opt.training || m->opt.no_grad || m->opt.exec != LP_EXEC_MODE_FUSED)
+        return false;
+    const lp_isa isa = lp_kernels_isa();
+    return (unsigned)isa < LP_ISA_COUNT && pack_bases_wins[isa];
+}
+
+static uint64_t init_blocks(const lp_model_pslot *s, int64_t numel)
+{
+    return !s->src && (s->init == LP_INIT_NORMAL || s->init == LP_INIT_KAIMING) ? (uint64_t)(numel + 3) / 4 : 0;
+}
+
+lp_status lp_model__drop_keep_init_stream(lp_model *m)
+{
+    uint64_t at = 0; /* lp_rng_normal / _uniform take one counter block per 4 values */
+    for (size_t i = 0; i < m->n_params; i++) {
+        m->slots[i].rng_at = at;
+        at += init_blocks(&m->slots[i], m->params[i].numel);
+    }
+    for (size_t i = 0; i < m->n_lins; i++)
+        if (m->lins[i].wparam != SIZE_MAX)
+            m->lins[i].qrng_at = m->slots[m->lins[i].wparam].rng_at;
+    lp_status st = lp_model__drop_linear_params(m, NULL);
+    m->n_replay = m->n_params;
+    m->rng_end = at;
+    return st;
+}
+
 /* How Linear ml is kept under the model's format: sets ml->quantized and its type. */
 static void plan_linear(lp_model *m, lp_model_linear *ml)
 {
@@ -184,10 +227,16 @@ lp_status lp_model__quant_finish(lp_model *m)
             float *w = lp_malloc((size_t)(out * in) * sizeof *w);
             if (!w)
                 return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory quantizing %s", m->dir, ml->module);
-            if (ml->qsrc)
+            if (ml->qsrc) {
                 lp_model__convert(w, ml->qsrc);
-            else
+            } else if (m->n_replay) { /* the values the f32 model draws (a packed LoRA base) */
+                lp_rng at;
+                lp_rng_init(&at, m->opt.seed, LP_RNG_STREAM_INIT);
+                at.offset = ml->qrng_at;
+                lp_rng_normal(&at, w, out * in, 0.0f, (float)m->init_range);
+            } else {
                 lp_rng_normal(&rng, w, out * in, 0.0f, (float)m->init_range);
+            }
             st = ml->qdtype == LP_DTYPE_NF4    ? lp_qweight_quantize(ml->q, LP_DTYPE_NF4, w, out, in, true, ml->module)
                  : ml->qdtype == LP_DTYPE_BF16 ? lp_qweight_pack_bf16(ml->q, w, out, in, ml->module)
                  : ml->qdtype == LP_DTYPE_F32  ? lp_qweight_pack_f32(ml->q, w, out, in, ml->module)

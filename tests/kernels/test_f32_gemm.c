@@ -5,7 +5,8 @@
  * K blocks with a ragged (and odd) last block; OC not a multiple of the 32-wide panel, and
  * past one 8-panel block;
  * with and without bias, many threads and one; the packed layout's unpacking (exact); the
- * backward (unpack + GEMM) and eager paths; guard bytes; memory category; errors. Run once
+ * backward (dinp = dout @ W on the panels, ref and opt, and through the quant entry) and
+ * eager paths; LoRA over a packed base against LoRA over the same f32 base; guard bytes; memory category; errors. Run once
  * per ISA level (ctest -L isa). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,7 +28,8 @@ static int run(int64_t N, int64_t C, int64_t OC, bool with_bias)
         return 1;
     float *o0 = kt_nan(N * OC), *o1 = kt_nan(N * OC), *o2 = kt_nan(N * OC), *o3 = kt_nan(N * OC),
           *o4 = kt_nan(N * OC), *of = kt_nan(N * OC);
-    float *d0 = kt_nan(N * C), *d1 = kt_nan(N * C), *df = kt_nan(N * C);
+    float *d0 = kt_nan(N * C), *d1 = kt_nan(N * C), *df = kt_nan(N * C), *d2 = kt_nan(N * C),
+          *d3 = kt_nan(N * C);
     f += R->f32_matmul_forward(o0, x, &q, bias, N, C, OC) != LP_OK;
     f += O->f32_matmul_forward(o1, x, &q, bias, N, C, OC) != LP_OK;
     f += O->qmatmul_forward(o2, x, &q, bias, N, C, OC) != LP_OK; /* the quant entry routes packed f32 here */
@@ -39,6 +41,8 @@ static int run(int64_t N, int64_t C, int64_t OC, bool with_bias)
             of[i] += bias[i % OC];
     f += R->qmatmul_backward(d0, dout, &q, N, C, OC) != LP_OK;
     f += O->qmatmul_backward(d1, dout, &q, N, C, OC) != LP_OK;
+    f += R->f32_matmul_backward(d2, dout, &q, N, C, OC) != LP_OK;
+    f += O->f32_matmul_backward(d3, dout, &q, N, C, OC) != LP_OK;
     lp_sgemm(false, false, N, C, OC, 1.0f, dout, OC, w, C, 0.0f, df, C);
     char what[96];
     snprintf(what, sizeof what, "f32 gemm [%lld,%lld,%lld]%s", (long long)N, (long long)C, (long long)OC,
@@ -55,6 +59,8 @@ static int run(int64_t N, int64_t C, int64_t OC, bool with_bias)
     /* backward: dinp = dout @ W, the unpacked weight exact; f32 sums over OC */
     f += kt_close(what, d1, d0, N * C, 1e-6 * OC, 1e-6);
     f += kt_close(what, df, d0, N * C, 1e-6 * OC, 1e-6);
+    f += kt_close(what, d2, d0, N * C, 1e-6 * OC, 1e-6); /* the packed dot-product kernel */
+    f += kt_close(what, d3, d0, N * C, 1e-6 * OC, 1e-6);
     /* unpacking: element for element the weight, bit-exact */
     float *full0 = kt_nan(OC * C), *full1 = kt_nan(OC * C);
     R->qweight_dequantize(full0, &q, 0, OC * C);
@@ -91,6 +97,61 @@ static void test_one_thread(void **state)
     lp_threads_set(1);
     test_table(state);
     lp_threads_set(t);
+}
+
+/* LoRA over a packed base (its forward's base GEMM and its backward's dinp run the packed
+ * kernels) against LoRA over the same weight in f32 (OpenBLAS): with and without dropout
+ * (the same rng, so the same mask), bias, rank 4. Only f32 summation order differs: the
+ * bounds are the GEMM table's (1e-6 x the reduction length), ~1e3 x below one wrong product. */
+static float *zeros(int64_t n)
+{
+    float *p = kt_alloc((size_t)n * sizeof(float));
+    memset(p, 0, (size_t)n * sizeof(float));
+    return p;
+}
+
+static int lora_case(int64_t N, int64_t C, int64_t OC, float p)
+{
+    const int64_t r = 4;
+    const float s = 2.0f;
+    float *w = kt_rand_f(OC * C, -1, 1), *x = kt_rand_f(N * C, -1, 1), *dout = kt_rand_f(N * OC, -1, 1);
+    float *bias = kt_rand_f(OC, -1, 1), *A = kt_rand_f(r * C, -1, 1), *B = kt_rand_f(OC * r, -1, 1);
+    lp_qweight q;
+    if (lp_qweight_pack_f32(&q, w, OC, C, "lora base") != LP_OK)
+        return 1;
+    const lp_lora_base bf = {.weight = w, .bias = bias}, bq = {.q = &q, .bias = bias};
+    float *o0 = kt_nan(N * OC), *o1 = kt_nan(N * OC), *u0 = kt_nan(N * r), *u1 = kt_nan(N * r);
+    float *d0 = kt_nan(N * C), *d1 = kt_nan(N * C), *dA0 = zeros(r * C), *dA1 = zeros(r * C);
+    float *dB0 = zeros(OC * r), *dB1 = zeros(OC * r);
+    uint8_t *k0 = p > 0 ? kt_alloc(N * C) : NULL, *k1 = p > 0 ? kt_alloc(N * C) : NULL;
+    lp_rng g0, g1;
+    lp_rng_init(&g0, 7, 1);
+    lp_rng_init(&g1, 7, 1);
+    int f = 0;
+    f += O->lora_forward(o0, u0, k0, x, &bf, A, B, s, p, p > 0 ? &g0 : NULL, N, C, OC, r) != LP_OK;
+    f += O->lora_forward(o1, u1, k1, x, &bq, A, B, s, p, p > 0 ? &g1 : NULL, N, C, OC, r) != LP_OK;
+    f += O->lora_backward(d0, dA0, dB0, dout, x, u0, k0, &bf, A, B, s, p, N, C, OC, r) != LP_OK;
+    f += O->lora_backward(d1, dA1, dB1, dout, x, u1, k1, &bq, A, B, s, p, N, C, OC, r) != LP_OK;
+    char what[96];
+    snprintf(what, sizeof what, "lora packed base [%lld,%lld,%lld] p %g", (long long)N, (long long)C,
+             (long long)OC, (double)p);
+    f += kt_close(what, o1, o0, N * OC, 1e-6 * C, 1e-6);
+    f += kt_close(what, u1, u0, N * r, 1e-30, 0); /* x @ A^T: the same sgemm call both ways */
+    f += kt_close(what, d1, d0, N * C, 1e-6 * OC, 1e-6);
+    f += kt_close(what, dA1, dA0, r * C, 1e-30, 0);
+    f += kt_close(what, dB1, dB0, OC * r, 1e-30, 0);
+    lp_qweight_free(&q);
+    return f + kt_release(what);
+}
+
+static void test_lora_packed_base(void **state)
+{
+    (void)state;
+    int f = 0;
+    f += lora_case(37, 130, 96, 0.0f);
+    f += lora_case(64, 257, 70, 0.1f);
+    f += lora_case(5, 64, 33, 0.0f);
+    assert_int_equal(f, 0);
 }
 
 /* Bytes: rows rounded to panels of 32, the block to 64 bytes; QUANTIZED_WEIGHT. */
@@ -145,6 +206,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_one_thread),
+        cmocka_unit_test(test_lora_packed_base),
         cmocka_unit_test(test_memory),
         cmocka_unit_test(test_errors),
     };

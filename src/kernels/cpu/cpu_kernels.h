@@ -221,6 +221,9 @@ void lp_k_bf16_dequantize_range(float *out, const lp_qweight *w, int64_t start, 
 /* ---- packed f32 weight GEMM (f32_gemm.c) ---- */
 LP_DECLARE_BOTH(lp_status, f32_matmul_forward, float *out, const float *inp, const lp_qweight *w, const float *bias,
                 int64_t N, int64_t C, int64_t OC)
+/* dinp (N,C) = dout (N,OC) @ W, W packed f32 (OC,C): the frozen weight's input gradient */
+LP_DECLARE_BOTH(lp_status, f32_matmul_backward, float *dinp, const float *dout, const lp_qweight *w, int64_t N,
+                int64_t C, int64_t OC)
 /* out (n) = elements [start, start+n) of a packed f32 weight (exact). */
 void lp_k_f32_dequantize_range(float *out, const lp_qweight *w, int64_t start, int64_t n);
 /* ---- KV-cache decoding ---- */

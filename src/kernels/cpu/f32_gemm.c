@@ -1,5 +1,6 @@
-/* f32 weights packed once at load (lp_qweight with dtype LP_DTYPE_F32) and their GEMM:
- * out (N,OC) = inp (N,C) @ W^T + bias, all in f32. Inference only: the weight is frozen.
+/* f32 weights packed once at load (lp_qweight with dtype LP_DTYPE_F32) and their GEMMs:
+ * out (N,OC) = inp (N,C) @ W^T + bias, all in f32, and (at the end of the file) the input
+ * gradient dinp = dout @ W. The weight is frozen: inference, or a LoRA run's base.
  *
  * OpenBLAS's sgemm re-packs W on every call; at the Linear shapes of small transformers
  * (N = 32..1024 rows, C, OC ~ 1e3) that repacking and its per-call set-up cost a large part
@@ -326,6 +327,207 @@ lp_status lp_k_f32_matmul_forward_opt(float *out, const float *inp, const lp_qwe
             const int64_t p0 = b * q + (b < e ? b : e), p1 = p0 + q + (b < e);
             if (i0 < N)
                 task(out, inp, w, bias, i0, N - i0 < mc ? N - i0 : mc, p0, p1, C, OC, acc);
+        }
+    }
+    return LP_OK;
+}
+
+/* ---- dinp (N,C) = dout (N,OC) @ W (OC,C): the input gradient through a frozen packed
+ * weight (LoRA's base, the frozen Linears of a LoRA run) ----
+ * A panel holds, for each k, 32 consecutive outputs o: pieces of W's column k. The
+ * reduction (over o) therefore runs along the vectors and this is a dot-product kernel: a
+ * tile of BR rows x 4 k holds BR x 4 vector accumulators; each step multiplies a row's dout
+ * vector (consecutive o) by the four columns' weight vectors, and at the end each group of
+ * four accumulators is reduced across lanes at once (sum4) and added into dinp. No scratch:
+ * the packed copy replaces the f32 weight and nothing is unpacked.
+ * Blocking: a task is a row chunk x one K block (the packing's KC columns). The reduction is
+ * cut into o blocks of OBP panels (KC x OBP x 32 floats, 512 KB, stay in L2 while the
+ * chunk's row tiles pass; each row tile's dout slice, BR x 512 floats, in L1 across the
+ * k groups). A last panel narrower than 32 (zero-padded in W, not in dout) and a K block's
+ * last kcb % 4 columns take a scalar loop. */
+static lp_status check_bwd(const lp_qweight *w, int64_t C, int64_t OC)
+{
+    return lp_k_packed_weight_check(w, LP_DTYPE_F32, w ? w->f32 : NULL, C, OC, "f32_matmul_backward", "packed f32");
+}
+
+lp_status lp_k_f32_matmul_backward_ref(float *dinp, const float *dout, const lp_qweight *w, int64_t N, int64_t C,
+                                       int64_t OC)
+{
+    lp_status st = check_bwd(w, C, OC);
+    if (st)
+        return st;
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t k = 0; k < C; k++) {
+            double acc = 0.0;
+            for (int64_t o = 0; o < OC; o++)
+                acc += (double)dout[i * OC + o] * (double)w->f32[pidx(OC, C, o, k)];
+            dinp[i * C + k] = (float)acc;
+        }
+    return LP_OK;
+}
+
+/* dx[r, 0..4) += sum over np panels of dy[r, panel] . W[panel, k0+j] (j < 4), m <= BR rows:
+ * dy row r at dy + r * ldy (the o block's first output), wk the first panel's slice at the
+ * group's first k (W[o, k0+j] at wk[j * P + o % P]), the next panel pstride floats on. */
+#if defined(__AVX512F__)
+#define BR 6
+/* lanes of a, b, c, d summed: {sum a, sum b, sum c, sum d} */
+static inline __m128 sum4(__m512 a, __m512 b, __m512 c, __m512 d)
+{
+    const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+    const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+    const __m512 s = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m256 t = _mm256_add_ps(_mm512_castps512_ps256(s),
+                                   _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
+    return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+static inline __attribute__((always_inline)) void dtile(int m, const float *dy, int64_t ldy, const float *wk,
+                                                        int64_t pstride, int64_t np, float *dx, int64_t ldx)
+{
+    __m512 acc[BR][4];
+    for (int r = 0; r < m; r++)
+        for (int j = 0; j < 4; j++)
+            acc[r][j] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < np; p++) {
+        const float *wp = wk + p * pstride, *y = dy + p * P;
+        for (int j = 0; j < 4; j++) /* the next panel's slice (PREFETCH) */
+            _mm_prefetch((const char *)(wp + pstride + j * P), _MM_HINT_T0);
+        for (int h = 0; h < P; h += 16) {
+            __m512 yv[BR];
+            for (int r = 0; r < m; r++)
+                yv[r] = _mm512_loadu_ps(y + r * ldy + h);
+            for (int j = 0; j < 4; j++) {
+                const __m512 wv = _mm512_loadu_ps(wp + j * P + h);
+                for (int r = 0; r < m; r++)
+                    acc[r][j] = _mm512_fmadd_ps(yv[r], wv, acc[r][j]);
+            }
+        }
+    }
+    for (int r = 0; r < m; r++)
+        _mm_storeu_ps(dx + r * ldx, _mm_add_ps(_mm_loadu_ps(dx + r * ldx),
+                                               sum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3])));
+}
+#elif defined(LP_HAVE_AVX2)
+#define BR 3
+/* 16 ymm registers: 3 rows x 4 k accumulators, 3 dout vectors, a weight vector */
+static inline __m128 sum4(__m256 a, __m256 b, __m256 c, __m256 d)
+{
+    const __m256 s = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+    return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+}
+static inline __attribute__((always_inline)) void dtile(int m, const float *dy, int64_t ldy, const float *wk,
+                                                        int64_t pstride, int64_t np, float *dx, int64_t ldx)
+{
+    __m256 acc[BR][4];
+    for (int r = 0; r < m; r++)
+        for (int j = 0; j < 4; j++)
+            acc[r][j] = _mm256_setzero_ps();
+    for (int64_t p = 0; p < np; p++) {
+        const float *wp = wk + p * pstride, *y = dy + p * P;
+        for (int j = 0; j < 4; j++) /* the next panel's slice (PREFETCH) */
+            _mm_prefetch((const char *)(wp + pstride + j * P), _MM_HINT_T0);
+        for (int h = 0; h < P; h += 8) {
+            __m256 yv[BR];
+            for (int r = 0; r < m; r++)
+                yv[r] = _mm256_loadu_ps(y + r * ldy + h);
+            for (int j = 0; j < 4; j++) {
+                const __m256 wv = _mm256_loadu_ps(wp + j * P + h);
+                for (int r = 0; r < m; r++)
+                    acc[r][j] = _mm256_fmadd_ps(yv[r], wv, acc[r][j]);
+            }
+        }
+    }
+    for (int r = 0; r < m; r++)
+        _mm_storeu_ps(dx + r * ldx, _mm_add_ps(_mm_loadu_ps(dx + r * ldx),
+                                               sum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3])));
+}
+#else
+#define BR 4
+static void dtile(int m, const float *dy, int64_t ldy, const float *wk, int64_t pstride, int64_t np, float *dx,
+                  int64_t ldx)
+{
+    for (int r = 0; r < m; r++)
+        for (int j = 0; j < 4; j++) {
+            float s = 0.0f;
+            for (int64_t p = 0; p < np; p++)
+                for (int o = 0; o < P; o++)
+                    s += dy[r * ldy + p * P + o] * wk[p * pstride + j * P + o];
+            dx[r * ldx + j] += s;
+        }
+}
+#endif
+
+enum { OBP = 8 /* panels per o block: KC x 256 floats of W, 256 KB */, MCB = 16 * BR };
+
+/* dx[r, k] += dy[r, o0..o1) . W[o0..o1, k0+k] for k < kn, one scalar at a time: the columns
+ * past the last group of four, and the outputs of a narrow last panel. */
+static void dscalar(int64_t m, const float *dy, int64_t ldy, const lp_qweight *w, int64_t o0, int64_t o1,
+                    int64_t k0, int64_t kn, float *dx, int64_t ldx)
+{
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t k = 0; k < kn; k++) {
+            float s = 0.0f;
+            for (int64_t o = o0; o < o1; o++)
+                s += dy[r * ldy + o] * w->f32[pidx(w->rows, w->cols, o, k0 + k)];
+            dx[r * ldx + k] += s;
+        }
+}
+
+/* Rows [i0, i0+m) of dinp, the columns of K block k0 (kcb wide). */
+static void dtask(float *dinp, const float *dout, const lp_qweight *w, int64_t i0, int64_t m, int64_t k0,
+                  int64_t kcb, int64_t C, int64_t OC)
+{
+    const int64_t np = (OC + P - 1) / P, npf = OC / P, k4 = kcb / 4 * 4;
+    const float *wb = w->f32 + k0 * np * P; /* this K block's slices, panel after panel */
+    for (int64_t q = 0; q < m; q++)
+        memset(dinp + (i0 + q) * C + k0, 0, (size_t)kcb * sizeof(float));
+    for (int64_t p0 = 0; p0 < npf; p0 += OBP) {
+        const int64_t pn = npf - p0 < OBP ? npf - p0 : OBP;
+        for (int64_t i = 0; i < m; i += BR) {
+            const int r = (int)(m - i < BR ? m - i : BR);
+            const float *dy = dout + (i0 + i) * OC + p0 * P, *wk = wb + p0 * kcb * P;
+            float *dx = dinp + (i0 + i) * C + k0;
+            for (int64_t k = 0; k < k4; k += 4)
+                switch (r) { /* a constant row count per call: the tile's loops unroll */
+                case 1: dtile(1, dy, OC, wk + k * P, kcb * P, pn, dx + k, C); break;
+                case 2: dtile(2, dy, OC, wk + k * P, kcb * P, pn, dx + k, C); break;
+#if BR > 3
+                case 3: dtile(3, dy, OC, wk + k * P, kcb * P, pn, dx + k, C); break;
+#endif
+#if BR > 4
+                case 4: dtile(4, dy, OC, wk + k * P, kcb * P, pn, dx + k, C); break;
+                case 5: dtile(5, dy, OC, wk + k * P, kcb * P, pn, dx + k, C); break;
+#endif
+                default: dtile(BR, dy, OC, wk + k * P, kcb * P, pn, dx + k, C);
+                }
+        }
+    }
+    if (k4 < kcb)
+        dscalar(m, dout + i0 * OC, OC, w, 0, npf * P, k0 + k4, kcb - k4, dinp + i0 * C + k0 + k4, C);
+    if (np > npf)
+        dscalar(m, dout + i0 * OC, OC, w, npf * P, OC, k0, kcb, dinp + i0 * C + k0, C);
+}
+
+lp_status lp_k_f32_matmul_backward_opt(float *dinp, const float *dout, const lp_qweight *w, int64_t N, int64_t C,
+                                       int64_t OC)
+{
+    lp_status st = check_bwd(w, C, OC);
+    if (st || N <= 0)
+        return st;
+    const bool par = (double)N * (double)C * (double)OC >= 262144.0;
+    const int nt = par ? lp_threads_get() : 1;
+    /* tasks: nc row chunks (equal, multiples of BR) x nk K blocks, K blocks fastest */
+    const int64_t nk = (C + KC - 1) / KC, nc = (N + MCB - 1) / MCB;
+    const int64_t mc = ((N + nc - 1) / nc + BR - 1) / BR * BR;
+#pragma omp parallel num_threads(nt) if (par)
+    {
+        int64_t lo, hi;
+        lp_k_split(nc * nk, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        for (int64_t t = lo; t < hi; t++) {
+            const int64_t i0 = t / nk * mc, k0 = t % nk * KC;
+            if (i0 < N)
+                dtask(dinp, dout, w, i0, N - i0 < mc ? N - i0 : mc, k0, C - k0 < KC ? C - k0 : KC, C, OC);
         }
     }
     return LP_OK;

@@ -1,4 +1,5 @@
-/* GEMM with a quantized (NF4 or int8) frozen weight, PyTorch layout W (OC,C):
+/* GEMM with a quantized (NF4 or int8) frozen weight, PyTorch layout W (OC,C) (packed f32
+ * and bf16 weights go to their own GEMMs, f32_gemm.c / bf16_gemm.c):
  * forward out = inp @ W^T + bias, backward dinp = dout @ W. The reference dequantizes one
  * element at a time inside plain loops. The optimized version never holds an f32 copy of
  * W: it dequantizes a slab of the reduction dimension at a time (at most 4 MiB) and lets
@@ -102,6 +103,8 @@ lp_status lp_k_qmatmul_backward_ref(float *dinp, const float *dout, const lp_qwe
         return st;
     if (w->dtype == LP_DTYPE_GGML)
         return ggml_backward_ref(dinp, dout, w, N, C, OC);
+    if (w->dtype == LP_DTYPE_F32)
+        return lp_k_f32_matmul_backward_ref(dinp, dout, w, N, C, OC);
     for (int64_t i = 0; i < N; i++)
         for (int64_t k = 0; k < C; k++) {
             double acc = 0.0;
@@ -149,13 +152,17 @@ lp_status lp_k_linear_slabs_forward(float *out, const float *inp, const float *w
                                      int64_t C, int64_t OC, int64_t r)
 {
     float beta = 0.0f;
-    if (bias) {
+    if (bias && (wf || wq->dtype != LP_DTYPE_F32)) {
         lp_k_bias_broadcast_opt(out, bias, N, OC);
         beta = 1.0f;
     }
     if (wf) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)C, 1.0f, inp, (int)C, wf,
                     (int)C, beta, out, (int)OC);
+    } else if (wq->dtype == LP_DTYPE_F32) { /* packed f32: its own GEMM, bias included, no slab */
+        lp_status st = lp_k_f32_matmul_forward_opt(out, inp, wq, bias, N, C, OC);
+        if (st)
+            return st;
     } else {
         int64_t kc = lp_qmatmul_slab_width(OC, C);
         float *slab = lp_alloc((size_t)(OC * kc) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "qmatmul slab");
@@ -185,6 +192,10 @@ lp_status lp_k_linear_slabs_backward(float *dinp, const float *dout, const float
     if (wf) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC, 1.0f, dout, (int)OC, wf,
                     (int)C, 0.0f, dinp, (int)C);
+    } else if (wq->dtype == LP_DTYPE_F32) { /* packed f32: the dot-product kernel on the panels, no slab */
+        lp_status st = lp_k_f32_matmul_backward_opt(dinp, dout, wq, N, C, OC);
+        if (st)
+            return st;
     } else {
         int64_t ob = lp_qmatmul_slab_width(C, OC);
         float *slab = lp_alloc((size_t)(ob * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "qmatmul slab");
@@ -252,5 +263,7 @@ lp_status lp_k_qmatmul_backward_opt(float *dinp, const float *dout, const lp_qwe
     lp_status st = check_shape(w, C, OC, "qmatmul_backward");
     if (st || N <= 0)
         return st;
+    if (w->dtype == LP_DTYPE_F32) /* packed f32: dinp = dout @ W on the panels */
+        return lp_k_f32_matmul_backward_opt(dinp, dout, w, N, C, OC);
     return lp_k_linear_slabs_backward(dinp, dout, NULL, w, NULL, NULL, 0.0f, NULL, 0.0f, N, C, OC, 0);
 }
