@@ -273,12 +273,13 @@ static void tile(int m, const uint16_t *x, int64_t ldx, const uint16_t *wp, int6
 #define MR 4
 #endif
 
-/* rows [i0, i0+m) of out, panel p: one tile per MR rows, written with the bias */
-static void task(float *out, const uint16_t *xa, const lp_qweight *w, const float *bias, int64_t i0, int64_t m,
-                 int64_t p, int64_t OC)
+/* rows [i0, i0+m) of out (row stride ldo), panel p of the packed panels wpan (kp pairs):
+ * one tile per MR rows, written with the bias, or added to out when accumulate */
+static void task(float *out, int64_t ldo, bool accumulate, const uint16_t *xa, int64_t cp, const uint16_t *wpan,
+                 const float *bias, int64_t i0, int64_t m, int64_t p, int64_t OC)
 {
-    const int64_t cp = w->cpad, kp = cp / 2, o0 = p * P, ow = OC - o0 < P ? OC - o0 : P;
-    const uint16_t *wp = w->bf16 + p * kp * 2 * P;
+    const int64_t kp = cp / 2, o0 = p * P, ow = OC - o0 < P ? OC - o0 : P;
+    const uint16_t *wp = wpan + p * kp * 2 * P;
     float acc[MR * P];
     for (int64_t i = i0; i < i0 + m; i += MR) {
         const int r = (int)(i0 + m - i < MR ? i0 + m - i : MR);
@@ -302,9 +303,12 @@ static void task(float *out, const uint16_t *xa, const lp_qweight *w, const floa
         default: tile(MR, x, cp, wp, kp, acc);
         }
         for (int q = 0; q < r; q++) {
-            float *y = out + (i + q) * OC + o0;
+            float *y = out + (i + q) * ldo + o0;
             const float *a = acc + q * P;
-            if (bias)
+            if (accumulate)
+                for (int64_t j = 0; j < ow; j++)
+                    y[j] += a[j];
+            else if (bias)
                 for (int64_t j = 0; j < ow; j++)
                     y[j] = a[j] + bias[o0 + j];
             else
@@ -313,13 +317,42 @@ static void task(float *out, const uint16_t *xa, const lp_qweight *w, const floa
     }
 }
 
+/* This thread's share of the (row chunk, panel) tasks of out (M, OC) = xa (M, cp bf16) @
+ * panels^T: contiguous ranges, panel fastest. Called inside a parallel region (or alone). */
+static void gemm_share(float *out, int64_t ldo, bool accumulate, const uint16_t *xa, int64_t M, int64_t cp,
+                       const uint16_t *wpan, const float *bias, int64_t OC)
+{
+    const int64_t np = (OC + P - 1) / P, nc = (M + NB - 1) / NB;
+    int64_t lo, hi;
+    lp_k_split(nc * np, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+    for (int64_t t = lo; t < hi; t++) {
+        const int64_t c = t / np, i0 = c * NB;
+        task(out, ldo, accumulate, xa, cp, wpan, bias, i0, M - i0 < NB ? M - i0 : NB, t % np, OC);
+    }
+}
+
+void lp_k_bf16_gemm_panels(float *out, int64_t ldo, bool accumulate, const uint16_t *xa, int64_t M, int64_t cp,
+                           const uint16_t *wpan, const float *bias, int64_t OC)
+{
+    const bool par = (double)M * (double)cp * (double)OC >= 262144.0;
+#pragma omp parallel if (par)
+    gemm_share(out, ldo, accumulate, xa, M, cp, wpan, bias, OC);
+}
+
+void lp_k_bf16_round_rows(uint16_t *dst, const float *src, int64_t N, int64_t C, int64_t cp)
+{
+#pragma omp parallel for schedule(static) if (N * C >= LP_PAR_MIN)
+    for (int64_t i = 0; i < N; i++)
+        round_row(dst + i * cp, src + i * C, C, cp);
+}
+
 lp_status lp_k_bf16_matmul_forward_opt(float *out, const float *inp, const lp_qweight *w, const float *bias,
                                        int64_t N, int64_t C, int64_t OC)
 {
     lp_status st = check_shape(w, C, OC);
     if (st || N <= 0)
         return st;
-    const int64_t cp = w->cpad, np = (OC + P - 1) / P, nc = (N + NB - 1) / NB;
+    const int64_t cp = w->cpad;
     uint16_t *xa = lp_alloc((size_t)(N * cp) * sizeof(uint16_t), LP_MEM_CATEGORY_TEMPORARY, "bf16 activations");
     if (!xa)
         return LP_STATUS_NO_MEMORY;
@@ -329,12 +362,7 @@ lp_status lp_k_bf16_matmul_forward_opt(float *out, const float *inp, const lp_qw
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < N; i++)
             round_row(xa + i * cp, inp + i * C, C, cp);
-        int64_t lo, hi; /* contiguous (chunk, panel) tasks, panel fastest */
-        lp_k_split(nc * np, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
-        for (int64_t t = lo; t < hi; t++) {
-            const int64_t c = t / np, i0 = c * NB;
-            task(out, xa, w, bias, i0, N - i0 < NB ? N - i0 : NB, t % np, OC);
-        }
+        gemm_share(out, OC, false, xa, N, cp, w->bf16, bias, OC);
     }
     lp_free(xa);
     return LP_OK;
