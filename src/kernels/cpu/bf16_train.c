@@ -54,22 +54,42 @@ static inline int64_t pidx(int64_t cp, int64_t o, int64_t k)
     return (((o / P) * (cp / 2) + k / 2) * P + o % P) * 2 + (k & 1);
 }
 
+/* (lo, hi) rounded to bf16 as one 32-bit pair, lo in the low half: the panels' k pair. */
+static inline uint32_t pair(float lo, float hi)
+{
+    return (uint32_t)rnd(lo) | (uint32_t)rnd(hi) << 16;
+}
+
 /* dst = panels of M (R, K) rounded to bf16, where M = w (R, K) or, with trans, w^T for w
- * (K, R). Only the real elements are written: the padding stays as the pack zeroed it. */
+ * (K, R). Only the real elements are written: the padding stays as the pack zeroed it.
+ * Each panel is written in order, one 32-bit pair per output (the stores stream); the reads
+ * are two rows of w (trans, contiguous) or 32 rows a pair at a time (their lines stay in L1
+ * across the 8 pairs a line holds). */
 static void pack(uint16_t *dst, const float *w, int64_t R, int64_t K, bool trans)
 {
-    const int64_t cp = even(K), np = (R + P - 1) / P;
+    const int64_t kp = even(K) / 2, np = (R + P - 1) / P;
 #pragma omp parallel for schedule(static) if (R * K >= LP_PAR_MIN)
     for (int64_t p = 0; p < np; p++) {
         const int64_t o0 = p * P, ow = R - o0 < P ? R - o0 : P;
-        if (trans) /* M[o, k] = w[k, o]: row k of w gives a contiguous run over o */
-            for (int64_t k = 0; k < K; k++)
+        uint32_t *d = (uint32_t *)dst + p * kp * P; /* pair kk of output o0 + j at d[kk * P + j] */
+        for (int64_t kk = 0; kk < kp; kk++, d += P) {
+            const int64_t k = 2 * kk;
+            const bool odd = k + 1 < K;
+            if (trans) {
+                const float *r0 = w + k * R + o0, *r1 = r0 + R;
+                if (odd)
+#pragma omp simd
+                    for (int64_t j = 0; j < ow; j++)
+                        d[j] = pair(r0[j], r1[j]);
+                else
+                    for (int64_t j = 0; j < ow; j++)
+                        d[j] = pair(r0[j], 0.0f);
+            } else {
+                const float *c = w + o0 * K + k;
                 for (int64_t j = 0; j < ow; j++)
-                    dst[pidx(cp, o0 + j, k)] = rnd(w[k * R + o0 + j]);
-        else
-            for (int64_t j = 0; j < ow; j++)
-                for (int64_t k = 0; k < K; k++)
-                    dst[pidx(cp, o0 + j, k)] = rnd(w[(o0 + j) * K + k]);
+                    d[j] = pair(c[j * K], odd ? c[j * K + 1] : 0.0f);
+            }
+        }
     }
 }
 
@@ -142,7 +162,8 @@ lp_status lp_k_bf16_matmul_backward_ref(float *dinp, float *dweight, const float
 }
 
 /* a (OC, Np) = dout^T rounded, b = panels of inp^T (C, Np) rounded: the dW GEMM's operands,
- * Np = N rounded up to even, the pad column zero. */
+ * Np = N rounded up to even, the pad column zero. Both are written a pair of batch rows at
+ * a time as 32-bit stores (a: 32 output rows' streams; b: each panel in order). */
 static void pack_dweight_operands(uint16_t *a, uint16_t *b, const float *dout, const float *inp, int64_t N,
                                   int64_t C, int64_t OC)
 {
@@ -152,21 +173,32 @@ static void pack_dweight_operands(uint16_t *a, uint16_t *b, const float *dout, c
 #pragma omp for schedule(static) nowait
         for (int64_t p = 0; p < nop; p++) { /* 32 output rows at a time: the reads of dout stay in lines */
             const int64_t o0 = p * P, ow = OC - o0 < P ? OC - o0 : P;
-            for (int64_t i = 0; i < N; i++)
-                for (int64_t j = 0; j < ow; j++)
-                    a[(o0 + j) * np + i] = rnd(dout[i * OC + o0 + j]);
-            if (np > N)
-                for (int64_t j = 0; j < ow; j++)
-                    a[(o0 + j) * np + N] = 0;
+            for (int64_t i = 0; i < np; i += 2) {
+                const float *r0 = dout + i * OC + o0, *r1 = r0 + OC;
+                const bool two = i + 1 < N;
+                for (int64_t j = 0; j < ow; j++) {
+                    const uint32_t v = pair(r0[j], two ? r1[j] : 0.0f);
+                    memcpy(a + (o0 + j) * np + i, &v, 4);
+                }
+            }
         }
 #pragma omp for schedule(static)
         for (int64_t p = 0; p < ncp; p++) {
             const int64_t c0 = p * P, cw = C - c0 < P ? C - c0 : P;
-            uint16_t *bp = b + p * (np / 2) * 2 * P;
-            for (int64_t i = 0; i < np; i++) {
-                uint16_t *d = bp + (i / 2) * 2 * P + (i & 1);
-                for (int64_t j = 0; j < P; j++)
-                    d[2 * j] = i < N && j < cw ? rnd(inp[i * C + c0 + j]) : 0;
+            uint32_t *d = (uint32_t *)b + p * (np / 2) * P;
+            for (int64_t i = 0; i < np; i += 2, d += P) {
+                const float *r0 = inp + i * C + c0, *r1 = r0 + C;
+                const bool two = i + 1 < N;
+                int64_t j = 0;
+                if (two)
+#pragma omp simd
+                    for (j = 0; j < cw; j++)
+                        d[j] = pair(r0[j], r1[j]);
+                else
+                    for (j = 0; j < cw; j++)
+                        d[j] = pair(r0[j], 0.0f);
+                for (j = cw; j < P; j++)
+                    d[j] = 0;
             }
         }
     }
