@@ -746,7 +746,8 @@ float lp_qweight_ggml_row_dot(const lp_qweight *w, int64_t row, const float *x);
  * lp_qmatmul_forward then rounds the activations to bf16 per call and accumulates the exact
  * bf16 x bf16 products in f32 (vdpbf16ps on AVX512_BF16, FMA on the widened pairs below
  * it). Its error against f32 arithmetic on the unrounded operands is that of rounding both
- * to bf16 (|rel| <= 2^-8 each), plus f32 summation. The backward unpacks (exact). */
+ * to bf16 (|rel| <= 2^-8 each), plus f32 summation. The backward unpacks (exact); a weight
+ * packed for training (below) runs the backward in bf16 too. */
 #define LP_BF16_PANEL 32
 /* Bytes of a (rows, cols) weight packed as bf16 (rows rounded up to whole panels). */
 size_t lp_qweight_bf16_plan_nbytes(int64_t rows, int64_t cols);

@@ -21,6 +21,10 @@
  *                        of 40 bytes per 32, or 292 per 256) or per-thread f32 tiles of 16
  *                        rows (F16/BF16); NF4 for N <= 8 through the fused GEMV (none);
  *                        packed bf16 weights: the activations rounded to bf16 (N, even in)
+ *   --dtype bf16 (a trained weight's bf16 copy, or LoRA's bf16 base): the forward's rounded
+ *                        activations (N, even in); the backward's dY rounded (N, even out)
+ *                        for dX, or for dW dY^T (out, even N) plus X's panels (in up to 32,
+ *                        even N), whichever is larger (lp_qweight_bf16_train_scratch_nbytes)
  *   fused LoRA backward:  g (N,r) beside the base's slab [with dropout: 256 dropped input
  *                        rows (256,in) or threads x 32 masked rows (32,in)]
  *   fused LoRA dropout forward: threads x 64 dropped rows (64,in)

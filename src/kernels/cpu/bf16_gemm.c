@@ -27,7 +27,12 @@
 #include <immintrin.h>
 #endif
 
-enum { P = LP_BF16_PANEL, NB = 64 /* activation rows per task: 64 x 896 bf16 = 112 KB */ };
+enum {
+    P = LP_BF16_PANEL,
+    NB = 64, /* activation rows per task: 64 x 896 bf16 = 112 KB */
+    KBP = 256 /* k pairs per pass over a panel: its 32 KB slice stays in L1 while the task's
+                 row tiles sweep it (a 3072-wide reduction would stream 192 KB from L2 per tile) */
+};
 
 size_t lp_qweight_bf16_plan_nbytes(int64_t rows, int64_t cols)
 {
@@ -274,45 +279,50 @@ static void tile(int m, const uint16_t *x, int64_t ldx, const uint16_t *wp, int6
 #endif
 
 /* rows [i0, i0+m) of out (row stride ldo), panel p of the packed panels wpan (kp pairs):
- * one tile per MR rows, written with the bias, or added to out when accumulate */
+ * one tile per MR rows and KBP k pairs, the first slice written with the bias (or added to
+ * out when accumulate), the later ones added */
 static void task(float *out, int64_t ldo, bool accumulate, const uint16_t *xa, int64_t cp, const uint16_t *wpan,
                  const float *bias, int64_t i0, int64_t m, int64_t p, int64_t OC)
 {
-    const int64_t kp = cp / 2, o0 = p * P, ow = OC - o0 < P ? OC - o0 : P;
-    const uint16_t *wp = wpan + p * kp * 2 * P;
+    const int64_t kpt = cp / 2, o0 = p * P, ow = OC - o0 < P ? OC - o0 : P;
     float acc[MR * P];
-    for (int64_t i = i0; i < i0 + m; i += MR) {
-        const int r = (int)(i0 + m - i < MR ? i0 + m - i : MR);
-        const uint16_t *x = xa + i * cp;
-        switch (r) { /* a constant row count per call: the tile's loops unroll */
-        case 1:
+    for (int64_t k0 = 0; k0 < kpt; k0 += KBP) {
+        const int64_t kp = kpt - k0 < KBP ? kpt - k0 : KBP;
+        const bool add = accumulate || k0 > 0;
+        const uint16_t *wp = wpan + (p * kpt + k0) * 2 * P;
+        for (int64_t i = i0; i < i0 + m; i += MR) {
+            const int r = (int)(i0 + m - i < MR ? i0 + m - i : MR);
+            const uint16_t *x = xa + i * cp + 2 * k0;
+            switch (r) { /* a constant row count per call: the tile's loops unroll */
+            case 1:
 #if defined(HAVE_TILE1)
-            tile1(x, wp, kp, acc);
+                tile1(x, wp, kp, acc);
 #else
-            tile(1, x, cp, wp, kp, acc);
+                tile(1, x, cp, wp, kp, acc);
 #endif
-            break;
-        case 2: tile(2, x, cp, wp, kp, acc); break;
-        case 3: tile(3, x, cp, wp, kp, acc); break;
+                break;
+            case 2: tile(2, x, cp, wp, kp, acc); break;
+            case 3: tile(3, x, cp, wp, kp, acc); break;
 #if MR == 8
-        case 4: tile(4, x, cp, wp, kp, acc); break;
-        case 5: tile(5, x, cp, wp, kp, acc); break;
-        case 6: tile(6, x, cp, wp, kp, acc); break;
-        case 7: tile(7, x, cp, wp, kp, acc); break;
+            case 4: tile(4, x, cp, wp, kp, acc); break;
+            case 5: tile(5, x, cp, wp, kp, acc); break;
+            case 6: tile(6, x, cp, wp, kp, acc); break;
+            case 7: tile(7, x, cp, wp, kp, acc); break;
 #endif
-        default: tile(MR, x, cp, wp, kp, acc);
-        }
-        for (int q = 0; q < r; q++) {
-            float *y = out + (i + q) * ldo + o0;
-            const float *a = acc + q * P;
-            if (accumulate)
-                for (int64_t j = 0; j < ow; j++)
-                    y[j] += a[j];
-            else if (bias)
-                for (int64_t j = 0; j < ow; j++)
-                    y[j] = a[j] + bias[o0 + j];
-            else
-                memcpy(y, a, (size_t)ow * sizeof(float));
+            default: tile(MR, x, cp, wp, kp, acc);
+            }
+            for (int q = 0; q < r; q++) {
+                float *y = out + (i + q) * ldo + o0;
+                const float *a = acc + q * P;
+                if (add)
+                    for (int64_t j = 0; j < ow; j++)
+                        y[j] += a[j];
+                else if (bias)
+                    for (int64_t j = 0; j < ow; j++)
+                        y[j] = a[j] + bias[o0 + j];
+                else
+                    memcpy(y, a, (size_t)ow * sizeof(float));
+            }
         }
     }
 }
