@@ -28,8 +28,10 @@ lp_status lp_model__bf16_setup(lp_model *m)
         if (!cached(m, ml))
             continue;
         if (!(ml->bf16 = lp_calloc(1, sizeof *ml->bf16)))
-            return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory for the bf16 copy of %s", m->dir, ml->module);
-        lp_status st = lp_qweight_pack_bf16_train(ml->bf16, ml->lin->w, ml->lin->out, ml->lin->in, ml->module);
+            return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory for the bf16 copy of %s", m->dir,
+                          ml->module);
+        lp_status st =
+            lp_qweight_pack_bf16_train(ml->bf16, ml->lin->w, ml->lin->out, ml->lin->in, ml->module);
         if (st != LP_OK)
             return lp_err_wrap(st, "%s: packing %s.weight as bf16", m->dir, ml->module);
         ml->lin->bf16 = ml->bf16;

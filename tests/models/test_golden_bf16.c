@@ -79,8 +79,8 @@ static void test_grads(void **state)
         fail_msg("%s", lp_err_msg());
     const float *ref_losses = gold_f32(g, "losses", NULL);
     assert_non_null(ref_losses);
-    printf("bf16 (%s), first loss %.6f, autocast %.6f, loupe f32 %.6f\n", lp_bf16_gemm_path(), loss, ref_losses[0],
-           loss32);
+    printf("bf16 (%s), first loss %.6f, autocast %.6f, loupe f32 %.6f\n", lp_bf16_gemm_path(), loss,
+           ref_losses[0], loss32);
     assert_true(fabs(loss - ref_losses[0]) <= LOSS_TOL * fabs(ref_losses[0]));
     size_t np;
     const lp_model_param *p = lp_model_params(m, &np), *p32 = lp_model_params(m32, NULL);
@@ -107,9 +107,10 @@ static void test_grads(void **state)
             n_layer++;
         }
     }
-    printf("SUMMARY bf16 vs autocast: grad rel %.2e (<= %.0e); bf16 vs loupe f32 on %d layer weights: min rel "
-           "%.2e (>= %.0e)\n",
-           worst, GRAD_TOL, n_layer, off32, BF16_MIN);
+    printf(
+        "SUMMARY bf16 vs autocast: grad rel %.2e (<= %.0e); bf16 vs loupe f32 on %d layer weights: min rel "
+        "%.2e (>= %.0e)\n",
+        worst, GRAD_TOL, n_layer, off32, BF16_MIN);
     assert_true(n_layer >= 12);
     assert_true(off32 >= BF16_MIN);
     lp_model_free(m);

@@ -93,7 +93,8 @@ static void pack(uint16_t *dst, const float *w, int64_t R, int64_t K, bool trans
     }
 }
 
-lp_status lp_qweight_pack_bf16_train(lp_qweight *q, const float *w, int64_t rows, int64_t cols, const char *name)
+lp_status lp_qweight_pack_bf16_train(lp_qweight *q, const float *w, int64_t rows, int64_t cols,
+                                     const char *name)
 {
     memset(q, 0, sizeof *q);
     const char *nm = name ? name : "weight";
@@ -105,9 +106,15 @@ lp_status lp_qweight_pack_bf16_train(lp_qweight *q, const float *w, int64_t rows
     if (!m)
         return LP_STATUS_NO_MEMORY;
     memset(m, 0, bytes); /* padding multiplies as zeros */
-    *q = (lp_qweight){.dtype = LP_DTYPE_BF16, .rows = rows, .cols = cols, .n = rows * cols, .bf16 = m,
-                      .cpad = even(cols), .bf16t = m + up64(panel_bytes(rows, cols)) / sizeof(uint16_t),
-                      .rpad = even(rows), .mem = m};
+    *q = (lp_qweight){.dtype = LP_DTYPE_BF16,
+                      .rows = rows,
+                      .cols = cols,
+                      .n = rows * cols,
+                      .bf16 = m,
+                      .cpad = even(cols),
+                      .bf16t = m + up64(panel_bytes(rows, cols)) / sizeof(uint16_t),
+                      .rpad = even(rows),
+                      .mem = m};
     lp_qweight_repack_bf16(q, w);
     return LP_OK;
 }
@@ -121,8 +128,8 @@ void lp_qweight_repack_bf16(lp_qweight *q, const float *w)
 
 static lp_status check(const float *dinp, const lp_qweight *w, int64_t C, int64_t OC)
 {
-    lp_status st = lp_k_packed_weight_check(w, LP_DTYPE_BF16, w ? w->bf16 : NULL, C, OC, "bf16_matmul_backward",
-                                            "bf16");
+    lp_status st =
+        lp_k_packed_weight_check(w, LP_DTYPE_BF16, w ? w->bf16 : NULL, C, OC, "bf16_matmul_backward", "bf16");
     if (st == LP_OK && dinp && !w->bf16t)
         return lp_err(LP_STATUS_INVALID_ARG,
                       "bf16_matmul_backward: the weight has no transposed panels (pack it with "
@@ -222,7 +229,8 @@ lp_status lp_k_bf16_matmul_backward_opt(float *dinp, float *dweight, const float
     if (dweight) { /* dW += dY^T @ X: the reduction runs over the batch rows */
         const int64_t np = even(N);
         const size_t na = (size_t)(OC * np), nb = (size_t)((C + P - 1) / P * P * np);
-        uint16_t *a = lp_alloc((na + nb) * sizeof(uint16_t), LP_MEM_CATEGORY_TEMPORARY, "bf16 dweight operands");
+        uint16_t *a =
+            lp_alloc((na + nb) * sizeof(uint16_t), LP_MEM_CATEGORY_TEMPORARY, "bf16 dweight operands");
         if (!a)
             return LP_STATUS_NO_MEMORY;
         pack_dweight_operands(a, a + na, dout, inp, N, C, OC);
