@@ -21,7 +21,7 @@
 enum { MAX_RUNS = 1000 };
 
 typedef struct args {
-    const char *shape, *mode, *method, *exec;
+    const char *shape, *mode, *method, *exec, *dtype;
     int batch, seq, threads, warmup, runs;
     int ops; /* > 0: after the timed runs, this many more steps under the profiler (op table) */
     double peak_gflops;
@@ -50,7 +50,7 @@ static int usage(const char *msg)
     fprintf(msg ? stderr : stdout,
             "usage: bench_step [--shape distilbert|minilm|qwen2.5-0.5b|smollm2-135m] [--mode train|infer|peak]\n"
             "                  [--method full|lora|qlora] [--gradient-checkpointing]\n"
-            "                  [--exec eager|fused] [--batch B] [--seq T] [--threads N] [--warmup N] [--runs N]\n"
+            "                  [--exec eager|fused] [--dtype f32|bf16] [--batch B] [--seq T] [--threads N] [--warmup N] [--runs N]\n"
             "                  [--peak-gflops G] [--ops N] [--layers N --hidden N --heads N --ffn N --vocab N]\n");
     return msg ? 2 : 0;
 }
@@ -70,7 +70,7 @@ static int parse_int(const char *flag, const char *s, int lo, int hi, int *out)
 
 static int parse_args(int argc, char **argv, args *a)
 {
-    *a = (args){.shape = "distilbert", .mode = "train", .method = "full", .exec = "fused", .batch = 16,
+    *a = (args){.shape = "distilbert", .mode = "train", .method = "full", .exec = "fused", .dtype = "f32", .batch = 16,
                 .seq = 128, .warmup = 2, .runs = 5};
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
@@ -92,6 +92,8 @@ static int parse_args(int argc, char **argv, args *a)
             a->method = v;
         else if (!strcmp(f, "--exec"))
             a->exec = v;
+        else if (!strcmp(f, "--dtype"))
+            a->dtype = v;
         else if (!strcmp(f, "--batch"))
             rc = parse_int(f, v, 1, 4096, &a->batch);
         else if (!strcmp(f, "--seq"))
@@ -135,6 +137,10 @@ static int parse_args(int argc, char **argv, args *a)
         return usage("--method is full, lora or qlora");
     if (strcmp(a->exec, "eager") && strcmp(a->exec, "fused"))
         return usage("--exec is eager or fused");
+    if (strcmp(a->dtype, "f32") && strcmp(a->dtype, "bf16"))
+        return usage("--dtype is f32 or bf16");
+    if (!strcmp(a->dtype, "bf16") && !strcmp(a->method, "qlora"))
+        return usage("--dtype bf16 does not combine with --method qlora (as loupe train)");
     return 0;
 }
 
@@ -256,6 +262,7 @@ static int train_step(lp_model *m, lp_optim *opt, const lp_train_config *tc, con
         return 1;
     }
     lp_optim_step(opt, m, tc, 1e-5);
+    lp_model_weights_changed(m); /* --dtype bf16: the next forward repacks, as loupe train */
     return 0;
 }
 
@@ -323,6 +330,8 @@ static void print_json(const args *a, lp_model *m, const double *ms, int n, doub
     uint64_t param_bytes = (uint64_t)ms_.peak[LP_MEM_CATEGORY_PARAMETER];
     printf("{\"tool\": \"loupe\", \"shape\": \"%s\", \"mode\": \"%s\", \"method\": \"%s\", \"exec\": \"%s\",\n", a->shape,
            train ? "train" : "infer", a->method, a->exec);
+    printf(" \"dtype\": \"%s\", \"bf16_path\": \"%s\",\n", a->dtype,
+           strcmp(a->dtype, "bf16") ? "" : lp_bf16_gemm_path());
     printf(" \"batch\": %d, \"seq\": %d, \"threads\": %d, \"blas_core\": \"%s\", \"blas_mode\": \"%s\", \"isa\": \"%s\",\n",
            a->batch, a->seq, lp_threads_get(), lp_threads_blas_core(), lp_threads_blas_mode(),
            lp_isa_name(lp_kernels_isa()));
@@ -398,12 +407,15 @@ int main(int argc, char **argv)
      * train` (preallocating with no_grad would size the training layout, not inference's) */
     o.quiet = true;
     o.no_grad = !train;
+    o.compute = strcmp(a.dtype, "bf16") ? LP_DTYPE_F32 : LP_DTYPE_BF16; /* as loupe train --dtype */
     if (strcmp(a.method, "full")) {
         o.lora.enabled = true;
         o.lora.rank = 8;
         o.lora.alpha = 16;
         o.lora.targets = "q,v";
-        o.lora.base_dtype = !strcmp(a.method, "qlora") ? LP_DTYPE_NF4 : LP_DTYPE_F32;
+        o.lora.base_dtype = !strcmp(a.method, "qlora")  ? LP_DTYPE_NF4
+                            : o.compute == LP_DTYPE_BF16 ? LP_DTYPE_BF16 /* the base in bf16 only */
+                                                         : LP_DTYPE_F32;
     }
     lp_model *m;
     lp_status st = lp_model_load(dir, &o, &m);

@@ -149,6 +149,8 @@ def main():
     ap.add_argument("--mode", choices=["train", "infer"], default="train")
     ap.add_argument("--method", choices=["full", "lora", "qlora"], default="full")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--dtype", choices=["f32", "bf16"], default="f32",
+                    help="bf16: torch.autocast('cpu', dtype=torch.bfloat16) around forward and loss")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--warmup", type=int, default=2)
@@ -186,9 +188,12 @@ def main():
         opt = torch.optim.AdamW(params, lr=1e-5, weight_decay=0.01)
         labels = ids.clone() if decoder else torch.randint(0, 2, (args.batch,))
 
+        bf16 = args.dtype == "bf16"
+
         def step():
             opt.zero_grad(set_to_none=True)
-            out = model(input_ids=ids, attention_mask=mask, labels=labels)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                out = model(input_ids=ids, attention_mask=mask, labels=labels)
             out.loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
@@ -206,7 +211,7 @@ def main():
     flop = mult * forward_flops(cfg, args.batch, args.seq)
     qbytes, qparams = quantized_bytes(model) if args.method == "qlora" else (0, 0)
     n_params = qparams + sum(p.numel() for p in model.parameters() if getattr(p, "quant_state", None) is None)
-    result = {"tool": "torch", "shape": args.shape, "mode": args.mode, "method": args.method,
+    result = {"tool": "torch", "shape": args.shape, "mode": args.mode, "method": args.method, "dtype": args.dtype,
               "gradient_checkpointing": args.gradient_checkpointing,
               "batch": args.batch, "seq": args.seq, "threads": torch.get_num_threads(),
               "torch": torch.__version__, "blas_core": blas_info(), "dropout": 0.0,

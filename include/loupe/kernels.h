@@ -122,6 +122,10 @@ typedef struct lp_qweight {
      * whole panels and cols to cpad (even) with zeros */
     uint16_t *bf16;
     int64_t cpad;         /* cols rounded up to even */
+    /* BF16 for training (lp_qweight_pack_bf16_train), else NULL: W^T (cols, rows) in the
+     * same panel layout, for the backward's dX = dY @ W; rpad = rows rounded up to even */
+    uint16_t *bf16t;
+    int64_t rpad;
     /* F32: W packed in panels of LP_F32_PANEL output channels, in K blocks of 256: W[o, k]
      * at (k0 * np + o / 32 * kcb + k - k0) * 32 + o % 32, k0 = k rounded down to 256, np the
      * panels, kcb = min(256, cols - k0); rows padded to whole panels with zeros */
@@ -284,6 +288,8 @@ typedef struct lp_kernel_table {
                                     int64_t C, int64_t OC);
     lp_status (*f32_matmul_backward)(float *dinp, const float *dout, const lp_qweight *w, int64_t N, int64_t C,
                                      int64_t OC); /* dinp = dout @ W, W packed f32 */
+    lp_status (*bf16_matmul_backward)(float *dinp, float *dweight, const float *dout, const float *inp,
+                                      const lp_qweight *w, int64_t N, int64_t C, int64_t OC);
     void (*add_inplace)(float *y, const float *x, int64_t n);
     lp_status (*lora_forward)(float *out, float *u, uint8_t *keep, const float *inp, const lp_lora_base *base,
                               const float *A, const float *B, float s, float p, lp_rng *rng, int64_t N, int64_t C,
@@ -744,7 +750,8 @@ float lp_qweight_ggml_row_dot(const lp_qweight *w, int64_t row, const float *x);
  * lp_qmatmul_forward then rounds the activations to bf16 per call and accumulates the exact
  * bf16 x bf16 products in f32 (vdpbf16ps on AVX512_BF16, FMA on the widened pairs below
  * it). Its error against f32 arithmetic on the unrounded operands is that of rounding both
- * to bf16 (|rel| <= 2^-8 each), plus f32 summation. The backward unpacks (exact). */
+ * to bf16 (|rel| <= 2^-8 each), plus f32 summation. The backward unpacks (exact); a weight
+ * packed for training (below) runs the backward in bf16 too. */
 #define LP_BF16_PANEL 32
 /* Bytes of a (rows, cols) weight packed as bf16 (rows rounded up to whole panels). */
 size_t lp_qweight_bf16_plan_nbytes(int64_t rows, int64_t cols);
@@ -753,6 +760,36 @@ size_t lp_qweight_bf16_plan_nbytes(int64_t rows, int64_t cols);
  * non-finite weight, named by row and column), LP_STATUS_NO_MEMORY; on error *q is zeroed. */
 LP_WARN_UNUSED lp_status lp_qweight_pack_bf16(lp_qweight *q, const float *w, int64_t rows, int64_t cols,
                                               const char *name);
+
+/* ---- bf16 training (--dtype bf16: autocast semantics, bf16_train.c) ----
+ * The f32 master weight W (rows = OC, cols = C) stays what the optimizer updates; a bf16
+ * copy packed twice (W's panels for the forward, W^T's for dX) serves the GEMMs:
+ *   lp_qmatmul_forward     out = x W^T + b      (bf16 x and W, f32 accumulation and out)
+ *   lp_bf16_matmul_backward dX = dY W, dW += dY^T X (bf16 operands, f32 accumulation)
+ * Error against f32 arithmetic: each operand rounded to bf16 (|rel| <= 2^-8 per product)
+ * plus f32 summation order. */
+/* Bytes of both packings of a (rows, cols) weight (each 64-byte aligned). */
+size_t lp_qweight_bf16_train_plan_nbytes(int64_t rows, int64_t cols);
+/* *q = w (rows, cols) rounded to bf16 and packed twice (one QUANTIZED_WEIGHT block tagged
+ * name, which must outlive q; lp_qweight_free releases it). Errors: INVALID_ARG (shape),
+ * NO_MEMORY; on error *q is zeroed. Non-finite weights are kept (the trainer's anomaly
+ * checks see them in f32). */
+LP_WARN_UNUSED lp_status lp_qweight_pack_bf16_train(lp_qweight *q, const float *w, int64_t rows, int64_t cols,
+                                                    const char *name);
+/* Which bf16 GEMM the active ISA level runs (static text): "native (vdpbf16ps, AVX512_BF16)"
+ * or "converted (...)": bf16 values widened to f32 and FMA, the same products. */
+const char *lp_bf16_gemm_path(void);
+/* Rounds w (q->rows, q->cols) into q's packings in place (after an optimizer step). */
+void lp_qweight_repack_bf16(lp_qweight *q, const float *w);
+/* TEMPORARY bytes lp_bf16_matmul_backward allocates at its peak (the larger of dX's rounded
+ * dY and dW's two operands). */
+size_t lp_qweight_bf16_train_scratch_nbytes(int64_t N, int64_t C, int64_t OC, bool dinp, bool dweight);
+/* dinp (N,C) = dout (N,OC) @ W (skipped when NULL; needs q->bf16t); dweight (OC,C) +=
+ * dout^T @ inp (N,C) (skipped when NULL), bf16 operands, f32 accumulation. The bias
+ * gradient is not included (f32: lp_bias_backward). Errors: INVALID_ARG (shape, no W^T
+ * panels), NO_MEMORY. */
+LP_WARN_UNUSED lp_status lp_bf16_matmul_backward(float *dinp, float *dweight, const float *dout, const float *inp,
+                                                 const lp_qweight *w, int64_t N, int64_t C, int64_t OC);
 
 /* ---- packed f32 weights (dtype LP_DTYPE_F32, f32 set): inference in f32 ----
  * W packed once at load into the f32 GEMM's panels (see lp_qweight), so no call re-packs

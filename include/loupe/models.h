@@ -128,6 +128,11 @@ typedef struct lp_model_options {
                                    returns INVALID_ARG) */
     lp_weight_format weights;   /* the Linear weights' format (not with lora.enabled, which has
                                    its own base_dtype) */
+    lp_dtype compute;           /* the layer Linears' GEMMs: LP_DTYPE_F32 (default) or
+                                   LP_DTYPE_BF16 (autocast: bf16 operands, f32 accumulation and
+                                   outputs; f32 master weights, gradients and optimizer state; a
+                                   bf16 copy of each trained weight, repacked after
+                                   lp_model_weights_changed; with LoRA set lora.base_dtype bf16) */
     int32_t lm_head_chunk;      /* a causal LM's loss: rows of logits computed at a time (the
                                    whole (B*T, vocab) logits are never held); 0 = the default:
                                    at least 512 rows (fewer re-reads of the head's weight), more
@@ -157,6 +162,11 @@ void lp_model_free(lp_model *m);
 void lp_model_set_training(lp_model *m, bool training);
 /* Switches the attention implementation for the next forward. */
 void lp_model_set_exec(lp_model *m, lp_exec_mode exec);
+/* Tells the model its f32 weights were written (an optimizer step, a resume): with
+ * compute bf16 the next pass rounds them into the bf16 copies again. Free otherwise. */
+void lp_model_weights_changed(lp_model *m);
+/* LP_DTYPE_BF16 when the layer Linears compute in bf16 (options.compute), else LP_DTYPE_F32. */
+lp_dtype lp_model_compute_dtype(const lp_model *m);
 /* Turns gradient checkpointing on/off for the next forward (activations are re-laid out). */
 void lp_model_set_grad_checkpointing(lp_model *m, bool on);
 

@@ -88,6 +88,10 @@ typedef struct lp_nn_linear {
     float *db;  /* (out) or NULL: frozen or no bias */
     lp_nn_lora *lora;                /* NULL: none; else w (or qbase) is the frozen base */
     const struct lp_qweight *qbase;  /* NULL: w is the f32 base; else w is NULL */
+    const struct lp_qweight *bf16;   /* --dtype bf16 (full fine-tuning): w's bf16 copy in both
+                                        orientations (lp_qweight_pack_bf16_train), kept current
+                                        by the model, that the GEMMs read; w stays the f32 master
+                                        weight dw belongs to. NULL: f32 GEMMs */
     const lp_nn_ctx *ctx;            /* the model's current pass (exec, training, dropout rng),
                                         read by adapters and quantized bases; NULL = eager eval */
     const char *fwd_name, *bwd_name; /* profiler range names (interned), or NULL for none */

@@ -367,6 +367,8 @@ LP_WARN_UNUSED lp_status lp_trace_html_write(const lp_trace_model *m, const lp_t
 /* One run's summary.json, the fields compare shows (NaN when absent). */
 typedef struct lp_run_summary {
     char dir[1024], run_id[128], method[16], exec[16];
+    char dtype[8];       /* the Linears' GEMMs ("f32", "bf16"); "" in summaries before it */
+    char bf16_path[128]; /* with bf16: "native (...)" or "converted (...)"; else "" */
     double params_total, params_trainable, steps, step_ms, samples_per_s, tokens_per_s, peak_bytes;
     double final_loss, eval_accuracy;
     struct { char name[32]; double bytes; } mem[LP_COMPARE_MAX_CATS]; /* peak per memory category */

@@ -121,6 +121,8 @@ typedef struct lp_train_config {
     float lora_dropout;         /* --lora-dropout (0) */
     bool lora_rslora;           /* --rslora: scale alpha/sqrt(r) */
     lp_dtype base_dtype;        /* --base-dtype f32|int8|nf4 (f32; qlora implies nf4) */
+    lp_dtype dtype;             /* --dtype f32|bf16: the layer Linears' GEMMs (f32; bf16 = autocast,
+                                   lp_model_options.compute; with lora the base is kept in bf16) */
     const char *adapter;        /* --adapter DIR: start from this PEFT adapter */
     const char *save_adapter;   /* --save-adapter DIR: write the trained PEFT adapter */
     const char *merge_dir;      /* --merge DIR: write the merged model (HF directory) */

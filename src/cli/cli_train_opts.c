@@ -26,7 +26,7 @@ enum {
     O_NO_PROGRESS, O_LOG_EVERY, O_QUIET, O_PROFILE, O_P_WAIT, O_P_WARMUP, O_P_ACTIVE, O_P_REPEAT, O_MEMLOG,
     O_LORA_DROPOUT, O_RSLORA, O_SKIP_BAD, O_EVAL_SPLIT, O_BASE_DTYPE, O_ADAPTER, O_SAVE_ADAPTER, O_MERGE,
     O_EXPORT_TRACE, O_EXPORT_MEMTL, O_WITH_STACK, O_RECORD_SHAPES, O_INJECT_NAN, O_PEAK, O_GRAD_CKPT, O_TASK, O_OVERWRITE,
-    O_ANOMALY, O_DATA, O_DATA_FORMAT, O_RESPONSES, O_NO_RESPONSES, O_PACKING, O_EXACT_MATCH, O_HELP
+    O_ANOMALY, O_DTYPE, O_DATA, O_DATA_FORMAT, O_RESPONSES, O_NO_RESPONSES, O_PACKING, O_EXACT_MATCH, O_HELP
 };
 
 static const struct option opts[] = {
@@ -52,6 +52,7 @@ static const struct option opts[] = {
     {"lora-dropout", required_argument, NULL, O_LORA_DROPOUT},
     {"rslora", no_argument, NULL, O_RSLORA},
     {"base-dtype", required_argument, NULL, O_BASE_DTYPE},
+    {"dtype", required_argument, NULL, O_DTYPE},
     {"adapter", required_argument, NULL, O_ADAPTER},
     {"save-adapter", required_argument, NULL, O_SAVE_ADAPTER},
     {"merge", required_argument, NULL, O_MERGE},
@@ -136,6 +137,12 @@ static void usage(const char *cmd, bool profile)
            "  --rank N (8), --alpha X (16), --lora-dropout P (0), --rslora (scale alpha/sqrt(r))\n"
            "  --targets LIST         q,k,v,o,ffn_in,ffn_out,all or module names (q_lin,v_lin / query,value)\n"
            "  --base-dtype f32|int8|nf4   frozen base storage (qlora: nf4)\n"
+           "  --dtype f32|bf16       the layer Linears' GEMMs (f32). bf16: autocast as PyTorch's CPU\n"
+           "                         autocast does: bf16 inputs and weights, f32 accumulation and\n"
+           "                         outputs; f32 master weights, gradients, AdamW state, norms,\n"
+           "                         softmax and loss (vdpbf16ps on AVX512_BF16 CPUs, else the bf16\n"
+           "                         values widened to f32; the summary says which). With lora the\n"
+           "                         frozen base is kept in bf16 only; not with qlora / --base-dtype\n"
            "  --adapter DIR          start from a PEFT adapter; --save-adapter DIR writes one\n"
            "  --merge DIR            write the merged model (HF directory)\n"
            "  --epochs N (default 2), --max-steps N (overrides epochs)\n"
@@ -328,6 +335,10 @@ static int apply(const char *cmd, lp_train_config *c, int id, const char *flag, 
         if (lp_dtype_parse(v, &c->base_dtype) != LP_OK ||
             (c->base_dtype != LP_DTYPE_F32 && c->base_dtype != LP_DTYPE_INT8 && c->base_dtype != LP_DTYPE_NF4))
             return lp_cli_usage_error(cmd, "%s expects f32, int8 or nf4, got '%s'", flag, v);
+        break;
+    case O_DTYPE:
+        if (lp_dtype_parse(v, &c->dtype) != LP_OK || (c->dtype != LP_DTYPE_F32 && c->dtype != LP_DTYPE_BF16))
+            return lp_cli_usage_error(cmd, "%s expects f32 or bf16, got '%s'", flag, v);
         break;
     case O_ADAPTER: c->adapter = v; break;
     case O_SAVE_ADAPTER: c->save_adapter = v; break;
@@ -609,6 +620,12 @@ int lp_cli_train_main(const char *cmd, int argc, char **argv, bool profile)
     const char *lora_flag = c.method == LP_TRAIN_METHOD_FULL ? lora_only_setting(&c) : NULL;
     if (lora_flag) {
         rc = lp_cli_usage_error(cmd, "%s needs --method lora or qlora (full fine-tuning has no adapter)", lora_flag);
+        goto out;
+    }
+    if (c.dtype == LP_DTYPE_BF16 && (c.method == LP_TRAIN_METHOD_QLORA || c.base_dtype != LP_DTYPE_F32)) {
+        /* the frozen base would be NF4/int8 and bf16 at once: one storage per base */
+        rc = lp_cli_usage_error(cmd, "--dtype bf16 keeps a LoRA base in bf16: it does not combine with %s",
+                                c.method == LP_TRAIN_METHOD_QLORA ? "--method qlora (an nf4 base)" : "--base-dtype");
         goto out;
     }
     if (c.overwrite && c.resume && *c.resume) {

@@ -20,7 +20,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: loupe inspect --model DIR [--json] [--output FILE] [--task auto|base|seq-cls|causal-lm]\n"
             "                     [--method full|lora|qlora [--batch-size N] [--seq-len N] [--rank R]\n"
-            "                      [--exec eager|fused] [--gradient-checkpointing] [--lora-dropout P]\n"
+            "                      [--exec eager|fused] [--gradient-checkpointing] [--lora-dropout P] [--dtype f32|bf16]\n"
             "                      [--threads N]]\n\n"
             "Architecture, layer sizes, parameter counts, size on disk and dtypes of a Hugging Face\n"
             "model directory (config.json + model.safetensors or a sharded index; a config-only\n"
@@ -39,6 +39,7 @@ static void usage(FILE *out)
             "  --rank R           LoRA rank (default 8; targets query/value or q_proj/v_proj)\n"
             "  --exec M           eager or fused, as loupe train --exec (default fused)\n"
             "  --gradient-checkpointing  as loupe train --gradient-checkpointing\n"
+            "  --dtype f32|bf16      as loupe train --dtype (bf16: the Linears' bf16 copies)\n"
             "  --lora-dropout P   as loupe train --lora-dropout (default 0)\n"
             "  --threads N        threads (per-thread LoRA-dropout scratch; default as loupe train: LP_THREADS,\n"
             "                     OMP_NUM_THREADS or every core)\n");
@@ -349,10 +350,11 @@ int lp_cmd_inspect(int argc, char **argv)
         {"seq-len", required_argument, 0, 's'},   {"rank", required_argument, 0, 'r'},
         {"exec", required_argument, 0, 'e'},      {"gradient-checkpointing", no_argument, 0, 'g'},
         {"lora-dropout", required_argument, 0, 'd'}, {"threads", required_argument, 0, 'T'},
+        {"dtype", required_argument, 0, 'D'},
         {"help", no_argument, 0, 'h'},            {0, 0, 0, 0},
     };
     const char *dir = NULL, *output = NULL;
-    bool json = false, have_method = false, eager = false, ckpt = false;
+    bool json = false, have_method = false, eager = false, ckpt = false, bf16 = false;
     long bs = 8, sl = 128, rank = 8, threads = 0;
     bool sl_given = false;
     double lora_dropout = 0.0;
@@ -397,6 +399,12 @@ int lp_cmd_inspect(int argc, char **argv)
             else if (!strcmp(optarg, "fused")) eager = false;
             else return lp_cli_usage_error("inspect", "--exec must be eager or fused, got '%s'", optarg);
             prediction_flag = "--exec";
+            break;
+        case 'D':
+            if (!strcmp(optarg, "bf16")) bf16 = true;
+            else if (!strcmp(optarg, "f32")) bf16 = false;
+            else return lp_cli_usage_error("inspect", "--dtype must be f32 or bf16, got '%s'", optarg);
+            prediction_flag = "--dtype";
             break;
         case 'g':
             ckpt = true;
@@ -480,11 +488,12 @@ int lp_cmd_inspect(int argc, char **argv)
         mo.task = em->task;
         mo.exec = eager ? LP_EXEC_MODE_EAGER : LP_EXEC_MODE_FUSED;
         mo.grad_checkpointing = ckpt;
+        mo.compute = bf16 ? LP_DTYPE_BF16 : LP_DTYPE_F32;
         if (method != LP_TRAIN_METHOD_FULL) {
             mo.lora.enabled = true;
             mo.lora.rank = (int32_t)rank;
             mo.lora.dropout = (float)lora_dropout;
-            mo.lora.base_dtype = method == LP_TRAIN_METHOD_QLORA ? LP_DTYPE_NF4 : LP_DTYPE_F32;
+            mo.lora.base_dtype = method == LP_TRAIN_METHOD_QLORA ? LP_DTYPE_NF4 : bf16 ? LP_DTYPE_BF16 : LP_DTYPE_F32;
         }
         if (lp_model_estimate(dir, &mo, bs, sl, (int32_t)threads, &e) != LP_OK) {
             rc = lp_cli_fail("inspect");

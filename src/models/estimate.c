@@ -22,6 +22,10 @@
  *                        of 40 bytes per 32, or 292 per 256) or per-thread f32 tiles of 16
  *                        rows (F16/BF16); NF4 for N <= 8 through the fused GEMV (none);
  *                        packed bf16 weights: the activations rounded to bf16 (N, even in)
+ *   --dtype bf16 (a trained weight's bf16 copy, or LoRA's bf16 base): the forward's rounded
+ *                        activations (N, even in); the backward's dY rounded (N, even out)
+ *                        for dX, or for dW dY^T (out, even N) plus X's panels (in up to 32,
+ *                        even N), whichever is larger (lp_qweight_bf16_train_scratch_nbytes)
  *   fused LoRA backward:  g (N,r) beside the base's slab [with dropout: 256 dropped input
  *                        rows (256,in) or threads x 32 masked rows (32,in)]
  *   fused LoRA dropout forward: threads x 64 dropped rows (64,in)
@@ -45,6 +49,11 @@ static uint64_t linear_scratch(const lp_model *m, const lp_model_linear *ml, uin
     const bool adapted = ml->adapted;
     const uint64_t r = adapted ? (uint64_t)m->lora.rank : 0;
     const bool drop = adapted && m->lora.dropout > 0;
+    const bool bf16_base = m->lora.enabled && m->lora.base_dtype == LP_DTYPE_BF16;
+    if (lp_model__bf16_cache_nbytes(m, ml)) /* bf16 copy of a trained weight (any exec): the forward's
+                                              rounded activations, or the backward's operands */
+        return max2((N * (uint64_t)(in + (in & 1)) * 2 + 3) / 4,
+                    (lp_qweight_bf16_train_scratch_nbytes((int64_t)N, (int64_t)in, (int64_t)out, true, true) + 3) / 4);
     if (m->exec == LP_EXEC_MODE_EAGER) {
         uint64_t w = quant ? out * in : 0;
         if (!adapted)
@@ -61,15 +70,18 @@ static uint64_t linear_scratch(const lp_model *m, const lp_model_linear *ml, uin
                   : (N * (in / (ml->qgtype == LP_GGML_TYPE_Q4_K || ml->qgtype == LP_GGML_TYPE_Q6_K ? 256 : 32)) *
                          (ml->qgtype == LP_GGML_TYPE_Q4_K || ml->qgtype == LP_GGML_TYPE_Q6_K ? 292 : 40) +
                      3) / 4;
-    else if (ml->quantized && ml->qdtype == LP_DTYPE_BF16) /* the activations rounded to bf16, even width */
-        fwd = (N * (in + (in & 1)) * 2 + 3) / 4;
+    else if ((ml->quantized && ml->qdtype == LP_DTYPE_BF16) || bf16_base) /* the activations rounded to bf16, even width */
+        fwd = max2((N * (in + (in & 1)) * 2 + 3) / 4, drop ? th * 64 * in : 0);
     else if (ml->quantized && ml->qdtype == LP_DTYPE_F32) /* packed f32: no scratch (a tile on each stack) */
         fwd = 0;
     else if (ml->quantized && N <= 8) /* NF4 decode: the fused GEMV, no scratch */
         fwd = 0;
     /* packed f32 (an inference format, or a LoRA run's packed base): dinp on the panels, no slab */
     const bool slab_bwd = quant && !(ml->quantized && ml->qdtype == LP_DTYPE_F32);
-    uint64_t bwd = max2(slab_bwd ? (uint64_t)lp_qmatmul_slab_width((int64_t)in, (int64_t)out) * in : 0,
+    uint64_t bwd = max2(bf16_base ? (lp_qweight_bf16_train_scratch_nbytes((int64_t)N, (int64_t)in, (int64_t)out, true,
+                                                                           false) + 3) / 4
+                        : slab_bwd ? (uint64_t)lp_qmatmul_slab_width((int64_t)in, (int64_t)out) * in
+                                   : 0,
                         drop ? max2(256 * in, th * 32 * in) : 0);
     return max2(fwd, bwd + (adapted ? N * r : 0));
 }
@@ -146,11 +158,16 @@ lp_status lp_model_estimate(const char *dir, const lp_model_options *opt, int64_
     for (size_t i = 0; i < m->n_lins; i++) { // quantized bases left the table
         const lp_model_linear *ml = &m->lins[i];
         const lp_nn_linear *l = ml->lin;
+        if (lp_model__bf16_cache_nbytes(m, ml)) { /* --dtype bf16: the trained weight's bf16 copy */
+            qlive += lp_model__bf16_cache_nbytes(m, ml);
+            out->quantized_weights = max2(out->quantized_weights, qlive);
+        }
         if (!quant && !ml->quantized)
             continue;
         out->total_params += (uint64_t)(l->out * l->in);
         uint64_t transient = 0;
-        const uint64_t bytes = quant || ml->qdtype == LP_DTYPE_NF4
+        const uint64_t bytes = quant && m->lora.base_dtype == LP_DTYPE_BF16 ? lp_qweight_bf16_train_plan_nbytes(l->out, l->in)
+                               : quant || ml->qdtype == LP_DTYPE_NF4
                                    ? lp_qweight_plan_nbytes(quant ? m->lora.base_dtype : LP_DTYPE_NF4, l->out, l->in, true)
                                : ml->qdtype == LP_DTYPE_BF16 ? lp_qweight_bf16_plan_nbytes(l->out, l->in)
                                : ml->qdtype == LP_DTYPE_F32  ? lp_qweight_f32_plan_nbytes(l->out, l->in)

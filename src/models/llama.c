@@ -568,6 +568,7 @@ static lp_status llama_decode_step(lp_model *m, lp_kv_cache *kv, const int32_t *
     TRY(lp_model__peft_bind(m, B, 1));
     m->fwd_ok = m->loss_ok = false; // the hidden states of the last forward are gone
     m->pass_status = LP_OK;
+    lp_model__bf16_refresh(m);
     m->pass_ctx = (lp_nn_ctx){.training = false, .exec = m->exec, .rng = NULL, .status = &m->pass_status};
     lp_model__range_push(ls->emb_fwd);
     lp_status st = lp_embedding_forward(ls->emb, ids, NULL, ls->wte, NULL, NULL, B, 1, C, ls->V, 0, 0, 0);

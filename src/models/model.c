@@ -200,6 +200,7 @@ void lp_model_free(lp_model *m)
 {
     if (!m)
         return;
+    lp_model__bf16_free(m);
     lp_model__peft_free(m);
     if (m->fam && m->fam->free)
         m->fam->free(m);
@@ -319,6 +320,7 @@ lp_status lp_model__run_stack(lp_model *m, const int32_t *ids, const int32_t *ma
         memcpy(m->types, type_ids, (size_t)N * sizeof *type_ids);
 
     m->pass_status = LP_OK;
+    lp_model__bf16_refresh(m); // after an optimizer step: the bf16 copies follow the weights
     lp_nn_ctx ctx = run_ctx(m, &m->rng, B);
     m->pass_ctx = ctx; // adapters and quantized bases read the pass through their ctx pointer
     const float *x = NULL;

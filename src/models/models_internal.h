@@ -49,6 +49,8 @@ typedef struct lp_model_linear {
     lp_ggml_type qgtype;
     const lp_st_tensor *qsrc; /* its checkpoint tensor while the model is built (NULL: initialize) */
     uint64_t qrng_at;         /* with lp_model.n_replay: where its init draw starts in the stream */
+    lp_qweight *bf16;        /* --dtype bf16, full fine-tuning: the bf16 copy of the f32 weight
+                                (owned, bf16_cache.c), or NULL */
 } lp_model_linear;
 
 /* One LoRA adapter (peft_setup.c). */
@@ -191,6 +193,7 @@ struct lp_model {
     /* run state */
     lp_exec_mode exec;
     bool training, ckpt;
+    bool bf16_stale;   /* the lins' bf16 copies predate the f32 weights (bf16_cache.c) */
     lp_rng rng;        /* dropout stream */
     lp_rng *layer_rng; /* (L) stream state at each layer's forward: recompute replays it */
     int64_t slice_row0, slice_rows; /* lp_model_set_batch_slice (slice_rows 0: none) */
@@ -331,5 +334,14 @@ typedef struct lp_model_adapter_cfg {
  * implement. Errors: FORMAT, UNSUPPORTED, NO_MEMORY; *c is zeroed on error. */
 lp_status lp_model__adapter_cfg_parse(const char *text, size_t len, const char *path, lp_model_adapter_cfg *c);
 void lp_model__adapter_cfg_free(lp_model_adapter_cfg *c);
+
+/* bf16_cache.c (--dtype bf16, full fine-tuning): the Linears' bf16 copies. _setup packs
+ * them once the weights are final (load); _refresh repacks them before a pass when
+ * lp_model_weights_changed said the f32 weights moved; _nbytes is one Linear's copy (0
+ * where it gets none), for the memory plan. */
+lp_status lp_model__bf16_setup(lp_model *m);
+void lp_model__bf16_refresh(lp_model *m);
+void lp_model__bf16_free(lp_model *m);
+uint64_t lp_model__bf16_cache_nbytes(const lp_model *m, const lp_model_linear *ml);
 
 #endif

@@ -157,5 +157,7 @@ lp_status lp_model__fill_params(lp_model *m)
     }
     if ((st = lp_model__check_finite(m)) != LP_OK) // NaN/Inf in the file: named now, not as "loss is NaN"
         return st;
-    return lp_model__peft_finish(m);
+    if ((st = lp_model__peft_finish(m)) != LP_OK)
+        return st;
+    return lp_model__bf16_setup(m);
 }

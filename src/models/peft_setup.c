@@ -419,8 +419,9 @@ lp_status lp_model__peft_setup(lp_model *m)
     if (!m->has_head)
         return lp_err(LP_STATUS_INVALID_ARG, "%s: LoRA needs a classification head (load with task seq_cls)",
                       m->dir);
-    if (o->base_dtype != LP_DTYPE_F32 && o->base_dtype != LP_DTYPE_NF4 && o->base_dtype != LP_DTYPE_INT8)
-        return lp_err(LP_STATUS_INVALID_ARG, "LoRA base dtype %s (expected f32, int8 or nf4)",
+    if (o->base_dtype != LP_DTYPE_F32 && o->base_dtype != LP_DTYPE_NF4 && o->base_dtype != LP_DTYPE_INT8 &&
+        o->base_dtype != LP_DTYPE_BF16)
+        return lp_err(LP_STATUS_INVALID_ARG, "LoRA base dtype %s (expected f32, bf16, int8 or nf4)",
                       lp_dtype_name(o->base_dtype));
     lp_status st = LP_OK;
     char *const default_mts[] = {"classifier", "score"}; // PeftModelForSequenceClassification's
@@ -623,7 +624,11 @@ lp_status lp_model__peft_finish(lp_model *m)
             lp_model__convert(w, ml->qsrc);
         else
             lp_rng_normal(&rng, w, out * in, 0.0f, (float)m->init_range);
-        lp_status st = lp_qweight_quantize(ml->q, m->lora.base_dtype, w, out, in, true, ml->module);
+        /* bf16 (--dtype bf16): packed for the bf16 GEMMs in both orientations, the frozen base's
+         * only copy */
+        lp_status st = m->lora.base_dtype == LP_DTYPE_BF16
+                           ? lp_qweight_pack_bf16_train(ml->q, w, out, in, ml->module)
+                           : lp_qweight_quantize(ml->q, m->lora.base_dtype, w, out, in, true, ml->module);
         free(w);
         if (st != LP_OK)
             return lp_err_wrap(st, "%s: quantizing %s.weight to %s", m->dir, ml->module,

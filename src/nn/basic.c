@@ -49,6 +49,10 @@ void lp_nn__base_forward(const lp_nn_linear *l, float *out, const float *inp, in
         lp_nn__note_status(l, st);
         return;
     }
+    if (l->bf16) { // autocast: bf16 operands, f32 accumulation and output
+        lp_nn__note_status(l, lp_qmatmul_forward(out, inp, l->bf16, l->b, N, l->in, l->out));
+        return;
+    }
     // out (N,out) = inp (N,in) @ w^T (in,out) + b
     lp_matmul_forward(out, inp, l->w, l->b, N, l->in, l->out);
 }
@@ -62,6 +66,12 @@ void lp_nn__base_backward(const lp_nn_linear *l, float *dinp, const float *dout,
                                : lp_qmatmul_backward_eager(dinp, dout, l->qbase, N, l->in, l->out);
             lp_nn__note_status(l, st);
         }
+        return;
+    }
+    if (l->bf16) { // dinp = dout W, dw += dout^T inp in bf16 operands; the bias gradient in f32
+        lp_nn__note_status(l, lp_bf16_matmul_backward(dinp, l->dw, dout, inp, l->bf16, N, l->in, l->out));
+        if (l->b && l->db)
+            lp_bias_backward(l->db, dout, N, l->out);
         return;
     }
     lp_matmul_backward(dinp, l->dw, l->b ? l->db : NULL, dout, inp, l->w, N, l->in, l->out);

@@ -40,6 +40,12 @@ static lp_status load_one(const char *dir, lp_run_summary *r)
     lp_json_str(r->run_id, sizeof r->run_id, j, "run_id");
     lp_json_str(r->method, sizeof r->method, j, "method");
     lp_json_str(r->exec, sizeof r->exec, j, "exec");
+    lp_json_str(r->dtype, sizeof r->dtype, j, "dtype");
+    lp_json_str(r->bf16_path, sizeof r->bf16_path, j, "bf16_path");
+    if (!strcmp(r->dtype, "?")) /* absent (older summaries, or no bf16): shown as nothing */
+        r->dtype[0] = '\0';
+    if (!strcmp(r->bf16_path, "?"))
+        r->bf16_path[0] = '\0';
     r->params_total = lp_json_num(model, "params_total");
     r->params_trainable = lp_json_num(model, "params_trainable");
     r->steps = lp_json_num(j, "steps");

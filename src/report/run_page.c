@@ -87,7 +87,9 @@ static void headline(lp_html *h, const lp_run_data *d)
     const lp_run_summary *s = &d->sum;
     char b[64];
     lp_html_stats_begin(h);
-    lp_html_stat(h, "method", "%s (%s)", s->method, s->exec);
+    lp_html_stat(h, "method", "%s (%s%s%s)", s->method, s->exec, s->dtype[0] ? ", " : "", s->dtype);
+    if (s->bf16_path[0])
+        lp_html_stat(h, "bf16 GEMMs", "%s", s->bf16_path);
     lp_html_stat(h, "steps", "%.0f", s->steps);
     lp_html_stat(h, "final loss", "%.4f", s->final_loss);
     if (isfinite(s->eval_accuracy))

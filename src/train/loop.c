@@ -259,6 +259,7 @@ static lp_status train_step(run *R, lp_data_pos *pos, int64_t step, lp_step_rec 
     int32_t k = (int32_t)(left < c->grad_accum ? left : c->grad_accum);
     memset(rec, 0, sizeof *rec);
     rec->step = step;
+    lp_model_weights_changed(R->model); /* a resume may have loaded weights since: no-op twice */
     rec->epoch = pos->epoch;
     lp_model_zero_grad(R->model);
     const int32_t world = R->dp.world;
@@ -342,6 +343,7 @@ static lp_status train_step(run *R, lp_data_pos *pos, int64_t step, lp_step_rec 
     rec->lr = lp_lr_at(c->schedule, c->lr, R->warmup, R->total, step - 1);
     lp_optim_step(&R->opt, R->model, c, rec->lr);
     lp_status ss = lp_dp_sync_params(&R->dp, &R->opt, R->model); /* ZeRO-1: owners broadcast */
+    lp_model_weights_changed(R->model); /* --dtype bf16: the next pass rounds the new weights */
     lp_prof_range_pop();
     if (ss != LP_OK)
         return lp_err_wrap(ss, "step %lld parameter broadcast", (long long)step);
@@ -380,6 +382,8 @@ static lp_status setup(run *R, const lp_train_config *c, char *resumed, size_t r
     lp_threads_init();
     if (lp_threads_blas_note() && !c->quiet)
         fprintf(stderr, "note: %s\n", lp_threads_blas_note());
+    if (c->dtype == LP_DTYPE_BF16 && !c->quiet && lp_dist_rank() == 0)
+        fprintf(stderr, "dtype bf16: the Linears' GEMMs %s, f32 accumulation\n", lp_bf16_gemm_path());
     if (c->threads > 0)
         lp_threads_set(c->threads);
     if ((st = lp_train_task_resolve(c->model_dir, c->task, &R->task)) != LP_OK)
@@ -402,7 +406,14 @@ static lp_status setup(run *R, const lp_train_config *c, char *resumed, size_t r
         mo.lora.adapter_dir = c->adapter;
         mo.lora.base_dtype =
             c->method == LP_TRAIN_METHOD_QLORA && c->base_dtype == LP_DTYPE_F32 ? LP_DTYPE_NF4 : c->base_dtype;
+        if (c->dtype == LP_DTYPE_BF16) { // the frozen base's only copy, packed for the bf16 GEMMs
+            if (mo.lora.base_dtype != LP_DTYPE_F32)
+                return lp_err(LP_STATUS_INVALID_ARG, "dtype bf16 with a %s LoRA base: one storage per base",
+                              lp_dtype_name(mo.lora.base_dtype));
+            mo.lora.base_dtype = LP_DTYPE_BF16;
+        }
     }
+    mo.compute = c->dtype;
     if ((st = lp_model_load(c->model_dir, &mo, &R->model)) != LP_OK)
         return st;
     lp_rng drop;

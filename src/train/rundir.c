@@ -258,6 +258,7 @@ lp_status lp_rundir_write_config(const char *run_dir, const lp_train_config *c, 
     cJSON_AddNumberToObject(lora, "dropout", c->lora_dropout);
     cJSON_AddBoolToObject(lora, "rslora", c->lora_rslora);
     add_str(lora, "base_dtype", lp_dtype_name(c->base_dtype));
+    add_str(t, "dtype", lp_dtype_name(c->dtype));
     add_str(lora, "adapter", c->adapter);
     add_str(lora, "save_adapter", c->save_adapter);
     add_str(lora, "merge", c->merge_dir);

@@ -98,6 +98,9 @@ lp_status lp_rundir_write_summary(const char *path, const lp_summary_in *in)
     cJSON_AddStringToObject(j, "method", lp_train_method_name(c->method));
     cJSON_AddStringToObject(j, "exec", lp_exec_mode_name(c->exec));
     cJSON_AddStringToObject(j, "isa", lp_isa_name(lp_kernels_isa())); /* the kernels' ISA level that ran */
+    cJSON_AddStringToObject(j, "dtype", lp_dtype_name(c->dtype)); /* the Linears' GEMMs */
+    if (c->dtype == LP_DTYPE_BF16)
+        cJSON_AddStringToObject(j, "bf16_path", lp_bf16_gemm_path()); /* native vdpbf16ps or converted */
     cJSON_AddBoolToObject(j, "profiled", c->profile);
     cJSON_AddBoolToObject(j, "interrupted", in->interrupted);
     if (in->stop_reason)

@@ -80,6 +80,95 @@ static void test_table(void **state)
     assert_int_equal(f, 0);
 }
 
+/* Training (bf16_train.c): both packings, dX = dY W and dW += dY^T X, optimized against
+ * the reference, and the repack after the master weight changes. */
+static int run_train(int64_t N, int64_t C, int64_t OC)
+{
+    float *w = kt_rand_f(OC * C, -1, 1), *x = kt_rand_f(N * C, -1, 1), *dout = kt_rand_f(N * OC, -1, 1);
+    lp_qweight q;
+    int f = 0;
+    if (lp_qweight_pack_bf16_train(&q, w, OC, C, "train") != LP_OK)
+        return 1;
+    float *d0 = kt_nan(N * C), *d1 = kt_nan(N * C), *d2 = kt_nan(N * C), *df = kt_nan(N * C);
+    float *g0 = kt_rand_f(OC * C, -1, 1), *g1 = kt_nan(OC * C), *gf = kt_nan(OC * C), *o0 = kt_nan(N * OC),
+          *o1 = kt_nan(N * OC);
+    memcpy(g1, g0, (size_t)(OC * C) * sizeof(float)); /* dW accumulates: same starting values */
+    memcpy(gf, g0, (size_t)(OC * C) * sizeof(float));
+    f += R->bf16_matmul_backward(d0, g0, dout, x, &q, N, C, OC) != LP_OK;
+    f += O->bf16_matmul_backward(d1, g1, dout, x, &q, N, C, OC) != LP_OK;
+    f += lp_qmatmul_backward(d2, dout, &q, N, C, OC) != LP_OK; /* the quant entry takes W^T's panels */
+    lp_sgemm(false, false, N, C, OC, 1.0f, dout, OC, w, C, 0.0f, df, C);
+    lp_sgemm(true, false, OC, C, N, 1.0f, dout, OC, x, C, 1.0f, gf, C);
+    char what[96];
+    snprintf(what, sizeof what, "bf16 train [%lld,%lld,%lld]", (long long)N, (long long)C, (long long)OC);
+    /* same bf16 operands, exact products: f32 summation order only, <= K 2^-24 sum|a b|
+     * with the reduction length K (OC for dX, N for dW) and |a|, |b| <= 1 (dW's start <= 1) */
+    f += kt_close(what, d1, d0, N * C, 1e-6 * OC, 1e-6);
+    f += kt_close(what, d2, d0, N * C, 1e-6 * OC, 1e-6);
+    f += kt_close(what, g1, g0, OC * C, 1e-6 * (N + 1), 1e-6);
+    /* against f32 on the unrounded operands: <= 2^-8 sum|a b| (see the forward) */
+    f += kt_close(what, d1, df, N * C, 4e-3 * OC, 0);
+    f += kt_close(what, g1, gf, OC * C, 4e-3 * N + 1e-5, 0);
+    /* the repack: a changed master weight gives the forward of the new weight */
+    for (int64_t i = 0; i < OC * C; i++)
+        w[i] = -0.5f * w[i] + 0.25f;
+    lp_qweight_repack_bf16(&q, w);
+    f += O->bf16_matmul_forward(o1, x, &q, NULL, N, C, OC) != LP_OK;
+    lp_qweight q2;
+    f += lp_qweight_pack_bf16(&q2, w, OC, C, "fresh") != LP_OK;
+    f += R->bf16_matmul_forward(o0, x, &q2, NULL, N, C, OC) != LP_OK;
+    f += kt_close(what, o1, o0, N * OC, 1e-6 * C, 1e-6);
+    f += R->bf16_matmul_backward(d0, NULL, dout, NULL, &q, N, C, OC) != LP_OK;
+    f += O->bf16_matmul_backward(d1, NULL, dout, NULL, &q, N, C, OC) != LP_OK;
+    f += kt_close(what, d1, d0, N * C, 1e-6 * OC, 1e-6);
+    lp_qweight_free(&q2);
+    lp_qweight_free(&q);
+    return f + kt_release(what);
+}
+
+static void test_train(void **state)
+{
+    (void)state;
+    int f = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        f += run_train(shapes[s][0], shapes[s][1], shapes[s][2]);
+    f += run_train(200, 48, 40); /* dW's reduction past several 64-row chunks, odd N below */
+    f += run_train(257, 33, 65);
+    assert_int_equal(f, 0);
+}
+
+static void test_train_one_thread(void **state)
+{
+    int t = lp_threads_get();
+    lp_threads_set(1);
+    test_train(state);
+    lp_threads_set(t);
+}
+
+/* Both packings in one QUANTIZED_WEIGHT block of the planned size; a weight packed for
+ * inference has no W^T panels and the backward says so. */
+static void test_train_memory(void **state)
+{
+    (void)state;
+    assert_int_equal(lp_qweight_bf16_train_plan_nbytes(33, 7), (size_t)(64 * 8 * 2 + 32 * 34 * 2));
+    float *w = kt_rand_f(40 * 9, -1, 1), dout[40] = {0}, dx[9];
+    lp_alloc_stats a, b;
+    lp_alloc_stats_get(&a);
+    lp_qweight q;
+    assert_int_equal(lp_qweight_pack_bf16_train(&q, w, 40, 9, "t"), LP_OK);
+    lp_alloc_stats_get(&b);
+    assert_int_equal(lp_qweight_nbytes(&q), lp_qweight_bf16_train_plan_nbytes(40, 9));
+    assert_int_equal(b.live[LP_MEM_CATEGORY_QUANTIZED_WEIGHT] - a.live[LP_MEM_CATEGORY_QUANTIZED_WEIGHT],
+                     lp_qweight_bf16_train_plan_nbytes(40, 9));
+    lp_qweight_free(&q);
+    assert_int_equal(lp_qweight_pack_bf16(&q, w, 40, 9, "t"), LP_OK);
+    assert_int_equal(O->bf16_matmul_backward(dx, NULL, dout, NULL, &q, 1, 9, 40), LP_STATUS_INVALID_ARG);
+    assert_non_null(strstr(lp_err_msg(), "transposed"));
+    assert_int_equal(R->bf16_matmul_backward(dx, NULL, dout, NULL, &q, 1, 9, 40), LP_STATUS_INVALID_ARG);
+    lp_qweight_free(&q);
+    assert_int_equal(kt_release("train memory"), 0);
+}
+
 static void test_one_thread(void **state)
 {
     int t = lp_threads_get();
@@ -139,6 +228,9 @@ int main(void)
         cmocka_unit_test(test_one_thread),
         cmocka_unit_test(test_memory),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_train),
+        cmocka_unit_test(test_train_one_thread),
+        cmocka_unit_test(test_train_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

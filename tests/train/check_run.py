@@ -131,8 +131,9 @@ def main():
     for k in ("parameter", "gradient", "optimizer_state", "activation", "temporary", "input"):
         check(k in mc and mc[k] >= 0, f"memory_by_category.{k}")
     P, Pt = m["params_total"] * 4, m["params_trainable"] * 4
-    if method == "qlora":  # the encoder's Linear weights are NF4, counted apart
-        check(mc.get("quantized_weight", 0) > 0, "qlora: no quantized_weight memory")
+    if method == "qlora" or (method == "lora" and s.get("dtype") == "bf16"):
+        # the encoder's Linear weights are NF4 (or bf16, the base's only copy), counted apart
+        check(mc.get("quantized_weight", 0) > 0, f"{method}: no quantized_weight memory")
         check(mc["parameter"] < P, f"qlora: parameter memory {mc['parameter']} holds f32 copies of the NF4 weights")
     else:
         check(mc["parameter"] >= P, f"parameter memory {mc['parameter']} < {P} bytes of f32 weights")

@@ -32,6 +32,8 @@ run qlora qlora fused
 run full-eager full eager
 run qlora-eager-ckpt qlora eager --gradient-checkpointing
 run lora-ckpt lora fused --gradient-checkpointing
+run full-bf16 full fused --dtype bf16   # the bf16 copies (both orientations) and their scratch
+run lora-bf16 lora fused --dtype bf16   # the base in bf16 only
 
 # the check can fail: a prediction 15 % low is rejected
 python3 - "$T/full.json" "$T/low.json" <<'PY'

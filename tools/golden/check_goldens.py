@@ -15,6 +15,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 GOLDENS = {
     "cls_distilbert": "gen_cls_distilbert.py",
+    "bf16_distilbert": "gen_bf16_distilbert.py",  # autocast on cls_distilbert's model (after it)
     "decoder_ops": "gen_decoder_ops.py",  # the decoder kernels alone (RMSNorm, SwiGLU, RoPE)
     "cls_bert": "gen_cls_bert.py",
     "cls_bert_gelu_new": "gen_cls_bert_gelu_new.py",

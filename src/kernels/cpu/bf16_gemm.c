@@ -27,7 +27,12 @@
 #include <immintrin.h>
 #endif
 
-enum { P = LP_BF16_PANEL, NB = 64 /* activation rows per task: 64 x 896 bf16 = 112 KB */ };
+enum {
+    P = LP_BF16_PANEL,
+    NB = 64, /* activation rows per task: 64 x 896 bf16 = 112 KB */
+    KBP = 256 /* k pairs per pass over a panel: its 32 KB slice stays in L1 while the task's
+                 row tiles sweep it (a 3072-wide reduction would stream 192 KB from L2 per tile) */
+};
 
 size_t lp_qweight_bf16_plan_nbytes(int64_t rows, int64_t cols)
 {
@@ -273,44 +278,82 @@ static void tile(int m, const uint16_t *x, int64_t ldx, const uint16_t *wp, int6
 #define MR 4
 #endif
 
-/* rows [i0, i0+m) of out, panel p: one tile per MR rows, written with the bias */
-static void task(float *out, const uint16_t *xa, const lp_qweight *w, const float *bias, int64_t i0, int64_t m,
-                 int64_t p, int64_t OC)
+/* rows [i0, i0+m) of out (row stride ldo), panel p of the packed panels wpan (kp pairs):
+ * one tile per MR rows and KBP k pairs, the first slice written with the bias (or added to
+ * out when accumulate), the later ones added */
+static void task(float *out, int64_t ldo, bool accumulate, const uint16_t *xa, int64_t cp, const uint16_t *wpan,
+                 const float *bias, int64_t i0, int64_t m, int64_t p, int64_t OC)
 {
-    const int64_t cp = w->cpad, kp = cp / 2, o0 = p * P, ow = OC - o0 < P ? OC - o0 : P;
-    const uint16_t *wp = w->bf16 + p * kp * 2 * P;
+    const int64_t kpt = cp / 2, o0 = p * P, ow = OC - o0 < P ? OC - o0 : P;
     float acc[MR * P];
-    for (int64_t i = i0; i < i0 + m; i += MR) {
-        const int r = (int)(i0 + m - i < MR ? i0 + m - i : MR);
-        const uint16_t *x = xa + i * cp;
-        switch (r) { /* a constant row count per call: the tile's loops unroll */
-        case 1:
+    for (int64_t k0 = 0; k0 < kpt; k0 += KBP) {
+        const int64_t kp = kpt - k0 < KBP ? kpt - k0 : KBP;
+        const bool add = accumulate || k0 > 0;
+        const uint16_t *wp = wpan + (p * kpt + k0) * 2 * P;
+        for (int64_t i = i0; i < i0 + m; i += MR) {
+            const int r = (int)(i0 + m - i < MR ? i0 + m - i : MR);
+            const uint16_t *x = xa + i * cp + 2 * k0;
+            switch (r) { /* a constant row count per call: the tile's loops unroll */
+            case 1:
 #if defined(HAVE_TILE1)
-            tile1(x, wp, kp, acc);
+                tile1(x, wp, kp, acc);
 #else
-            tile(1, x, cp, wp, kp, acc);
+                tile(1, x, cp, wp, kp, acc);
 #endif
-            break;
-        case 2: tile(2, x, cp, wp, kp, acc); break;
-        case 3: tile(3, x, cp, wp, kp, acc); break;
+                break;
+            case 2: tile(2, x, cp, wp, kp, acc); break;
+            case 3: tile(3, x, cp, wp, kp, acc); break;
 #if MR == 8
-        case 4: tile(4, x, cp, wp, kp, acc); break;
-        case 5: tile(5, x, cp, wp, kp, acc); break;
-        case 6: tile(6, x, cp, wp, kp, acc); break;
-        case 7: tile(7, x, cp, wp, kp, acc); break;
+            case 4: tile(4, x, cp, wp, kp, acc); break;
+            case 5: tile(5, x, cp, wp, kp, acc); break;
+            case 6: tile(6, x, cp, wp, kp, acc); break;
+            case 7: tile(7, x, cp, wp, kp, acc); break;
 #endif
-        default: tile(MR, x, cp, wp, kp, acc);
-        }
-        for (int q = 0; q < r; q++) {
-            float *y = out + (i + q) * OC + o0;
-            const float *a = acc + q * P;
-            if (bias)
-                for (int64_t j = 0; j < ow; j++)
-                    y[j] = a[j] + bias[o0 + j];
-            else
-                memcpy(y, a, (size_t)ow * sizeof(float));
+            default: tile(MR, x, cp, wp, kp, acc);
+            }
+            for (int q = 0; q < r; q++) {
+                float *y = out + (i + q) * ldo + o0;
+                const float *a = acc + q * P;
+                if (add)
+                    for (int64_t j = 0; j < ow; j++)
+                        y[j] += a[j];
+                else if (bias)
+                    for (int64_t j = 0; j < ow; j++)
+                        y[j] = a[j] + bias[o0 + j];
+                else
+                    memcpy(y, a, (size_t)ow * sizeof(float));
+            }
         }
     }
+}
+
+/* This thread's share of the (row chunk, panel) tasks of out (M, OC) = xa (M, cp bf16) @
+ * panels^T: contiguous ranges, panel fastest. Called inside a parallel region (or alone). */
+static void gemm_share(float *out, int64_t ldo, bool accumulate, const uint16_t *xa, int64_t M, int64_t cp,
+                       const uint16_t *wpan, const float *bias, int64_t OC)
+{
+    const int64_t np = (OC + P - 1) / P, nc = (M + NB - 1) / NB;
+    int64_t lo, hi;
+    lp_k_split(nc * np, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+    for (int64_t t = lo; t < hi; t++) {
+        const int64_t c = t / np, i0 = c * NB;
+        task(out, ldo, accumulate, xa, cp, wpan, bias, i0, M - i0 < NB ? M - i0 : NB, t % np, OC);
+    }
+}
+
+void lp_k_bf16_gemm_panels(float *out, int64_t ldo, bool accumulate, const uint16_t *xa, int64_t M, int64_t cp,
+                           const uint16_t *wpan, const float *bias, int64_t OC)
+{
+    const bool par = (double)M * (double)cp * (double)OC >= 262144.0;
+#pragma omp parallel if (par)
+    gemm_share(out, ldo, accumulate, xa, M, cp, wpan, bias, OC);
+}
+
+void lp_k_bf16_round_rows(uint16_t *dst, const float *src, int64_t N, int64_t C, int64_t cp)
+{
+#pragma omp parallel for schedule(static) if (N * C >= LP_PAR_MIN)
+    for (int64_t i = 0; i < N; i++)
+        round_row(dst + i * cp, src + i * C, C, cp);
 }
 
 lp_status lp_k_bf16_matmul_forward_opt(float *out, const float *inp, const lp_qweight *w, const float *bias,
@@ -319,7 +362,7 @@ lp_status lp_k_bf16_matmul_forward_opt(float *out, const float *inp, const lp_qw
     lp_status st = check_shape(w, C, OC);
     if (st || N <= 0)
         return st;
-    const int64_t cp = w->cpad, np = (OC + P - 1) / P, nc = (N + NB - 1) / NB;
+    const int64_t cp = w->cpad;
     uint16_t *xa = lp_alloc((size_t)(N * cp) * sizeof(uint16_t), LP_MEM_CATEGORY_TEMPORARY, "bf16 activations");
     if (!xa)
         return LP_STATUS_NO_MEMORY;
@@ -329,12 +372,7 @@ lp_status lp_k_bf16_matmul_forward_opt(float *out, const float *inp, const lp_qw
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < N; i++)
             round_row(xa + i * cp, inp + i * C, C, cp);
-        int64_t lo, hi; /* contiguous (chunk, panel) tasks, panel fastest */
-        lp_k_split(nc * np, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
-        for (int64_t t = lo; t < hi; t++) {
-            const int64_t c = t / np, i0 = c * NB;
-            task(out, xa, w, bias, i0, N - i0 < NB ? N - i0 : NB, t % np, OC);
-        }
+        gemm_share(out, OC, false, xa, N, cp, w->bf16, bias, OC);
     }
     lp_free(xa);
     return LP_OK;

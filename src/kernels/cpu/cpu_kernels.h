@@ -218,6 +218,15 @@ LP_DECLARE_BOTH(lp_status, bf16_matmul_forward, float *out, const float *inp, co
                 int64_t N, int64_t C, int64_t OC)
 /* out (n) = elements [start, start+n) of a packed bf16 weight as f32 (exact). */
 void lp_k_bf16_dequantize_range(float *out, const lp_qweight *w, int64_t start, int64_t n);
+/* out (M, OC) (row stride ldo) = xa (M, cp bf16, pairs) @ panels^T (OC outputs, cp/2 pairs)
+ * [+ bias], or += with accumulate (bias ignored); threaded over (row chunk, panel) tasks. */
+void lp_k_bf16_gemm_panels(float *out, int64_t ldo, bool accumulate, const uint16_t *xa, int64_t M, int64_t cp,
+                           const uint16_t *wpan, const float *bias, int64_t OC);
+/* dst (N, cp) = src (N, C) rounded to bf16 (nearest even), the pad column 0. */
+void lp_k_bf16_round_rows(uint16_t *dst, const float *src, int64_t N, int64_t C, int64_t cp);
+/* ---- bf16 training GEMMs (bf16_train.c) ---- */
+LP_DECLARE_BOTH(lp_status, bf16_matmul_backward, float *dinp, float *dweight, const float *dout, const float *inp,
+                const lp_qweight *w, int64_t N, int64_t C, int64_t OC)
 /* ---- packed f32 weight GEMM (f32_gemm.c) ---- */
 LP_DECLARE_BOTH(lp_status, f32_matmul_forward, float *out, const float *inp, const lp_qweight *w, const float *bias,
                 int64_t N, int64_t C, int64_t OC)

@@ -152,18 +152,26 @@ lp_status lp_k_linear_slabs_forward(float *out, const float *inp, const float *w
                                      int64_t C, int64_t OC, int64_t r)
 {
     float beta = 0.0f;
-    if (bias && (wf || wq->dtype != LP_DTYPE_F32)) {
+    if (wq && wq->bf16t) { /* a bf16 training base (--dtype bf16): the bf16 GEMM, then the LoRA term */
+        lp_status st = lp_k_bf16_matmul_forward_opt(out, inp, wq, bias, N, C, OC);
+        if (st != LP_OK)
+            return st;
+        wq = NULL; /* the base is done: neither branch below runs */
+        wf = NULL;
+        bias = NULL;
+        beta = 1.0f;
+    } else if (bias && (wf || wq->dtype != LP_DTYPE_F32)) { /* packed f32 adds its bias itself */
         lp_k_bias_broadcast_opt(out, bias, N, OC);
         beta = 1.0f;
     }
     if (wf) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)C, 1.0f, inp, (int)C, wf,
                     (int)C, beta, out, (int)OC);
-    } else if (wq->dtype == LP_DTYPE_F32) { /* packed f32: its own GEMM, bias included, no slab */
+    } else if (wq && wq->dtype == LP_DTYPE_F32) { /* packed f32: its own GEMM, bias included, no slab */
         lp_status st = lp_k_f32_matmul_forward_opt(out, inp, wq, bias, N, C, OC);
         if (st)
             return st;
-    } else {
+    } else if (wq) {
         int64_t kc = lp_qmatmul_slab_width(OC, C);
         float *slab = lp_alloc((size_t)(OC * kc) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "qmatmul slab");
         if (!slab)
@@ -189,7 +197,11 @@ lp_status lp_k_linear_slabs_backward(float *dinp, const float *dout, const float
                                       const float *g, const float *A, float s, const uint8_t *keep, float p,
                                       int64_t N, int64_t C, int64_t OC, int64_t r)
 {
-    if (wf) {
+    if (wq && wq->bf16t) { /* a bf16 training base: dY @ W on W^T's panels */
+        lp_status st = lp_k_bf16_matmul_backward_opt(dinp, NULL, dout, NULL, wq, N, C, OC);
+        if (st != LP_OK)
+            return st;
+    } else if (wf) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC, 1.0f, dout, (int)OC, wf,
                     (int)C, 0.0f, dinp, (int)C);
     } else if (wq->dtype == LP_DTYPE_F32) { /* packed f32: the dot-product kernel on the panels, no slab */

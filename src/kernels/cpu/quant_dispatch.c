@@ -88,6 +88,9 @@ lp_status lp_qmatmul_backward(float *dinp, const float *dout, const lp_qweight *
     if (w->dtype == LP_DTYPE_NF4) {
         LP_OP_BEGIN("lp::nf4_matmul_backward", fl, by, 3, N, C, OC);
         return K->qmatmul_backward(dinp, dout, w, N, C, OC);
+    } else if (w->dtype == LP_DTYPE_BF16 && w->bf16t) { /* training: bf16 dY @ W on W^T's panels */
+        LP_OP_BEGIN("lp::bf16_gemm_backward_dx", fl, by, 3, N, C, OC);
+        return K->bf16_matmul_backward(dinp, NULL, dout, NULL, w, N, C, OC);
     } else if (w->dtype == LP_DTYPE_BF16) {
         LP_OP_BEGIN("lp::bf16_matmul_backward", fl, by, 3, N, C, OC);
         return K->qmatmul_backward(dinp, dout, w, N, C, OC);
@@ -101,6 +104,15 @@ lp_status lp_qmatmul_backward(float *dinp, const float *dout, const lp_qweight *
         LP_OP_BEGIN("lp::int8_matmul_backward", fl, by, 3, N, C, OC);
         return K->qmatmul_backward(dinp, dout, w, N, C, OC);
     }
+}
+
+lp_status lp_bf16_matmul_backward(float *dinp, float *dweight, const float *dout, const float *inp,
+                                  const lp_qweight *w, int64_t N, int64_t C, int64_t OC)
+{
+    double fl = 2.0 * N * C * OC * ((dinp != NULL) + (dweight != NULL)),
+           by = 4.0 * (N * OC + (dinp ? N * C : 0) + (dweight ? N * C + 2 * OC * C : 0)) + wbytes(w);
+    LP_OP_BEGIN("lp::bf16_gemm_backward", fl, by, 3, N, C, OC);
+    return K->bf16_matmul_backward(dinp, dweight, dout, inp, w, N, C, OC);
 }
 
 /* The whole weight as f32 in a TEMPORARY buffer (the eager path's cost, by design). */

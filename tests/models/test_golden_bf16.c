@@ -1,0 +1,182 @@
+/* Golden test of --dtype bf16 (lp_model_options.compute = LP_DTYPE_BF16) against PyTorch's
+ * CPU autocast (tools/golden/gen_bf16_distilbert.py, on tests/golden/cls_distilbert's tiny
+ * DistilBERT and batch): the first loss and every gradient, then three AdamW steps' losses.
+ *
+ * What holds and why. The two runs round at different places: autocast also runs the
+ * attention matmuls in bf16 and returns every Linear's output (and so the backward's dY)
+ * in bf16, loupe keeps attention f32 and Linear outputs f32 (f32 accumulation throughout).
+ * So loupe is not bit-close to autocast; both sit within the bf16 spread of the f32 run.
+ * golden.json's bf16_vs_f32 records that spread for torch (autocast vs f32, normwise per
+ * tensor: max|a-b| / max|b|): losses <= 4e-3, logits <= 1.3e-2, gradients <= 1.6e-2. The
+ * bounds below are ~3x those: LOSS_TOL 1e-2 on each loss, GRAD_TOL 5e-2 per gradient. An
+ * f32 run would pass them too, so the test also requires that bf16 actually ran: the bf16
+ * gradients differ from loupe's own f32 run by more than BF16_MIN (1e-4; f32 reordering
+ * noise is ~1e-6, bf16 rounding ~2^-9 = 2e-3 per operand) on the layer Linear weights.
+ * The analytically-zero key biases (noise in both runs) are compared in absolute, 1e-3. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "golden_util.h"
+#include "loupe/base.h"
+#include "loupe/kernels.h"
+#include "loupe/models.h"
+
+#define LOSS_TOL 1e-2
+#define GRAD_TOL 5e-2
+#define BF16_MIN 1e-4
+#define TINY 1e-2
+
+static const char *DIR_ = "tests/golden/cls_distilbert";
+
+static lp_model *load(lp_dtype compute)
+{
+    lp_model_options o;
+    lp_model_options_init(&o);
+    o.exec = LP_EXEC_MODE_FUSED;
+    o.training = true; /* every dropout probability is 0 in the config */
+    o.quiet = true;
+    o.compute = compute;
+    lp_model *m = NULL;
+    if (lp_model_load(DIR_, &o, &m) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    return m;
+}
+
+static bool key_bias(const char *n)
+{
+    size_t k = strlen(n);
+    return k >= 10 && !strcmp(n + k - 10, "k_lin.bias");
+}
+
+static bool layer_weight(const char *n)
+{
+    size_t k = strlen(n);
+    return strstr(n, ".transformer.layer.") && k >= 7 && !strcmp(n + k - 7, ".weight") && strstr(n, "lin");
+}
+
+static void test_grads(void **state)
+{
+    (void)state;
+    lp_st_file *g = gold_open("tests/golden/bf16_distilbert/golden.safetensors");
+    gold_batch b;
+    gold_batch_read(g, &b);
+    lp_model *m = load(LP_DTYPE_BF16), *m32 = load(LP_DTYPE_F32);
+    assert_int_equal(lp_model_compute_dtype(m), LP_DTYPE_BF16);
+    float loss = 0, loss32 = 0;
+    lp_model_zero_grad(m);
+    lp_model_zero_grad(m32);
+    if (lp_model_loss_forward(m, b.ids, b.mask, NULL, b.labels, b.B, b.T, NULL, &loss) != LP_OK ||
+        lp_model_backward(m) != LP_OK ||
+        lp_model_loss_forward(m32, b.ids, b.mask, NULL, b.labels, b.B, b.T, NULL, &loss32) != LP_OK ||
+        lp_model_backward(m32) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    const float *ref_losses = gold_f32(g, "losses", NULL);
+    assert_non_null(ref_losses);
+    printf("bf16 (%s), first loss %.6f, autocast %.6f, loupe f32 %.6f\n", lp_bf16_gemm_path(), loss,
+           ref_losses[0], loss32);
+    assert_true(fabs(loss - ref_losses[0]) <= LOSS_TOL * fabs(ref_losses[0]));
+    size_t np;
+    const lp_model_param *p = lp_model_params(m, &np), *p32 = lp_model_params(m32, NULL);
+    double worst = 0, off32 = 1e30;
+    int n_layer = 0;
+    for (size_t i = 0; i < np; i++) {
+        char k[200];
+        snprintf(k, sizeof k, "grad.%s", p[i].name);
+        int64_t n = 0;
+        const float *ref = gold_f32(g, k, &n);
+        if (!ref)
+            fail_msg("golden has no %s", k);
+        assert_int_equal(n, p[i].numel);
+        if (key_bias(p[i].name)) { /* zero in exact arithmetic: noise either side */
+            gold_cmp c = gold_compare(p[i].grad, ref, n, TINY);
+            printf("  %-60s max|d| %.3e (analytically zero: abs <= 1e-3)\n", p[i].name, c.max_abs);
+            assert_true(c.max_abs <= 1e-3);
+            continue;
+        }
+        gold_check(p[i].name, p[i].grad, ref, n, TINY, GRAD_TOL, &worst);
+        if (layer_weight(p[i].name)) {
+            gold_cmp c = gold_compare(p[i].grad, p32[i].grad, n, TINY);
+            off32 = c.rel < off32 ? c.rel : off32;
+            n_layer++;
+        }
+    }
+    printf(
+        "SUMMARY bf16 vs autocast: grad rel %.2e (<= %.0e); bf16 vs loupe f32 on %d layer weights: min rel "
+        "%.2e (>= %.0e)\n",
+        worst, GRAD_TOL, n_layer, off32, BF16_MIN);
+    assert_true(n_layer >= 12);
+    assert_true(off32 >= BF16_MIN);
+    lp_model_free(m);
+    lp_model_free(m32);
+    gold_batch_free(&b);
+    lp_st_close(g);
+}
+
+/* Three AdamW steps (the golden's hyper-parameters, every parameter in one group): the loss
+ * before each and after the last against autocast's. The bf16 copies must follow the f32
+ * master weights: lp_model_weights_changed after each step. */
+static void test_adamw(void **state)
+{
+    (void)state;
+    const double lr = 1e-3, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.01;
+    lp_st_file *g = gold_open("tests/golden/bf16_distilbert/golden.safetensors");
+    gold_batch b;
+    gold_batch_read(g, &b);
+    lp_model *m = load(LP_DTYPE_BF16);
+    size_t np;
+    const lp_model_param *p = lp_model_params(m, &np);
+    float **ms = calloc(np, sizeof *ms), **vs = calloc(np, sizeof *vs);
+    for (size_t i = 0; i < np; i++) {
+        ms[i] = calloc((size_t)p[i].numel, sizeof(float));
+        vs[i] = calloc((size_t)p[i].numel, sizeof(float));
+    }
+    const float *ref = gold_f32(g, "losses", NULL), *ref3 = gold_f32(g, "loss_after_step3", NULL),
+                *f32 = gold_f32(g, "f32.losses", NULL), *f32_3 = gold_f32(g, "f32.loss_after_step3", NULL);
+    assert_non_null(ref);
+    assert_non_null(ref3);
+    float loss = 0;
+    for (int s = 1; s <= 4; s++) {
+        lp_model_zero_grad(m);
+        if (lp_model_loss_forward(m, b.ids, b.mask, NULL, b.labels, b.B, b.T, NULL, &loss) != LP_OK)
+            fail_msg("%s", lp_err_msg());
+        const double want = s <= 3 ? ref[s - 1] : ref3[0];
+        printf("  loss before step %d: %.6f (autocast %.6f, torch f32 %.6f)\n", s, loss, want,
+               s <= 3 ? f32[s - 1] : f32_3[0]);
+        assert_true(fabs(loss - want) <= LOSS_TOL * fabs(want));
+        if (s == 4)
+            break;
+        if (lp_model_backward(m) != LP_OK)
+            fail_msg("%s", lp_err_msg());
+        for (size_t i = 0; i < np; i++)
+            lp_adamw_step(p[i].data, p[i].grad, ms[i], vs[i], p[i].numel, lr, b1, b2, eps, wd, s);
+        lp_model_weights_changed(m);
+    }
+    /* the losses move by ~10x LOSS_TOL over the steps: a stale bf16 copy would fail above */
+    assert_true(fabs(ref[0] - ref3[0]) > 5 * LOSS_TOL * fabs(ref[0]));
+    for (size_t i = 0; i < np; i++) {
+        free(ms[i]);
+        free(vs[i]);
+    }
+    free(ms);
+    free(vs);
+    lp_model_free(m);
+    gold_batch_free(&b);
+    lp_st_close(g);
+}
+
+int main(void)
+{
+    lp_threads_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_grads),
+        cmocka_unit_test(test_adamw),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
