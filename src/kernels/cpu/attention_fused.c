@@ -334,52 +334,6 @@ static inline float row_max(const float *s, int64_t n, float m)
     return m;
 }
 
-/* exp(x) for x <= 0 or -inf (a score minus its row's running max): lp_exp256 / lp_exp512's
- * reduction and polynomial, without what only x > 0 needs (the overflow clamp, 2^n split
- * in two): n = round(x log2 e) >= -126 scales in one multiply. Exactly 0 below -87.3, as
- * there; NaN stays NaN (the clamp keeps its NaN operand). */
-#if defined(LP_HAVE_AVX512)
-static inline __m512 exp_nonpos512(__m512 x)
-{
-    const __m512 lo = _mm512_set1_ps(LP_EXP_LO);
-    const __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
-    const __m512 xc = _mm512_max_ps(lo, x);
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(LP_EXP_LOG2E)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LP_EXP_LN2_HI), xc);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LP_EXP_LN2_LO), r);
-    __m512 p = _mm512_set1_ps(LP_EXP_C5);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LP_EXP_C4));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LP_EXP_C3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LP_EXP_C2));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LP_EXP_C1));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LP_EXP_C0));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    return _mm512_maskz_mul_ps((__mmask16)~under, p, _mm512_castsi512_ps(e));
-}
-#elif defined(LP_HAVE_AVX2)
-static inline __m256 exp_nonpos256(__m256 x)
-{
-    const __m256 lo = _mm256_set1_ps(LP_EXP_LO);
-    const __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-    const __m256 xc = _mm256_max_ps(lo, x);
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(LP_EXP_LOG2E)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LP_EXP_LN2_HI), xc);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LP_EXP_LN2_LO), r);
-    __m256 p = _mm256_set1_ps(LP_EXP_C5);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LP_EXP_C4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LP_EXP_C3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LP_EXP_C2));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LP_EXP_C1));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LP_EXP_C0));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_andnot_ps(under, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
-}
-#endif
-
 /* s[c] = exp(s[c] - mx) over n entries, mx >= every s[c] (the forward's running max);
  * returns the sum. */
 static inline float exp_sum_max(float *s, int64_t n, float mx)
@@ -389,7 +343,7 @@ static inline float exp_sum_max(float *s, int64_t n, float mx)
 #if defined(LP_HAVE_AVX512)
     __m512 ws = _mm512_setzero_ps(), wmx = _mm512_set1_ps(mx);
     for (; c + 16 <= n; c += 16) {
-        __m512 e = exp_nonpos512(_mm512_sub_ps(_mm512_loadu_ps(s + c), wmx));
+        __m512 e = lp_exp_nonpos512(_mm512_sub_ps(_mm512_loadu_ps(s + c), wmx));
         _mm512_storeu_ps(s + c, e);
         ws = _mm512_add_ps(ws, e);
     }
@@ -397,7 +351,7 @@ static inline float exp_sum_max(float *s, int64_t n, float mx)
 #elif defined(LP_HAVE_AVX2)
     __m256 vs = _mm256_setzero_ps(), vmx = _mm256_set1_ps(mx);
     for (; c + 8 <= n; c += 8) {
-        __m256 e = exp_nonpos256(_mm256_sub_ps(_mm256_loadu_ps(s + c), vmx));
+        __m256 e = lp_exp_nonpos256(_mm256_sub_ps(_mm256_loadu_ps(s + c), vmx));
         _mm256_storeu_ps(s + c, e);
         vs = _mm256_add_ps(vs, e);
     }

@@ -27,25 +27,28 @@
 
 /* exp(x) for 8 floats; exactly 0 below -87.3 (where expf is denormal or 0), +inf above
  * 88.7, NaN stays NaN. */
-static inline __m256 lp_exp256(__m256 x)
+/* e^xc = 2^n * e^r with n = round(xc log2 e), |r| <= ln2/2: the reduction and polynomial
+ * every exp here shares; returns e^r, n in *n. */
+static inline __m256 lp_exp_core256(__m256 xc, __m256 *n)
 {
-    const __m256 hi = _mm256_set1_ps(LP_EXP_HI), lo = _mm256_set1_ps(LP_EXP_LO);
-    __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-    __m256 over = _mm256_cmp_ps(x, hi, _CMP_GT_OQ);
-    __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
-    /* x = n*ln2 + r, |r| <= ln2/2 */
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(LP_EXP_LOG2E)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LP_EXP_LN2_HI), xc);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LP_EXP_LN2_LO), r);
+    *n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(LP_EXP_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(*n, _mm256_set1_ps(LP_EXP_LN2_HI), xc);
+    r = _mm256_fnmadd_ps(*n, _mm256_set1_ps(LP_EXP_LN2_LO), r);
     __m256 p = _mm256_set1_ps(LP_EXP_C5);
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LP_EXP_C4));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LP_EXP_C3));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LP_EXP_C2));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LP_EXP_C1));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LP_EXP_C0));
-    __m256 r2 = _mm256_mul_ps(r, r);
-    p = _mm256_fmadd_ps(p, r2, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    return _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+}
+
+static inline __m256 lp_exp256(__m256 x)
+{
+    const __m256 hi = _mm256_set1_ps(LP_EXP_HI), lo = _mm256_set1_ps(LP_EXP_LO);
+    __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+    __m256 over = _mm256_cmp_ps(x, hi, _CMP_GT_OQ);
+    __m256 n, p = lp_exp_core256(_mm256_min_ps(_mm256_max_ps(x, lo), hi), &n);
     /* scale by 2^n; n in [-126, 128]: split so 2^n never overflows the exponent field */
     __m256i ni = _mm256_cvtps_epi32(n);
     __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
@@ -57,6 +60,18 @@ static inline __m256 lp_exp256(__m256 x)
     /* NaN in -> NaN out (the min/max above would have clamped it) */
     __m256 isnan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
     return _mm256_blendv_ps(y, x, isnan);
+}
+
+/* lp_exp256 for x <= 0 or -inf (a score minus its row's running max), without what only
+ * x > 0 needs (the overflow clamp, 2^n split in two): n >= -126 scales in one multiply.
+ * Exactly 0 below -87.3, as there; NaN stays NaN (the clamp keeps its NaN operand). */
+static inline __m256 lp_exp_nonpos256(__m256 x)
+{
+    const __m256 lo = _mm256_set1_ps(LP_EXP_LO);
+    const __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+    __m256 n, p = lp_exp_core256(_mm256_max_ps(lo, x), &n);
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_andnot_ps(under, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
 }
 
 static inline float lp_hsum256(__m256 v)
@@ -79,25 +94,27 @@ static inline float lp_hmax256(__m256 v)
 #if defined(__AVX512F__)
 #define LP_HAVE_AVX512 1
 /* lp_exp256 on 16 floats (same reduction and polynomial, same results lane for lane). */
-static inline __m512 lp_exp512(__m512 x)
+static inline __m512 lp_exp_core512(__m512 xc, __m512 *n)
 {
-    const __m512 hi = _mm512_set1_ps(LP_EXP_HI), lo = _mm512_set1_ps(LP_EXP_LO);
-    __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
-    __mmask16 over = _mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ);
-    __mmask16 isnan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-    __m512 xc = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(LP_EXP_LOG2E)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LP_EXP_LN2_HI), xc);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LP_EXP_LN2_LO), r);
+    *n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(LP_EXP_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(*n, _mm512_set1_ps(LP_EXP_LN2_HI), xc);
+    r = _mm512_fnmadd_ps(*n, _mm512_set1_ps(LP_EXP_LN2_LO), r);
     __m512 p = _mm512_set1_ps(LP_EXP_C5);
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LP_EXP_C4));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LP_EXP_C3));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LP_EXP_C2));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LP_EXP_C1));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LP_EXP_C0));
-    __m512 r2 = _mm512_mul_ps(r, r);
-    p = _mm512_fmadd_ps(p, r2, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+}
+
+static inline __m512 lp_exp512(__m512 x)
+{
+    const __m512 hi = _mm512_set1_ps(LP_EXP_HI), lo = _mm512_set1_ps(LP_EXP_LO);
+    __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
+    __mmask16 over = _mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ);
+    __mmask16 isnan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    __m512 n, p = lp_exp_core512(_mm512_min_ps(_mm512_max_ps(x, lo), hi), &n);
     __m512i ni = _mm512_cvtps_epi32(n);
     __m512i n1 = _mm512_srai_epi32(ni, 1), n2 = _mm512_sub_epi32(ni, n1);
     __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, _mm512_set1_epi32(127)), 23));
@@ -106,6 +123,16 @@ static inline __m512 lp_exp512(__m512 x)
     y = _mm512_mask_mov_ps(y, under, _mm512_setzero_ps());
     y = _mm512_mask_mov_ps(y, over, _mm512_set1_ps(INFINITY));
     return _mm512_mask_mov_ps(y, isnan, x);
+}
+
+/* lp_exp_nonpos256 on 16 floats. */
+static inline __m512 lp_exp_nonpos512(__m512 x)
+{
+    const __m512 lo = _mm512_set1_ps(LP_EXP_LO);
+    const __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
+    __m512 n, p = lp_exp_core512(_mm512_max_ps(lo, x), &n);
+    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_maskz_mul_ps((__mmask16)~under, p, _mm512_castsi512_ps(e));
 }
 #endif
 
