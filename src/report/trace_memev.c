@@ -137,7 +137,8 @@ static int cmp_top(const void *a, const void *b)
 
 lp_status lp_tm_mem_finish(tm_state *s)
 {
-    qsort(s->mtop, s->n_mtop, sizeof *s->mtop, cmp_top);
+    if (s->n_mtop > 1) /* a trace with no allocation has no array (NULL: qsort's UB) */
+        qsort(s->mtop, s->n_mtop, sizeof *s->mtop, cmp_top);
     s->m->mem_top = s->mtop;
     s->m->n_mem_top = s->n_mtop;
     s->mtop = NULL;
