@@ -396,6 +396,8 @@ static lp_status forward_head(lp_model *m, const int32_t *ids, const int32_t *ma
     lp_nn_ctx ctx = run_ctx(m, &m->rng, B);
     m->lm_dh_ok = false;
     m->fam->head_forward(m, &ctx, lp_model_hidden(m, (int32_t)m->L), B, T);
+    if (m->dev && m->pass_status != LP_OK) // a device's error, taken by the head's host round trip
+        return lp_err_wrap(m->pass_status, "model forward");
     if (m->task == LP_MODEL_TASK_CAUSAL_LM) // the loss runs the head itself, chunk by chunk
         return need_grad || !lm_head ? LP_OK : lp_model__lm_logits(m, logits);
     if (logits && m->dev) // waits for the pass, and returns what its kernels kept (an id out of range)
