@@ -358,11 +358,12 @@ static lp_status train_step(run *R, lp_data_pos *pos, int64_t step, lp_step_rec 
     lp_optim_step(&R->opt, R->model, c, rec->lr);
     lp_status ss = lp_dp_sync_params(&R->dp, &R->opt, R->model); /* ZeRO-1: owners broadcast */
     lp_model_weights_changed(R->model); /* --dtype bf16: the next pass rounds the new weights */
-    if (ss == LP_OK)
-        ss = lp_kernels_sync(); /* a GPU's step ends when its queue does (no-op on the CPU) */
+    lp_status ks = lp_kernels_sync(); /* a GPU's step ends when its queue does (no-op on the CPU) */
     lp_prof_range_pop();
     if (ss != LP_OK)
         return lp_err_wrap(ss, "step %lld parameter broadcast", (long long)step);
+    if (ks != LP_OK)
+        return lp_err_wrap(ks, "step %lld on the device", (long long)step);
     double t6 = lp_train_now_s();
     rec->opt_ms = (t6 - t5) * 1e3;
     rec->step_ms = (t6 - t0) * 1e3;
