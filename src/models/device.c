@@ -25,20 +25,23 @@ static lp_status refuse(const lp_model *m)
 {
     const char *dev = lp_device_name(lp_kernels_device());
     if (m->cfg.family != LP_MODEL_FAMILY_BERT)
-        return lp_err(LP_STATUS_UNSUPPORTED, "%s: --device %s runs the BERT/DistilBERT family only (this is a %s model)",
-                      m->dir, dev, lp_hf_arch_name(m->cfg.arch));
+        return lp_err(LP_STATUS_UNSUPPORTED,
+                      "%s: --device %s runs the BERT/DistilBERT family only (this is a %s model)", m->dir,
+                      dev, lp_hf_arch_name(m->cfg.arch));
     if (m->exec != LP_EXEC_MODE_FUSED)
-        return lp_err(LP_STATUS_UNSUPPORTED, "%s: --device %s has no eager attention: use --exec fused", m->dir, dev);
+        return lp_err(LP_STATUS_UNSUPPORTED, "%s: --device %s has no eager attention: use --exec fused",
+                      m->dir, dev);
     if (m->opt.compute != LP_DTYPE_F32)
-        return lp_err(LP_STATUS_UNSUPPORTED, "%s: --device %s trains in f32 only (no --dtype bf16 yet)", m->dir, dev);
+        return lp_err(LP_STATUS_UNSUPPORTED, "%s: --device %s trains in f32 only (no --dtype bf16 yet)",
+                      m->dir, dev);
     if (m->opt.weights != LP_WEIGHT_FORMAT_F32)
-        return lp_err(LP_STATUS_UNSUPPORTED, "%s: --device %s runs f32 weights only (no --quantize %s)", m->dir, dev,
-                      lp_weight_format_name(m->opt.weights));
+        return lp_err(LP_STATUS_UNSUPPORTED, "%s: --device %s runs f32 weights only (no --quantize %s)",
+                      m->dir, dev, lp_weight_format_name(m->opt.weights));
     for (size_t i = 0; i < m->n_lins; i++)
         if (m->lins[i].q || m->lins[i].lin->qbase || m->lins[i].lin->bf16)
             return lp_err(LP_STATUS_UNSUPPORTED,
-                          "%s: --device %s has no quantized or bf16 LoRA base yet (%s): use --base-dtype f32", m->dir,
-                          dev, m->lins[i].module);
+                          "%s: --device %s has no quantized or bf16 LoRA base yet (%s): use --base-dtype f32",
+                          m->dir, dev, m->lins[i].module);
     return LP_OK;
 }
 
@@ -59,7 +62,8 @@ lp_status lp_model__to_device(lp_model *m)
     const size_t pbytes = (size_t)m->n_floats * sizeof(float);
     m->dev = true;
     if (!(m->param_dev = lp_kernels_dev_alloc(pbytes, LP_MEM_CATEGORY_PARAMETER, "model parameters")))
-        return lp_err_wrap(LP_STATUS_NO_MEMORY, "%s: %lld parameters on the device", m->dir, (long long)m->n_floats);
+        return lp_err_wrap(LP_STATUS_NO_MEMORY, "%s: %lld parameters on the device", m->dir,
+                           (long long)m->n_floats);
     if (!(m->loss_dev = lp_kernels_dev_alloc(64, LP_MEM_CATEGORY_OTHER, "model loss")))
         return lp_err_wrap(LP_STATUS_NO_MEMORY, "%s: the loss on the device", m->dir);
     if ((st = lp_kernels_upload(m->param_dev, m->param_block, pbytes)) != LP_OK)

@@ -51,8 +51,8 @@ lp_status lp_model__ensure(lp_model *m, int64_t B, int64_t T, bool shared, bool 
     if (s.act > m->act_cap_floats) {
         lp_model__blk_free(m, m->act_block);
         m->act_cap_floats = 0;
-        if (!(m->act_block =
-                  lp_model__blk_alloc(m, (size_t)s.act * sizeof(float), LP_MEM_CATEGORY_ACTIVATION, "model activations")))
+        if (!(m->act_block = lp_model__blk_alloc(m, (size_t)s.act * sizeof(float), LP_MEM_CATEGORY_ACTIVATION,
+                                                 "model activations")))
             return lp_err_wrap(LP_STATUS_NO_MEMORY, "model activations for batch %lld x %lld", (long long)B,
                                (long long)T);
         m->act_cap_floats = s.act;
@@ -77,11 +77,13 @@ lp_status lp_model__ensure(lp_model *m, int64_t B, int64_t T, bool shared, bool 
     if (s.in > m->in_cap) {
         lp_model__blk_free(m, m->in_block);
         m->in_cap = 0;
-        if (!(m->in_block = lp_model__blk_alloc(m, (size_t)s.in * sizeof(int32_t), LP_MEM_CATEGORY_INPUT, "model batch")))
+        if (!(m->in_block =
+                  lp_model__blk_alloc(m, (size_t)s.in * sizeof(int32_t), LP_MEM_CATEGORY_INPUT, "model batch")))
             return lp_err_wrap(LP_STATUS_NO_MEMORY, "batch of %lld x %lld", (long long)B, (long long)T);
         if (m->dev) { // the host side of the batch, uploaded per pass
             lp_free(m->in_host);
-            if (!(m->in_host = lp_alloc((size_t)s.in * sizeof(int32_t), LP_MEM_CATEGORY_INPUT, "model batch (host)")))
+            if (!(m->in_host =
+                      lp_alloc((size_t)s.in * sizeof(int32_t), LP_MEM_CATEGORY_INPUT, "model batch (host)")))
                 return lp_err_wrap(LP_STATUS_NO_MEMORY, "batch of %lld x %lld", (long long)B, (long long)T);
         }
         m->in_cap = s.in;

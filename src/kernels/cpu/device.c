@@ -73,10 +73,18 @@ static bool fake_supports(const lp_backend *b, size_t op)
     memcpy(&fn, (const char *)b->ops + op, sizeof fn);
     return fn != NULL;
 }
-static lp_backend fake_backend = {.name = "cuda", .level = "fake", .alloc = fake_alloc,
-                                  .alloc_tagged = fake_alloc_tagged, .free = fake_free, .upload = fake_copy,
-                                  .download = fake_copy, .copy = fake_copy, .memset = fake_memset,
-                                  .sync = fake_sync, .supports = fake_supports, .ops = &fake_table};
+static lp_backend fake_backend = {.name = "cuda",
+                                  .level = "fake",
+                                  .alloc = fake_alloc,
+                                  .alloc_tagged = fake_alloc_tagged,
+                                  .free = fake_free,
+                                  .upload = fake_copy,
+                                  .download = fake_copy,
+                                  .copy = fake_copy,
+                                  .memset = fake_memset,
+                                  .sync = fake_sync,
+                                  .supports = fake_supports,
+                                  .ops = &fake_table};
 
 static const lp_backend *fake_device(void)
 {
@@ -223,5 +231,6 @@ void lp_kernels_device_mem_total(lp_device_mem *out)
         return;
     lp_cu_alloc_stats s;
     lp_cuda_alloc_stats(dev, &s);
-    *out = (lp_device_mem){s.allocated_total, s.allocated_total_peak, s.reserved_total, s.reserved_total_peak};
+    *out =
+        (lp_device_mem){s.allocated_total, s.allocated_total_peak, s.reserved_total, s.reserved_total_peak};
 }
