@@ -92,8 +92,8 @@ void lp_model__device_free(lp_model *m)
 {
     if (!m->dev)
         return;
-    if (m->host_view) // the table points at the host block: the device copy is still ours
-        point_params(m, m->param_dev);
+    // (called last in lp_model_free: the modules the table points into are gone, so nothing is
+    // pointed back; param_dev is ours whichever copy the table saw last)
     lp_kernels_dev_free(m->param_dev);
     lp_kernels_dev_free(m->loss_dev);
     lp_free(m->in_host);
