@@ -2,7 +2,8 @@
 # The CUDA checks, run ON a GPU machine from the repository root, on binaries built
 # elsewhere and packed by scripts/gpu-pack.sh: nvidia-smi, every CUDA test binary
 # (test_cuda*: the op tables against the CPU reference, with per-case errors and timings), and
-# `loupe peak --device cuda`. Logs go to OUT_DIR (default $OUT, else gpu-logs): summary.txt,
+# tests/cuda/*.sh (the engine on the GPU, with the pack's loupe), bench/gpu/train_models.sh
+# (GPU_CHECK_BENCH=0 skips it) and `loupe peak --device cuda`. Logs go to OUT_DIR (default $OUT, else gpu-logs): summary.txt,
 # one <test>.log per test binary, peak.txt. Exit status: 0 when every test passed (a skip,
 # exit 77, counts as a failure here: on a GPU machine nothing should skip).
 # Each test binary may run GPU_CHECK_TIMEOUT seconds (default 240).
@@ -56,6 +57,43 @@ for t in "$pack"/bin/test_cuda*; do
   say "== $name: $st in ${secs}s; $(grep -c ' PASS ' "$out/$name.log") PASS, $(grep -c ' FAIL ' "$out/$name.log") FAIL lines"
   grep -E ' FAIL |FATAL|worst element|NaN at' "$out/$name.log" | head -n 20 | tee -a "$summary"
 done
+
+# the engine on the GPU: every tests/cuda/*.sh (loupe eval / train --device cuda against cpu)
+# with the pack's loupe, from the repository root (their models and data)
+for t in tests/cuda/*.sh; do
+  [ -f "$t" ] || continue
+  name=$(basename "$t" .sh)
+  start=$(date +%s.%N)
+  LOUPE="$pack/bin/loupe" timeout "${GPU_CHECK_TIMEOUT:-240}" bash "$t" >"$out/$name.log" 2>&1
+  rc=$?
+  secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  case $rc in
+    0) st=PASS ;; 77) st="SKIPPED ($(grep -m 1 SKIP "$out/$name.log"))"; fail=1 ;;
+    124) st="TIMEOUT"; fail=1 ;; *) st="FAIL (exit $rc)"; fail=1 ;;
+  esac
+  say "== $name: $st in ${secs}s"
+  grep -E 'FAIL|worst|losses|accuracy|summary:' "$out/$name.log" | head -n 30 | tee -a "$summary"
+done
+
+# loupe train --device cuda on a DistilBERT-shaped model (bench/gpu/train_models.sh: one JSON
+# line per config in OUT/train_models.jsonl); GPU_CHECK_BENCH=0 skips it
+if [ "${GPU_CHECK_BENCH:-1}" != 0 ] && [ -f bench/gpu/train_models.sh ]; then
+  say "== bench/gpu/train_models.sh"
+  LOUPE="$pack/bin/loupe" timeout "${GPU_CHECK_TIMEOUT:-240}" bash bench/gpu/train_models.sh "$out/train_models.jsonl" \
+    >"$out/train_models.log" 2>&1 || { fail=1; say "(bench/gpu/train_models.sh failed: see train_models.log)"; }
+  tee -a "$summary" <"$out/train_models.log" >/dev/null
+  python3 - "$out/train_models.jsonl" <<'PY' 2>/dev/null | tee -a "$summary"
+import json, sys
+for l in open(sys.argv[1]):
+    o = json.loads(l)
+    if "error" in o:
+        print(o["config"], "ERROR", o["error"][-200:]); continue
+    mfu = o["mfu_vs_bf16_dense_peak"]
+    print(f'{o["config"]:24s} {o["samples_per_s"]:9.1f} samples/s  step {o["step_ms_median"]:7.2f} ms  '
+          f'peak alloc {o["peak_allocated_bytes"] / 2**20:8.1f} MiB  reserved {o["peak_reserved_bytes"] / 2**20:8.1f} MiB  '
+          f'{o["achieved_tflops"]:6.1f} TFLOP/s  MFU(bf16 dense) {mfu if mfu is None else round(100 * mfu, 1)}%')
+PY
+fi
 
 say "== loupe peak --device cuda"
 { timeout 120 "$pack/bin/loupe" peak --device cuda && timeout 120 "$pack/bin/loupe" peak --device cuda --json; } \

@@ -349,6 +349,52 @@ const lp_kernel_table *lp_kernels_table(lp_kernels_impl impl);
 const lp_kernel_table *lp_kernels_table_isa(lp_isa isa);
 const lp_kernel_table *lp_kernels_active(void);
 
+/* ---- the device the wrappers run on ---------------------------------------------------
+ * CPU by default. lp_kernels_use_device(LP_DEVICE_CUDA) switches the lp_* wrappers to the
+ * CUDA backend's op table (every pointer they are handed must then be a device pointer) and
+ * the helpers below to its memory; entries that backend lacks are NULL in
+ * lp_kernels_active() (check before calling an op a device may not have). On the CPU the
+ * helpers are lp_alloc / memcpy / memset, so the CPU path is unchanged.
+ *
+ *   if (lp_kernels_use_device(LP_DEVICE_CUDA) != LP_OK) ...   // "no CUDA GPU is present (...)"
+ *   float *x = lp_kernels_dev_alloc(n * 4, LP_MEM_CATEGORY_ACTIVATION, "x");  // zeroed
+ *   lp_kernels_upload(x, host, n * 4);  ...  lp_kernels_download(host, x, n * 4);
+ */
+typedef enum lp_device { LP_DEVICE_CPU = 0, LP_DEVICE_CUDA } lp_device;
+/* "cpu" or "cuda". */
+const char *lp_device_name(lp_device d);
+/* "cpu" or "cuda"; LP_STATUS_INVALID_ARG otherwise. */
+LP_WARN_UNUSED lp_status lp_device_parse(const char *s, lp_device *out);
+/* Switches the wrappers (process-wide, between runs, never during one). CUDA errors
+ * (LP_STATUS_UNSUPPORTED, nothing switched): "this loupe was built without CUDA", "no CUDA
+ * GPU is present (...)". CPU: back to lp_kernels_init's table. */
+LP_WARN_UNUSED lp_status lp_kernels_use_device(lp_device d);
+lp_device lp_kernels_device(void);
+/* The CUDA device's name ("NVIDIA H100 80GB HBM3"), or NULL on the CPU. */
+const char *lp_kernels_device_label(void);
+/* A zero-filled buffer of the active device under a memory category (NULL and lp_err on
+ * failure); release with lp_kernels_dev_free. */
+void *lp_kernels_dev_alloc(size_t bytes, lp_mem_category cat, const char *what);
+void lp_kernels_dev_free(void *p);
+/* Copies host <-> device and inside the device, and memset, ordered with the ops (download
+ * waits and returns any error a queued op kept: an id out of range, a failed launch). */
+LP_WARN_UNUSED lp_status lp_kernels_upload(void *dst, const void *src, size_t bytes);
+LP_WARN_UNUSED lp_status lp_kernels_download(void *dst, const void *src, size_t bytes);
+void lp_kernels_copy(void *dst, const void *src, size_t bytes);
+void lp_kernels_memset(void *dst, int value, size_t bytes);
+/* Waits for the device; the first error kept since the last sync (LP_OK on the CPU). */
+LP_WARN_UNUSED lp_status lp_kernels_sync(void);
+/* CUDA: f32 GEMMs on TF32 tensor cores (inputs rounded to 10 mantissa bits); no-op on the CPU. */
+void lp_kernels_set_tf32(bool on);
+/* CUDA: the device allocator's current and peak allocated / reserved bytes of category cat
+ * (all zero on the CPU, whose figures are lp_mem's). */
+typedef struct lp_device_mem {
+    int64_t allocated, peak_allocated, reserved, peak_reserved;
+} lp_device_mem;
+void lp_kernels_device_mem(lp_mem_category cat, lp_device_mem *out);
+/* The same over every category (peak of the total, not the sum of peaks). */
+void lp_kernels_device_mem_total(lp_device_mem *out);
+
 /* ---- GEMM ------------------------------------------------------------------------- */
 
 /* C (M,N) = alpha * op(A) @ op(B) + beta * C, row-major, op = transpose when trans_*.

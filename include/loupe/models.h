@@ -157,6 +157,14 @@ typedef struct lp_model lp_model;
  * On success *out is owned by the caller (lp_model_free). */
 LP_WARN_UNUSED lp_status lp_model_load(const char *dir, const lp_model_options *opt, lp_model **out);
 void lp_model_free(lp_model *m);
+/* A model loaded while lp_kernels_device() is a GPU lives there (the BERT/DistilBERT family,
+ * f32, fused attention, f32 or f32-LoRA weights; anything else is refused at load naming the
+ * option): parameters uploaded once, gradients, activations and the batch in device blocks,
+ * logits and the loss downloaded. lp_model_on_device says so. lp_model_host_params(m, true)
+ * downloads the parameters and points the parameter table and modules at the host copy
+ * (for saving or checkpointing); false points them back at the device. No-ops on the CPU. */
+bool lp_model_on_device(const lp_model *m);
+LP_WARN_UNUSED lp_status lp_model_host_params(lp_model *m, bool host);
 
 /* Dropout on/off (train/eval). */
 void lp_model_set_training(lp_model *m, bool training);

@@ -92,6 +92,9 @@ typedef struct lp_train_config {
     double max_grad_norm;       /* <= 0: no clipping; default 1.0 */
     uint64_t seed;              /* data order and dropout, default 42 */
     lp_exec_mode exec;          /* default fused */
+    lp_device device;           /* --device cpu|cuda (cpu): cuda switches the kernels to the GPU
+                                   (lp_kernels_use_device) before the model loads */
+    bool tf32;                  /* --tf32: with cuda, f32 GEMMs on TF32 tensor cores */
     bool grad_checkpointing;    /* keep layer inputs only, recompute each layer in backward */
     int threads;                /* 0: lp_threads_init's choice */
     double bucket_mb;           /* data-parallel gradient buckets, MiB (25, as DDP's bucket_cap_mb) */
@@ -144,6 +147,7 @@ typedef struct lp_optim {
     int64_t t;                 /* steps taken (torch's state["step"]) */
     int32_t *owner;            /* (n) sharded: the rank that updates parameter i (-1 frozen); else NULL */
     int64_t state_bytes;       /* bytes of m and v this process holds */
+    bool dev;                  /* m and v live on the device (the model is on one) */
 } lp_optim;
 
 LP_WARN_UNUSED lp_status lp_optim_init(lp_optim *o, const lp_model *model);

@@ -26,7 +26,7 @@ enum {
     O_NO_PROGRESS, O_LOG_EVERY, O_QUIET, O_PROFILE, O_P_WAIT, O_P_WARMUP, O_P_ACTIVE, O_P_REPEAT, O_MEMLOG,
     O_LORA_DROPOUT, O_RSLORA, O_SKIP_BAD, O_EVAL_SPLIT, O_BASE_DTYPE, O_ADAPTER, O_SAVE_ADAPTER, O_MERGE,
     O_EXPORT_TRACE, O_EXPORT_MEMTL, O_WITH_STACK, O_RECORD_SHAPES, O_INJECT_NAN, O_PEAK, O_GRAD_CKPT, O_TASK, O_OVERWRITE,
-    O_ANOMALY, O_DTYPE, O_DATA, O_DATA_FORMAT, O_RESPONSES, O_NO_RESPONSES, O_PACKING, O_EXACT_MATCH, O_HELP
+    O_ANOMALY, O_DTYPE, O_DEVICE, O_TF32, O_DATA, O_DATA_FORMAT, O_RESPONSES, O_NO_RESPONSES, O_PACKING, O_EXACT_MATCH, O_HELP
 };
 
 static const struct option opts[] = {
@@ -53,6 +53,8 @@ static const struct option opts[] = {
     {"rslora", no_argument, NULL, O_RSLORA},
     {"base-dtype", required_argument, NULL, O_BASE_DTYPE},
     {"dtype", required_argument, NULL, O_DTYPE},
+    {"device", required_argument, NULL, O_DEVICE},
+    {"tf32", no_argument, NULL, O_TF32},
     {"adapter", required_argument, NULL, O_ADAPTER},
     {"save-adapter", required_argument, NULL, O_SAVE_ADAPTER},
     {"merge", required_argument, NULL, O_MERGE},
@@ -150,6 +152,9 @@ static void usage(const char *cmd, bool profile)
            "  --lr X (5e-4), --lr-schedule linear|cosine|constant, --warmup-ratio X (0.1), --warmup-steps N\n"
            "  --weight-decay X (0.01), --max-grad-norm X (1.0; 0 = off), --seed N (42)\n"
            "  --exec eager|fused (fused), --threads N\n"
+           "  --device cpu|cuda      where the model trains (cpu). cuda: BERT/DistilBERT, full or\n"
+           "                         LoRA, f32, fused attention, one GPU (LP_CUDA_DEVICE, default 0)\n"
+           "  --tf32                 with --device cuda: f32 GEMMs on TF32 tensor cores\n"
            "Data-parallel (mpirun -np N loupe train ...; --batch-size stays the global batch):\n"
            "  --bucket-mb X          gradient all-reduce bucket size in MiB (25)\n"
            "  --zero 0|1             1: shard AdamW's state over the ranks (ZeRO stage 1; default 0)\n"
@@ -340,6 +345,11 @@ static int apply(const char *cmd, lp_train_config *c, int id, const char *flag, 
         if (lp_dtype_parse(v, &c->dtype) != LP_OK || (c->dtype != LP_DTYPE_F32 && c->dtype != LP_DTYPE_BF16))
             return lp_cli_usage_error(cmd, "%s expects f32 or bf16, got '%s'", flag, v);
         break;
+    case O_DEVICE:
+        if (lp_device_parse(v, &c->device) != LP_OK)
+            return lp_cli_usage_error(cmd, "%s expects cpu or cuda, got '%s'", flag, v);
+        break;
+    case O_TF32: c->tf32 = true; break;
     case O_ADAPTER: c->adapter = v; break;
     case O_SAVE_ADAPTER: c->save_adapter = v; break;
     case O_MERGE: c->merge_dir = v; break;

@@ -40,6 +40,9 @@ static const char usage_text[] =
     "  --batch-size N           rows per forward (default 16; a causal LM's logits are computed a\n"
     "                           chunk of rows at a time, never N x max-seq-len x vocab at once)\n"
     "  --threads N              CPU threads\n"
+    "  --device cpu|cuda        where the model runs (cpu): cuda runs BERT/DistilBERT in f32 on\n"
+    "                           the GPU LP_CUDA_DEVICE names (default 0)\n"
+    "  --tf32                   with --device cuda: f32 GEMMs on TF32 tensor cores\n"
     "  --save-predictions FILE  one JSON line per row: predicted label and logits (classifier) or\n"
     "                           the row's mean token loss (causal LM); written atomically\n"
     "  --json                   print the metrics as one JSON object\n"
@@ -50,7 +53,8 @@ typedef struct eval_args {
     lp_model_task task;
     lp_dtype base_dtype;
     lp_weight_format weights;
-    bool skip_bad, json;
+    bool skip_bad, json, tf32;
+    lp_device device;
     long max_len, batch, threads;
 } eval_args;
 
@@ -260,7 +264,11 @@ static lp_status cls_batch(eval_run *E, int64_t first)
     const lp_batch *b = &E->batch;
     const int32_t L = (int32_t)E->mi.num_labels;
     float l;
-    lp_status st = lp_cross_entropy_forward(&l, E->lse, E->logits, b->labels, b->B, L, -100);
+    // the logits are on the host here: on a GPU run, the CPU's kernel
+    lp_status st = E->a->device == LP_DEVICE_CPU
+                       ? lp_cross_entropy_forward(&l, E->lse, E->logits, b->labels, b->B, L, -100)
+                       : lp_kernels_table(LP_KERNELS_IMPL_OPT)
+                             ->cross_entropy_forward(&l, E->lse, E->logits, b->labels, b->B, L, -100);
     if (st != LP_OK)
         return lp_err_wrap(st, "%s: rows %lld..%lld", E->a->data, (long long)first + 1,
                            (long long)first + b->B);
@@ -350,6 +358,7 @@ static void print_results(const eval_run *E)
     cJSON_AddStringToObject(j, "data", a->data);
     cJSON_AddStringToObject(j, "architecture", lp_hf_arch_name(E->mi.arch));
     cJSON_AddStringToObject(j, "task", lp_train_task_name(E->mi.task));
+    cJSON_AddStringToObject(j, "device", a->device == LP_DEVICE_CPU ? "cpu" : lp_kernels_device_label());
     cJSON_AddNumberToObject(j, "rows", (double)E->enc.n);
     cJSON_AddNumberToObject(j, "rows_skipped", (double)E->ds.n_skipped);
     cJSON_AddNumberToObject(j, "loss", loss);
@@ -389,6 +398,8 @@ int lp_cmd_eval(int argc, char **argv)
         O_BASE_DTYPE,
         O_QUANTIZE,
         O_DEQUANTIZE,
+        O_DEVICE,
+        O_TF32,
         O_HELP
     };
     static const struct option opts[] = {{"model", required_argument, NULL, O_MODEL},
@@ -407,6 +418,8 @@ int lp_cmd_eval(int argc, char **argv)
                                          {"base-dtype", required_argument, NULL, O_BASE_DTYPE},
                                          {"quantize", required_argument, NULL, O_QUANTIZE},
                                          {"dequantize", no_argument, NULL, O_DEQUANTIZE},
+                                         {"device", required_argument, NULL, O_DEVICE},
+                                         {"tf32", no_argument, NULL, O_TF32},
                                          {"help", no_argument, NULL, O_HELP},
                                          {NULL, 0, NULL, 0}};
     eval_args a = {.task = LP_MODEL_TASK_AUTO, .base_dtype = LP_DTYPE_F32, .max_len = 128, .batch = 16};
@@ -467,6 +480,13 @@ int lp_cmd_eval(int argc, char **argv)
             if (lp_cli_weights_flag("eval", o == O_DEQUANTIZE ? NULL : optarg, &a.weights))
                 return LP_EXIT_USAGE;
             break;
+        case O_DEVICE:
+            if (lp_device_parse(optarg, &a.device) != LP_OK)
+                return lp_cli_usage_error("eval", "--device expects cpu or cuda, got '%s'", optarg);
+            break;
+        case O_TF32:
+            a.tf32 = true;
+            break;
         case 'h':
         case O_HELP:
             fputs(usage_text, stdout);
@@ -483,9 +503,15 @@ int lp_cmd_eval(int argc, char **argv)
         return lp_cli_usage_error("eval",
                                   "--base-dtype needs --adapter (a quantized base without adapters is not "
                                   "what any run trained)");
+    if (a.tf32 && a.device != LP_DEVICE_CUDA)
+        return lp_cli_usage_error("eval", "--tf32 needs --device cuda");
     lp_threads_init();
     if (a.threads > 0)
         lp_threads_set((int)a.threads);
+    // before anything is read or written: a CPU-only build or a machine without a GPU stops here
+    if (a.device != LP_DEVICE_CPU && lp_kernels_use_device(a.device) != LP_OK)
+        return lp_cli_fail("eval");
+    lp_kernels_set_tf32(a.tf32);
     eval_run E = {.a = &a};
     lp_status st = run_eval(&E);
     if (st == LP_OK)

@@ -384,11 +384,12 @@ static lp_status bert_embed_forward(lp_model *m, const lp_nn_ctx *ctx, int64_t B
 {
     bert_state *bs = st_of(m);
     const int32_t *types = m->has_types ? m->types : NULL;
+    const int32_t *h_types = m->has_types ? lp_model__in_host(m, m->types) : NULL; // checked on the host
     if (types && bs->emb.wtt)
         for (int64_t i = 0; i < B * T; i++)
-            if (types[i] < 0 || types[i] >= bs->emb.TT)
+            if (h_types[i] < 0 || h_types[i] >= bs->emb.TT)
                 return lp_err(LP_STATUS_RANGE, "model forward: token type %d at %lld outside [0, %lld)",
-                              types[i], (long long)i, (long long)bs->emb.TT);
+                              h_types[i], (long long)i, (long long)bs->emb.TT);
     lp_status st = lp_nn_embedding_forward(&bs->emb, ctx, &bs->emb_act, m->ids, types, B, T);
     *x = bs->emb_act.out;
     return st;
@@ -432,6 +433,8 @@ static void bert_head_backward(lp_model *m, float *dhidden, const float *dlogits
                                int64_t T)
 {
     bert_state *bs = st_of(m);
+    if (m->dev) // the pooler's round trip through the host reports a failure through the pass status
+        bs->head.classifier.ctx = &m->pass_ctx;
     lp_nn_cls_head_backward(&bs->head, &bs->head_act, dhidden, dlogits, m->mask, scratch, B, T);
 }
 

@@ -49,36 +49,43 @@ lp_status lp_model__ensure(lp_model *m, int64_t B, int64_t T, bool shared, bool 
                       m->dir, (long long)B, (long long)T);
     lp_model_plan s = m->fam->plan(m, B, T, shared, backward);
     if (s.act > m->act_cap_floats) {
-        lp_free(m->act_block);
+        lp_model__blk_free(m, m->act_block);
         m->act_cap_floats = 0;
-        if (!(m->act_block =
-                  lp_alloc((size_t)s.act * sizeof(float), LP_MEM_CATEGORY_ACTIVATION, "model activations")))
+        if (!(m->act_block = lp_model__blk_alloc(m, (size_t)s.act * sizeof(float), LP_MEM_CATEGORY_ACTIVATION,
+                                                 "model activations")))
             return lp_err_wrap(LP_STATUS_NO_MEMORY, "model activations for batch %lld x %lld", (long long)B,
                                (long long)T);
         m->act_cap_floats = s.act;
     }
     if (s.u8 > m->act_cap_u8) {
-        lp_free(m->act_u8);
+        lp_model__blk_free(m, m->act_u8);
         m->act_cap_u8 = 0;
-        if (!(m->act_u8 = lp_alloc((size_t)s.u8, LP_MEM_CATEGORY_ACTIVATION, "model dropout masks")))
+        if (!(m->act_u8 = lp_model__blk_alloc(m, (size_t)s.u8, LP_MEM_CATEGORY_ACTIVATION, "model dropout masks")))
             return lp_err_wrap(LP_STATUS_NO_MEMORY, "dropout masks for batch %lld x %lld", (long long)B,
                                (long long)T);
         m->act_cap_u8 = s.u8;
     }
     if (s.tmp > m->tmp_cap) {
-        lp_free(m->tmp_block);
+        lp_model__blk_free(m, m->tmp_block);
         m->tmp_cap = 0;
-        if (!(m->tmp_block = lp_alloc((size_t)s.tmp * sizeof(float), LP_MEM_CATEGORY_TEMPORARY,
+        if (!(m->tmp_block = lp_model__blk_alloc(m, (size_t)s.tmp * sizeof(float), LP_MEM_CATEGORY_TEMPORARY,
                                       "model backward scratch")))
             return lp_err_wrap(LP_STATUS_NO_MEMORY, "backward scratch for batch %lld x %lld", (long long)B,
                                (long long)T);
         m->tmp_cap = s.tmp;
     }
     if (s.in > m->in_cap) {
-        lp_free(m->in_block);
+        lp_model__blk_free(m, m->in_block);
         m->in_cap = 0;
-        if (!(m->in_block = lp_alloc((size_t)s.in * sizeof(int32_t), LP_MEM_CATEGORY_INPUT, "model batch")))
+        if (!(m->in_block =
+                  lp_model__blk_alloc(m, (size_t)s.in * sizeof(int32_t), LP_MEM_CATEGORY_INPUT, "model batch")))
             return lp_err_wrap(LP_STATUS_NO_MEMORY, "batch of %lld x %lld", (long long)B, (long long)T);
+        if (m->dev) { // the host side of the batch, uploaded per pass
+            lp_free(m->in_host);
+            if (!(m->in_host =
+                      lp_alloc((size_t)s.in * sizeof(int32_t), LP_MEM_CATEGORY_INPUT, "model batch (host)")))
+                return lp_err_wrap(LP_STATUS_NO_MEMORY, "batch of %lld x %lld", (long long)B, (long long)T);
+        }
         m->in_cap = s.in;
     }
     return LP_OK;
@@ -171,6 +178,8 @@ lp_status lp_model__open(const char *dir, const lp_model_options *opt, bool plan
     m->training = m->opt.training;
     m->ckpt = m->opt.grad_checkpointing;
     m->dloss_scale = 1.0f;
+    if (!plan_only && lp_kernels_device() != LP_DEVICE_CPU && (st = lp_model__to_device(m)) != LP_OK)
+        goto fail;
     lp_rng_init(&m->rng, m->opt.seed, LP_RNG_STREAM_DROPOUT);
     if (!(m->layer_rng = lp_calloc((size_t)m->L, sizeof *m->layer_rng)) ||
         !(m->layer_out = lp_calloc((size_t)m->L, sizeof *m->layer_out)) ||
@@ -205,11 +214,12 @@ void lp_model_free(lp_model *m)
     if (m->fam && m->fam->free)
         m->fam->free(m);
     lp_free(m->param_block);
-    lp_free(m->grad_block);
-    lp_free(m->act_block);
-    lp_free(m->act_u8);
-    lp_free(m->tmp_block);
-    lp_free(m->in_block);
+    lp_model__blk_free(m, m->grad_block);
+    lp_model__blk_free(m, m->act_block);
+    lp_model__blk_free(m, m->act_u8);
+    lp_model__blk_free(m, m->tmp_block);
+    lp_model__blk_free(m, m->in_block);
+    lp_model__device_free(m);
     for (size_t i = 0; i < m->n_params; i++)
         free(m->names[i]);
     free(m->names);
@@ -288,7 +298,9 @@ lp_status lp_model__run_stack(lp_model *m, const int32_t *ids, const int32_t *ma
     if ((st = lp_model__peft_bind(m, B, T)) != LP_OK)
         return st;
     const int64_t N = (int64_t)B * T;
-    memcpy(m->ids, ids, (size_t)N * sizeof *ids);
+    // on a device the batch is checked and laid out in the host shadow, then uploaded
+    int32_t *h_ids = lp_model__in_host(m, m->ids), *h_mask = lp_model__in_host(m, m->mask);
+    memcpy(h_ids, ids, (size_t)N * sizeof *ids);
     // a causal LM's mask may hold sample ids (packing: 1, 1, 2, 2, 2, 0 ...), each sample one
     // run in increasing order, so positions can restart and attention stay inside each sample
     const bool packs = m->task == LP_MODEL_TASK_CAUSAL_LM;
@@ -308,7 +320,7 @@ lp_status lp_model__run_stack(lp_model *m, const int32_t *ids, const int32_t *ma
                               (long long)b, (long long)t, v, prev);
             prev = v ? v : prev;
             m->segments = m->segments || v > 1;
-            m->mask[b * T + t] = v;
+            h_mask[b * T + t] = v;
             real += v != 0;
         }
         if (!real)
@@ -317,7 +329,14 @@ lp_status lp_model__run_stack(lp_model *m, const int32_t *ids, const int32_t *ma
     }
     m->has_types = type_ids != NULL;
     if (type_ids)
-        memcpy(m->types, type_ids, (size_t)N * sizeof *type_ids);
+        memcpy(lp_model__in_host(m, m->types), type_ids, (size_t)N * sizeof *type_ids);
+    if (m->dev) { // ids, mask, types: adjacent in the family's layout, or uploaded one by one
+        if ((st = lp_kernels_upload(m->ids, h_ids, (size_t)N * sizeof *ids)) != LP_OK ||
+            (st = lp_kernels_upload(m->mask, h_mask, (size_t)N * sizeof *ids)) != LP_OK ||
+            (type_ids && (st = lp_kernels_upload(m->types, lp_model__in_host(m, m->types),
+                                                 (size_t)N * sizeof *ids)) != LP_OK))
+            return lp_err_wrap(st, "model forward: uploading the batch");
+    }
 
     m->pass_status = LP_OK;
     lp_model__bf16_refresh(m); // after an optimizer step: the bf16 copies follow the weights
@@ -333,7 +352,7 @@ lp_status lp_model__run_stack(lp_model *m, const int32_t *ids, const int32_t *ma
         if (m->kv_fill) // a prefill: the layer's keys and values stay for decoding
             m->fam->kv_store(m, l, shared ? 0 : l, m->kv_fill, B, T);
         if (shared) {
-            memcpy(m->ckpt_out[l], y, (size_t)N * m->cfg.hidden_size * sizeof(float));
+            lp_kernels_copy(m->ckpt_out[l], y, (size_t)N * m->cfg.hidden_size * sizeof(float));
             y = m->ckpt_out[l];
         }
         m->layer_out[l] = x = y;
@@ -379,8 +398,12 @@ static lp_status forward_head(lp_model *m, const int32_t *ids, const int32_t *ma
     lp_nn_ctx ctx = run_ctx(m, &m->rng, B);
     m->lm_dh_ok = false;
     m->fam->head_forward(m, &ctx, lp_model_hidden(m, (int32_t)m->L), B, T);
+    if (m->dev && m->pass_status != LP_OK) // a device's error, taken by the head's host round trip
+        return lp_err_wrap(m->pass_status, "model forward");
     if (m->task == LP_MODEL_TASK_CAUSAL_LM) // the loss runs the head itself, chunk by chunk
         return need_grad || !lm_head ? LP_OK : lp_model__lm_logits(m, logits);
+    if (logits && m->dev) // waits for the pass, and returns what its kernels kept (an id out of range)
+        return lp_kernels_download(logits, m->logits, (size_t)(head_rows(m, B, T) * m->n_classes) * sizeof(float));
     if (logits)
         memcpy(logits, m->logits, (size_t)(head_rows(m, B, T) * m->n_classes) * sizeof(float));
     return LP_OK;
@@ -437,7 +460,9 @@ lp_status lp_model_loss_forward(lp_model *m, const int32_t *ids, const int32_t *
     const int64_t rows = head_rows(m, B, T);
     if (m->task == LP_MODEL_TASK_CAUSAL_LM)
         shift_labels(m, labels, B, T);
-    else
+    else if (m->dev && (st = lp_kernels_upload(m->labels, labels, (size_t)B * sizeof *labels)) != LP_OK)
+        return lp_err_wrap(st, "model loss: uploading the labels");
+    else if (!m->dev)
         memcpy(m->labels, labels, (size_t)B * sizeof *labels);
     // -100 is ignored, as in transformers
     if (m->task == LP_MODEL_TASK_CAUSAL_LM) {
@@ -446,6 +471,10 @@ lp_status lp_model_loss_forward(lp_model *m, const int32_t *ids, const int32_t *
         const bool dh_now = m->training && !m->opt.no_grad && !m->lm_head->dw;
         float *dh = dh_now ? m->tmp_block + 2 * lp_model__up16(rows * m->cfg.hidden_size) : NULL;
         st = lp_model__lm_loss(m, logits, dh, &m->loss);
+    } else if (m->dev) { // the loss lands on the device; reading it waits for the pass
+        st = lp_cross_entropy_forward(m->loss_dev, m->lse, m->logits, m->labels, rows, m->n_classes, -100);
+        if (st == LP_OK)
+            st = lp_kernels_download(&m->loss, m->loss_dev, sizeof m->loss);
     } else {
         st = lp_cross_entropy_forward(&m->loss, m->lse, m->logits, m->labels, rows, m->n_classes, -100);
     }
@@ -522,7 +551,9 @@ lp_status lp_model_backward(lp_model *m)
 void lp_model_zero_grad(lp_model *m)
 {
     LP_PROF_SCOPE(LP_PROF_NAME_OPTIMIZER_ZERO_GRAD);
-    if (m->n_grad_floats)
+    if (m->n_grad_floats && m->dev)
+        lp_kernels_memset(m->grad_block, 0, (size_t)m->n_grad_floats * sizeof(float));
+    else if (m->n_grad_floats)
         memset(m->grad_block, 0, (size_t)m->n_grad_floats * sizeof(float));
 }
 
@@ -569,10 +600,17 @@ lp_status lp_model_embed(lp_model *m, const int32_t *ids, const int32_t *mask, c
     if (st != LP_OK)
         return st;
     const int64_t C = m->cfg.hidden_size;
-    lp_mean_pool_forward(out, lp_model_hidden(m, (int32_t)m->L), m->mask, B, T, C);
+    float *o = out;
+    if (m->dev && !(o = lp_kernels_dev_alloc((size_t)(B * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "embeddings")))
+        return lp_err_wrap(LP_STATUS_NO_MEMORY, "model embed: %d x %lld on the device", B, (long long)C);
+    lp_mean_pool_forward(o, lp_model_hidden(m, (int32_t)m->L), m->mask, B, T, C);
     if (normalize)
-        lp_l2_normalize(out, B, C);
-    return LP_OK;
+        lp_l2_normalize(o, B, C);
+    if (m->dev) {
+        st = lp_kernels_download(out, o, (size_t)(B * C) * sizeof(float));
+        lp_kernels_dev_free(o);
+    }
+    return st;
 }
 
 /* ---- parameters and info ---------------------------------------------------------------- */
@@ -599,7 +637,7 @@ lp_status lp_model__layout_grads(lp_model *m)
         if (m->params[i].trainable && !m->opt.no_grad)
             n += (m->params[i].numel + 15) & ~(int64_t)15; // 64-byte aligned, as the parameters
     float *g = NULL;
-    if (n && !(g = lp_alloc((size_t)n * sizeof(float), LP_MEM_CATEGORY_GRADIENT, "model gradients")))
+    if (n && !(g = lp_model__blk_alloc(m, (size_t)n * sizeof(float), LP_MEM_CATEGORY_GRADIENT, "model gradients")))
         return lp_err_wrap(LP_STATUS_NO_MEMORY, "%s: allocating gradients of %lld floats", m->dir,
                            (long long)n);
     int64_t off = 0;
@@ -610,14 +648,16 @@ lp_status lp_model__layout_grads(lp_model *m)
         if (p->trainable && !m->opt.no_grad) {
             goff = off;
             off += (p->numel + 15) & ~(int64_t)15;
-            if (s->goff >= 0) // keep what was accumulated
+            if (s->goff >= 0 && m->dev) // keep what was accumulated
+                lp_kernels_copy(g + goff, m->grad_block + s->goff, (size_t)p->numel * sizeof(float));
+            else if (s->goff >= 0)
                 memcpy(g + goff, m->grad_block + s->goff, (size_t)p->numel * sizeof(float));
         }
         s->goff = goff;
         p->grad = goff >= 0 ? g + goff : NULL;
         *s->g = p->grad;
     }
-    lp_free(m->grad_block);
+    lp_model__blk_free(m, m->grad_block);
     m->grad_block = g;
     m->n_grad_floats = n;
     return LP_OK;

@@ -155,6 +155,12 @@ struct lp_model {
 
     /* parameters and gradients: one block each; params[i] point into them */
     float *param_block, *grad_block;
+    /* on a device (device.c): param_block is the host staging copy, param_dev the one the
+     * table points at (host_view: pointed back at param_block, lp_model_host_params) */
+    bool dev, host_view;
+    float *param_dev;
+    float *loss_dev;   /* the loss the device's cross-entropy writes */
+    int32_t *in_host;  /* host shadow of in_block (same layout): the batch is checked and laid out here */
     int64_t n_floats;
     lp_model_param *params;
     lp_model_pslot *slots;
@@ -231,6 +237,17 @@ struct lp_model {
 
 /* Embeddings and the layer stack (the forward without the head); need_grad keeps every
  * layer's activations for a backward. */
+/* device.c */
+void *lp_model__blk_alloc(const lp_model *m, size_t bytes, lp_mem_category cat, const char *what);
+void lp_model__blk_free(const lp_model *m, void *p);
+lp_status lp_model__to_device(lp_model *m);
+void lp_model__device_free(lp_model *m);
+/* p (inside in_block) -> where the host writes it: the shadow on a device */
+static inline int32_t *lp_model__in_host(const lp_model *m, int32_t *p)
+{
+    return m->dev ? m->in_host + (p - m->in_block) : p;
+}
+
 lp_status lp_model__run_stack(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
                               int32_t B, int32_t T, bool need_grad);
 /* Grows the blocks to a (B,T) batch's plan. */

@@ -671,18 +671,18 @@ lp_status lp_model__peft_bind(lp_model *m, int64_t B, int64_t T)
             nu += (N * in + 63) & ~(int64_t)63;
     }
     if (nf > m->lora_act_cap) {
-        lp_free(m->lora_act);
+        lp_model__blk_free(m, m->lora_act);
         m->lora_act_cap = 0;
         if (!(m->lora_act =
-                  lp_alloc((size_t)nf * sizeof(float), LP_MEM_CATEGORY_ACTIVATION, "lora activations")))
+                  lp_model__blk_alloc(m, (size_t)nf * sizeof(float), LP_MEM_CATEGORY_ACTIVATION, "lora activations")))
             return lp_err_wrap(LP_STATUS_NO_MEMORY, "LoRA activations for batch %lld x %lld", (long long)B,
                                (long long)T);
         m->lora_act_cap = nf;
     }
     if (nu > m->lora_u8_cap) {
-        lp_free(m->lora_u8);
+        lp_model__blk_free(m, m->lora_u8);
         m->lora_u8_cap = 0;
-        if (!(m->lora_u8 = lp_alloc((size_t)nu, LP_MEM_CATEGORY_ACTIVATION, "lora dropout masks")))
+        if (!(m->lora_u8 = lp_model__blk_alloc(m, (size_t)nu, LP_MEM_CATEGORY_ACTIVATION, "lora dropout masks")))
             return lp_err_wrap(LP_STATUS_NO_MEMORY, "LoRA dropout masks for batch %lld x %lld", (long long)B,
                                (long long)T);
         m->lora_u8_cap = nu;
@@ -719,8 +719,8 @@ void lp_model__peft_free(lp_model *m)
         free(m->head_q);
         m->head_q = NULL;
     }
-    lp_free(m->lora_act);
-    lp_free(m->lora_u8);
+    lp_model__blk_free(m, m->lora_act);
+    lp_model__blk_free(m, m->lora_u8);
     free(m->adapters);
     free(m->lora_targets);
     free_strs(m->mts, m->n_mts);

@@ -135,7 +135,7 @@ bool lp_nn_dropout_forward(const lp_nn_ctx *ctx, float *out, uint8_t *keep, cons
         return true;
     }
     if (out != inp)
-        memcpy(out, inp, (size_t)n * sizeof *out);
+        lp_kernels_copy(out, inp, (size_t)n * sizeof *out); // memcpy on the CPU
     return false;
 }
 
@@ -145,5 +145,5 @@ void lp_nn_dropout_backward(float *dinp, const float *dout, const uint8_t *keep,
     if (applied)
         lp_dropout_backward(dinp, dout, keep, n, p);
     else if (dinp != dout)
-        memcpy(dinp, dout, (size_t)n * sizeof *dinp);
+        lp_kernels_copy(dinp, dout, (size_t)n * sizeof *dinp);
 }

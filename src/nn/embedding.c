@@ -40,6 +40,6 @@ void lp_nn_embedding_backward(const lp_nn_embedding *e, const lp_nn_embedding_ac
     // nn.Embedding(padding_idx): the padding row never gets a gradient. Its accumulated
     // gradient is therefore always 0, so resetting it keeps the += rule exact.
     if (e->dwte && e->pad_id >= 0 && e->pad_id < e->V)
-        memset(e->dwte + (int64_t)e->pad_id * C, 0, (size_t)C * sizeof(float));
+        lp_kernels_memset(e->dwte + (int64_t)e->pad_id * C, 0, (size_t)C * sizeof(float));
     lp_nn__pop(e->bwd_name);
 }

@@ -11,9 +11,12 @@ static bool train_dropout(const lp_nn_linear *l)
     return c && c->training && c->rng && l->lora->dropout > 0.0f && l->lora->keep;
 }
 
+/* The fused LoRA kernel where the active table has it (a GPU's may not: the eager ops then
+ * compose the same math). */
 static bool fused(const lp_nn_linear *l)
 {
-    return l->ctx && l->ctx->exec == LP_EXEC_MODE_FUSED;
+    return l->ctx && l->ctx->exec == LP_EXEC_MODE_FUSED && lp_kernels_active()->lora_forward &&
+           lp_kernels_active()->lora_backward;
 }
 
 void lp_nn__lora_forward(const lp_nn_linear *l, float *out, const float *inp, int64_t N)

@@ -54,9 +54,10 @@ static lp_status write_state(const char *path, const lp_model *model, const lp_o
     const lp_model_param *p = lp_model_params(model, &n);
     lp_st_write_tensor *t = lp_calloc(3 * n + 1, sizeof *t);
     char **names = lp_calloc(2 * n + 1, sizeof *names);
+    float **host = o->dev ? lp_calloc(2 * n + 1, sizeof *host) : NULL; /* a GPU's AdamW state, downloaded */
     size_t k = 0;
     lp_status st = LP_OK;
-    if (!t || !names) {
+    if (!t || !names || (o->dev && !host)) {
         st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
         goto out;
     }
@@ -71,14 +72,29 @@ static lp_status write_state(const char *path, const lp_model *model, const lp_o
         }
         snprintf(names[2 * i], len, "optimizer.exp_avg.%s", p[i].name);
         snprintf(names[2 * i + 1], len, "optimizer.exp_avg_sq.%s", p[i].name);
-        t[k++] = (lp_st_write_tensor){names[2 * i], LP_ST_DTYPE_F32, p[i].ndim, p[i].shape, o->m[i]};
-        t[k++] = (lp_st_write_tensor){names[2 * i + 1], LP_ST_DTYPE_F32, p[i].ndim, p[i].shape, o->v[i]};
+        const float *mi = o->m[i], *vi = o->v[i];
+        if (o->dev) {
+            const size_t bytes = (size_t)p[i].numel * sizeof(float);
+            if (!(host[2 * i] = lp_malloc(bytes)) || !(host[2 * i + 1] = lp_malloc(bytes))) {
+                st = lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
+                goto out;
+            }
+            if ((st = lp_kernels_download(host[2 * i], mi, bytes)) != LP_OK ||
+                (st = lp_kernels_download(host[2 * i + 1], vi, bytes)) != LP_OK)
+                goto out;
+            mi = host[2 * i], vi = host[2 * i + 1];
+        }
+        t[k++] = (lp_st_write_tensor){names[2 * i], LP_ST_DTYPE_F32, p[i].ndim, p[i].shape, mi};
+        t[k++] = (lp_st_write_tensor){names[2 * i + 1], LP_ST_DTYPE_F32, p[i].ndim, p[i].shape, vi};
     }
     const char *meta[] = {"format", CKPT_FORMAT};
     st = lp_st_write(path, t, k, meta, 1);
 out:
     for (size_t i = 0; names && i < 2 * n; i++)
         free(names[i]);
+    for (size_t i = 0; host && i < 2 * n; i++)
+        free(host[i]);
+    free(host);
     free(names);
     free(t);
     return st;

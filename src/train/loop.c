@@ -81,6 +81,20 @@ static lp_status check_config(const lp_train_config *c)
         return lp_err(LP_STATUS_INVALID_ARG, "--lr, --weight-decay must be >= 0 and --warmup-ratio in [0, 1]");
     if (c->profile && lp_prof_schedule_validate(&c->prof_schedule) != LP_OK)
         return lp_err_wrap(LP_STATUS_INVALID_ARG, "profiler schedule");
+    if (c->tf32 && c->device != LP_DEVICE_CUDA)
+        return lp_err(LP_STATUS_INVALID_ARG, "--tf32 needs --device cuda");
+    if (c->device != LP_DEVICE_CPU) { /* what a GPU run does not do yet, said before any work */
+        const char *no = world > 1 ? "data parallelism (one process, one GPU)"
+                         : c->detect_anomaly ? "--detect-anomaly"
+                         : c->resume && *c->resume ? "--resume"
+                         : c->method == LP_TRAIN_METHOD_QLORA ? "--method qlora (an NF4 base)"
+                         : c->base_dtype != LP_DTYPE_F32 ? "--base-dtype int8/nf4"
+                         : c->dtype != LP_DTYPE_F32 ? "--dtype bf16"
+                         : c->exec != LP_EXEC_MODE_FUSED ? "--exec eager (the GPU has fused attention only)"
+                                                         : NULL;
+        if (no)
+            return lp_err(LP_STATUS_UNSUPPORTED, "--device %s does not support %s yet", lp_device_name(c->device), no);
+    }
     struct stat sb;
     if (stat(c->model_dir, &sb) != 0 || (!S_ISDIR(sb.st_mode) && !lp_path_is_gguf(c->model_dir)))
         return lp_err(LP_STATUS_NOT_FOUND, "model directory (or .gguf file) %s not found", c->model_dir);
@@ -344,9 +358,12 @@ static lp_status train_step(run *R, lp_data_pos *pos, int64_t step, lp_step_rec 
     lp_optim_step(&R->opt, R->model, c, rec->lr);
     lp_status ss = lp_dp_sync_params(&R->dp, &R->opt, R->model); /* ZeRO-1: owners broadcast */
     lp_model_weights_changed(R->model); /* --dtype bf16: the next pass rounds the new weights */
+    lp_status ks = lp_kernels_sync(); /* a GPU's step ends when its queue does (no-op on the CPU) */
     lp_prof_range_pop();
     if (ss != LP_OK)
         return lp_err_wrap(ss, "step %lld parameter broadcast", (long long)step);
+    if (ks != LP_OK)
+        return lp_err_wrap(ks, "step %lld on the device", (long long)step);
     double t6 = lp_train_now_s();
     rec->opt_ms = (t6 - t5) * 1e3;
     rec->step_ms = (t6 - t0) * 1e3;
@@ -379,6 +396,11 @@ static lp_status setup(run *R, const lp_train_config *c, char *resumed, size_t r
     lp_status st = check_config(c);
     if (st != LP_OK)
         return st;
+    // the GPU before anything is read or written: a build without CUDA or a machine without a
+    // GPU stops here, leaving no run directory
+    if (c->device != LP_DEVICE_CPU && (st = lp_kernels_use_device(c->device)) != LP_OK)
+        return st;
+    lp_kernels_set_tf32(c->tf32);
     lp_threads_init();
     if (lp_threads_blas_note() && !c->quiet)
         fprintf(stderr, "note: %s\n", lp_threads_blas_note());
@@ -728,8 +750,12 @@ lp_status lp_train_run(const lp_train_config *c0, lp_train_result *res)
         if ((c->checkpoint_every > 0 && step % c->checkpoint_every == 0 && step < R.total) || stop) {
             lp_ckpt_state now = {.step = step, .pos = pos, .elapsed_s = R.elapsed0 + lp_train_now_s() - R.t_start};
             lp_model_rng_get(R.model, &now.dropout_rng);
-            if ((st = lp_dp_gather_optim(&R.dp, &R.opt, R.model)) == LP_OK && lead)
+            if ((st = lp_dp_gather_optim(&R.dp, &R.opt, R.model)) == LP_OK && lead &&
+                (st = lp_model_host_params(R.model, true)) == LP_OK) { /* a GPU's weights, downloaded */
                 st = lp_ckpt_save(R.run_dir, c, R.model, &R.opt, &now, &R.h);
+                lp_status hs = lp_model_host_params(R.model, false);
+                st = st != LP_OK ? st : hs;
+            }
             lp_dp_release_optim(&R.dp, &R.opt);
             if (st != LP_OK)
                 break;
@@ -767,11 +793,18 @@ lp_status lp_train_run(const lp_train_config *c0, lp_train_result *res)
         /* final checkpoint before a partial epoch's record, so a resume continues the epoch */
         lp_ckpt_state now = {.step = step, .pos = pos, .elapsed_s = R.elapsed0 + lp_train_now_s() - R.t_start};
         lp_model_rng_get(R.model, &now.dropout_rng);
-        st = lp_ckpt_save(R.run_dir, c, R.model, &R.opt, &now, &R.h);
+        if ((st = lp_model_host_params(R.model, true)) == LP_OK) { /* a GPU's weights, downloaded */
+            st = lp_ckpt_save(R.run_dir, c, R.model, &R.opt, &now, &R.h);
+            lp_status hs = lp_model_host_params(R.model, false);
+            st = st != LP_OK ? st : hs;
+        }
         lp_dp_release_optim(&R.dp, &R.opt);
         if (st != LP_OK)
             goto done;
         if (pos.batch > 0 && (st = finish_epoch(&R, pos.epoch, false, true)) != LP_OK)
+            goto done;
+        /* the saves read the host copy of a GPU's weights (no pass follows them) */
+        if ((st = lp_model_host_params(R.model, true)) != LP_OK)
             goto done;
         if (c->save_model && *c->save_model && (st = lp_model_save_hf(R.model, c->save_model)) != LP_OK)
             goto done;

@@ -12,7 +12,7 @@ lp_status lp_optim_init_sharded(lp_optim *o, const lp_model *model, int32_t rank
 {
     size_t n;
     const lp_model_param *p = lp_model_params(model, &n);
-    *o = (lp_optim){.n = n};
+    *o = (lp_optim){.n = n, .dev = lp_model_on_device(model)}; /* the state lives beside the weights */
     o->m = calloc(n ? n : 1, sizeof *o->m);
     o->v = calloc(n ? n : 1, sizeof *o->v);
     if (world > 1)
@@ -34,8 +34,10 @@ lp_status lp_optim_init_sharded(lp_optim *o, const lp_model *model, int32_t rank
         if (!p[i].trainable || (o->owner && o->owner[i] != rank))
             continue;
         size_t bytes = (size_t)p[i].numel * sizeof(float);
-        o->m[i] = lp_alloc(bytes, LP_MEM_CATEGORY_OPTIMIZER_STATE, "adamw.exp_avg");
-        o->v[i] = lp_alloc(bytes, LP_MEM_CATEGORY_OPTIMIZER_STATE, "adamw.exp_avg_sq");
+        o->m[i] = o->dev ? lp_kernels_dev_alloc(bytes, LP_MEM_CATEGORY_OPTIMIZER_STATE, "adamw.exp_avg")
+                         : lp_alloc(bytes, LP_MEM_CATEGORY_OPTIMIZER_STATE, "adamw.exp_avg");
+        o->v[i] = o->dev ? lp_kernels_dev_alloc(bytes, LP_MEM_CATEGORY_OPTIMIZER_STATE, "adamw.exp_avg_sq")
+                         : lp_alloc(bytes, LP_MEM_CATEGORY_OPTIMIZER_STATE, "adamw.exp_avg_sq");
         if (!o->m[i] || !o->v[i]) {
             lp_optim_free(o);
             return lp_err(LP_STATUS_NO_MEMORY, "optimizer state for %s: out of memory", p[i].name);
@@ -62,9 +64,9 @@ void lp_optim_free(lp_optim *o)
 {
     for (size_t i = 0; i < o->n; i++) {
         if (o->m)
-            lp_free(o->m[i]);
+            o->dev ? lp_kernels_dev_free(o->m[i]) : lp_free(o->m[i]);
         if (o->v)
-            lp_free(o->v[i]);
+            o->dev ? lp_kernels_dev_free(o->v[i]) : lp_free(o->v[i]);
     }
     free(o->m);
     free(o->v);

@@ -157,6 +157,27 @@ lp_status lp_rundir_write_summary(const char *path, const lp_summary_in *in)
     cJSON *mc = cJSON_AddObjectToObject(j, "memory_by_category");
     for (int k = 0; k < LP_MEM_CATEGORY__COUNT; k++)
         cJSON_AddNumberToObject(mc, lp_mem_category_name((lp_mem_category)k), (double)st.peak[k]);
+    /* a GPU run: the card, and its caching allocator's peaks per category (the host figures
+     * above then hold only what stayed on the host: staging copies, the batch) */
+    cJSON_AddStringToObject(j, "device", c->device == LP_DEVICE_CPU ? "cpu" : lp_device_name(c->device));
+    if (c->device != LP_DEVICE_CPU) {
+        const char *label = lp_kernels_device_label();
+        cJSON_AddStringToObject(j, "device_name", label ? label : "?");
+        cJSON_AddBoolToObject(j, "tf32", c->tf32);
+        cJSON *dm = cJSON_AddObjectToObject(j, "device_memory");
+        cJSON *pa = cJSON_AddObjectToObject(dm, "peak_allocated_by_category");
+        cJSON *pr = cJSON_AddObjectToObject(dm, "peak_reserved_by_category");
+        for (int k = 0; k < LP_MEM_CATEGORY__COUNT; k++) {
+            lp_device_mem d;
+            lp_kernels_device_mem((lp_mem_category)k, &d);
+            cJSON_AddNumberToObject(pa, lp_mem_category_name((lp_mem_category)k), (double)d.peak_allocated);
+            cJSON_AddNumberToObject(pr, lp_mem_category_name((lp_mem_category)k), (double)d.peak_reserved);
+        }
+        lp_device_mem t;
+        lp_kernels_device_mem_total(&t);
+        cJSON_AddNumberToObject(dm, "peak_allocated_bytes", (double)t.peak_allocated);
+        cJSON_AddNumberToObject(dm, "peak_reserved_bytes", (double)t.peak_reserved);
+    }
     int64_t rss = 0, peak_rss = 0;
     if (lp_prof_rss(&rss, &peak_rss) == LP_OK)
         cJSON_AddNumberToObject(j, "peak_rss_bytes", (double)peak_rss);

@@ -115,6 +115,8 @@ LP_DECLARE_BOTH(lp_status, lora_backward, float *dinp, float *dA, float *dB, con
  * copy of the active ISA level. */
 LP_DECLARE_OPT(float, fma_chain, int bits, int64_t iters)
 LP_DECLARE_OPT(int, fma_bits, void)
+/* The table the lp_* wrappers call (dispatch.c; device.c sets a device's, NULL resets). */
+void lp_kernels__set_active(const lp_kernel_table *t);
 float lp_k_fma_chain(int bits, int64_t iters);
 int lp_k_fma_bits(void);
 

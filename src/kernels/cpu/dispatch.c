@@ -102,6 +102,9 @@ lp_status lp_kernels_init(void)
 
 void lp_kernels_select(lp_kernels_impl impl) { atomic_store(&active, lp_kernels_table(impl)); }
 
+/* device.c: a device backend's table, or NULL to have lp_kernels_init choose again */
+void lp_kernels__set_active(const lp_kernel_table *t) { atomic_store(&active, t); }
+
 lp_status lp_kernels_select_isa(lp_isa isa)
 {
     const char *missing = lp_isa_missing(isa);

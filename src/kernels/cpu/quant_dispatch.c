@@ -192,7 +192,7 @@ static void scaled_copy(float *y, const float *x, int64_t n, float s)
 {
     LP_OP_BEGIN("lp::mul", 1.0 * n, 8.0 * n, 1, n);
     if (y != x)
-        memcpy(y, x, (size_t)n * sizeof(float));
+        lp_kernels_copy(y, x, (size_t)n * sizeof(float)); // memcpy on the CPU
     K->scale(y, n, s);
 }
 
@@ -203,14 +203,15 @@ lp_status lp_lora_forward_eager(float *out, float *u, uint8_t *keep, const float
     lp_status st = lp_k_lora_check(base, p, keep, rng, C, OC, r, true);
     if (st || N <= 0)
         return st;
+    // the active device's memory (lp_alloc on the CPU): the eager path also runs LoRA on a GPU
     float *xd = NULL,
-          *v = lp_alloc((size_t)(N * OC) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora_B out");
+          *v = lp_kernels_dev_alloc((size_t)(N * OC) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora_B out");
     if (!v)
         return LP_STATUS_NO_MEMORY;
     if (p > 0.0f) {
-        xd = lp_alloc((size_t)(N * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora dropout out");
+        xd = lp_kernels_dev_alloc((size_t)(N * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora dropout out");
         if (!xd) {
-            lp_free(v);
+            lp_kernels_dev_free(v);
             return LP_STATUS_NO_MEMORY;
         }
         lp_dropout_forward(xd, keep, inp, N * C, p, rng);
@@ -224,8 +225,8 @@ lp_status lp_lora_forward_eager(float *out, float *u, uint8_t *keep, const float
         st = lp_qmatmul_forward_eager(out, inp, base->q, base->bias, N, C, OC);
     if (!st)
         lp_add_inplace(out, v, N * OC);
-    lp_free(xd);
-    lp_free(v);
+    lp_kernels_dev_free(xd);
+    lp_kernels_dev_free(v);
     return st;
 }
 
@@ -237,12 +238,12 @@ lp_status lp_lora_backward_eager(float *dinp, float *dA, float *dB, const float 
     lp_status st = lp_k_lora_check(base, p, keep, NULL, C, OC, r, false);
     if (st || N <= 0)
         return st;
-    float *dv = lp_alloc((size_t)(N * OC) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora dv");
-    float *du = lp_alloc((size_t)(N * r) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora du");
-    float *dxd = lp_alloc((size_t)(N * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora dx");
-    float *xd = p > 0.0f
-                    ? lp_alloc((size_t)(N * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora dropout out")
-                    : NULL;
+    float *dv = lp_kernels_dev_alloc((size_t)(N * OC) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora dv");
+    float *du = lp_kernels_dev_alloc((size_t)(N * r) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora du");
+    float *dxd = lp_kernels_dev_alloc((size_t)(N * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora dx");
+    float *xd = p > 0.0f ? lp_kernels_dev_alloc((size_t)(N * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY,
+                                                "lora dropout out")
+                         : NULL;
     if (!dv || !du || !dxd || (p > 0.0f && !xd)) {
         st = LP_STATUS_NO_MEMORY;
         goto done;
@@ -264,9 +265,9 @@ lp_status lp_lora_backward_eager(float *dinp, float *dA, float *dB, const float 
             lp_add_inplace(dinp, dxd, N * C);
     }
 done:
-    lp_free(xd);
-    lp_free(dxd);
-    lp_free(du);
-    lp_free(dv);
+    lp_kernels_dev_free(xd);
+    lp_kernels_dev_free(dxd);
+    lp_kernels_dev_free(du);
+    lp_kernels_dev_free(dv);
     return st;
 }

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# loupe train --device cuda on a DistilBERT-shaped model (DistilBertForSequenceClassification:
+# 6 layers x 768, 12 heads, FFN 3072, vocabulary 30522, drawn from a seed; the bundled tokenizer),
+# batch 32 x seq 128 (synthetic rows of >= 128 tokens, so every batch is full length), full
+# fine-tuning and LoRA (r 8 on q_lin, v_lin, as PEFT's default; --lora-dropout 0.1), f32 and
+# TF32. Per config: 13 optimizer steps, the first 3 warm-ups, samples/s over the other 10 from
+# steps.csv (each step ends with a device sync, so step_ms is the GPU's time), the device
+# allocator's peak allocated / reserved from summary.json, and MFU against `loupe peak --device
+# cuda`'s figures: the card's dense bf16 peak (the issue's yardstick) and the measured TF32 GEMM.
+# Model FLOPs per step: forward = per sequence L (8 T C^2 + 4 T C I) + 4 L T^2 C + the head;
+# full = 3 x forward, LoRA = 2 x forward (no weight gradients for the frozen base; the
+# adapters' own FLOPs are < 1 % and left out). One JSON line per config on stdout (and
+# appended to $1 when given), to put beside PyTorch's numbers.
+# Usage: bench/gpu/train_models.sh [OUT.jsonl]   (LOUPE=path/to/loupe, default build/loupe)
+set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
+L=${LOUPE:-$root/build/loupe}
+out=${1:-}
+T=$(mktemp -d /tmp/lp_bench_gpu_train.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+M=$T/distilbert
+mkdir -p "$M"
+cp "$root/models/default/vocab.txt" "$root/models/default/tokenizer_config.json" "$M/"
+cat >"$M/config.json" <<'JSON'
+{"architectures": ["DistilBertForSequenceClassification"], "model_type": "distilbert", "vocab_size": 30522,
+ "dim": 768, "n_layers": 6, "n_heads": 12, "hidden_dim": 3072, "max_position_embeddings": 512,
+ "sinusoidal_pos_embds": false, "dropout": 0.1, "attention_dropout": 0.1, "seq_classif_dropout": 0.2,
+ "activation": "gelu", "initializer_range": 0.02, "pad_token_id": 0,
+ "id2label": {"0": "negative", "1": "positive"}, "label2id": {"negative": 0, "positive": 1}, "loupe_init_seed": 1}
+JSON
+python3 - "$root/models/default/vocab.txt" "$T/train.tsv" <<'PY'
+import random, sys
+words = [w.strip() for w in open(sys.argv[1]) if w.strip() and not w.startswith("[") and not w.startswith("##")]
+r = random.Random(0)
+with open(sys.argv[2], "w") as f:
+    f.write("sentence\tlabel\n")
+    for i in range(32 * 16):
+        f.write(" ".join(r.choice(words) for _ in range(160)) + f"\t{i % 2}\n")
+PY
+"$L" peak --device cuda --json --seconds 1 >"$T/peak.json" 2>"$T/peak.err" || {
+  echo "train_models: loupe peak --device cuda failed: $(cat "$T/peak.err")" >&2; exit 1; }
+for method in full lora; do
+  for prec in f32 tf32; do
+    extra=()
+    [ "$prec" = tf32 ] && extra+=(--tf32)
+    [ "$method" = lora ] && extra+=(--method lora --rank 8 --lora-dropout 0.1)
+    id=$method-$prec
+    if ! "$L" train --model "$M" --train "$T/train.tsv" --eval none --max-steps 13 --batch-size 32 --max-seq-len 128 \
+         --device cuda --quiet --output-dir "$T/runs" --run-id "$id" "${extra[@]}" >"$T/$id.out" 2>"$T/$id.err"; then
+      echo "{\"config\": \"$id\", \"error\": $(python3 -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read()[-400:]))' "$T/$id.err")}"
+      continue
+    fi
+    python3 - "$T/runs/$id" "$T/peak.json" "$M/config.json" "$method" "$prec" <<'PY' | tee -a ${out:-/dev/null}
+import csv, json, statistics, sys
+run, peak, cfg, method, prec = sys.argv[1:6]
+p, c, s = json.load(open(peak)), json.load(open(cfg)), json.load(open(run + "/summary.json"))
+rows = list(csv.DictReader(open(run + "/steps.csv")))
+timed = rows[3:13]
+ms = [float(r["step_ms"]) for r in timed]
+samples = sum(int(r["samples"]) for r in timed)
+tokens = sum(int(r["tokens"]) for r in timed)
+B, T, C, I, Ln = 32, 128, c["dim"], c["hidden_dim"], c["n_layers"]
+fwd = B * (Ln * (8 * T * C * C + 4 * T * C * I) + 4 * Ln * T * T * C + 2 * C * C + 2 * C * 2)
+flops = (3 if method == "full" else 2) * fwd
+step_s = sum(ms) / len(ms) / 1e3
+achieved = flops / step_s
+dm = s.get("device_memory", {})
+o = {
+    "config": f"distilbert-{method}-{prec}", "engine": "loupe", "device": s.get("device_name"),
+    "method": method, "precision": prec, "batch": B, "seq": T, "steps_timed": len(timed), "warmup_steps": 3,
+    "tokens_per_step": tokens / len(timed),
+    "samples_per_s": samples / (sum(ms) / 1e3), "step_ms_mean": statistics.mean(ms), "step_ms_median": statistics.median(ms),
+    "peak_allocated_bytes": dm.get("peak_allocated_bytes"), "peak_reserved_bytes": dm.get("peak_reserved_bytes"),
+    "peak_allocated_by_category": dm.get("peak_allocated_by_category"),
+    "model_tflops_per_step": flops / 1e12, "achieved_tflops": achieved / 1e12,
+    "bf16_dense_peak_tflops": p.get("bf16_dense_peak_tflops"), "tf32_gemm_tflops_measured": p.get("tf32_tflops"),
+    "f32_gemm_tflops_measured": p.get("f32_tflops"),
+    "mfu_vs_bf16_dense_peak": achieved / 1e12 / p["bf16_dense_peak_tflops"] if p.get("bf16_dense_peak_tflops") else None,
+    "mfu_vs_measured_gemm": achieved / 1e12 / (p["tf32_tflops"] if prec == "tf32" else p["f32_tflops"]),
+    "final_loss": float(rows[-1]["loss"]),
+}
+print(json.dumps(o))
+PY
+  done
+done

@@ -1,0 +1,236 @@
+/* The device the lp_* wrappers run on (kernels.h, lp_kernels_use_device): the CPU, or the
+ * CUDA backend, whose op table the wrappers then call and whose memory the helpers here
+ * manage. On the CPU every helper is the plain host operation (lp_alloc, memcpy, memset), so
+ * code written through them runs exactly as it did before. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../backend.h"
+#include "../cuda/cuda_alloc.h"
+#include "cpu_kernels.h"
+
+/* The device backend in use, NULL on the CPU; set between runs (the CLI, a test). */
+static const lp_backend *dev;
+
+const char *lp_device_name(lp_device d)
+{
+    return d == LP_DEVICE_CUDA ? "cuda" : d == LP_DEVICE_CPU ? "cpu" : "?";
+}
+
+lp_status lp_device_parse(const char *s, lp_device *out)
+{
+    if (s && !strcmp(s, "cpu"))
+        *out = LP_DEVICE_CPU;
+    else if (s && !strcmp(s, "cuda"))
+        *out = LP_DEVICE_CUDA;
+    else
+        return lp_err(LP_STATUS_INVALID_ARG, "unknown device '%s' (expected cpu or cuda)", s ? s : "(null)");
+    return LP_OK;
+}
+
+/* LP_FAKE_DEVICE=1 (tests only): "cuda" is a stand-in in host memory whose op table is the
+ * CPU's with the entries the CUDA table lacks left NULL, so the engine's device path (the
+ * model's device blocks, uploads, downloads, host views, the compositions for missing ops)
+ * runs and is checked against the CPU on a machine without a GPU. Its buffers are separate
+ * from the host's, so a missed upload or download shows as a wrong result; a host touch of
+ * device memory does not (that needs the real GPU). */
+static lp_kernel_table fake_table;
+static void *fake_alloc_tagged(void *c, size_t bytes, lp_mem_category cat, const char *what)
+{
+    (void)c;
+    return lp_alloc(bytes ? bytes : 1, cat, what);
+}
+static void *fake_alloc(void *c, size_t bytes, const char *what)
+{
+    return fake_alloc_tagged(c, bytes, LP_MEM_CATEGORY_TEMPORARY, what);
+}
+static void fake_free(void *c, void *p)
+{
+    (void)c;
+    lp_free(p);
+}
+static lp_status fake_copy(void *c, void *dst, const void *src, size_t bytes)
+{
+    (void)c;
+    if (bytes && dst != src)
+        memmove(dst, src, bytes);
+    return LP_OK;
+}
+static lp_status fake_memset(void *c, void *dst, int value, size_t bytes)
+{
+    (void)c;
+    memset(dst, value, bytes);
+    return LP_OK;
+}
+static lp_status fake_sync(void *c)
+{
+    (void)c;
+    return LP_OK;
+}
+static bool fake_supports(const lp_backend *b, size_t op)
+{
+    void (*fn)(void);
+    memcpy(&fn, (const char *)b->ops + op, sizeof fn);
+    return fn != NULL;
+}
+static lp_backend fake_backend = {.name = "cuda",
+                                  .level = "fake",
+                                  .alloc = fake_alloc,
+                                  .alloc_tagged = fake_alloc_tagged,
+                                  .free = fake_free,
+                                  .upload = fake_copy,
+                                  .download = fake_copy,
+                                  .copy = fake_copy,
+                                  .memset = fake_memset,
+                                  .sync = fake_sync,
+                                  .supports = fake_supports,
+                                  .ops = &fake_table};
+
+static const lp_backend *fake_device(void)
+{
+    const char *e = getenv("LP_FAKE_DEVICE");
+    if (!e || strcmp(e, "1"))
+        return NULL;
+    fake_table = *lp_kernels_table(LP_KERNELS_IMPL_OPT);
+    fake_table.name = "cuda";
+    /* what src/kernels/cuda/cuda_backend.c's table leaves NULL */
+    fake_table.attention_eager_forward = NULL;
+    fake_table.attention_eager_backward = NULL;
+    fake_table.qmatmul_forward = NULL;
+    fake_table.qmatmul_backward = NULL;
+    fake_table.lora_forward = NULL;
+    fake_table.lora_backward = NULL;
+    fake_table.kv_write = NULL;
+    fake_table.attention_decode = NULL;
+    fake_table.bf16_matmul_forward = NULL;
+    fake_table.bf16_matmul_backward = NULL;
+    fake_table.f32_matmul_forward = NULL;
+    fake_table.f32_matmul_backward = NULL;
+    return &fake_backend;
+}
+
+lp_status lp_kernels_use_device(lp_device d)
+{
+    if (d == LP_DEVICE_CPU) {
+        dev = NULL;
+        lp_kernels__set_active(NULL); /* lp_kernels_init's choice again */
+        return lp_kernels_init();
+    }
+    const lp_backend *b = fake_device();
+    if (b) {
+        dev = b;
+        lp_kernels__set_active(b->ops);
+        return LP_OK;
+    }
+    lp_status st = lp_backend_cuda(&b);
+    if (st != LP_OK)
+        return st;
+    dev = b;
+    lp_kernels__set_active(b->ops);
+    return LP_OK;
+}
+
+lp_device lp_kernels_device(void)
+{
+    return dev ? LP_DEVICE_CUDA : LP_DEVICE_CPU;
+}
+
+const char *lp_kernels_device_label(void)
+{
+    if (dev == &fake_backend)
+        return "fake (LP_FAKE_DEVICE=1)";
+    const lp_cuda_device_info *i = dev ? lp_cuda_device_info_get(dev) : NULL;
+    return i ? i->name : NULL;
+}
+
+void *lp_kernels_dev_alloc(size_t bytes, lp_mem_category cat, const char *what)
+{
+    if (!dev)
+        return lp_alloc(bytes, cat, what); /* zero-filled */
+    void *p = dev->alloc_tagged(dev->ctx, bytes, cat, what);
+    if (p && dev->memset(dev->ctx, p, 0, bytes) != LP_OK) { /* lp_alloc's promise, kept on the device */
+        dev->free(dev->ctx, p);
+        return NULL;
+    }
+    return p;
+}
+
+void lp_kernels_dev_free(void *p)
+{
+    if (!dev)
+        lp_free(p);
+    else if (p)
+        dev->free(dev->ctx, p);
+}
+
+lp_status lp_kernels_upload(void *dst, const void *src, size_t bytes)
+{
+    if (!dev) {
+        if (bytes && dst != src)
+            memcpy(dst, src, bytes);
+        return LP_OK;
+    }
+    return dev->upload(dev->ctx, dst, src, bytes);
+}
+
+lp_status lp_kernels_download(void *dst, const void *src, size_t bytes)
+{
+    if (!dev) {
+        if (bytes && dst != src)
+            memcpy(dst, src, bytes);
+        return LP_OK;
+    }
+    lp_status st = dev->download(dev->ctx, dst, src, bytes);
+    lp_status s2 = dev->sync(dev->ctx); /* the errors the queued ops kept */
+    return st != LP_OK ? st : s2;
+}
+
+void lp_kernels_copy(void *dst, const void *src, size_t bytes)
+{
+    if (!dev) {
+        if (bytes && dst != src)
+            memcpy(dst, src, bytes);
+    } else if (bytes && dst != src) {
+        (void)dev->copy(dev->ctx, dst, src, bytes); /* a failure is kept for the next sync */
+    }
+}
+
+void lp_kernels_memset(void *dst, int value, size_t bytes)
+{
+    if (!dev)
+        memset(dst, value, bytes);
+    else if (bytes)
+        (void)dev->memset(dev->ctx, dst, value, bytes); /* kept for the next sync */
+}
+
+lp_status lp_kernels_sync(void)
+{
+    return dev ? dev->sync(dev->ctx) : LP_OK;
+}
+
+void lp_kernels_set_tf32(bool on)
+{
+    if (dev && dev != &fake_backend)
+        lp_cuda_set_tf32(dev, on);
+}
+
+void lp_kernels_device_mem(lp_mem_category cat, lp_device_mem *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!dev || dev == &fake_backend || (unsigned)cat >= LP_MEM_CATEGORY__COUNT)
+        return;
+    lp_cu_alloc_stats s;
+    lp_cuda_alloc_stats(dev, &s);
+    *out = (lp_device_mem){s.allocated[cat], s.allocated_peak[cat], s.reserved[cat], s.reserved_peak[cat]};
+}
+
+void lp_kernels_device_mem_total(lp_device_mem *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!dev || dev == &fake_backend)
+        return;
+    lp_cu_alloc_stats s;
+    lp_cuda_alloc_stats(dev, &s);
+    *out =
+        (lp_device_mem){s.allocated_total, s.allocated_total_peak, s.reserved_total, s.reserved_total_peak};
+}

@@ -1,0 +1,120 @@
+/* A model on a device (lp_kernels_use_device before lp_model_load): the parameter block is
+ * uploaded once after load and the parameter table and modules point into the device copy;
+ * gradients, activations, scratch and the batch live in device blocks of the same memory
+ * categories (so the device allocator's per-category figures are the memory plan). The host
+ * parameter block stays, as the staging copy lp_model_host_params downloads into for saving. */
+#include <string.h>
+
+#include "models_internal.h"
+
+void *lp_model__blk_alloc(const lp_model *m, size_t bytes, lp_mem_category cat, const char *what)
+{
+    return m->dev ? lp_kernels_dev_alloc(bytes, cat, what) : lp_alloc(bytes, cat, what);
+}
+
+void lp_model__blk_free(const lp_model *m, void *p)
+{
+    if (m->dev)
+        lp_kernels_dev_free(p);
+    else
+        lp_free(p);
+}
+
+/* What a device run does not do yet: said up front, naming the option. */
+static lp_status refuse(const lp_model *m)
+{
+    const char *dev = lp_device_name(lp_kernels_device());
+    if (m->cfg.family != LP_MODEL_FAMILY_BERT)
+        return lp_err(LP_STATUS_UNSUPPORTED,
+                      "%s: --device %s runs the BERT/DistilBERT family only (this is a %s model)", m->dir,
+                      dev, lp_hf_arch_name(m->cfg.arch));
+    if (m->exec != LP_EXEC_MODE_FUSED)
+        return lp_err(LP_STATUS_UNSUPPORTED, "%s: --device %s has no eager attention: use --exec fused",
+                      m->dir, dev);
+    if (m->opt.compute != LP_DTYPE_F32)
+        return lp_err(LP_STATUS_UNSUPPORTED, "%s: --device %s trains in f32 only (no --dtype bf16 yet)",
+                      m->dir, dev);
+    if (m->opt.weights != LP_WEIGHT_FORMAT_F32)
+        return lp_err(LP_STATUS_UNSUPPORTED, "%s: --device %s runs f32 weights only (no --quantize %s)",
+                      m->dir, dev, lp_weight_format_name(m->opt.weights));
+    for (size_t i = 0; i < m->n_lins; i++)
+        if (m->lins[i].q || m->lins[i].lin->qbase || m->lins[i].lin->bf16)
+            return lp_err(LP_STATUS_UNSUPPORTED,
+                          "%s: --device %s has no quantized or bf16 LoRA base yet (%s): use --base-dtype f32",
+                          m->dir, dev, m->lins[i].module);
+    return LP_OK;
+}
+
+/* Points parameter i (table and module) at base + its offset. */
+static void point_params(lp_model *m, float *base)
+{
+    for (size_t i = 0; i < m->n_params; i++) {
+        m->params[i].data = base + m->slots[i].offset;
+        *m->slots[i].w = m->params[i].data;
+    }
+}
+
+lp_status lp_model__to_device(lp_model *m)
+{
+    lp_status st = refuse(m);
+    if (st != LP_OK)
+        return st;
+    const size_t pbytes = (size_t)m->n_floats * sizeof(float);
+    m->dev = true;
+    if (!(m->param_dev = lp_kernels_dev_alloc(pbytes, LP_MEM_CATEGORY_PARAMETER, "model parameters")))
+        return lp_err_wrap(LP_STATUS_NO_MEMORY, "%s: %lld parameters on the device", m->dir,
+                           (long long)m->n_floats);
+    if (!(m->loss_dev = lp_kernels_dev_alloc(64, LP_MEM_CATEGORY_OTHER, "model loss")))
+        return lp_err_wrap(LP_STATUS_NO_MEMORY, "%s: the loss on the device", m->dir);
+    if ((st = lp_kernels_upload(m->param_dev, m->param_block, pbytes)) != LP_OK)
+        return lp_err_wrap(st, "%s: uploading the parameters", m->dir);
+    point_params(m, m->param_dev);
+    // the gradient block again, on the device (lp_model__layout_grads allocates through
+    // lp_model__blk_alloc now); what was accumulated on the host (nothing after a load) is lost
+    for (size_t i = 0; i < m->n_params; i++)
+        m->slots[i].goff = -1;
+    lp_free(m->grad_block);
+    m->grad_block = NULL;
+    m->n_grad_floats = 0;
+    if ((st = lp_model__layout_grads(m)) != LP_OK)
+        return st;
+    // blocks sized before the move (max_batch) are host blocks: sized again on the device
+    lp_free(m->act_block), lp_free(m->act_u8), lp_free(m->tmp_block), lp_free(m->in_block);
+    m->act_block = m->tmp_block = NULL, m->act_u8 = NULL, m->in_block = NULL;
+    m->act_cap_floats = m->act_cap_u8 = m->tmp_cap = m->in_cap = 0;
+    lp_free(m->lora_act), lp_free(m->lora_u8);
+    m->lora_act = NULL, m->lora_u8 = NULL;
+    m->lora_act_cap = m->lora_u8_cap = 0;
+    return lp_kernels_sync();
+}
+
+void lp_model__device_free(lp_model *m)
+{
+    if (!m->dev)
+        return;
+    // (called last in lp_model_free: the modules the table points into are gone, so nothing is
+    // pointed back; param_dev is ours whichever copy the table saw last)
+    lp_kernels_dev_free(m->param_dev);
+    lp_kernels_dev_free(m->loss_dev);
+    lp_free(m->in_host);
+    m->param_dev = NULL, m->loss_dev = NULL, m->in_host = NULL;
+}
+
+lp_status lp_model_host_params(lp_model *m, bool host)
+{
+    if (!m->dev || host == m->host_view)
+        return LP_OK;
+    if (host) {
+        lp_status st = lp_kernels_download(m->param_block, m->param_dev, (size_t)m->n_floats * sizeof(float));
+        if (st != LP_OK)
+            return lp_err_wrap(st, "%s: downloading the parameters", m->dir);
+    }
+    point_params(m, host ? m->param_block : m->param_dev);
+    m->host_view = host;
+    return LP_OK;
+}
+
+bool lp_model_on_device(const lp_model *m)
+{
+    return m->dev;
+}
