@@ -95,13 +95,14 @@ void lp_dist_buckets_free(lp_dist_buckets *b);
 /* Runs a plan's all-reduces (sum, f32, in place) on a gradient block, non-blocking with MPI
  * (MPI_Iallreduce) so that they overlap the rest of the backward pass. OpenMPI moves their
  * data only inside MPI calls, so by default (MPI_THREAD_MULTIPLE) a progress thread of the
- * reducer starts each released bucket and tests it every LP_DIST_POLL_US microseconds (100;
- * 0 spins) while backward computes; LP_DIST_PROGRESS=layer (or a library without
+ * reducer starts the released buckets in order (LP_DIST_INFLIGHT at a time, default 1) and
+ * tests them every LP_DIST_POLL_US microseconds (100; 0 spins) while backward computes
+ * (environment variables, read at init; out-of-range values are refused);
+ * LP_DIST_PROGRESS=layer (or a library without
  * MPI_THREAD_MULTIPLE) keeps everything on the calling thread, with one MPI_Testall per
  * finished stage. Profiler ranges: "mpi:all_reduce" per bucket (its float count as the input
  * shape; in thread mode on the thread "mpi progress", from its start to the test that saw it
- * complete, back to back), "mpi:wait" where the caller waits; loupe analyze counts both as
- * communication. */
+ * complete), "mpi:wait" where the caller waits; loupe analyze counts both as communication. */
 typedef struct lp_dist_reducer lp_dist_reducer;
 
 /* block is borrowed (floats [0, total) of the plan); the plan is copied. NO_MEMORY. */

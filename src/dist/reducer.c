@@ -3,13 +3,16 @@
  *
  * OpenMPI 4.1 moves a non-blocking collective's data only inside MPI calls (no asynchronous
  * progress for shared memory or TCP), so something must call MPI while backward computes:
- *  - thread mode (the default, MPI_THREAD_MULTIPLE): a progress thread starts each released
- *    bucket at once and tests the oldest one in flight every LP_DIST_POLL_US microseconds
- *    (100 by default; a timed condition wait, so a release or finish wakes it at once),
- *    spinning while the main thread waits in finish. Its own communicator (a duplicate of the
- *    world's) keeps its collectives apart from those the main thread calls. The trace shows
- *    the all-reduces in flight on its row ("mpi progress"), one range per bucket, back to back
- *    from its start, or the previous bucket's end, to the test that saw it complete;
+ *  - thread mode (the default, MPI_THREAD_MULTIPLE): a progress thread starts the released
+ *    buckets in order, LP_DIST_INFLIGHT at a time (1 by default: several large collectives
+ *    in flight at once stalled OpenMPI's copy-in/copy-out shared memory for hundreds of ms
+ *    here, and one at a time was as fast with CMA), and tests the oldest one every
+ *    LP_DIST_POLL_US microseconds (100 by default, 20 while the main thread waits in finish;
+ *    a timed condition wait, so a release or finish wakes it at once). Its own
+ *    communicator (a duplicate of the world's) keeps its collectives apart from those the
+ *    main thread calls. The trace shows the all-reduces on its row ("mpi progress"), one
+ *    range per bucket from its start (or, with several in flight, the previous one's end) to
+ *    the test that saw it complete;
  *  - layer mode (LP_DIST_PROGRESS=layer, or a library without MPI_THREAD_MULTIPLE): the main
  *    thread starts the buckets and calls MPI_Testall once per finished layer, then
  *    MPI_Waitall: the transfers barely progress during backward.
@@ -21,6 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "loupe/prof.h"
 #include "dist_internal.h"
@@ -43,6 +49,7 @@ struct lp_dist_reducer {
     int mpi_rc;             /* first MPI error of the thread (MPI_SUCCESS: none) */
     const char *mpi_what;
     int64_t poll_ns;
+    int32_t inflight; /* all-reduces in flight at most */
 #endif
 };
 
@@ -90,6 +97,21 @@ static lp_status poll_interval(int64_t *ns)
     return LP_OK;
 }
 
+/* LP_DIST_INFLIGHT: all-reduces the progress thread keeps in flight, 1 to 64 (default 1). */
+static lp_status inflight_limit(int32_t *n)
+{
+    const char *v = getenv("LP_DIST_INFLIGHT");
+    *n = 1;
+    if (!v || !*v)
+        return LP_OK;
+    char *end;
+    long k = strtol(v, &end, 10);
+    if (*end || k < 1 || k > 64)
+        return lp_err(LP_STATUS_INVALID_ARG, "LP_DIST_INFLIGHT=%s: expected 1 to 64 all-reduces", v);
+    *n = (int32_t)k;
+    return LP_OK;
+}
+
 static int start_bucket(lp_dist_reducer *r, int32_t i, MPI_Comm comm)
 {
     const lp_dist_bucket *b = &r->b[i];
@@ -117,10 +139,13 @@ static void *progress_main(void *arg)
 {
     lp_dist_reducer *r = arg;
     lp_prof_set_thread_name("mpi progress");
+#ifdef __linux__
+    prctl(PR_SET_TIMERSLACK, 1000UL); /* wake within ~1 us of the poll, not the default 50 */
+#endif
     int open = 0; /* the range of bucket r->done is recorded open */
     pthread_mutex_lock(&r->mu);
     while (!r->stop) {
-        if (r->mpi_rc == MPI_SUCCESS && r->started < r->next) {
+        if (r->mpi_rc == MPI_SUCCESS && r->started < r->next && r->started - r->done < r->inflight) {
             const int32_t i = r->started;
             pthread_mutex_unlock(&r->mu);
             if (i == r->done) /* nothing in flight: its range starts now */
@@ -137,7 +162,7 @@ static void *progress_main(void *arg)
         }
         if (r->mpi_rc == MPI_SUCCESS && r->done < r->started) {
             const int32_t i = r->done;
-            const bool spin = r->waiting || r->poll_ns == 0;
+            const bool spin = r->poll_ns == 0;
             pthread_mutex_unlock(&r->mu);
             int flag = 0, rc = MPI_Test(&r->req[i], &flag, MPI_STATUS_IGNORE);
             if (flag && open)
@@ -151,9 +176,11 @@ static void *progress_main(void *arg)
                 open = r->done < r->started ? push_bucket(r, r->done) : 0;
                 if (r->done == r->next)
                     pthread_cond_signal(&r->finished);
-            } else if (!spin && !r->waiting && r->started == r->next) { /* nothing new meanwhile */
+            } else if (!spin && (r->started == r->next || r->started - r->done >= r->inflight)) {
+                /* main waiting: test more often, but still sleep (two ranks spinning on a
+                 * loaded machine took turns at the CPU, 100 ms at a time, here) */
                 struct timespec ts;
-                deadline_after(&ts, r->poll_ns);
+                deadline_after(&ts, r->waiting && r->poll_ns > 20000 ? 20000 : r->poll_ns);
                 pthread_cond_timedwait(&r->wake, &r->mu, &ts);
             }
             continue;
@@ -231,7 +258,7 @@ lp_status lp_dist_reducer_init(lp_dist_reducer **out, float *block, const lp_dis
         }
     lp_status st = LP_OK;
     if (distributed() && (st = progress_mode(&r->threaded)) == LP_OK && r->threaded &&
-        (st = poll_interval(&r->poll_ns)) == LP_OK) {
+        (st = poll_interval(&r->poll_ns)) == LP_OK && (st = inflight_limit(&r->inflight)) == LP_OK) {
         int rc = MPI_Comm_dup(MPI_COMM_WORLD, &r->comm); /* every rank builds its reducer */
         st = rc == MPI_SUCCESS ? start_thread(r) : lp_dist__mpi_err(rc, "MPI_Comm_dup");
     }
