@@ -6,7 +6,11 @@
 # the same model, batch and threads, 1 and 2 processes.
 #
 #   bench/distributed/run.sh [--loupe build/loupe] [--steps 30] [--batch 16] [--shape small|distilbert] [--torch]
-#                            [--veth]
+#                            [--veth] [--progress thread|layer]
+#
+# --progress: how the gradient all-reduces progress during backward (LP_DIST_PROGRESS, see
+# include/loupe/dist.h): thread (default: the reducer's progress thread) or layer (the main
+# thread tests them once per layer, the behaviour before the progress thread).
 #
 # --veth: the 2-rank runs (loupe's and DDP's) go over TCP between two network namespaces joined
 # by a veth pair, one rank in each (tests/dist/veth_env.sh: root, iproute2), instead of shared
@@ -17,29 +21,30 @@
 # are medians of the steps after the first two. Prints a table; nothing is asserted.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
-L=$root/build/loupe steps=30 batch=16 shape=small torch=0 veth=0
+L=$root/build/loupe steps=30 batch=16 shape=small torch=0 veth=0 progress=thread
 while [ $# -gt 0 ]; do
   case $1 in
     --loupe) L=$2; shift 2 ;; --steps) steps=$2; shift 2 ;; --batch) batch=$2; shift 2 ;;
-    --shape) shape=$2; shift 2 ;; --torch) torch=1; shift ;; --veth) veth=1; shift ;; *) echo "unknown $1"; exit 2 ;;
+    --shape) shape=$2; shift 2 ;; --torch) torch=1; shift ;; --veth) veth=1; shift ;;
+    --progress) progress=$2; shift 2 ;; *) echo "unknown $1"; exit 2 ;;
   esac
 done
 command -v mpirun >/dev/null || { echo "mpirun not found (apt-get install openmpi-bin)"; exit 2; }
 # shared memory with single-copy (CMA) transfers: 3x less all-reduce time than copy-in/copy-out here
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 LP_DIST_PROGRESS=$progress
 T=$(mktemp -d /tmp/lp_bench_dist.XXXXXX)
 if [ "$veth" = 1 ]; then
   . "$root/tests/dist/veth_env.sh"
   trap 'lp_veth_down; rm -rf "$T"' EXIT
   lp_veth_up || exit 2
-  mpi2() { lp_veth_mpirun 2 "$@"; }
+  mpi2() { lp_veth_mpirun 2 -x LP_DIST_PROGRESS "$@"; }
   link="TCP over a veth pair between two network namespaces"
 else
   trap 'rm -rf "$T"' EXIT
-  mpi2() { OMPI_MCA_btl=self,vader mpirun -np 2 --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 "$@"; }
+  mpi2() { OMPI_MCA_btl=self,vader mpirun -np 2 --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 -x LP_DIST_PROGRESS "$@"; }
   link="shared memory (vader, CMA)"
 fi
-echo "2 ranks over $link"
+echo "2 ranks over $link, all-reduce progress: $progress"
 M=$T/model
 mkdir -p "$M"
 cp "$root"/models/default/* "$M/"

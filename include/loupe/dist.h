@@ -13,7 +13,8 @@
  *   lp_dist_reducer_finish(red);                // start the rest, wait: sums over ranks
  *   lp_dist_finalize();
  *
- * Threads: call everything from the thread that called lp_dist_init. */
+ * Threads: call everything from the thread that called lp_dist_init (the reducer's own
+ * progress thread calls MPI on a communicator of its own). */
 #ifndef LOUPE_DIST_H
 #define LOUPE_DIST_H
 
@@ -92,9 +93,16 @@ LP_WARN_UNUSED lp_status lp_dist_buckets_plan(const lp_dist_span *spans, int32_t
 void lp_dist_buckets_free(lp_dist_buckets *b);
 
 /* Runs a plan's all-reduces (sum, f32, in place) on a gradient block, non-blocking with MPI
- * (MPI_Iallreduce) so that they overlap the rest of the backward pass. Each collective is a
- * profiler range "mpi:all_reduce" (its float count as the input shape) and each wait one
- * named "mpi:wait", which loupe analyze counts as communication. */
+ * (MPI_Iallreduce) so that they overlap the rest of the backward pass. OpenMPI moves their
+ * data only inside MPI calls, so by default (MPI_THREAD_MULTIPLE) a progress thread of the
+ * reducer starts the released buckets in order (LP_DIST_INFLIGHT at a time, default 1) and
+ * tests them every LP_DIST_POLL_US microseconds (100; 0 spins) while backward computes
+ * (environment variables, read at init; out-of-range values are refused);
+ * LP_DIST_PROGRESS=layer (or a library without
+ * MPI_THREAD_MULTIPLE) keeps everything on the calling thread, with one MPI_Testall per
+ * finished stage. Profiler ranges: "mpi:all_reduce" per bucket (its float count as the input
+ * shape; in thread mode on the thread "mpi progress", from its start to the test that saw it
+ * complete), "mpi:wait" where the caller waits; loupe analyze counts both as communication. */
 typedef struct lp_dist_reducer lp_dist_reducer;
 
 /* block is borrowed (floats [0, total) of the plan); the plan is copied. NO_MEMORY. */
@@ -107,7 +115,9 @@ LP_WARN_UNUSED lp_status lp_dist_reducer_ready(lp_dist_reducer *r, int32_t stage
 /* Starts the buckets still waiting, waits for all: the block then holds the sum over ranks.
  * Resets for the next step. */
 LP_WARN_UNUSED lp_status lp_dist_reducer_finish(lp_dist_reducer *r);
-/* Buckets started so far in the current step (for tests). */
+/* Buckets started (released to the progress thread) so far in the current step (for tests). */
 int32_t lp_dist_reducer_started(const lp_dist_reducer *r);
+/* Whether a progress thread runs the all-reduces (thread mode, more than one rank). */
+bool lp_dist_reducer_threaded(const lp_dist_reducer *r);
 
 #endif

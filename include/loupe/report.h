@@ -273,6 +273,12 @@ typedef struct lp_trace_model {
                                   device work launched before the last step began */
     lp_trace_gpu gpu_all;      /* every device event */
     int has_device;
+    /* HTA's communication/computation overlap carried over to host threads (HTA's own needs
+     * GPU kernels: NaN on a CPU-only trace). A thread communicates while a communication
+     * range (nccl/gloo/mpi:..., c10d::) is open on it and computes while only other ranges
+     * are (the ProfilerStep aside); host_comm_ns: the time some thread communicates;
+     * host_comm_overlap_ns: of that, the time another thread computes. */
+    int64_t host_comm_ns, host_comm_overlap_ns;
     lp_trace_mem_point *mem;   /* the allocated curve (device memory when any, else CPU),
                                   thinned to at most LP_TRACE_MEM_POINTS */
     size_t n_mem;

@@ -52,6 +52,7 @@ const char *lp_dist_backend(void)
 
 #ifdef LP_HAVE_MPI
 static bool g_mpi = false;
+static int g_thread_level = MPI_THREAD_SINGLE;
 
 bool lp_dist_built_with_mpi(void)
 {
@@ -60,6 +61,10 @@ bool lp_dist_built_with_mpi(void)
 bool lp_dist__mpi_on(void)
 {
     return g_mpi;
+}
+bool lp_dist__thread_multiple(void)
+{
+    return g_mpi && g_thread_level >= MPI_THREAD_MULTIPLE;
 }
 
 lp_status lp_dist__mpi_err(int rc, const char *what)
@@ -85,10 +90,14 @@ lp_status lp_dist_init(void)
     g_init = true;
     if (!under_launcher())
         return LP_OK;
-    int provided = 0, rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+    /* MULTIPLE: the reducer's progress thread tests the gradient all-reduces while the main
+     * thread computes (and may meet an error and call a collective of its own); a library
+     * without it gets the reducer's single-thread mode */
+    int provided = 0, rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
     if (rc != MPI_SUCCESS)
         return lp_dist__mpi_err(rc, "MPI_Init_thread");
     g_mpi = true;
+    g_thread_level = provided;
     int r = 0, n = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &r);
     MPI_Comm_size(MPI_COMM_WORLD, &n);

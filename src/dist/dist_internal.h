@@ -10,6 +10,8 @@
 lp_status lp_dist__mpi_err(int rc, const char *what);
 /* Whether MPI_Init ran (false: a world of one, even in an MPI build). */
 bool lp_dist__mpi_on(void);
+/* Whether MPI_Init_thread gave MPI_THREAD_MULTIPLE (the reducer's progress thread needs it). */
+bool lp_dist__thread_multiple(void);
 #endif
 
 #endif

@@ -59,13 +59,16 @@ static void recommendations(lp_html *h, const lp_trace_model *m)
             "asynchronously from pinned memory.",
             pct(t->part_ns[LP_TRACE_PART_MEMCPY], t->dur_ns));
     }
-    if (g->comm_ns > 0 && pct(g->comm_overlap_ns, g->comm_ns) < 50.0) {
+    /* a CPU-only trace: communication ranges against other threads' compute */
+    const int64_t comm = m->has_device ? g->comm_ns : m->host_comm_ns,
+                  overlap = m->has_device ? g->comm_overlap_ns : m->host_comm_overlap_ns;
+    if (comm > 0 && pct(overlap, comm) < 50.0) {
         any = 1;
         lp_html_p(
             h,
             "Only %.1f %% of communication overlaps compute (threshold 50 %%): bucketed all-reduce during "
             "backward (DDP's default) or FSDP prefetch hides more of it.",
-            pct(g->comm_overlap_ns, g->comm_ns));
+            pct(overlap, comm));
     }
     if (t->dur_ns > 0 && pct(t->part_ns[LP_TRACE_PART_RUNTIME], t->dur_ns) > 20.0) {
         any = 1;
@@ -156,6 +159,13 @@ static void overview(lp_html *h, const lp_trace_model *m)
             ms(g->busy_ns), ms(g->compute_ns), ms(g->comm_ns), pct(g->comm_overlap_ns, g->comm_ns),
             ms(g->memory_ns), ms(g->last_ns - g->first_ns - g->busy_ns), ms(g->idle_host_wait_ns),
             ms(g->idle_kernel_wait_ns), LP_TRACE_KERNEL_WAIT_NS / 1000, ms(g->idle_other_ns));
+    }
+    if (!m->has_device && m->host_comm_ns > 0) {
+        lp_html_h(h, 3, "Host communication");
+        lp_html_p(h,
+                  "Communication ranges %.3f ms, %.1f %% of them overlapped by compute on other threads "
+                  "(HolisticTraceAnalysis's overlap, which needs GPU kernels, over host threads).",
+                  ms(m->host_comm_ns), pct(m->host_comm_overlap_ns, m->host_comm_ns));
     }
     recommendations(h, m);
     lp_html_tab_end(h);

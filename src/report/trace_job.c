@@ -80,11 +80,13 @@ static void job_figures(lp_trace_job *j)
         r->comm_ns = g->comm_ns;
         r->overlap_ns = g->comm_overlap_ns;
         r->other_ns = r->span_ns - g->busy_ns;
-        if (!m->has_device) { /* CPU-only: host compute and communication parts instead */
-            r->compute_ns = m->total.part_ns[LP_TRACE_PART_CPU_EXEC];
+        if (!m->has_device) {
+            /* CPU-only: host threads instead of streams. The step parts give an instant with
+             * communication to communication, so compute is its part plus the overlap. */
+            r->overlap_ns = m->host_comm_overlap_ns;
+            r->compute_ns = m->total.part_ns[LP_TRACE_PART_CPU_EXEC] + r->overlap_ns;
             r->comm_ns = m->total.part_ns[LP_TRACE_PART_COMMUNICATION];
-            r->overlap_ns = 0;
-            r->other_ns = r->span_ns - r->compute_ns - r->comm_ns;
+            r->other_ns = r->span_ns - r->compute_ns - r->comm_ns + r->overlap_ns;
         }
         if (min_comm < 0 || r->comm_ns < min_comm)
             min_comm = r->comm_ns;

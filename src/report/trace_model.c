@@ -409,7 +409,7 @@ static lp_status process(tm_state *s, const tev *e)
         m->n_late++;
     s->last_out = e->ts > s->last_out || !s->any_out ? e->ts : s->last_out;
     if (!s->any_out) {
-        s->cursor = e->ts;
+        s->cursor = s->ov_cursor = e->ts;
         m->first_ns = e->ts;
         s->any_out = 1;
     }
@@ -421,6 +421,7 @@ static lp_status process(tm_state *s, const tev *e)
         return lp_tm_oom(s);
     const char *name = s->names.str[e->name];
     lp_tm_sweep_to(s, e->ts);
+    lp_tm_host_overlap_to(s, e->ts);
     m->n_used++;
 
     if (e->kind == K_MEMORY) {
@@ -467,6 +468,10 @@ static lp_status process(tm_state *s, const tev *e)
         } else if (end > s->max_end[part]) {
             s->max_end[part] = end;
         }
+        if (!is_step && part == LP_TRACE_PART_COMMUNICATION && end > t->comm_end)
+            t->comm_end = end, s->ov_comm_seen = 1;
+        else if (!is_step && part == LP_TRACE_PART_CPU_EXEC && end > t->exec_end)
+            t->exec_end = end;
         if (m->n_steps && e->ts < s->step_cpu_end)
             lp_tm_extend_step(s, end > s->step_cpu_end ? s->step_cpu_end : end);
         uint32_t rname = is_step ? s->step_name : e->name;
@@ -854,6 +859,7 @@ static lp_status finish(tm_state *s)
         while (s->threads[i].n)
             pop_frame(s, &s->threads[i]);
     lp_tm_sweep_to(s, m->last_ns);
+    lp_tm_host_overlap_to(s, m->last_ns);
     if (s->oom)
         return lp_tm_oom(s);
     /* the last step ends where its CPU range or its device work does; later time is not its */

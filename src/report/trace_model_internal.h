@@ -65,6 +65,7 @@ typedef struct tm_thread {
     pyframe *py; /* python_function frames open on this thread */
     int npy;
     size_t cap_py;
+    int64_t comm_end, exec_end; /* latest end of its communication / other host ranges so far */
 } tm_thread;
 
 typedef struct tm_union {
@@ -117,6 +118,8 @@ typedef struct tm_state {
     int any_out;
     int64_t last_out;
     int64_t cursor, max_end[LP_TRACE_PART__COUNT];
+    int64_t ov_cursor; /* host overlap: time before it is attributed */
+    int ov_comm_seen;  /* a host communication range was met */
     int64_t step_limit, step_cpu_end, pending[LP_TRACE_PART__COUNT];
     tm_gpu g_all, g_hta; /* every device event; HTA's scope (launched before the last step) */
     gpu_ev *fifo;        /* device events launched in the latest step, not yet in g_hta */
@@ -156,6 +159,7 @@ lp_status lp_tm_oom(tm_state *s);                                /* NO_MEMORY na
 int lp_tm_grow(void **p, size_t *cap, size_t need, size_t elem); /* zero-filled growth; 0 OOM */
 void lp_tm_sweep_to(tm_state *s, int64_t t);                     /* breakdown: attribute time up to t */
 void lp_tm_extend_step(tm_state *s, int64_t end);                /* the latest step lasts at least to end */
+void lp_tm_host_overlap_to(tm_state *s, int64_t t);              /* host comm and its overlap up to t */
 lp_status lp_tm_start_step(tm_state *s, const tev *e, const char *name); /* a ProfilerStep#N */
 int lp_tm_gpu_account(tm_gpu *g, const gpu_ev *e);                       /* 0 when out of memory */
 void lp_tm_gpu_figures(const tm_gpu *g, lp_trace_gpu *out);

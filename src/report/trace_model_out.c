@@ -208,6 +208,17 @@ static void write_kernels(FILE *f, const lp_trace_model *m, size_t top)
     free(ord);
 }
 
+/* A CPU-only trace's communication ranges and how much of them other threads computed
+ * through (HTA's overlap on host threads; see lp_trace_model). */
+static void write_host_comm(FILE *f, const lp_trace_model *m)
+{
+    if (m->has_device || !m->host_comm_ns)
+        return;
+    fprintf(f, "\nHost communication: %.3f ms; overlapped by compute on other threads: %.3f ms (%.1f%% of "
+               "communication)\n",
+            ms(m->host_comm_ns), ms(m->host_comm_overlap_ns), pct(m->host_comm_overlap_ns, m->host_comm_ns));
+}
+
 static void write_gpu(FILE *f, const lp_trace_model *m)
 {
     if (!m->has_device)
@@ -275,6 +286,7 @@ lp_status lp_trace_model_write_text(FILE *f, const lp_trace_model *m, const lp_p
     write_kernels(f, m, ko.row_limit > 0 ? (size_t)ko.row_limit : 0);
     lp_tm_write_stacks_text(f, m, ko.sort_by, ko.row_limit);
     write_gpu(f, m);
+    write_host_comm(f, m);
     if (m->n_mem_events)
         fprintf(f, "\nMemory (%s): peak allocated %.3f MB at %.3f ms; %lld [memory] events\n",
                 m->mem_is_device ? "device" : "CPU", (double)m->mem_peak / 1e6,

@@ -43,6 +43,39 @@ void lp_tm_sweep_to(tm_state *s, int64_t t)
     }
 }
 
+/* ---- host communication overlapped by host compute ------------------------------------ */
+
+/* Each instant up to t: communicating if some thread has a communication range open, and
+ * overlapped if another thread then has only other ranges open (a thread inside its own
+ * collective or wait is not computing). Constant between the threads' range ends. */
+void lp_tm_host_overlap_to(tm_state *s, int64_t t)
+{
+    if (!s->ov_comm_seen) { /* nothing to attribute before the first communication */
+        s->ov_cursor = t > s->ov_cursor ? t : s->ov_cursor;
+        return;
+    }
+    while (s->ov_cursor < t) {
+        const int64_t x = s->ov_cursor;
+        int64_t next = t;
+        int comm = 0, comp = 0;
+        for (size_t i = 0; i < s->n_threads; i++) {
+            const tm_thread *th = &s->threads[i];
+            const int c = th->comm_end > x;
+            comm |= c;
+            comp |= !c && th->exec_end > x;
+            if (th->comm_end > x && th->comm_end < next)
+                next = th->comm_end;
+            if (th->exec_end > x && th->exec_end < next)
+                next = th->exec_end;
+        }
+        if (comm)
+            s->m->host_comm_ns += next - x;
+        if (comm && comp)
+            s->m->host_comm_overlap_ns += next - x;
+        s->ov_cursor = next;
+    }
+}
+
 void lp_tm_extend_step(tm_state *s, int64_t end)
 {
     if (end <= s->step_limit)

@@ -123,6 +123,47 @@ static void test_reducer_sums(void **state)
     free(blk);
 }
 
+/* Many buckets, every one released at once (the progress thread's queue), then in two halves:
+ * sums exact as above. Which mode runs: the progress thread with more than one rank unless
+ * LP_DIST_PROGRESS=layer (mpi_units.sh runs both, and the thread with several in flight). */
+static void test_reducer_many_buckets(void **state)
+{
+    (void)state;
+    const int32_t W = lp_dist_world_size(), r = lp_dist_rank();
+    enum { NB = 40, PER = 3000, N = NB * PER };
+    float *blk = malloc(N * sizeof *blk);
+    lp_dist_span *s = malloc(NB * sizeof *s);
+    assert_non_null(blk);
+    assert_non_null(s);
+    for (int i = 0; i < NB; i++)
+        s[i] = (lp_dist_span){.off = (int64_t)i * PER, .n = PER, .stage = i};
+    lp_dist_buckets plan;
+    assert_int_equal(lp_dist_buckets_plan(s, NB, N, PER * 4, &plan), LP_OK);
+    assert_int_equal(plan.n, NB);
+    lp_dist_reducer *red;
+    assert_int_equal(lp_dist_reducer_init(&red, blk, &plan), LP_OK);
+    const char *mode = getenv("LP_DIST_PROGRESS");
+    assert_int_equal(lp_dist_reducer_threaded(red), W > 1 && !(mode && !strcmp(mode, "layer")));
+    for (int rep = 0; rep < 4; rep++) {
+        for (int i = 0; i < N; i++)
+            blk[i] = (float)(r + 1) * 0.25f * (float)(i % 101 + rep);
+        if (rep % 2) { /* half during "backward", the rest at finish */
+            assert_int_equal(lp_dist_reducer_ready(red, NB / 2), LP_OK);
+            assert_int_equal(lp_dist_reducer_started(red), NB / 2);
+        }
+        assert_int_equal(lp_dist_reducer_finish(red), LP_OK);
+        const float k = (float)(W * (W + 1) / 2);
+        for (int i = 0; i < N; i++)
+            if (blk[i] != k * 0.25f * (float)(i % 101 + rep))
+                fail_msg("rep %d: float %d is %g, wanted %g", rep, i, (double)blk[i],
+                         (double)(k * 0.25f * (float)(i % 101 + rep)));
+    }
+    lp_dist_reducer_free(red);
+    lp_dist_buckets_free(&plan);
+    free(s);
+    free(blk);
+}
+
 static void test_collectives(void **state)
 {
     (void)state;
@@ -162,11 +203,29 @@ int main(void)
         fprintf(stderr, "lp_dist_init: %s\n", lp_err_msg());
         return 1;
     }
+    const char *mode = getenv("LP_DIST_PROGRESS");
+    if (mode && !strcmp(mode, "bogus")) { /* mpi_units.sh: every rank refuses it, naming it */
+        float blk[4] = {0};
+        lp_dist_span sp = {0, 4, 0};
+        lp_dist_buckets plan;
+        lp_dist_reducer *red = NULL;
+        if (lp_dist_buckets_plan(&sp, 1, 4, 16, &plan) != LP_OK)
+            return 1;
+        st = lp_dist_reducer_init(&red, blk, &plan);
+        lp_dist_buckets_free(&plan);
+        lp_dist_reducer_free(red);
+        lp_dist_finalize();
+        if (lp_dist_world_size() > 1 && st != LP_STATUS_INVALID_ARG)
+            return 1;
+        printf("refused: %s\n", st == LP_OK ? "(a world of one: no reducer thread)" : lp_err_msg());
+        return 0;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan_packs_from_the_end),
         cmocka_unit_test(test_plan_unsorted_and_oversized),
         cmocka_unit_test(test_plan_refuses_bad_spans),
         cmocka_unit_test(test_reducer_sums),
+        cmocka_unit_test(test_reducer_many_buckets),
         cmocka_unit_test(test_collectives),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -494,6 +494,55 @@ static void test_job_from_directory(void **state)
     lp_test_tmpdir_remove(dir);
 }
 
+/* CPU-only ranks: HTA's overlap on host threads. Rank 0: backward on the main thread, two
+ * all-reduces on a progress thread ([200, 400] and [400, 650] us), then the main thread's own
+ * wait [600, 700] (communication, not compute) and the optimizer. Communication [200, 700]:
+ * 500 us; overlapped by the main thread's compute in [200, 600]: 400 us. Rank 1 runs its
+ * all-reduce inside backward on the main thread (no progress thread): nothing overlaps. */
+static void test_job_cpu_overlap(void **state)
+{
+    (void)state;
+    char dir[128], p[256];
+    assert_int_equal(lp_test_tmpdir_make(dir, sizeof dir, "trace_job_cpu"), 0);
+#define EV(cat, name, tid, ts, dur)                                                                  \
+    "{\"ph\":\"X\",\"cat\":\"" cat "\",\"name\":\"" name "\",\"pid\":1,\"tid\":" #tid ",\"ts\":" #ts \
+    ",\"dur\":" #dur "}"
+    static const char *const body[2] = {
+        EV("user_annotation", "ProfilerStep#1", 1, 0, 1000) "," EV("user_annotation", "bert.backward", 1, 100, 500) ","
+        EV("cpu_op", "lp::matmul_backward", 1, 100, 200) "," EV("cpu_op", "lp::matmul_backward", 1, 350, 200) ","
+        EV("user_annotation", "mpi:all_reduce", 2, 200, 200) "," EV("user_annotation", "mpi:all_reduce", 2, 400, 250) ","
+        EV("user_annotation", "mpi:wait", 1, 600, 100) "," EV("cpu_op", "lp::adamw", 1, 700, 200),
+        EV("user_annotation", "ProfilerStep#1", 1, 0, 1000) "," EV("user_annotation", "bert.backward", 1, 100, 500) ","
+        EV("user_annotation", "mpi:all_reduce", 1, 300, 10) "," EV("user_annotation", "mpi:wait", 1, 600, 100)};
+#undef EV
+    for (int r = 0; r < 2; r++) {
+        snprintf(p, sizeof p, "%s/rank%d.pt.trace.json", dir, r);
+        FILE *f = fopen(p, "w");
+        assert_non_null(f);
+        fprintf(f,
+                "{\"distributedInfo\": {\"rank\": %d, \"world_size\": 2, \"backend\": \"mpi\"}, "
+                "\"traceEvents\": [%s]}",
+                r, body[r]);
+        fclose(f);
+    }
+    lp_trace_job *j = NULL;
+    assert_int_equal(lp_trace_job_load(dir, NULL, &j), LP_OK);
+    assert_int_equal(j->n, 2);
+    assert_int_equal(j->ranks[0]->host_comm_ns, 500000);
+    assert_int_equal(j->ranks[0]->host_comm_overlap_ns, 400000);
+    const lp_trace_rank_row *r0 = &j->rows[0], *r1 = &j->rows[1];
+    assert_int_equal(r0->span_ns, 1000000);
+    assert_int_equal(r0->comm_ns, 500000);
+    assert_int_equal(r0->overlap_ns, 400000);
+    assert_int_equal(r0->compute_ns, 700000); /* [100, 600] and [700, 900] */
+    assert_int_equal(r0->other_ns, 200000);   /* [0, 100] and [900, 1000] */
+    assert_int_equal(j->ranks[1]->host_comm_ns, 110000);
+    assert_int_equal(r1->overlap_ns, 0);
+    assert_int_equal(r1->compute_ns, 490000);
+    lp_trace_job_free(j);
+    lp_test_tmpdir_remove(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -505,6 +554,7 @@ int main(void)
         cmocka_unit_test(test_steps_span_device_work_and_parts_sum),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_job_from_directory),
+        cmocka_unit_test(test_job_cpu_overlap),
         cmocka_unit_test(test_foreign_traces_match_torch),
         cmocka_unit_test(test_foreign_traces_match_hta),
     };
