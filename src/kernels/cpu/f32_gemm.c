@@ -55,16 +55,12 @@ static inline int64_t pidx(int64_t rows, int64_t cols, int64_t o, int64_t k)
 
 lp_status lp_qweight_pack_f32(lp_qweight *q, const float *w, int64_t rows, int64_t cols, const char *name)
 {
-    memset(q, 0, sizeof *q);
-    const char *nm = name ? name : "weight";
-    if (rows <= 0 || cols <= 0 || !w)
-        return lp_err(LP_STATUS_INVALID_ARG, "packed f32 %s: bad shape [%lld, %lld]", nm, (long long)rows,
-                      (long long)cols);
-    const size_t bytes = lp_qweight_f32_plan_nbytes(rows, cols);
-    float *m = lp_alloc(bytes, LP_MEM_CATEGORY_QUANTIZED_WEIGHT, nm);
-    if (!m)
-        return LP_STATUS_NO_MEMORY;
-    memset(m, 0, bytes); /* the last panel's padding rows multiply as zeros */
+    void *mem;
+    lp_status st = lp_k_qweight_alloc_packed(q, w, rows, cols, lp_qweight_f32_plan_nbytes(rows, cols), "packed f32",
+                                             name, &mem);
+    if (st)
+        return st;
+    float *m = mem; /* zeroed: the last panel's padding rows multiply as zeros */
     for (int64_t o = 0; o < rows; o++)
         for (int64_t k = 0; k < cols; k++)
             m[pidx(rows, cols, o, k)] = w[o * cols + k];
