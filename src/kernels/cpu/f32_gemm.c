@@ -243,8 +243,9 @@ enum { MC = 32 * MR, PB = 8 /* panels per task, about: MC x 8 x 32 outputs, 256 
 
 /* c (m rows, stride ldc) of panel slice wp (kc x P) for rows x (stride C, m <= MC): the
  * row groups as constant-size tiles; init as tile's. */
-static void panel_rows(const float *x, int64_t C, int64_t m, const float *wp, int64_t kc, float *c, int64_t ldc,
-                       const float *init, bool pf)
+static inline __attribute__((always_inline)) void panel_rows(const float *x, int64_t C, int64_t m, const float *wp,
+                                                             int64_t kc, float *c, int64_t ldc, const float *init,
+                                                             bool pf)
 {
     for (int64_t i = 0; i < m; i += MR) {
         const int r = (int)(m - i < MR ? m - i : MR);
@@ -594,6 +595,13 @@ static void transpose32(const float *s, float *d, int64_t kw)
 #endif
 }
 
+/* panel_rows without the prefetch (pf a constant: no test in the k loop) */
+static void panel_rows_nopf(const float *x, int64_t ldx, int64_t m, const float *wp, int64_t kc, float *c, int64_t ldc,
+                            const float *init)
+{
+    panel_rows(x, ldx, m, wp, kc, c, ldc, init, false);
+}
+
 /* Rows [i0, i0+m) of dinp (m <= MC), k panels [q0, q1) (32 columns each, each within one
  * K block; the last of C may be narrower): o blocks of OB outermost, so the rows' dout block
  * stays in L2 across the panels; the first o block starts the sums from zero. wt: OB x P
@@ -614,9 +622,9 @@ static void dtask_t(float *dinp, const float *dout, const lp_qweight *w, int64_t
              * as the reduction stops at ob */
             const float *init = o0 ? NULL : zero;
             if (kw == P)
-                panel_rows(dout + i0 * OC + o0, OC, m, wt, ob, dinp + i0 * C + k, C, init, false);
+                panel_rows_nopf(dout + i0 * OC + o0, OC, m, wt, ob, dinp + i0 * C + k, C, init);
             else
-                panel_rows(dout + i0 * OC + o0, OC, m, wt, ob, acc, P, init, false);
+                panel_rows_nopf(dout + i0 * OC + o0, OC, m, wt, ob, acc, P, init);
         }
     }
     if (q1 * P > C) /* the narrow last panel */
