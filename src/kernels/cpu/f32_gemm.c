@@ -602,29 +602,57 @@ static void panel_rows_nopf(const float *x, int64_t ldx, int64_t m, const float 
     panel_rows(x, ldx, m, wp, kc, c, ldc, init, false);
 }
 
+/* The blocks transposed for o block o0 and k panel q: *nb of them (panels pa..pb), 32 x 32
+ * floats each, *stride floats apart (one K block's panel slice); the first returned. */
+static const float *tsrc(const lp_qweight *w, int64_t o0, int64_t q, int64_t C, int64_t OC, int64_t *nb,
+                         int64_t *stride)
+{
+    const int64_t np = (OC + P - 1) / P, ob = OC - o0 < OB ? OC - o0 : OB, pa = o0 / P;
+    const int64_t k = q * P, kb = k / KC * KC, kcb = C - kb < KC ? C - kb : KC;
+    *nb = (o0 + ob + P - 1) / P - pa;
+    *stride = kcb * P;
+    return w->f32 + (kb * np + pa * kcb + (k - kb)) * P;
+}
+
 /* Rows [i0, i0+m) of dinp (m <= MC), k panels [q0, q1) (32 columns each, each within one
  * K block; the last of C may be narrower): o blocks of OB outermost, so the rows' dout block
  * stays in L2 across the panels; the first o block starts the sums from zero. wt: OB x P
- * floats, acc: MC x P (a narrow last panel's rows, copied out at the end). */
+ * floats, acc: MC x P (a narrow last panel's rows, copied out at the end).
+ * PREFETCH: the next slice's blocks (8 pages 32 KB apart, from DRAM for the 17 MB MLP
+ * weights, where the hardware prefetcher stops at each page) are fetched into L2 while this
+ * slice computes, spread over its row groups so the misses overlap the multiply-adds
+ * instead of stalling the next transposition. */
 static void dtask_t(float *dinp, const float *dout, const lp_qweight *w, int64_t i0, int64_t m, int64_t q0,
                     int64_t q1, int64_t C, int64_t OC, float *wt, float *acc)
 {
     static const float zero[P];
-    const int64_t np = (OC + P - 1) / P;
+    enum { PR = 4 * MR, LINES = P * P * (int)sizeof(float) / 64 /* cache lines a block */ };
+    const int64_t pieces = (m + PR - 1) / PR;
     for (int64_t o0 = 0; o0 < OC; o0 += OB) {
-        const int64_t ob = OC - o0 < OB ? OC - o0 : OB, pa = o0 / P, pb = (o0 + ob + P - 1) / P;
+        const int64_t ob = OC - o0 < OB ? OC - o0 : OB;
         for (int64_t q = q0; q < q1; q++) {
-            const int64_t k = q * P, kw = C - k < P ? C - k : P, kb = k / KC * KC, kcb = C - kb < KC ? C - kb : KC;
-            const float *src = w->f32 + (kb * np + pa * kcb + (k - kb)) * P; /* panel pa's block */
-            for (int64_t p = pa; p < pb; p++, src += kcb * P)
-                transpose32(src, wt + (p - pa) * P * P, kw);
+            const int64_t k = q * P, kw = C - k < P ? C - k : P;
+            int64_t nb, stride, nnb = 0, nstride = 0;
+            const float *src = tsrc(w, o0, q, C, OC, &nb, &stride), *nx = NULL;
+            for (int64_t b = 0; b < nb; b++)
+                transpose32(src + b * stride, wt + b * P * P, kw);
+            if (q + 1 < q1)
+                nx = tsrc(w, o0, q + 1, C, OC, &nnb, &nstride);
+            else if (o0 + OB < OC)
+                nx = tsrc(w, o0 + OB, q0, C, OC, &nnb, &nstride);
             /* a narrow last panel: W's zero padding past OC is transposed but never read,
              * as the reduction stops at ob */
             const float *init = o0 ? NULL : zero;
-            if (kw == P)
-                panel_rows_nopf(dout + i0 * OC + o0, OC, m, wt, ob, dinp + i0 * C + k, C, init);
-            else
-                panel_rows_nopf(dout + i0 * OC + o0, OC, m, wt, ob, acc, P, init);
+            const int64_t lines = nnb * LINES;
+            for (int64_t j = 0; j < pieces; j++) {
+                const int64_t r = j * PR, mr = m - r < PR ? m - r : PR;
+                if (kw == P)
+                    panel_rows_nopf(dout + (i0 + r) * OC + o0, OC, mr, wt, ob, dinp + (i0 + r) * C + k, C, init);
+                else
+                    panel_rows_nopf(dout + (i0 + r) * OC + o0, OC, mr, wt, ob, acc + r * P, P, init);
+                for (int64_t l = j * lines / pieces; l < (j + 1) * lines / pieces; l++) /* (PREFETCH) */
+                    __builtin_prefetch(nx + l / LINES * nstride + l % LINES * 16, 0, 2);
+            }
         }
     }
     if (q1 * P > C) /* the narrow last panel */
