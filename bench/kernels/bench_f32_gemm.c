@@ -28,15 +28,15 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* "a,b,c" into v (at most max values): the count */
-static int list(const char *s, int64_t *v, int max)
+/* "a,b,c" into v (at most max values, each >= lo; others skipped): the count */
+static int list(const char *s, int64_t *v, int max, int64_t lo)
 {
     int n = 0;
     for (char *e; n < max && *s; s = *e ? e + 1 : e) {
         v[n] = strtoll(s, &e, 10);
         if (e == s)
             break;
-        n += v[n] > 0;
+        n += v[n] >= lo;
     }
     return n;
 }
@@ -45,7 +45,7 @@ static unsigned mask(const char *s)
 {
     int64_t v[16];
     unsigned m = 0;
-    for (int i = 0, n = list(s, v, 16); i < n; i++)
+    for (int i = 0, n = list(s, v, 16, 0); i < n; i++)
         m |= v[i] < 32 ? 1u << v[i] : 0u;
     return m;
 }
@@ -66,7 +66,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--threads"))
             nthr = sscanf(argv[++i], "%d,%d", &thr[0], &thr[1]);
         else if (!strcmp(argv[i], "--rows"))
-            nn = list(argv[++i], Ns, 8);
+            nn = list(argv[++i], Ns, 8, 1);
         else if (!strcmp(argv[i], "--shapes"))
             shmask = mask(argv[++i]);
     lp_threads_init();
