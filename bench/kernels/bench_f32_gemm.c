@@ -10,7 +10,9 @@
  * weight against f32_matmul_backward on the panels (LoRA's frozen base), and the time one
  * lp_qweight_pack_f32 of the weight takes (what re-packing after each optimizer step would
  * cost full fine-tuning), as ms and as a fraction of the OpenBLAS call.
- * Usage: bench_f32_gemm [--reps N] [--threads 1,2] [--backward] */
+ * --rows 1024,4096: the row counts instead of 32,256,1024 (a LoRA step's B*T rows: 4 x 256
+ * for Qwen2.5-0.5B, 32 x 128 for DistilBERT); --shapes 0,5: only those shape indices.
+ * Usage: bench_f32_gemm [--reps N] [--threads 1,2] [--backward] [--rows N,..] [--shapes i,..] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +28,33 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* "a,b,c" into v (at most max values, each >= lo; others skipped): the count */
+static int list(const char *s, int64_t *v, int max, int64_t lo)
+{
+    int n = 0;
+    for (char *e; n < max && *s; s = *e ? e + 1 : e) {
+        v[n] = strtoll(s, &e, 10);
+        if (e == s)
+            break;
+        n += v[n] >= lo;
+    }
+    return n;
+}
+
+static unsigned mask(const char *s)
+{
+    int64_t v[16];
+    unsigned m = 0;
+    for (int i = 0, n = list(s, v, 16, 0); i < n; i++)
+        m |= v[i] < 32 ? 1u << v[i] : 0u;
+    return m;
+}
+
 int main(int argc, char **argv)
 {
-    int reps = 5, nthr = 2, thr[2] = {1, 2};
+    int reps = 5, nthr = 2, thr[2] = {1, 2}, nn = 3;
+    int64_t Ns[8] = {32, 256, 1024};
+    unsigned shmask = ~0u;
     bool bwd = false;
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--backward"))
@@ -39,6 +65,10 @@ int main(int argc, char **argv)
             reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads"))
             nthr = sscanf(argv[++i], "%d,%d", &thr[0], &thr[1]);
+        else if (!strcmp(argv[i], "--rows"))
+            nn = list(argv[++i], Ns, 8, 1);
+        else if (!strcmp(argv[i], "--shapes"))
+            shmask = mask(argv[++i]);
     lp_threads_init();
     if (lp_kernels_init() != LP_OK)
         return 1;
@@ -48,7 +78,6 @@ int main(int argc, char **argv)
     } sh[] = {{"distilbert qkv/out", 768, 768}, {"distilbert ffn up", 768, 3072}, {"distilbert ffn down", 3072, 768},
               {"qwen0.5b q/o", 896, 896},       {"qwen0.5b k/v", 896, 128},       {"qwen0.5b mlp up", 896, 4864},
               {"qwen0.5b mlp down", 4864, 896}};
-    static const int64_t Ns[] = {32, 256, 1024};
     static const lp_isa want[] = {LP_ISA_AVX512BF16, LP_ISA_AVX512, LP_ISA_AVX2};
     lp_isa lv[3];
     int nl = 0;
@@ -74,7 +103,7 @@ int main(int argc, char **argv)
         printf(" %17s", lp_isa_name(lv[l]));
     printf("   (GFLOP/s and %% of that level's FMA peak)%s\n", bwd ? "  backward dinp = dout @ W; pack ms (/ OpenBLAS call)" : "");
     for (size_t s = 0; s < sizeof sh / sizeof sh[0]; s++)
-        for (size_t n = 0; n < sizeof Ns / sizeof Ns[0]; n++)
+        for (int n = 0; n < nn && (shmask >> s & 1u); n++)
             for (int t = 0; t < nthr; t++) {
                 const int64_t N = Ns[n], C = sh[s].C, OC = sh[s].OC;
                 lp_threads_set(thr[t]);

@@ -5,7 +5,10 @@
  * K blocks with a ragged (and odd) last block; OC not a multiple of the 32-wide panel, and
  * past one 8-panel block;
  * with and without bias, many threads and one; the packed layout's unpacking (exact); the
- * backward (dinp = dout @ W on the panels, ref and opt, and through the quant entry) and
+ * backward (dinp = dout @ W on the panels, ref and opt, and through the quant entry: the
+ * dot-product tiles below 16 / 128 / 64 rows at avx512 / avx2 / baseline and the transposing
+ * path from there, both on each level; dinp's 32-column panels, K blocks of 256 and o
+ * blocks of 256 each with a ragged end) and
  * eager paths; LoRA over a packed base against LoRA over the same f32 base; guard bytes; memory category; errors. Run once
  * per ISA level (ctest -L isa). */
 #include <setjmp.h>
@@ -79,7 +82,7 @@ static int run(int64_t N, int64_t C, int64_t OC, bool with_bias)
 static const int64_t shapes[][3] = {{1, 1, 1},     {1, 7, 33},     {3, 17, 5},     {8, 64, 64},    {9, 63, 129},
                                     {70, 130, 33}, {131, 601, 97}, {1, 768, 768},  {1, 1001, 70},  {5, 896, 200},
                                     {67, 96, 1000}, {49, 257, 64}, {200, 512, 96}, {7, 300, 31},
-                                    {300, 520, 300}};
+                                    {300, 520, 300}, {16, 300, 64}, {128, 288, 520}};
 
 static void test_table(void **state)
 {

@@ -96,16 +96,12 @@ static void pack(uint16_t *dst, const float *w, int64_t R, int64_t K, bool trans
 lp_status lp_qweight_pack_bf16_train(lp_qweight *q, const float *w, int64_t rows, int64_t cols,
                                      const char *name)
 {
-    memset(q, 0, sizeof *q);
-    const char *nm = name ? name : "weight";
-    if (rows <= 0 || cols <= 0 || !w)
-        return lp_err(LP_STATUS_INVALID_ARG, "bf16 %s: bad shape [%lld, %lld]", nm, (long long)rows,
-                      (long long)cols);
-    const size_t bytes = lp_qweight_bf16_train_plan_nbytes(rows, cols);
-    uint16_t *m = lp_alloc(bytes, LP_MEM_CATEGORY_QUANTIZED_WEIGHT, nm);
-    if (!m)
-        return LP_STATUS_NO_MEMORY;
-    memset(m, 0, bytes); /* padding multiplies as zeros */
+    void *mem;
+    lp_status st =
+        lp_k_qweight_alloc_packed(q, w, rows, cols, lp_qweight_bf16_train_plan_nbytes(rows, cols), "bf16", name, &mem);
+    if (st)
+        return st;
+    uint16_t *m = mem; /* zeroed: padding multiplies as zeros */
     *q = (lp_qweight){.dtype = LP_DTYPE_BF16,
                       .rows = rows,
                       .cols = cols,

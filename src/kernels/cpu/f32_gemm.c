@@ -55,16 +55,12 @@ static inline int64_t pidx(int64_t rows, int64_t cols, int64_t o, int64_t k)
 
 lp_status lp_qweight_pack_f32(lp_qweight *q, const float *w, int64_t rows, int64_t cols, const char *name)
 {
-    memset(q, 0, sizeof *q);
-    const char *nm = name ? name : "weight";
-    if (rows <= 0 || cols <= 0 || !w)
-        return lp_err(LP_STATUS_INVALID_ARG, "packed f32 %s: bad shape [%lld, %lld]", nm, (long long)rows,
-                      (long long)cols);
-    const size_t bytes = lp_qweight_f32_plan_nbytes(rows, cols);
-    float *m = lp_alloc(bytes, LP_MEM_CATEGORY_QUANTIZED_WEIGHT, nm);
-    if (!m)
-        return LP_STATUS_NO_MEMORY;
-    memset(m, 0, bytes); /* the last panel's padding rows multiply as zeros */
+    void *mem;
+    lp_status st = lp_k_qweight_alloc_packed(q, w, rows, cols, lp_qweight_f32_plan_nbytes(rows, cols), "packed f32",
+                                             name, &mem);
+    if (st)
+        return st;
+    float *m = mem; /* zeroed: the last panel's padding rows multiply as zeros */
     for (int64_t o = 0; o < rows; o++)
         for (int64_t k = 0; k < cols; k++)
             m[pidx(rows, cols, o, k)] = w[o * cols + k];
@@ -104,13 +100,15 @@ lp_status lp_k_f32_matmul_forward_ref(float *out, const float *inp, const lp_qwe
 
 /* c (m rows of P, row stride ldc) = init (P floats, each row; NULL: c itself) + rows
  * x[0..m) (stride ldx, kc values) times the panel slice wp (kc x P): one micro-tile.
- * Inlined with m a constant at each call site, so the row loops unroll into registers. */
+ * Inlined with m a constant at each call site, so the row loops unroll into registers.
+ * pf: prefetch the next slice (the forward's W streams); the input gradient's slice is
+ * a transposed copy already in L1 and passes false. */
 #if defined(__AVX512F__)
 #define MR 8
 static inline __attribute__((always_inline)) void tile(int m, const float *x, int64_t ldx, const float *wp,
-                                                       int64_t kc, float *c, int64_t ldc, const float *init)
+                                                       int64_t kc, float *c, int64_t ldc, const float *init, bool pf)
 {
-    const float *pf = wp + kc * P; /* the next slice in memory (PREFETCH) */
+    const float *nx = wp + kc * P; /* the next slice in memory (PREFETCH) */
     __m512 c0[MR], c1[MR];
     for (int r = 0; r < m; r++) {
         c0[r] = _mm512_loadu_ps(init ? init : c + r * ldc);
@@ -118,8 +116,10 @@ static inline __attribute__((always_inline)) void tile(int m, const float *x, in
     }
     for (int64_t k = 0; k < kc; k++) {
         const __m512 w0 = _mm512_loadu_ps(wp + k * P), w1 = _mm512_loadu_ps(wp + k * P + 16);
-        _mm_prefetch((const char *)(pf + k * P), _MM_HINT_T0);
-        _mm_prefetch((const char *)(pf + k * P + 16), _MM_HINT_T0);
+        if (pf) {
+            _mm_prefetch((const char *)(nx + k * P), _MM_HINT_T0);
+            _mm_prefetch((const char *)(nx + k * P + 16), _MM_HINT_T0);
+        }
         for (int r = 0; r < m; r++) {
             const __m512 a = _mm512_set1_ps(x[r * ldx + k]);
             c0[r] = _mm512_fmadd_ps(w0, a, c0[r]);
@@ -160,7 +160,7 @@ static void tile1(const float *x, const float *wp, int64_t kc, float *c, const f
  * the two weight vectors and a broadcast, no spills. The rows' kc slice is re-read for the
  * second half from L1. */
 static inline __attribute__((always_inline)) void tile(int m, const float *x, int64_t ldx, const float *wp,
-                                                       int64_t kc, float *c, int64_t ldc, const float *init)
+                                                       int64_t kc, float *c, int64_t ldc, const float *init, bool pf)
 {
     for (int h = 0; h < P; h += 16) {
         __m256 c0[MR], c1[MR];
@@ -170,7 +170,8 @@ static inline __attribute__((always_inline)) void tile(int m, const float *x, in
         }
         for (int64_t k = 0; k < kc; k++) {
             const __m256 w0 = _mm256_loadu_ps(wp + k * P + h), w1 = _mm256_loadu_ps(wp + k * P + h + 8);
-            _mm_prefetch((const char *)(wp + (kc + k) * P + h), _MM_HINT_T0); /* next slice (PREFETCH) */
+            if (pf) /* next slice (PREFETCH) */
+                _mm_prefetch((const char *)(wp + (kc + k) * P + h), _MM_HINT_T0);
             for (int r = 0; r < m; r++) {
                 const __m256 a = _mm256_broadcast_ss(x + r * ldx + k);
                 c0[r] = _mm256_fmadd_ps(w0, a, c0[r]);
@@ -212,8 +213,9 @@ static void tile1(const float *x, const float *wp, int64_t kc, float *c, const f
 #else
 #define MR 4
 static void tile(int m, const float *x, int64_t ldx, const float *wp, int64_t kc, float *c, int64_t ldc,
-                 const float *init)
+                 const float *init, bool pf)
 {
+    (void)pf;
     for (int r = 0; r < m; r++) {
         float *cr = c + r * ldc;
         if (init)
@@ -229,7 +231,7 @@ static void tile(int m, const float *x, int64_t ldx, const float *wp, int64_t kc
 }
 static void tile1(const float *x, const float *wp, int64_t kc, float *c, const float *init)
 {
-    tile(1, x, 0, wp, kc, c, P, init);
+    tile(1, x, 0, wp, kc, c, P, init, false);
 }
 #endif
 
@@ -241,8 +243,9 @@ enum { MC = 32 * MR, PB = 8 /* panels per task, about: MC x 8 x 32 outputs, 256 
 
 /* c (m rows, stride ldc) of panel slice wp (kc x P) for rows x (stride C, m <= MC): the
  * row groups as constant-size tiles; init as tile's. */
-static void panel_rows(const float *x, int64_t C, int64_t m, const float *wp, int64_t kc, float *c, int64_t ldc,
-                       const float *init)
+static inline __attribute__((always_inline)) void panel_rows(const float *x, int64_t C, int64_t m, const float *wp,
+                                                             int64_t kc, float *c, int64_t ldc, const float *init,
+                                                             bool pf)
 {
     for (int64_t i = 0; i < m; i += MR) {
         const int r = (int)(m - i < MR ? m - i : MR);
@@ -250,17 +253,17 @@ static void panel_rows(const float *x, int64_t C, int64_t m, const float *wp, in
         float *ci = c + i * ldc;
         switch (r) { /* a constant row count per call: the tile's loops unroll */
         case 1: tile1(xi, wp, kc, ci, init); break;
-        case 2: tile(2, xi, C, wp, kc, ci, ldc, init); break;
-        case 3: tile(3, xi, C, wp, kc, ci, ldc, init); break;
+        case 2: tile(2, xi, C, wp, kc, ci, ldc, init, pf); break;
+        case 3: tile(3, xi, C, wp, kc, ci, ldc, init, pf); break;
 #if MR > 4
-        case 4: tile(4, xi, C, wp, kc, ci, ldc, init); break;
-        case 5: tile(5, xi, C, wp, kc, ci, ldc, init); break;
+        case 4: tile(4, xi, C, wp, kc, ci, ldc, init, pf); break;
+        case 5: tile(5, xi, C, wp, kc, ci, ldc, init, pf); break;
 #endif
 #if MR > 6
-        case 6: tile(6, xi, C, wp, kc, ci, ldc, init); break;
-        case 7: tile(7, xi, C, wp, kc, ci, ldc, init); break;
+        case 6: tile(6, xi, C, wp, kc, ci, ldc, init, pf); break;
+        case 7: tile(7, xi, C, wp, kc, ci, ldc, init, pf); break;
 #endif
-        default: tile(MR, xi, C, wp, kc, ci, ldc, init);
+        default: tile(MR, xi, C, wp, kc, ci, ldc, init, pf);
         }
     }
 }
@@ -288,9 +291,9 @@ static void task(float *out, const float *inp, const lp_qweight *w, const float 
                 init = zero;
             const float *wp = w->f32 + (k0 * np + p * kc) * P, *x = inp + i0 * C + k0;
             if (ow == P)
-                panel_rows(x, C, m, wp, kc, out + i0 * OC + o0, OC, init);
+                panel_rows(x, C, m, wp, kc, out + i0 * OC + o0, OC, init, true);
             else
-                panel_rows(x, C, m, wp, kc, acc, P, init);
+                panel_rows(x, C, m, wp, kc, acc, P, init, true);
         }
     }
     if (p1 * P > OC) /* the narrow last panel */
@@ -334,6 +337,8 @@ lp_status lp_k_f32_matmul_forward_opt(float *out, const float *inp, const lp_qwe
 
 /* ---- dinp (N,C) = dout (N,OC) @ W (OC,C): the input gradient through a frozen packed
  * weight (LoRA's base, the frozen Linears of a LoRA run) ----
+ * Two paths: at few rows (N < BWD_T_MIN) the dot-product tiles just below; at more, W's
+ * blocks transposed into L1 under the forward's tile (backward_transposed, further down).
  * A panel holds, for each k, 32 consecutive outputs o: pieces of W's column k. The
  * reduction (over o) therefore runs along the vectors and this is a dot-product kernel: a
  * tile of BR rows x 4 k holds BR x 4 vector accumulators; each step multiplies a row's dout
@@ -509,6 +514,190 @@ static void dtask(float *dinp, const float *dout, const lp_qweight *w, int64_t i
         dscalar(m, dout + i0 * OC, OC, w, npf * P, OC, k0, kcb, dinp + i0 * C + k0, C);
 }
 
+/* ---- the input gradient at many rows: W's blocks transposed into L1, the forward's tile ----
+ * The dot-product tiles above re-read their W slices from L2 for every BR rows and sum
+ * across lanes; they read 60-75 % of the AVX-512 peak. At many rows a 32 x 32 block of a
+ * panel (32 k of one K block x the panel's 32 outputs, 4 KB, contiguous in the packing) is
+ * transposed once into a k-panel slice (o-major, 32 k per o: the forward's panel layout with
+ * the roles of k and o swapped), OB outputs deep, and the forward's register tile (8 rows x
+ * 32 columns of dinp with AVX-512, 6 x 16 twice with AVX2) runs on it with o the reduction:
+ * dinp (rows, 32 k) += dout (rows, OB o) @ Wt (OB o, 32 k). One transposed slice (32 KB)
+ * serves the task's whole row chunk (up to MC rows), so the transposes cost ~1/MC of the
+ * multiply-adds; the chunk's dout block (MC x OB) stays in L2 across the task's k panels. */
+enum { OB = 256 /* outputs (the reduction) per transposed slice: OB x 32 floats, 32 KB */ };
+
+/* d[o * P + t] = s[t * P + o] for o < 32, t < kw (rows past kw zero): one 32 x 32 block of
+ * a panel slice (k rows t, 32 outputs o each) into the transposed slice. */
+static void transpose32(const float *s, float *d, int64_t kw)
+{
+    if (kw < P) { /* the last K block's narrow end: rare, plain */
+        for (int o = 0; o < P; o++)
+            for (int t = 0; t < P; t++)
+                d[o * P + t] = t < kw ? s[t * P + o] : 0.0f;
+        return;
+    }
+#if defined(__AVX512F__)
+    /* four 16 x 16 transposes: pairs (unpack), quads (shuffle_ps), then 128-bit lanes */
+    for (int bt = 0; bt < P; bt += 16)
+        for (int bo = 0; bo < P; bo += 16) {
+            __m512 r[16], t[16], u[16];
+            for (int i = 0; i < 16; i++)
+                r[i] = _mm512_loadu_ps(s + (bt + i) * P + bo);
+            for (int i = 0; i < 16; i += 2) {
+                t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+                t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+            }
+            for (int g = 0; g < 16; g += 4) { /* u[g + c], lane L: column 4L + c, rows g..g+3 */
+                u[g] = _mm512_shuffle_ps(t[g], t[g + 2], 0x44);
+                u[g + 1] = _mm512_shuffle_ps(t[g], t[g + 2], 0xee);
+                u[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+                u[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0xee);
+            }
+            for (int c = 0; c < 4; c++) { /* the 4 x 4 transpose of u[c], u[4+c], u[8+c], u[12+c]'s lanes */
+                const __m512 v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44),
+                             v1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xee),
+                             v2 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x44),
+                             v3 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xee);
+                float *dc = d + (bo + c) * P + bt;
+                _mm512_storeu_ps(dc, _mm512_shuffle_f32x4(v0, v2, 0x88));
+                _mm512_storeu_ps(dc + 4 * P, _mm512_shuffle_f32x4(v0, v2, 0xdd));
+                _mm512_storeu_ps(dc + 8 * P, _mm512_shuffle_f32x4(v1, v3, 0x88));
+                _mm512_storeu_ps(dc + 12 * P, _mm512_shuffle_f32x4(v1, v3, 0xdd));
+            }
+        }
+#elif defined(LP_HAVE_AVX2)
+    /* sixteen 8 x 8 transposes: pairs (unpack), quads (shuffle_ps), then 128-bit halves */
+    for (int bt = 0; bt < P; bt += 8)
+        for (int bo = 0; bo < P; bo += 8) {
+            __m256 r[8], t[8], u[8];
+            for (int i = 0; i < 8; i++)
+                r[i] = _mm256_loadu_ps(s + (bt + i) * P + bo);
+            for (int i = 0; i < 8; i += 2) {
+                t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+                t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+            }
+            for (int g = 0; g < 8; g += 4) { /* u[g + c], half L: column 4L + c, rows g..g+3 */
+                u[g] = _mm256_shuffle_ps(t[g], t[g + 2], 0x44);
+                u[g + 1] = _mm256_shuffle_ps(t[g], t[g + 2], 0xee);
+                u[g + 2] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+                u[g + 3] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0xee);
+            }
+            for (int c = 0; c < 4; c++) {
+                float *dc = d + (bo + c) * P + bt;
+                _mm256_storeu_ps(dc, _mm256_permute2f128_ps(u[c], u[4 + c], 0x20));
+                _mm256_storeu_ps(dc + 4 * P, _mm256_permute2f128_ps(u[c], u[4 + c], 0x31));
+            }
+        }
+#else
+    for (int o = 0; o < P; o++)
+        for (int t = 0; t < P; t++)
+            d[o * P + t] = s[t * P + o];
+#endif
+}
+
+/* panel_rows without the prefetch (pf a constant: no test in the k loop) */
+static void panel_rows_nopf(const float *x, int64_t ldx, int64_t m, const float *wp, int64_t kc, float *c, int64_t ldc,
+                            const float *init)
+{
+    panel_rows(x, ldx, m, wp, kc, c, ldc, init, false);
+}
+
+/* The blocks transposed for o block o0 and k panel q: *nb of them (panels pa..pb), 32 x 32
+ * floats each, *stride floats apart (one K block's panel slice); the first returned. */
+static const float *tsrc(const lp_qweight *w, int64_t o0, int64_t q, int64_t C, int64_t OC, int64_t *nb,
+                         int64_t *stride)
+{
+    const int64_t np = (OC + P - 1) / P, ob = OC - o0 < OB ? OC - o0 : OB, pa = o0 / P;
+    const int64_t k = q * P, kb = k / KC * KC, kcb = C - kb < KC ? C - kb : KC;
+    *nb = (o0 + ob + P - 1) / P - pa;
+    *stride = kcb * P;
+    return w->f32 + (kb * np + pa * kcb + (k - kb)) * P;
+}
+
+/* Rows [i0, i0+m) of dinp (m <= MC), k panels [q0, q1) (32 columns each, each within one
+ * K block; the last of C may be narrower): o blocks of OB outermost, so the rows' dout block
+ * stays in L2 across the panels; the first o block starts the sums from zero. wt: OB x P
+ * floats, acc: MC x P (a narrow last panel's rows, copied out at the end).
+ * PREFETCH: the next slice's blocks (8 pages 32 KB apart, from DRAM for the 17 MB MLP
+ * weights, where the hardware prefetcher stops at each page) are fetched into L2 while this
+ * slice computes, spread over its row groups so the misses overlap the multiply-adds
+ * instead of stalling the next transposition. */
+static void dtask_t(float *dinp, const float *dout, const lp_qweight *w, int64_t i0, int64_t m, int64_t q0,
+                    int64_t q1, int64_t C, int64_t OC, float *wt, float *acc)
+{
+    static const float zero[P];
+    enum { PR = 4 * MR, LINES = P * P * (int)sizeof(float) / 64 /* cache lines a block */ };
+    const int64_t pieces = (m + PR - 1) / PR;
+    for (int64_t o0 = 0; o0 < OC; o0 += OB) {
+        const int64_t ob = OC - o0 < OB ? OC - o0 : OB;
+        for (int64_t q = q0; q < q1; q++) {
+            const int64_t k = q * P, kw = C - k < P ? C - k : P;
+            int64_t nb, stride, nnb = 0, nstride = 0;
+            const float *src = tsrc(w, o0, q, C, OC, &nb, &stride), *nx = NULL;
+            for (int64_t b = 0; b < nb; b++)
+                transpose32(src + b * stride, wt + b * P * P, kw);
+            if (q + 1 < q1)
+                nx = tsrc(w, o0, q + 1, C, OC, &nnb, &nstride);
+            else if (o0 + OB < OC)
+                nx = tsrc(w, o0 + OB, q0, C, OC, &nnb, &nstride);
+            /* a narrow last panel: W's zero padding past OC is transposed but never read,
+             * as the reduction stops at ob */
+            const float *init = o0 ? NULL : zero;
+            const int64_t lines = nnb * LINES;
+            for (int64_t j = 0; j < pieces; j++) {
+                const int64_t r = j * PR, mr = m - r < PR ? m - r : PR;
+                if (kw == P)
+                    panel_rows_nopf(dout + (i0 + r) * OC + o0, OC, mr, wt, ob, dinp + (i0 + r) * C + k, C, init);
+                else
+                    panel_rows_nopf(dout + (i0 + r) * OC + o0, OC, mr, wt, ob, acc + r * P, P, init);
+                for (int64_t l = j * lines / pieces; l < (j + 1) * lines / pieces; l++) /* (PREFETCH) */
+                    __builtin_prefetch(nx + l / LINES * nstride + l % LINES * 16, 0, 2);
+            }
+        }
+    }
+    if (q1 * P > C) /* the narrow last panel */
+        for (int64_t r = 0; r < m; r++)
+            memcpy(dinp + (i0 + r) * C + (q1 - 1) * P, acc + r * P, (size_t)(C - (q1 - 1) * P) * sizeof(float));
+}
+
+/* Rows from which the transposing path runs. Measured (bench_f32_gemm --backward --rows,
+ * one thread, busy Zen 5, 2026-11-27 17:35): at AVX-512 it is ahead of the dot-product tiles
+ * from N = 32 (e.g. 896 -> 896: 77 % of the peak against 60 %; at N >= 256 88-94 % against
+ * 23-75 %); at AVX2 the dot-product tiles read ~90 % of the AVX2 peak up to N = 128 and the
+ * transposing path 81-90 % there, ahead of them only past it. */
+#if defined(__AVX512F__)
+enum { BWD_T_MIN = 16 };
+#elif defined(LP_HAVE_AVX2)
+enum { BWD_T_MIN = 128 };
+#else
+enum { BWD_T_MIN = 64 };
+#endif
+
+static void backward_transposed(float *dinp, const float *dout, const lp_qweight *w, int64_t N, int64_t C,
+                                int64_t OC, int nt, bool par)
+{
+    /* Balanced tasks as the forward's: nc row chunks of mc rows x nb blocks of k panels,
+     * nb a multiple of the threads; k panels fastest so a thread's tasks share a row chunk */
+    const int64_t nq = (C + P - 1) / P, nc = (N + MC - 1) / MC;
+    const int64_t mc = ((N + nc - 1) / nc + MR - 1) / MR * MR;
+    int64_t nb = (nq + PB - 1) / PB;
+    nb = (nb + nt - 1) / nt * nt;
+    nb = nb > nq ? nq : nb;
+#pragma omp parallel num_threads(nt) if (par)
+    {
+        /* on the thread's stack (32 + 32 KB with AVX-512): the GEMM allocates nothing */
+        float wt[OB * P] __attribute__((aligned(64))), acc[MC * P] __attribute__((aligned(64)));
+        int64_t lo, hi;
+        lp_k_split(nc * nb, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        for (int64_t t = lo; t < hi; t++) {
+            const int64_t c = t / nb, b = t % nb, i0 = c * mc, q = nq / nb, e = nq % nb;
+            const int64_t q0 = b * q + (b < e ? b : e), q1 = q0 + q + (b < e);
+            if (i0 < N)
+                dtask_t(dinp, dout, w, i0, N - i0 < mc ? N - i0 : mc, q0, q1, C, OC, wt, acc);
+        }
+    }
+}
+
 lp_status lp_k_f32_matmul_backward_opt(float *dinp, const float *dout, const lp_qweight *w, int64_t N, int64_t C,
                                        int64_t OC)
 {
@@ -517,6 +706,10 @@ lp_status lp_k_f32_matmul_backward_opt(float *dinp, const float *dout, const lp_
         return st;
     const bool par = (double)N * (double)C * (double)OC >= 262144.0;
     const int nt = par ? lp_threads_get() : 1;
+    if (N >= BWD_T_MIN) {
+        backward_transposed(dinp, dout, w, N, C, OC, nt, par);
+        return LP_OK;
+    }
     /* tasks: nc row chunks (equal, multiples of BR) x nk K blocks, K blocks fastest */
     const int64_t nk = (C + KC - 1) / KC, nc = (N + MCB - 1) / MCB;
     const int64_t mc = ((N + nc - 1) / nc + BR - 1) / BR * BR;

@@ -82,6 +82,23 @@ lp_status lp_qweight_quantize(lp_qweight *q, lp_dtype dtype, const float *w, int
     return LP_OK;
 }
 
+lp_status lp_k_qweight_alloc_packed(lp_qweight *q, const float *w, int64_t rows, int64_t cols, size_t bytes,
+                                    const char *kind, const char *name, void **mem)
+{
+    memset(q, 0, sizeof *q);
+    *mem = NULL;
+    const char *nm = name ? name : "weight";
+    if (rows <= 0 || cols <= 0 || !w)
+        return lp_err(LP_STATUS_INVALID_ARG, "%s %s: bad shape [%lld, %lld]", kind, nm, (long long)rows,
+                      (long long)cols);
+    void *m = lp_alloc(bytes, LP_MEM_CATEGORY_QUANTIZED_WEIGHT, nm);
+    if (!m)
+        return LP_STATUS_NO_MEMORY;
+    memset(m, 0, bytes);
+    *mem = m;
+    return LP_OK;
+}
+
 void lp_qweight_free(lp_qweight *q)
 {
     if (q->tiles != q->mem) /* tiles that replaced the blocks are the weight's mem */
