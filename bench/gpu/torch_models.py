@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """PyTorch's side of bench/gpu's model-level table (issue 19): one training step of a
 DistilBERT-shaped classifier (batch 32 x seq 128) and a Qwen2.5-0.5B-shaped causal LM
-(batch 8 x seq 512), full fine-tuning and LoRA (PEFT), bf16 autocast with f32 master
-weights and AdamW, eager and torch.compile. Random weights (the shapes, not the values,
+(batch 8 x seq 512), full fine-tuning and LoRA (PEFT: r 8 on q_lin, v_lin for DistilBERT as train_models.sh; r 16 all linears for Qwen), in f32, TF32 or bf16 autocast
+(f32 master weights), AdamW, eager and torch.compile. Random weights (the shapes, not the values,
 set the time). Prints one JSON line per configuration: samples/s over --steps timed steps
 after --warmup, peak allocated and reserved memory, and the step's model FLOPs.
 
-  python3 bench/gpu/torch_models.py [--device cuda] [--steps 10] [--warmup 3] [--only distilbert-full,...]
+  python3 bench/gpu/torch_models.py [--device cuda] [--steps 10] [--warmup 3] [--only distilbert-full-eager-tf32,...]
 """
 import argparse, json, sys, time
 
@@ -44,13 +44,15 @@ def step_flops(name, model, method, B, T):
     return fwd * (3.0 if method == "full" else 2.0)
 
 
-def run(name, method, impl, args):
+def run(name, method, impl, prec, args):
     torch.manual_seed(0)
     model, targets, (B, T) = (distilbert() if name == "distilbert" else qwen())
     flops = step_flops(name, model, method, B, T)
     if method == "lora":
         from peft import LoraConfig, get_peft_model
-        model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.05, target_modules=targets,
+        # as bench/gpu/train_models.sh runs loupe: DistilBERT r 8 on q_lin, v_lin, dropout 0.1
+        r, drop = (8, 0.1) if name == "distilbert" else (16, 0.05)
+        model = get_peft_model(model, LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=drop, target_modules=targets,
                                                  task_type="SEQ_CLS" if name == "distilbert" else "CAUSAL_LM"))
     dev = torch.device(args.device)
     model.to(dev).train()
@@ -65,7 +67,10 @@ def run(name, method, impl, args):
         labels = ids.clone()
 
     def step():
-        with torch.autocast(dev.type, dtype=torch.bfloat16):
+        if prec == "bf16":
+            with torch.autocast(dev.type, dtype=torch.bfloat16):
+                out = model(input_ids=ids, attention_mask=mask, labels=labels)
+        else:  # f32 weights and activations; tf32: f32 GEMMs on TF32 tensor cores
             out = model(input_ids=ids, attention_mask=mask, labels=labels)
         out.loss.backward()
         opt.step()
@@ -86,7 +91,7 @@ def run(name, method, impl, args):
         loss = fn()
     sync()
     dt = (time.perf_counter() - t0) / args.steps
-    rec = {"model": name, "method": method, "impl": impl, "batch": B, "seq": T, "ms_per_step": round(dt * 1e3, 3),
+    rec = {"model": name, "method": method, "impl": impl, "precision": prec, "batch": B, "seq": T, "ms_per_step": round(dt * 1e3, 3),
            "samples_per_s": round(B / dt, 2), "step_flops": flops, "tflops": round(flops / dt / 1e12, 2),
            "warmup_s": round(t_compile, 1), "loss": float(loss), "torch": torch.__version__}
     if dev.type == "cuda":
@@ -104,16 +109,20 @@ def main():
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--only", default="distilbert-full-eager,distilbert-lora-eager,distilbert-full-compile,"
-                    "distilbert-lora-compile,qwen-lora-eager,qwen-lora-compile")
+    ap.add_argument("--only", default="distilbert-full-eager-tf32,distilbert-lora-eager-tf32,distilbert-full-eager-bf16,"
+                    "distilbert-lora-eager-bf16,distilbert-full-compile-tf32,distilbert-lora-compile-tf32,"
+                    "qwen-lora-eager-bf16,qwen-lora-compile-bf16",
+                    help="model-method-impl-precision list (precision f32, tf32 or bf16 autocast)")
     args = ap.parse_args()
-    torch.backends.cuda.matmul.allow_tf32 = True
     for cfg in args.only.split(","):
-        name, method, impl = cfg.split("-")
+        name, method, impl, prec = cfg.split("-")
+        torch.backends.cuda.matmul.allow_tf32 = prec == "tf32"
+        torch.backends.cudnn.allow_tf32 = prec == "tf32"
         try:
-            run(name, method, impl, args)
+            run(name, method, impl, prec, args)
         except Exception as e:  # one configuration failing must not lose the others
-            print(json.dumps({"model": name, "method": method, "impl": impl, "error": repr(e)[:300]}), flush=True)
+            print(json.dumps({"model": name, "method": method, "impl": impl, "precision": prec,
+                              "error": repr(e)[:300]}), flush=True)
 
 
 if __name__ == "__main__":

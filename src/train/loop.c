@@ -675,6 +675,10 @@ lp_status lp_train_run(const lp_train_config *c0, lp_train_result *res)
         }
         lp_prof_set_distributed(lp_dist_backend(), R.dp.rank, R.dp.world);
         lp_prof_set_thread_name("main");
+        /* on the GPU the kernels, copies and runtime calls join the trace (CUPTI), linked to
+         * their ops by correlation id as PyTorch's traces are; a trace without them still helps */
+        if (c->device == LP_DEVICE_CUDA && lp_prof_cupti_attach() != LP_OK)
+            fprintf(stderr, "loupe: the trace will hold no GPU activity: %s\n", lp_err_msg());
         if ((st = lp_prof_start(&pc)) != LP_OK)
             goto done;
         prof_started = true;
