@@ -44,16 +44,18 @@ static int from_dir(const char *dir, const char *out, uint32_t type, unsigned lo
     lp_model *m = NULL;
     if (lp_model_load(dir, &o, &m) != LP_OK)
         return lp_cli_fail("quantize");
+    const lp_status st = lp_model_save_gguf(m, out, type);
+    lp_model_free(m);
+    if (st != LP_OK)
+        return lp_cli_fail("quantize");
     char tj[4200];
     struct stat sb;
     snprintf(tj, sizeof tj, "%s/tokenizer.json", dir);
     if (stat(tj, &sb) != 0)
-        fprintf(stderr, "loupe quantize: note: %s has no tokenizer.json; the GGUF carries no tokenizer (llama.cpp "
+        fprintf(stderr, "loupe quantize: note: %s has no tokenizer.json; %s carries no tokenizer (llama.cpp "
                         "will not load it)\n",
-                dir);
-    const lp_status st = lp_model_save_gguf(m, out, type);
-    lp_model_free(m);
-    return st == LP_OK ? LP_EXIT_OK : lp_cli_fail("quantize");
+                dir, out);
+    return LP_EXIT_OK;
 }
 
 int lp_cmd_quantize(int argc, char **argv)
