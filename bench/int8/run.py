@@ -97,6 +97,20 @@ def main():
             pts, _, machine = SW.loupe_sweep(a.model_dir, a, d, work)
             speed[f"loupe {d}"] = better(speed[f"loupe {d}"], pts)
 
+    print(f"\nDistilBERT-shaped classifier, seq {a.seq_len}, {a.threads} thread(s) each side, {a.runs} runs, "
+          f"best of {a.repeat}; {machine['cpu']}, loupe {machine['simd']}, PyTorch {engine} engine\n")
+    print("| batch | PyTorch f32 | PyTorch dynamic int8 | loupe f32 | loupe q8_0 | loupe int8 | "
+          "loupe q8_0 / PyTorch int8 (target >= 1.3) | loupe int8 / PyTorch int8 | PyTorch int8 / f32 | loupe q8_0 / f32 |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for bs in sizes:
+        c = {k: v[bs] for k, v in speed.items()}
+        cell = lambda k: f"{c[k][0]:.1f} ± {c[k][1]:.1f}"  # noqa: E731
+        print(f"| {bs} | {cell('torch f32')} | {cell('torch int8')} | {cell('loupe f32')} | {cell('loupe q8_0')} | "
+              f"{cell('loupe int8')} | {c['loupe q8_0'][0] / c['torch int8'][0]:.2f}x | "
+              f"{c['loupe int8'][0] / c['torch int8'][0]:.2f}x | {c['torch int8'][0] / c['torch f32'][0]:.2f}x | "
+              f"{c['loupe q8_0'][0] / c['loupe f32'][0]:.2f}x |")
+    sys.stdout.flush()  # the speed table survives a later failure
+
     # logits agreement on one batch of random ids
     B, T = 8, a.seq_len
     ids = np.random.default_rng(7).integers(1, 30522, size=(B, T), dtype=np.int32)
@@ -141,18 +155,6 @@ def main():
                                "--warmup", str(a.warmup), "--runs", str(a.runs), "--threads", str(a.threads))
                 qwen[f"torch {mode}"] = max(qwen.get(f"torch {mode}", (0, 0)), (tj["mean"], tj["std"]))
 
-    print(f"\nDistilBERT-shaped classifier, seq {a.seq_len}, {a.threads} thread(s) each side, {a.runs} runs, "
-          f"best of {a.repeat}; {machine['cpu']}, loupe {machine['simd']}, PyTorch {engine} engine\n")
-    print("| batch | PyTorch f32 | PyTorch dynamic int8 | loupe f32 | loupe q8_0 | loupe int8 | "
-          "loupe q8_0 / PyTorch int8 (target >= 1.3) | loupe int8 / PyTorch int8 | PyTorch int8 / f32 | loupe q8_0 / f32 |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for bs in sizes:
-        c = {k: v[bs] for k, v in speed.items()}
-        cell = lambda k: f"{c[k][0]:.1f} ± {c[k][1]:.1f}"  # noqa: E731
-        print(f"| {bs} | {cell('torch f32')} | {cell('torch int8')} | {cell('loupe f32')} | {cell('loupe q8_0')} | "
-              f"{cell('loupe int8')} | {c['loupe q8_0'][0] / c['torch int8'][0]:.2f}x | "
-              f"{c['loupe int8'][0] / c['torch int8'][0]:.2f}x | {c['torch int8'][0] / c['torch f32'][0]:.2f}x | "
-              f"{c['loupe q8_0'][0] / c['loupe f32'][0]:.2f}x |")
     print(f"\nlogits on {B} x {T} random ids (normwise rel = max|a-b| / max|ref|; argmax agreement):")
     print("| path | against | rel | argmax agree |")
     print("|---|---|---|---|")

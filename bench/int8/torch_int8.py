@@ -94,8 +94,9 @@ def main():
             correct = 0
             for i in range(0, len(rows), 32):
                 chunk = rows[i:i + 32]
-                enc = tok([r["text"] for r in chunk], padding=True, truncation=True, max_length=512,
-                          return_tensors="pt")
+                # truncated as loupe bench does: 512, capped at the model's positions
+                enc = tok([r["text"] for r in chunk], padding=True, truncation=True,
+                          max_length=min(512, m.config.max_position_embeddings), return_tensors="pt")
                 pred = m(**enc).logits.argmax(-1)
                 correct += sum(int(p) == int(r["label_id"]) for p, r in zip(pred, chunk))
             out["accuracy"], out["rows"] = correct / len(rows), len(rows)
