@@ -66,6 +66,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--qwen", action="store_true")
+    ap.add_argument("--parts", default="speed,agreement", help="speed, agreement (logits and accuracy)")
     ap.add_argument("--prefill", type=int, default=128)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--out")
@@ -86,7 +87,8 @@ def main():
     speed = {f"torch {m}": {} for m in ("f32", "int8")}
     speed.update({f"loupe {d}": {} for d in DTYPES})
     machine, engine = None, None
-    for _ in range(a.repeat):
+    parts = a.parts.split(",")
+    for _ in range(a.repeat if "speed" in parts else 0):
         for mode in ("f32", "int8"):
             tj = torch_job(env, "sweep", "--mode", mode, "--batch-sizes", a.batch_sizes, "--warmup", str(a.warmup),
                            "--runs", str(a.runs), *common)
@@ -97,19 +99,21 @@ def main():
             pts, _, machine = SW.loupe_sweep(a.model_dir, a, d, work)
             speed[f"loupe {d}"] = better(speed[f"loupe {d}"], pts)
 
-    print(f"\nDistilBERT-shaped classifier, seq {a.seq_len}, {a.threads} thread(s) each side, {a.runs} runs, "
-          f"best of {a.repeat}; {machine['cpu']}, loupe {machine['simd']}, PyTorch {engine} engine\n")
-    print("| batch | PyTorch f32 | PyTorch dynamic int8 | loupe f32 | loupe q8_0 | loupe int8 | "
-          "loupe q8_0 / PyTorch int8 (target >= 1.3) | loupe int8 / PyTorch int8 | PyTorch int8 / f32 | loupe q8_0 / f32 |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for bs in sizes:
-        c = {k: v[bs] for k, v in speed.items()}
-        cell = lambda k: f"{c[k][0]:.1f} ± {c[k][1]:.1f}"  # noqa: E731
-        print(f"| {bs} | {cell('torch f32')} | {cell('torch int8')} | {cell('loupe f32')} | {cell('loupe q8_0')} | "
-              f"{cell('loupe int8')} | {c['loupe q8_0'][0] / c['torch int8'][0]:.2f}x | "
-              f"{c['loupe int8'][0] / c['torch int8'][0]:.2f}x | {c['torch int8'][0] / c['torch f32'][0]:.2f}x | "
-              f"{c['loupe q8_0'][0] / c['loupe f32'][0]:.2f}x |")
-    sys.stdout.flush()  # the speed table survives a later failure
+    if "speed" in parts:
+        print(f"\nDistilBERT-shaped classifier, seq {a.seq_len}, {a.threads} thread(s) each side, {a.runs} runs, "
+              f"best of {a.repeat}; {machine['cpu']}, loupe {machine['simd']}, PyTorch {engine} engine\n")
+        print("| batch | PyTorch f32 | PyTorch dynamic int8 | loupe f32 | loupe q8_0 | loupe int8 | "
+              "loupe q8_0 / PyTorch int8 (target >= 1.3) | loupe int8 / PyTorch int8 | PyTorch int8 / f32 | "
+              "loupe q8_0 / f32 |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for bs in sizes:
+            c = {k: v[bs] for k, v in speed.items()}
+            cell = lambda k: f"{c[k][0]:.1f} ± {c[k][1]:.1f}"  # noqa: E731
+            print(f"| {bs} | {cell('torch f32')} | {cell('torch int8')} | {cell('loupe f32')} | {cell('loupe q8_0')} | "
+                  f"{cell('loupe int8')} | {c['loupe q8_0'][0] / c['torch int8'][0]:.2f}x | "
+                  f"{c['loupe int8'][0] / c['torch int8'][0]:.2f}x | {c['torch int8'][0] / c['torch f32'][0]:.2f}x | "
+                  f"{c['loupe q8_0'][0] / c['loupe f32'][0]:.2f}x |")
+        sys.stdout.flush()  # the speed table survives a later failure
 
     # logits agreement on one batch of random ids
     B, T = 8, a.seq_len
@@ -134,27 +138,6 @@ def main():
                                          "--mode", mode, "--data", os.path.join(ROOT, "data/bench-intents/val.csv"),
                                          "--threads", str(a.threads))["accuracy"]
 
-    qwen = {}
-    if a.qwen:
-        qd = os.path.join(work, "qwen")
-        os.makedirs(qd)
-        cfg = SW.config_of("qwen2.5-0.5b")
-        cfg.update({"architectures": ["Qwen2ForCausalLM"], "id2label": None, "label2id": None})
-        cfg = {k: v for k, v in cfg.items() if v is not None}
-        json.dump(cfg, open(os.path.join(qd, "config.json"), "w"))
-        for _ in range(a.repeat):
-            for q in ("f32", "q8_0"):
-                j = os.path.join(work, f"bg-{q}.json")
-                SW.run([LOUPE, "bench-gen", "-m", qd, "-p", str(a.prefill), "-n", "0", "-t", str(a.threads), "-r",
-                        str(a.runs), "--json", j, "--quantize", "f32" if q == "f32" else q])
-                r = [x for x in json.load(open(j))["results"] if x["test"].startswith("pp")][0]
-                v = (r["tokens_per_s"], r["tokens_per_s_sd"])
-                qwen[f"loupe {q}"] = max(qwen.get(f"loupe {q}", (0, 0)), v)
-            for mode in ("f32", "int8"):
-                tj = torch_job(env, "prefill", "--model", qd, "--mode", mode, "--seq-len", str(a.prefill),
-                               "--warmup", str(a.warmup), "--runs", str(a.runs), "--threads", str(a.threads))
-                qwen[f"torch {mode}"] = max(qwen.get(f"torch {mode}", (0, 0)), (tj["mean"], tj["std"]))
-
     print(f"\nlogits on {B} x {T} random ids (normwise rel = max|a-b| / max|ref|; argmax agreement):")
     print("| path | against | rel | argmax agree |")
     print("|---|---|---|---|")
@@ -168,6 +151,29 @@ def main():
     for k in ("torch f32", "torch int8", "loupe f32", "loupe q8_0", "loupe int8"):
         base = acc["torch f32"] if k.startswith("torch") else acc["loupe f32"]
         print(f"| {k} | {acc[k]:.4f} | {100 * (acc[k] - base):+.2f} points |")
+    sys.stdout.flush()
+
+    qwen = {}
+    if a.qwen:
+        qd = os.path.join(work, "qwen")
+        os.makedirs(qd)
+        cfg = SW.config_of("qwen2.5-0.5b")
+        cfg.update({"architectures": ["Qwen2ForCausalLM"], "id2label": None, "label2id": None})
+        cfg = {k: v for k, v in cfg.items() if v is not None}
+        json.dump(cfg, open(os.path.join(qd, "config.json"), "w"))
+        for _ in range(a.repeat):
+            for q in ("f32", "q8_0"):
+                j = os.path.join(work, f"bg-{q}.json")
+                SW.run([LOUPE, "bench-gen", "-m", qd, "-p", str(a.prefill), "-n", "0", "-t", str(a.threads), "-r",
+                        str(a.runs), "--json", j] + (["--dequantize"] if q == "f32" else ["--quantize", q]))
+                r = [x for x in json.load(open(j))["results"] if x["test"].startswith("pp")][0]
+                v = (r["tokens_per_s"], r["tokens_per_s_sd"])
+                qwen[f"loupe {q}"] = max(qwen.get(f"loupe {q}", (0, 0)), v)
+            for mode in ("f32", "int8"):
+                tj = torch_job(env, "prefill", "--model", qd, "--mode", mode, "--seq-len", str(a.prefill),
+                               "--warmup", str(a.warmup), "--runs", str(a.runs), "--threads", str(a.threads))
+                qwen[f"torch {mode}"] = max(qwen.get(f"torch {mode}", (0, 0)), (tj["mean"], tj["std"]))
+
     if qwen:
         print(f"\nQwen2.5-0.5B-shaped decoder, prefill of {a.prefill} tokens (one sequence), tokens/s:")
         print("| PyTorch f32 | PyTorch dynamic int8 | loupe f32 | loupe q8_0 | loupe q8_0 / PyTorch int8 |")
