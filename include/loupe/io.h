@@ -294,8 +294,23 @@ LP_WARN_UNUSED lp_status lp_gguf_writer_add_tensor(lp_gguf_writer *w, const char
 LP_WARN_UNUSED lp_status lp_gguf_writer_finish(lp_gguf_writer *w);
 void lp_gguf_writer_free(lp_gguf_writer *w);
 
+/* Adds the tokenizer of a Hugging Face directory (dir/tokenizer.json, a byte-level BPE;
+ * tokenizer_config.json's chat_template and add_bos_token when present) as llama.cpp's
+ * converter writes it: tokenizer.ggml.model "gpt2", .pre (named from the pre-tokenizer's
+ * split regex: "qwen2", "llama-bpe", ...; "smollm" for individual digits; else "gpt-2"),
+ * .tokens and .token_type padded to vocab_size ("[PAD<id>]", UNUSED), added special tokens
+ * CONTROL and other added tokens USER_DEFINED, .merges as "a b", and the bos / eos /
+ * padding ids that are >= 0. Errors name the file: IO / NOT_FOUND, FORMAT (not JSON, an id
+ * outside vocab_size, a malformed merge), UNSUPPORTED (not a BPE model), NO_MEMORY. */
+LP_WARN_UNUSED lp_status lp_gguf_writer_add_hf_tokenizer(lp_gguf_writer *w, const char *dir, int64_t vocab_size,
+                                                         int64_t bos, int64_t eos, int64_t pad);
+/* The GGUF (llama.cpp) name of a llama-family Hugging Face tensor name
+ * ("model.layers.3.self_attn.q_proj.bias" -> "blk.3.attn_q.bias"); false for a name that
+ * has none. The inverse of the names lp_gguf_model_open gives GGUF tensors. */
+bool lp_gguf_name_from_hf(const char *hf, char *out, size_t n);
+
 /* Writes to out a copy of the GGUF model at src with every 2-d tensor whose rows are
- * whole blocks re-encoded as type (LP_GGML_TYPE_Q8_0 or Q4_0, through the f32 values:
+ * whole blocks re-encoded as type (LP_GGML_TYPE_Q8_0 or Q4_0, or every tensor as F32, through the f32 values:
  * exactly what the `gguf` package's quantize() makes of them); 1-d tensors (norms) as F32;
  * the metadata (tokenizer, chat template, hyperparameters) copied, general.file_type set
  * to llama.cpp's number for the type. What `loupe quantize` runs. Errors: lp_gguf_open's,

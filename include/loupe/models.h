@@ -341,6 +341,16 @@ LP_WARN_UNUSED lp_status lp_model_save_adapter(const lp_model *m, const char *di
  * (PEFT's merge_and_unload: W + scale * B @ A, quantized bases dequantized first), as a plain
  * transformers model. Errors: IO naming the path. */
 LP_WARN_UNUSED lp_status lp_model_save_hf(const lp_model *m, const char *dir);
+/* Writes a causal LM of the llama family (model_type qwen2 -> GGUF arch "qwen2"; llama,
+ * mistral -> "llama", q/k rows permuted as llama.cpp's converter does) to path as a GGUF
+ * llama.cpp loads: hyperparameters, the source directory's tokenizer.json (when present;
+ * lp_gguf_writer_add_hf_tokenizer), every weight under llama.cpp's tensor names (LoRA
+ * merged; a tied lm_head not repeated), matrices whose rows are whole 32-blocks as type
+ * (LP_GGML_TYPE_Q8_0 / Q4_0, ggml's reference quantizers) and everything else F32
+ * (type LP_GGML_TYPE_F32: all F32). What `loupe quantize --model DIR` runs. Errors:
+ * UNSUPPORTED (another family or arch, rope scaling, sliding window, biases llama.cpp's
+ * loader lacks, another type), the tokenizer's and the writer's (path named). */
+LP_WARN_UNUSED lp_status lp_model_save_gguf(const lp_model *m, const char *path, uint32_t type);
 
 /* Merges every LoRA adapter into its f32 base weight (W += scale * B @ A, PEFT's
  * merge_and_unload) so later forwards run plain Linears; the adapter parameters stay in the

@@ -27,7 +27,7 @@ static const struct {
     {"template", lp_cmd_template, "render conversations through a model's chat template"},
     {"generate", lp_cmd_generate, "generate text with a KV cache (greedy or sampled, streamed)"},
     {"bench-gen", lp_cmd_bench_gen, "generation speed as llama-bench measures it (pp/tg tokens/s, GB/s)"},
-    {"quantize", lp_cmd_quantize, "write a GGUF model re-encoded as Q8_0 or Q4_0"},
+    {"quantize", lp_cmd_quantize, "write a GGUF (Q8_0, Q4_0, F32) from a GGUF or a qwen2/llama directory"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -174,46 +174,68 @@ static lp_status build_config(const lp_gguf_file *g, const arch_info *a, char **
     return LP_OK;
 }
 
+/* GGUF tensor names (llama.cpp's) and their Hugging Face names, both ways. */
+static const struct {
+    const char *g, *hf;
+} top_names[] = {
+    {"token_embd.weight", "model.embed_tokens.weight"},
+    {"output_norm.weight", "model.norm.weight"},
+    {"output.weight", "lm_head.weight"},
+};
+static const struct {
+    const char *g, *hf;
+} blk_names[] = {
+    {"attn_norm", "input_layernorm"}, {"ffn_norm", "post_attention_layernorm"},
+    {"attn_q", "self_attn.q_proj"},   {"attn_k", "self_attn.k_proj"},
+    {"attn_v", "self_attn.v_proj"},   {"attn_output", "self_attn.o_proj"},
+    {"ffn_gate", "mlp.gate_proj"},    {"ffn_up", "mlp.up_proj"},
+    {"ffn_down", "mlp.down_proj"},
+};
+
 /* The Hugging Face name of a GGUF tensor name; false for one the engine does not use
  * (rope_freqs: llama3 factors the config already describes). Unknown names keep their own
  * name, so the parameter map reports them as unexpected. */
 static bool hf_name(const char *gname, char *out, size_t n)
 {
-    static const struct {
-        const char *g, *hf;
-    } top[] = {
-        {"token_embd.weight", "model.embed_tokens.weight"},
-        {"output_norm.weight", "model.norm.weight"},
-        {"output.weight", "lm_head.weight"},
-    };
-    static const struct {
-        const char *g, *hf;
-    } blk[] = {
-        {"attn_norm", "input_layernorm"}, {"ffn_norm", "post_attention_layernorm"},
-        {"attn_q", "self_attn.q_proj"},   {"attn_k", "self_attn.k_proj"},
-        {"attn_v", "self_attn.v_proj"},   {"attn_output", "self_attn.o_proj"},
-        {"ffn_gate", "mlp.gate_proj"},    {"ffn_up", "mlp.up_proj"},
-        {"ffn_down", "mlp.down_proj"},
-    };
     if (!strcmp(gname, "rope_freqs.weight"))
         return false;
-    for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
-        if (!strcmp(gname, top[i].g)) {
-            snprintf(out, n, "%s", top[i].hf);
+    for (size_t i = 0; i < sizeof top_names / sizeof top_names[0]; i++)
+        if (!strcmp(gname, top_names[i].g)) {
+            snprintf(out, n, "%s", top_names[i].hf);
             return true;
         }
     unsigned layer;
     int used = 0;
     if (sscanf(gname, "blk.%u.%n", &layer, &used) == 1 && used > 0) {
         const char *rest = gname + used, *dot = strrchr(rest, '.');
-        for (size_t i = 0; dot && i < sizeof blk / sizeof blk[0]; i++)
-            if ((size_t)(dot - rest) == strlen(blk[i].g) && !strncmp(rest, blk[i].g, (size_t)(dot - rest))) {
-                snprintf(out, n, "model.layers.%u.%s%s", layer, blk[i].hf, dot);
+        for (size_t i = 0; dot && i < sizeof blk_names / sizeof blk_names[0]; i++)
+            if ((size_t)(dot - rest) == strlen(blk_names[i].g) && !strncmp(rest, blk_names[i].g, (size_t)(dot - rest))) {
+                snprintf(out, n, "model.layers.%u.%s%s", layer, blk_names[i].hf, dot);
                 return true;
             }
     }
     snprintf(out, n, "%s", gname);
     return true;
+}
+
+bool lp_gguf_name_from_hf(const char *hf, char *out, size_t n)
+{
+    for (size_t i = 0; i < sizeof top_names / sizeof top_names[0]; i++)
+        if (!strcmp(hf, top_names[i].hf)) {
+            snprintf(out, n, "%s", top_names[i].g);
+            return true;
+        }
+    unsigned layer;
+    int used = 0;
+    if (sscanf(hf, "model.layers.%u.%n", &layer, &used) == 1 && used > 0) {
+        const char *rest = hf + used, *dot = strrchr(rest, '.');
+        for (size_t i = 0; dot && i < sizeof blk_names / sizeof blk_names[0]; i++)
+            if ((size_t)(dot - rest) == strlen(blk_names[i].hf) && !strncmp(rest, blk_names[i].hf, (size_t)(dot - rest))) {
+                snprintf(out, n, "blk.%u.%s%s", layer, blk_names[i].g, dot);
+                return true;
+            }
+    }
+    return false;
 }
 
 /* Undoes llama.cpp's permute() of q/k rows: the converter stores head h's row j*2+s

@@ -1,4 +1,4 @@
-/* `loupe quantize`'s work: a GGUF model re-encoded as Q8_0 or Q4_0. Every tensor goes
+/* `loupe quantize`'s work: a GGUF model re-encoded as Q8_0, Q4_0 or F32. Every tensor goes
  * through f32 (the exact dequantization) and, when it is a matrix of whole 32-blocks,
  * through ggml's reference quantizer (lp_ggml_quantize, bit-identical with the `gguf`
  * package's); vectors (norms) stay F32, as llama.cpp's quantizer keeps them. Names,
@@ -13,7 +13,8 @@
 /* llama.cpp's llama_ftype for a file mostly of this type (general.file_type). */
 static uint32_t ftype_of(uint32_t type)
 {
-    return type == LP_GGML_TYPE_Q8_0 ? 7u : 2u; /* LLAMA_FTYPE_MOSTLY_Q8_0, _Q4_0 */
+    /* LLAMA_FTYPE_ALL_F32, _MOSTLY_Q8_0, _MOSTLY_Q4_0 */
+    return type == LP_GGML_TYPE_F32 ? 0u : type == LP_GGML_TYPE_Q8_0 ? 7u : 2u;
 }
 
 static lp_status add_tensor(lp_gguf_writer *w, const lp_gguf_tensor *t, uint32_t type, const char *path)
@@ -27,7 +28,7 @@ static lp_status add_tensor(lp_gguf_writer *w, const lp_gguf_tensor *t, uint32_t
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory for tensor '%s'", path, t->name);
     lp_ggml_dequantize((lp_ggml_type)t->type, t->data, f, (int64_t)t->numel);
     lp_status st;
-    if (t->ndim == 2 && t->ne[0] % 32 == 0) {
+    if (type != LP_GGML_TYPE_F32 && t->ndim == 2 && t->ne[0] % 32 == 0) {
         const uint64_t nbytes = t->numel / 32 * (uint64_t)lp_ggml_type_traits_get(type)->bytes;
         uint8_t *q = lp_malloc((size_t)nbytes);
         if (!q) {
@@ -46,8 +47,8 @@ static lp_status add_tensor(lp_gguf_writer *w, const lp_gguf_tensor *t, uint32_t
 
 lp_status lp_gguf_quantize_file(const char *src, const char *out, uint32_t type)
 {
-    if (type != LP_GGML_TYPE_Q8_0 && type != LP_GGML_TYPE_Q4_0)
-        return lp_err(LP_STATUS_UNSUPPORTED, "%s: loupe quantize writes q8_0 or q4_0", out);
+    if (type != LP_GGML_TYPE_Q8_0 && type != LP_GGML_TYPE_Q4_0 && type != LP_GGML_TYPE_F32)
+        return lp_err(LP_STATUS_UNSUPPORTED, "%s: loupe quantize writes f32, q8_0 or q4_0", out);
     lp_gguf_file *g = NULL;
     lp_status st = lp_gguf_open(src, &g);
     if (st != LP_OK)

@@ -33,6 +33,14 @@ static const struct {
     {"gpt-4o", SPLIT_GPT4O},   {"llama4", SPLIT_GPT4O},
 };
 
+const char *lp_gguf__pre_of_regex(const char *regex)
+{
+    for (size_t i = 0; regex && i < sizeof splits / sizeof splits[0]; i++)
+        if (!strcmp(regex, splits[i].regex))
+            return splits[i].pre;
+    return NULL;
+}
+
 /* GPT-2's bytes_to_unicode: printable Latin-1 bytes stand for themselves, the others for
  * U+0100 onwards in byte order. */
 static uint32_t byte_char(uint8_t b)

@@ -57,4 +57,9 @@ void lp_st_file_own_buffer(lp_st_file *f, uint64_t disk_len);
  * label names the set in messages. */
 lp_status lp_st_set_from_file(lp_st_file *f, const char *label, lp_st_set **out);
 
+/* The tokenizer.ggml.pre value whose split regex (as tokenizer.json spells it) is regex:
+ * the first such name of the table gguf_tokenizer.c reads ("qwen2", "llama3", ...); NULL
+ * when none. */
+const char *lp_gguf__pre_of_regex(const char *regex);
+
 #endif

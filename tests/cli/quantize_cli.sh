@@ -5,7 +5,7 @@
 # model's ~6.9 nats the loss moves by 0.3-0.7 %; bf16 rounds weights and activations to 8
 # mantissa bits; a broken kernel moves it by whole nats); --dequantize is the f32 run
 # exactly. Usage errors of eval --quantize and loupe quantize: exit 2, one line each; a
-# missing model: exit 1 naming it.
+# missing model or a BERT directory: exit 1, one line.
 set -u
 L=${LOUPE:?LOUPE must point at the loupe binary}
 S=$(cd "$(dirname "$0")/../.." && pwd)
@@ -36,6 +36,17 @@ check_err 2 "$L" eval --model "$S/models/tiny-llama" --data "$S/data/sst2-mini/d
 check_err 2 "$L" quantize --model "$S/tests/golden/gguf_tiny/smollm_lm.gguf" --type q4_k --output "$T/x.gguf"
 check_err 2 "$L" quantize --model "$S/tests/golden/gguf_tiny/smollm_lm.gguf"
 check_err 1 "$L" quantize --model "$T/none.gguf" --type q8_0 --output "$T/x.gguf"
-check_err 1 "$L" quantize --model "$S/models/tiny-llama" --type q8_0 --output "$T/x.gguf"
+check_err 1 "$L" quantize --model "$S/models/default" --type q8_0 --output "$T/x.gguf" # a BERT directory
 [ ! -e "$T/x.gguf" ] || { echo "FAIL: a failed quantize left $T/x.gguf"; fail=1; }
+# a llama directory (config.json + tokenizer.json, random weights) written as GGUF, which
+# loupe then runs (tests/models/test_gguf_export and tests/io/gguf_qwen2_llama.py check the
+# file's contents, and llama.cpp on it)
+for q in f32 q4_0; do
+  if "$L" quantize --model "$S/models/tiny-llama" --type $q --output "$T/t-$q.gguf" 2> "$T/err" &&
+     "$L" generate --model "$T/t-$q.gguf" --prompt "hello" --max-new-tokens 4 --threads 1 > /dev/null 2>> "$T/err"; then
+    echo "ok: quantize models/tiny-llama --type $q, generate runs on it"
+  else
+    echo "FAIL: quantize / generate on models/tiny-llama $q:"; cat "$T/err"; fail=1
+  fi
+done
 exit $fail

@@ -10,7 +10,8 @@
  * (tokenizer.json WordPiece and byte-level BPE, vocab.txt, the tokenizer in a GGUF's metadata)
  * each loaded, then a pair encoded and decoded; chat templates parsed from a .jinja file or a
  * tokenizer_config.json and rendered; GGUF metadata (reader, config builder), models built
- * from a GGUF (F32, Q8_0, Q4_0) dequantized and kept stored, `loupe quantize`; a checkpoint's
+ * from a GGUF (F32, Q8_0, Q4_0) dequantized and kept stored, `loupe quantize` (from a GGUF
+ * and, lp_model_save_gguf, from a directory with its tokenizer.json); a checkpoint's
  * checksums verified; dataset readers (TSV/CSV/JSONL rows, label maps, instruction JSONL in
  * prompt/response, chat-messages and alpaca layouts); a checkpoint resumed (--resume). */
 #include <math.h>
@@ -352,6 +353,56 @@ static void test_gguf(void **state)
                                "tests/golden/gguf_tiny/smollm_lm.gguf"});
 }
 
+/* lp_model_save_gguf (`loupe quantize --model DIR`): the tokenizer.json reader and writer,
+ * the quantizer and the GGUF writer; a failure leaves neither the file nor its temporary. */
+static lp_model *g_export_model;
+static char g_export_out[128];
+
+static lp_status export_gguf(const void *arg, void **out)
+{
+    (void)arg;
+    char tmp[160];
+    snprintf(tmp, sizeof tmp, "%s.tmp", g_export_out);
+    *out = NULL;
+    lp_status st = lp_model_save_gguf(g_export_model, g_export_out, LP_GGML_TYPE_Q8_0);
+    if (st && (!access(g_export_out, F_OK) || !access(tmp, F_OK)))
+        fail_msg("a failed lp_model_save_gguf left %s behind", access(tmp, F_OK) ? g_export_out : tmp);
+    if (!st)
+        *out = g_export_out;
+    return st;
+}
+
+static void test_gguf_export(void **state)
+{
+    (void)state;
+    char dir[96], p[160], cmd[400];
+    snprintf(dir, sizeof dir, "/tmp/loupe_torture_export_%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp tests/golden/qwen2_lm/config.json tests/golden/qwen2_lm/model.safetensors %s/",
+             dir, dir);
+    assert_int_equal(system(cmd), 0);
+    static const char tj[] =
+        "{\"added_tokens\": [{\"id\": 3, \"content\": \"<|endoftext|>\", \"special\": true}], "
+        "\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\", \"individual_digits\": true}, "
+        "{\"type\": \"ByteLevel\"}]}, \"decoder\": {\"type\": \"ByteLevel\"}, "
+        "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2, \"c\": 5, \"abc\": 6}, "
+        "\"merges\": [\"a b\", [\"ab\", \"c\"]]}}";
+    static const char tc[] = "{\"add_bos_token\": false, \"chat_template\": \"{{ messages }}\"}";
+    snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+    assert_int_equal(lp_file_write_atomic(p, tj, strlen(tj)), LP_OK);
+    snprintf(p, sizeof p, "%s/tokenizer_config.json", dir);
+    assert_int_equal(lp_file_write_atomic(p, tc, strlen(tc)), LP_OK);
+    lp_model_options o;
+    lp_model_options_init(&o);
+    o.quiet = true;
+    o.no_grad = true;
+    assert_int_equal(lp_model_load(dir, &o, &g_export_model), LP_OK);
+    snprintf(g_export_out, sizeof g_export_out, "%s/out.gguf", dir);
+    torture_subject(&(subject){"lp_model_save_gguf qwen2_lm + tokenizer.json, q8_0", export_gguf, remove_output, NULL});
+    lp_model_free(g_export_model);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* A checkpoint's checksums verified (what --resume trusts to tell a damaged checkpoint from a
  * good one): out of memory must be NO_MEMORY, never "damaged", or a resume would fall back to
  * an older checkpoint. The files are fuzz_ckpt_checksums's fixed checkpoint, and its seed
@@ -629,6 +680,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_tokenizers),
         cmocka_unit_test(test_chat_templates),
         cmocka_unit_test(test_gguf),
+        cmocka_unit_test(test_gguf_export),
         cmocka_unit_test(test_checkpoint_verify),
         cmocka_unit_test(test_datasets),
         cmocka_unit_test(test_checkpoint_resume),
