@@ -4,9 +4,9 @@
 # main thread alone (LP_DIST_PROGRESS=layer), and a bad LP_DIST_PROGRESS refused by every rank.
 set -u
 . "$(dirname "$0")/mpi_env.sh"
-lp_mpirun 2 "$1" || exit 1
-LP_DIST_INFLIGHT=8 LP_DIST_POLL_US=0 lp_mpirun 2 -x LP_DIST_INFLIGHT -x LP_DIST_POLL_US "$1" || exit 1
-LP_DIST_PROGRESS=layer lp_mpirun 2 -x LP_DIST_PROGRESS "$1" || exit 1
+lp_mpirun 2 "$1" || exit $? # 77: a build without MPI skips
+LP_DIST_INFLIGHT=8 LP_DIST_POLL_US=0 lp_mpirun 2 -x LP_DIST_INFLIGHT -x LP_DIST_POLL_US "$1" || exit $?
+LP_DIST_PROGRESS=layer lp_mpirun 2 -x LP_DIST_PROGRESS "$1" || exit $?
 out=$(LP_DIST_PROGRESS=bogus lp_mpirun 2 -x LP_DIST_PROGRESS "$1" 2>&1)
 r=$?
 if [ $r -ne 0 ] || [ "$(grep -c "LP_DIST_PROGRESS=bogus: expected thread or layer" <<<"$out")" != 2 ]; then
