@@ -308,6 +308,13 @@ LP_WARN_UNUSED lp_status lp_gguf_writer_add_hf_tokenizer(lp_gguf_writer *w, cons
  * ("model.layers.3.self_attn.q_proj.bias" -> "blk.3.attn_q.bias"); false for a name that
  * has none. The inverse of the names lp_gguf_model_open gives GGUF tensors. */
 bool lp_gguf_name_from_hf(const char *hf, char *out, size_t n);
+/* llama.cpp's permute() of a q/k projection's rows for its rotary layout: Hugging Face keeps
+ * head h's row s*D/2+j ([heads, 2, D/2]), llama.cpp's converter stores it at row 2j+s
+ * ([heads, D/2, 2]). to_gguf: that permutation; else its inverse (what a reader undoes). w
+ * holds rows x cols floats in place. Rows that do not split into heads of even size: `bad`
+ * (LP_STATUS_FORMAT for a file read, INVALID_ARG for a model written) naming path and name. */
+LP_WARN_UNUSED lp_status lp_gguf_permute_qk(float *w, int64_t rows, int64_t cols, int64_t heads, bool to_gguf,
+                                            lp_status bad, const char *path, const char *name);
 
 /* Writes to out a copy of the GGUF model at src with every 2-d tensor whose rows are
  * whole blocks re-encoded as type (LP_GGML_TYPE_Q8_0 or Q4_0, or every tensor as F32, through the f32 values:

@@ -238,15 +238,11 @@ bool lp_gguf_name_from_hf(const char *hf, char *out, size_t n)
     return false;
 }
 
-/* Undoes llama.cpp's permute() of q/k rows: the converter stores head h's row j*2+s
- * (shape [heads, D/2, 2]) where Hugging Face has row s*D/2+j ([heads, 2, D/2]). The rows
- * are `cols` floats each; w has heads*D rows. */
-static lp_status unpermute_rows(float *w, int64_t rows, int64_t cols, int64_t heads, const char *path,
-                                const char *name)
+lp_status lp_gguf_permute_qk(float *w, int64_t rows, int64_t cols, int64_t heads, bool to_gguf, lp_status bad,
+                             const char *path, const char *name)
 {
     if (heads <= 0 || rows % (2 * heads))
-        return lp_err(LP_STATUS_FORMAT,
-                      "%s: tensor '%s': %lld rows do not split into %lld heads of even size", path, name,
+        return lp_err(bad, "%s: tensor '%s': %lld rows do not split into %lld heads of even size", path, name,
                       (long long)rows, (long long)heads);
     const int64_t D = rows / heads, half = D / 2;
     float *tmp = lp_malloc((size_t)(D * cols) * sizeof *tmp);
@@ -256,8 +252,11 @@ static lp_status unpermute_rows(float *w, int64_t rows, int64_t cols, int64_t he
         float *head = w + h * D * cols;
         memcpy(tmp, head, (size_t)(D * cols) * sizeof *tmp);
         for (int64_t s = 0; s < 2; s++)
-            for (int64_t j = 0; j < half; j++)
-                memcpy(head + (s * half + j) * cols, tmp + (2 * j + s) * cols, (size_t)cols * sizeof *tmp);
+            for (int64_t j = 0; j < half; j++) {
+                const int64_t hf = s * half + j, gg = 2 * j + s; /* the row in each layout */
+                memcpy(head + (to_gguf ? gg : hf) * cols, tmp + (to_gguf ? hf : gg) * cols,
+                       (size_t)cols * sizeof *tmp);
+            }
     }
     free(tmp);
     return LP_OK;
@@ -347,13 +346,13 @@ static lp_status build_weights(const lp_gguf_file *g, const arch_info *a, lp_st_
         if (a->permuted_qk && t->ndim == 2 &&
             (name_has(t->name, ".attn_q.") || name_has(t->name, ".attn_k."))) {
             const int64_t hh = name_has(t->name, ".attn_q.") ? heads : kv_heads;
-            if ((st = unpermute_rows(dst, t->ne[1], t->ne[0], hh, path, t->name)) != LP_OK)
+            if ((st = lp_gguf_permute_qk(dst, t->ne[1], t->ne[0], hh, false, LP_STATUS_FORMAT, path, t->name)) != LP_OK)
                 goto out;
         }
         if (a->permuted_qk && t->ndim == 1 &&
             (name_has(t->name, ".attn_q.") || name_has(t->name, ".attn_k."))) {
             const int64_t hh = name_has(t->name, ".attn_q.") ? heads : kv_heads;
-            if ((st = unpermute_rows(dst, t->ne[0], 1, hh, path, t->name)) != LP_OK)
+            if ((st = lp_gguf_permute_qk(dst, t->ne[0], 1, hh, false, LP_STATUS_FORMAT, path, t->name)) != LP_OK)
                 goto out;
         }
     }

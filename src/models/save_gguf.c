@@ -12,28 +12,6 @@
 #include "loupe/kernels.h"
 #include "models_internal.h"
 
-/* llama.cpp's permute(): head h's row s*D/2+j (Hugging Face) goes to row 2j+s. */
-static lp_status permute_rows(float *w, int64_t rows, int64_t cols, int64_t heads, const char *path,
-                              const char *name)
-{
-    if (heads <= 0 || rows % (2 * heads))
-        return lp_err(LP_STATUS_INVALID_ARG, "%s: tensor '%s': %lld rows do not split into %lld heads of even size",
-                      path, name, (long long)rows, (long long)heads);
-    const int64_t D = rows / heads, half = D / 2;
-    float *tmp = lp_malloc((size_t)(D * cols) * sizeof *tmp);
-    if (!tmp)
-        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", path);
-    for (int64_t h = 0; h < heads; h++) {
-        float *head = w + h * D * cols;
-        memcpy(tmp, head, (size_t)(D * cols) * sizeof *tmp);
-        for (int64_t s = 0; s < 2; s++)
-            for (int64_t j = 0; j < half; j++)
-                memcpy(head + (2 * j + s) * cols, tmp + (s * half + j) * cols, (size_t)cols * sizeof *tmp);
-    }
-    free(tmp);
-    return LP_OK;
-}
-
 /* One tensor: name (HF), its f32 values (copied when they must be permuted), rows x cols
  * (rows 1 and cols = n for a vector). */
 static lp_status add_tensor(lp_gguf_writer *w, const lp_model *m, const char *arch, const char *hf,
@@ -53,7 +31,8 @@ static lp_status add_tensor(lp_gguf_writer *w, const lp_model *m, const char *ar
         memcpy(perm, data, n * sizeof *perm);
         const int64_t heads = q ? m->cfg.num_heads : m->cfg.num_kv_heads;
         /* a bias is one column of rows: permuted as a (rows, 1) matrix */
-        st = ndim == 2 ? permute_rows(perm, rows, cols, heads, path, hf) : permute_rows(perm, cols, 1, heads, path, hf);
+        st = ndim == 2 ? lp_gguf_permute_qk(perm, rows, cols, heads, true, LP_STATUS_INVALID_ARG, path, hf)
+                        : lp_gguf_permute_qk(perm, cols, 1, heads, true, LP_STATUS_INVALID_ARG, path, hf);
         if (st != LP_OK) {
             free(perm);
             return st;
