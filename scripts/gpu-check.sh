@@ -43,36 +43,35 @@ say "== nvidia-smi"
 nvidia-smi 2>&1 | tee -a "$summary" || say "(nvidia-smi failed)"
 
 fail=0
-for t in "$pack"/bin/test_cuda*; do
-  [ -x "$t" ] || continue
-  name=$(basename "$t")
+# check NAME LOG GREP CMD...: runs CMD (GPU_CHECK_TIMEOUT seconds at most) into LOG, says how it
+# ended (a skip fails here too; with the op tables' " PASS "/" FAIL " lines, their counts) and
+# copies LOG's lines matching GREP into the summary
+check() {
+  local name=$1 log=$2 pat=$3; shift 3
+  local start rc secs st counts=""
   start=$(date +%s.%N)
-  timeout "${GPU_CHECK_TIMEOUT:-240}" "$t" >"$out/$name.log" 2>&1
+  timeout "${GPU_CHECK_TIMEOUT:-240}" "$@" >"$log" 2>&1
   rc=$?
   secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   case $rc in
-    0) st=PASS ;; 77) st="SKIPPED ($(head -n 1 "$out/$name.log"))"; fail=1 ;;
+    0) st=PASS ;; 77) st="SKIPPED ($(grep -m 1 -i skip "$log" || head -n 1 "$log"))"; fail=1 ;;
     124) st="TIMEOUT"; fail=1 ;; *) st="FAIL (exit $rc)"; fail=1 ;;
   esac
-  say "== $name: $st in ${secs}s; $(grep -c ' PASS ' "$out/$name.log") PASS, $(grep -c ' FAIL ' "$out/$name.log") FAIL lines"
-  grep -E ' FAIL |FATAL|worst element|NaN at' "$out/$name.log" | head -n 20 | tee -a "$summary"
+  grep -q ' PASS \| FAIL ' "$log" && counts="; $(grep -c ' PASS ' "$log") PASS, $(grep -c ' FAIL ' "$log") FAIL lines"
+  say "== $name: $st in ${secs}s$counts"
+  grep -E "$pat" "$log" | head -n 30 | tee -a "$summary"
+}
+
+# every CUDA test binary: the op tables against the CPU reference
+for t in "$pack"/bin/test_cuda*; do
+  [ -x "$t" ] && check "$(basename "$t")" "$out/$(basename "$t").log" ' FAIL |FATAL|worst element|NaN at' "$t"
 done
 
 # the engine on the GPU: every tests/cuda/*.sh (loupe eval / train --device cuda against cpu)
 # with the pack's loupe, from the repository root (their models and data)
 for t in tests/cuda/*.sh; do
-  [ -f "$t" ] || continue
-  name=$(basename "$t" .sh)
-  start=$(date +%s.%N)
-  LOUPE="$pack/bin/loupe" timeout "${GPU_CHECK_TIMEOUT:-240}" bash "$t" >"$out/$name.log" 2>&1
-  rc=$?
-  secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-  case $rc in
-    0) st=PASS ;; 77) st="SKIPPED ($(grep -m 1 SKIP "$out/$name.log"))"; fail=1 ;;
-    124) st="TIMEOUT"; fail=1 ;; *) st="FAIL (exit $rc)"; fail=1 ;;
-  esac
-  say "== $name: $st in ${secs}s"
-  grep -E 'FAIL|worst|losses|accuracy|summary:' "$out/$name.log" | head -n 30 | tee -a "$summary"
+  [ -f "$t" ] && LOUPE="$pack/bin/loupe" check "$(basename "$t" .sh)" "$out/$(basename "$t" .sh).log" \
+    'FAIL|worst|losses|accuracy|summary:' bash "$t"
 done
 
 # loupe train --device cuda on a DistilBERT-shaped model (bench/gpu/train_models.sh: one JSON

@@ -82,34 +82,38 @@ static lp_status progress_mode(bool *threaded)
     return LP_OK;
 }
 
-/* LP_DIST_POLL_US: microseconds between the progress thread's tests, 0 to 100000 (0: spin). */
-static lp_status poll_interval(int64_t *ns)
+/* An integer environment variable in [lo, hi], *out = dflt when unset or empty; anything else
+ * is refused, naming the variable and what it expects. */
+static lp_status env_long(const char *name, long lo, long hi, long dflt, const char *what, long *out)
 {
-    const char *v = getenv("LP_DIST_POLL_US");
-    *ns = 100000;
+    const char *v = getenv(name);
+    *out = dflt;
     if (!v || !*v)
         return LP_OK;
     char *end;
-    long us = strtol(v, &end, 10);
-    if (*end || us < 0 || us > 100000)
-        return lp_err(LP_STATUS_INVALID_ARG, "LP_DIST_POLL_US=%s: expected microseconds from 0 to 100000", v);
-    *ns = (int64_t)us * 1000;
+    long k = strtol(v, &end, 10);
+    if (*end || k < lo || k > hi)
+        return lp_err(LP_STATUS_INVALID_ARG, "%s=%s: expected %s from %ld to %ld", name, v, what, lo, hi);
+    *out = k;
     return LP_OK;
+}
+
+/* LP_DIST_POLL_US: microseconds between the progress thread's tests, 0 to 100000 (0: spin). */
+static lp_status poll_interval(int64_t *ns)
+{
+    long us;
+    lp_status st = env_long("LP_DIST_POLL_US", 0, 100000, 100, "microseconds", &us);
+    *ns = (int64_t)us * 1000;
+    return st;
 }
 
 /* LP_DIST_INFLIGHT: all-reduces the progress thread keeps in flight, 1 to 64 (default 1). */
 static lp_status inflight_limit(int32_t *n)
 {
-    const char *v = getenv("LP_DIST_INFLIGHT");
-    *n = 1;
-    if (!v || !*v)
-        return LP_OK;
-    char *end;
-    long k = strtol(v, &end, 10);
-    if (*end || k < 1 || k > 64)
-        return lp_err(LP_STATUS_INVALID_ARG, "LP_DIST_INFLIGHT=%s: expected 1 to 64 all-reduces", v);
+    long k;
+    lp_status st = env_long("LP_DIST_INFLIGHT", 1, 64, 1, "all-reduces", &k);
     *n = (int32_t)k;
-    return LP_OK;
+    return st;
 }
 
 static int start_bucket(lp_dist_reducer *r, int32_t i, MPI_Comm comm)

@@ -50,6 +50,11 @@ typedef struct lp_backend {
     const lp_kernel_table *ops;
 } lp_backend;
 
+/* The supports() of a backend whose table holds what it has: true when the entry at op
+ * (LP_BACKEND_OP) is filled, false for a NULL entry or an offset outside the ops (the CPU's,
+ * the CUDA backend's and the stand-in device's). */
+bool lp_backend_table_supports(const lp_backend *b, size_t op);
+
 /* The CPU backend at `isa` (static storage, never NULL); its ops are
  * lp_kernels_table_isa(isa), so call only when lp_isa_missing(isa) is NULL. */
 const lp_backend *lp_backend_cpu(lp_isa isa);

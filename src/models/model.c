@@ -402,11 +402,10 @@ static lp_status forward_head(lp_model *m, const int32_t *ids, const int32_t *ma
         return lp_err_wrap(m->pass_status, "model forward");
     if (m->task == LP_MODEL_TASK_CAUSAL_LM) // the loss runs the head itself, chunk by chunk
         return need_grad || !lm_head ? LP_OK : lp_model__lm_logits(m, logits);
-    if (logits && m->dev) // waits for the pass, and returns what its kernels kept (an id out of range)
-        return lp_kernels_download(logits, m->logits, (size_t)(head_rows(m, B, T) * m->n_classes) * sizeof(float));
-    if (logits)
-        memcpy(logits, m->logits, (size_t)(head_rows(m, B, T) * m->n_classes) * sizeof(float));
-    return LP_OK;
+    // a memcpy on the CPU; on a device it waits for the pass and returns what its kernels kept
+    // (an id out of range)
+    return logits ? lp_kernels_download(logits, m->logits, (size_t)(head_rows(m, B, T) * m->n_classes) * sizeof(float))
+                  : LP_OK;
 }
 
 static lp_status forward(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
@@ -460,10 +459,8 @@ lp_status lp_model_loss_forward(lp_model *m, const int32_t *ids, const int32_t *
     const int64_t rows = head_rows(m, B, T);
     if (m->task == LP_MODEL_TASK_CAUSAL_LM)
         shift_labels(m, labels, B, T);
-    else if (m->dev && (st = lp_kernels_upload(m->labels, labels, (size_t)B * sizeof *labels)) != LP_OK)
+    else if ((st = lp_kernels_upload(m->labels, labels, (size_t)B * sizeof *labels)) != LP_OK) // memcpy on the CPU
         return lp_err_wrap(st, "model loss: uploading the labels");
-    else if (!m->dev)
-        memcpy(m->labels, labels, (size_t)B * sizeof *labels);
     // -100 is ignored, as in transformers
     if (m->task == LP_MODEL_TASK_CAUSAL_LM) {
         // a training step with a frozen head takes d(head input) while each chunk's logits
@@ -551,10 +548,8 @@ lp_status lp_model_backward(lp_model *m)
 void lp_model_zero_grad(lp_model *m)
 {
     LP_PROF_SCOPE(LP_PROF_NAME_OPTIMIZER_ZERO_GRAD);
-    if (m->n_grad_floats && m->dev)
+    if (m->n_grad_floats) // memset on the CPU
         lp_kernels_memset(m->grad_block, 0, (size_t)m->n_grad_floats * sizeof(float));
-    else if (m->n_grad_floats)
-        memset(m->grad_block, 0, (size_t)m->n_grad_floats * sizeof(float));
 }
 
 void lp_model_set_grad_ready(lp_model *m, lp_model_grad_ready_fn fn, void *user)
@@ -648,10 +643,8 @@ lp_status lp_model__layout_grads(lp_model *m)
         if (p->trainable && !m->opt.no_grad) {
             goff = off;
             off += (p->numel + 15) & ~(int64_t)15;
-            if (s->goff >= 0 && m->dev) // keep what was accumulated
+            if (s->goff >= 0) // keep what was accumulated (a memcpy on the CPU)
                 lp_kernels_copy(g + goff, m->grad_block + s->goff, (size_t)p->numel * sizeof(float));
-            else if (s->goff >= 0)
-                memcpy(g + goff, m->grad_block + s->goff, (size_t)p->numel * sizeof(float));
         }
         s->goff = goff;
         p->grad = goff >= 0 ? g + goff : NULL;

@@ -46,7 +46,7 @@ static lp_status cpu_sync(void *ctx)
     return LP_OK;
 }
 
-static bool cpu_supports(const lp_backend *b, size_t op)
+bool lp_backend_table_supports(const lp_backend *b, size_t op)
 {
     if (op < offsetof(lp_kernel_table, sgemm) || op + sizeof(void (*)(void)) > sizeof(lp_kernel_table))
         return false;
@@ -59,7 +59,7 @@ static bool cpu_supports(const lp_backend *b, size_t op)
     {                                                                                                        \
         .name = "cpu", .alloc = cpu_alloc, .alloc_tagged = cpu_alloc_tagged, .free = cpu_free,               \
         .upload = cpu_copy, .download = cpu_copy, .copy = cpu_copy, .memset = cpu_memset, .sync = cpu_sync,  \
-        .supports = cpu_supports                                                                             \
+        .supports = lp_backend_table_supports                                                                             \
     }
 
 static lp_backend cpu[LP_ISA_COUNT] = {CPU_BACKEND, CPU_BACKEND, CPU_BACKEND, CPU_BACKEND};

@@ -35,56 +35,13 @@ lp_status lp_device_parse(const char *s, lp_device *out)
  * from the host's, so a missed upload or download shows as a wrong result; a host touch of
  * device memory does not (that needs the real GPU). */
 static lp_kernel_table fake_table;
-static void *fake_alloc_tagged(void *c, size_t bytes, lp_mem_category cat, const char *what)
+static lp_backend fake_backend;
+
+/* host memory: the CPU backend's functions (lp_alloc, memmove, memset), also the stand-in's */
+static const lp_backend *host(void)
 {
-    (void)c;
-    return lp_alloc(bytes ? bytes : 1, cat, what);
+    return lp_backend_cpu(LP_ISA_BASELINE);
 }
-static void *fake_alloc(void *c, size_t bytes, const char *what)
-{
-    return fake_alloc_tagged(c, bytes, LP_MEM_CATEGORY_TEMPORARY, what);
-}
-static void fake_free(void *c, void *p)
-{
-    (void)c;
-    lp_free(p);
-}
-static lp_status fake_copy(void *c, void *dst, const void *src, size_t bytes)
-{
-    (void)c;
-    if (bytes && dst != src)
-        memmove(dst, src, bytes);
-    return LP_OK;
-}
-static lp_status fake_memset(void *c, void *dst, int value, size_t bytes)
-{
-    (void)c;
-    memset(dst, value, bytes);
-    return LP_OK;
-}
-static lp_status fake_sync(void *c)
-{
-    (void)c;
-    return LP_OK;
-}
-static bool fake_supports(const lp_backend *b, size_t op)
-{
-    void (*fn)(void);
-    memcpy(&fn, (const char *)b->ops + op, sizeof fn);
-    return fn != NULL;
-}
-static lp_backend fake_backend = {.name = "cuda",
-                                  .level = "fake",
-                                  .alloc = fake_alloc,
-                                  .alloc_tagged = fake_alloc_tagged,
-                                  .free = fake_free,
-                                  .upload = fake_copy,
-                                  .download = fake_copy,
-                                  .copy = fake_copy,
-                                  .memset = fake_memset,
-                                  .sync = fake_sync,
-                                  .supports = fake_supports,
-                                  .ops = &fake_table};
 
 static const lp_backend *fake_device(void)
 {
@@ -106,6 +63,10 @@ static const lp_backend *fake_device(void)
     fake_table.bf16_matmul_backward = NULL;
     fake_table.f32_matmul_forward = NULL;
     fake_table.f32_matmul_backward = NULL;
+    fake_backend = *host(); /* host memory, separate buffers: the CPU backend's */
+    fake_backend.name = "cuda";
+    fake_backend.level = "fake";
+    fake_backend.ops = &fake_table;
     return &fake_backend;
 }
 
@@ -165,21 +126,13 @@ void lp_kernels_dev_free(void *p)
 
 lp_status lp_kernels_upload(void *dst, const void *src, size_t bytes)
 {
-    if (!dev) {
-        if (bytes && dst != src)
-            memcpy(dst, src, bytes);
-        return LP_OK;
-    }
-    return dev->upload(dev->ctx, dst, src, bytes);
+    return (dev ? dev : host())->upload(dev ? dev->ctx : NULL, dst, src, bytes);
 }
 
 lp_status lp_kernels_download(void *dst, const void *src, size_t bytes)
 {
-    if (!dev) {
-        if (bytes && dst != src)
-            memcpy(dst, src, bytes);
-        return LP_OK;
-    }
+    if (!dev)
+        return host()->download(NULL, dst, src, bytes);
     lp_status st = dev->download(dev->ctx, dst, src, bytes);
     lp_status s2 = dev->sync(dev->ctx); /* the errors the queued ops kept */
     return st != LP_OK ? st : s2;
@@ -187,12 +140,8 @@ lp_status lp_kernels_download(void *dst, const void *src, size_t bytes)
 
 void lp_kernels_copy(void *dst, const void *src, size_t bytes)
 {
-    if (!dev) {
-        if (bytes && dst != src)
-            memcpy(dst, src, bytes);
-    } else if (bytes && dst != src) {
-        (void)dev->copy(dev->ctx, dst, src, bytes); /* a failure is kept for the next sync */
-    }
+    if (bytes && dst != src) /* on a device a failure is kept for the next sync */
+        (void)(dev ? dev : host())->copy(dev ? dev->ctx : NULL, dst, src, bytes);
 }
 
 void lp_kernels_memset(void *dst, int value, size_t bytes)

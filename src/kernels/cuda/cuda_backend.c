@@ -182,15 +182,6 @@ static lp_status cu_sync(void *c)
     return st != LP_OK ? st : nn;
 }
 
-static bool cu_supports(const lp_backend *b, size_t op)
-{
-    if (op < offsetof(lp_kernel_table, sgemm) || op + sizeof(void (*)(void)) > sizeof(lp_kernel_table))
-        return false;
-    void (*fn)(void);
-    memcpy(&fn, (const char *)b->ops + op, sizeof fn);
-    return fn != NULL;
-}
-
 /* ---- the context ---- */
 
 #define INIT_TRY(call)                                                                                          \
@@ -259,7 +250,7 @@ static lp_status make_ctx(void)
     backend = (lp_backend){.name = "cuda", .level = level, .ctx = &ctx, .alloc = cu_alloc,
                            .alloc_tagged = cu_alloc_tagged, .free = cu_free, .upload = cu_upload,
                            .download = cu_download, .copy = cu_copy, .memset = cu_memset, .sync = cu_sync,
-                           .supports = cu_supports, .ops = &table};
+                           .supports = lp_backend_table_supports, .ops = &table};
     ctx_ready = true;
     (void)lp_cu_nn_error_slot(); /* the NN kernels' error record, made now: not during a graph capture */
     return LP_OK;
