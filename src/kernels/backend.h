@@ -86,6 +86,21 @@ const lp_cuda_device_info *lp_cuda_device_info_get(const lp_backend *b);
 /* f32 GEMMs (the table's sgemm) with TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32:
  * inputs rounded to 10 mantissa bits, f32 accumulation) when on; plain f32 by default. */
 void lp_cuda_set_tf32(const lp_backend *b, bool on);
+/* Which kernels the CUDA table's attention entries (attention_fused_forward / _backward)
+ * run. AUTO, the default: attention as GEMMs on the tensor cores (../attn_gemm.h: cuBLASLt
+ * in TF32, the scores materialized) when TF32 is on and the scores of the call fit
+ * (T <= LP_CUDA_ATTN_GEMM_MAX_T and B*H*T*T floats <= LP_CUDA_ATTN_GEMM_MAX_MIB), else the
+ * fused f32 SIMT kernels (cuda/cu_attention.cu); FUSED: always the fused kernels; GEMM: GEMMs
+ * at any size (TF32 when on, f32 GEMMs when off). The GEMM path falls back to the fused
+ * kernels when its scratch cannot be had or cuBLASLt refuses a GEMM. The environment
+ * variable LP_CUDA_ATTN=auto|fused|gemm sets the mode when the backend is made. */
+typedef enum lp_cuda_attn_mode { LP_CUDA_ATTN_AUTO = 0, LP_CUDA_ATTN_FUSED, LP_CUDA_ATTN_GEMM } lp_cuda_attn_mode;
+#define LP_CUDA_ATTN_GEMM_MAX_T 1024
+#define LP_CUDA_ATTN_GEMM_MAX_MIB 1024
+void lp_cuda_set_attention(const lp_backend *b, lp_cuda_attn_mode mode);
+/* Whether the attention entries would run g as GEMMs now (mode, TF32, size; not whether the
+ * scratch will be had). False for a backend that is not CUDA's. */
+bool lp_cuda_attention_uses_gemm(const lp_backend *b, const lp_attn_geom *g);
 /* The bf16 GEMM (device pointers): C (M,N) f32 = alpha * op(A) @ op(B) + beta * C, A and B
  * bf16 (uint16_t bits) laid out as in lp_sgemm, f32 accumulation (cuBLASLt). Asynchronous
  * on the backend's stream; LP_OK or the cuBLASLt error. */

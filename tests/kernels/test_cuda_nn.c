@@ -40,6 +40,8 @@ static const lp_kernel_table *K; /* the ops under test: the CUDA backend's table
 static const lp_kernel_table emu_table = {
     .name = "cuda-emu",
     LP_CU_NN_TABLE_ENTRIES
+    .attention_fused_forward = lp_cu_attention_fused_forward,
+    .attention_fused_backward = lp_cu_attention_fused_backward,
 };
 #endif
 

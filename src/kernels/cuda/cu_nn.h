@@ -65,8 +65,19 @@ void lp_cu_attention_fused_backward(float *dq, float *dk, float *dv, const float
                                     const float *lse, const float *q, const float *k, const float *v,
                                     const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop);
 
+/* Attention as GEMMs (../attn_gemm.h): the SIMT steps (cu_attention_gemm.cu), with the
+ * signatures of lp_attn_gemm_ops' entries; the GEMMs are cuBLASLt's (cuda_attention.c). */
+void lp_cu_attn_gemm_to_heads(float *xh, const float *x, int64_t B, int64_t T, int64_t Hx, int64_t D, int64_t ld);
+void lp_cu_attn_gemm_from_heads(float *x, const float *xh, int64_t B, int64_t T, int64_t Hx, int64_t D, int64_t ld);
+void lp_cu_attn_gemm_softmax_forward(float *s, float *lse, const int32_t *mask, const lp_attn_geom *g,
+                                     const lp_attn_dropout *drop);
+void lp_cu_attn_gemm_softmax_backward(float *s, float *dp, const float *dout, const float *out, const float *lse,
+                                      const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop);
+
 /* The table entries of these launchers (lp_kernel_table designated initializers), shared by
- * the CUDA backend's table and the emulator test's. */
+ * the CUDA backend's table and the emulator test's. Not attention: the backend's entries
+ * choose between the fused kernels and GEMMs (cuda_attention.c, on cuBLASLt); the
+ * emulator's table takes the fused launchers. */
 #define LP_CU_NN_TABLE_ENTRIES \
     .embedding_forward = lp_cu_embedding_forward, \
     .embedding_backward = lp_cu_embedding_backward, \
@@ -74,8 +85,6 @@ void lp_cu_attention_fused_backward(float *dq, float *dk, float *dv, const float
     .layernorm_backward = lp_cu_layernorm_backward, \
     .softmax_forward = lp_cu_softmax_forward, \
     .softmax_backward = lp_cu_softmax_backward, \
-    .attention_fused_forward = lp_cu_attention_fused_forward, \
-    .attention_fused_backward = lp_cu_attention_fused_backward, \
     .cross_entropy_forward = lp_cu_cross_entropy_forward, \
     .cross_entropy_backward = lp_cu_cross_entropy_backward, \
     .rmsnorm_forward = lp_cu_rmsnorm_forward, \

@@ -41,6 +41,9 @@ static lp_kernel_table table = {
     .qweight_dequantize = lp_cu_qweight_dequantize,
     /* cukern's NN ops (cu_*.cu) */
     LP_CU_NN_TABLE_ENTRIES
+    /* fused kernels or GEMMs on the tensor cores (cuda_attention.c) */
+    .attention_fused_forward = lp_cu_attention_forward,
+    .attention_fused_backward = lp_cu_attention_backward,
 };
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static lp_status init_st;
@@ -240,6 +243,9 @@ static lp_status make_ctx(void)
         return lp_err(LP_STATUS_UNSUPPORTED, "cuda: cublasLtCreate: %s", lp_cublaslt_status(s));
     pthread_mutex_init(&ctx.err_mu, NULL);
     ctx.device = dev;
+    lst = lp_cu_attention_env_mode(&ctx.attn_mode);
+    if (lst != LP_OK)
+        return lst;
     lp_cu_alloc_init(&ctx.alloc, raw_alloc, raw_free, NULL);
     ctx.workspace_bytes = WORKSPACE_BYTES;
     ctx.workspace = lp_cu_alloc_get(&ctx.alloc, ctx.workspace_bytes, LP_MEM_CATEGORY_OTHER, "cublasLt workspace");

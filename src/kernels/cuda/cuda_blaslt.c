@@ -36,6 +36,7 @@ lp_status lp_cublaslt_load(void)
     SYM(MatmulDescSetAttribute);
     SYM(MatrixLayoutCreate);
     SYM(MatrixLayoutDestroy);
+    SYM(MatrixLayoutSetAttribute);
     SYM(MatmulPreferenceCreate);
     SYM(MatmulPreferenceDestroy);
     SYM(MatmulPreferenceSetAttribute);

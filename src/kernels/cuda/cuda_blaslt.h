@@ -16,6 +16,7 @@ typedef struct lp_cublaslt_api {
     __typeof__(cublasLtMatmulDescSetAttribute) *MatmulDescSetAttribute;
     __typeof__(cublasLtMatrixLayoutCreate) *MatrixLayoutCreate;
     __typeof__(cublasLtMatrixLayoutDestroy) *MatrixLayoutDestroy;
+    __typeof__(cublasLtMatrixLayoutSetAttribute) *MatrixLayoutSetAttribute;
     __typeof__(cublasLtMatmulPreferenceCreate) *MatmulPreferenceCreate;
     __typeof__(cublasLtMatmulPreferenceDestroy) *MatmulPreferenceDestroy;
     __typeof__(cublasLtMatmulPreferenceSetAttribute) *MatmulPreferenceSetAttribute;

@@ -25,6 +25,7 @@ static uint32_t align_of(const void *p)
 typedef struct plan_key {
     int32_t ab, compute, ta, tb;
     int64_t M, N, K, lda, ldb, ldc;
+    int64_t batch, sa, sb, sc; /* strided batch (1, 0, 0, 0: one GEMM) */
     uint32_t al_a, al_b, al_c, pad;
 } plan_key;
 
@@ -77,6 +78,16 @@ static cublasStatus_t plan_make(plan *p, const plan_key *k, lp_cuda_ctx *x, cons
     LT(lp_lt.MatrixLayoutCreate(&p->la, (cudaDataType_t)k->ab, a_rows, a_cols, k->ldb));
     LT(lp_lt.MatrixLayoutCreate(&p->lb, (cudaDataType_t)k->ab, b_rows, b_cols, k->lda));
     LT(lp_lt.MatrixLayoutCreate(&p->lc, CUDA_R_32F, (uint64_t)k->N, (uint64_t)k->M, k->ldc));
+    if (k->batch > 1) { /* the first cuBLAS operand is our B (stride sb), the second our A */
+        const int32_t n = (int32_t)k->batch;
+        const int64_t st[3] = {k->sb, k->sa, k->sc};
+        cublasLtMatrixLayout_t l[3] = {p->la, p->lb, p->lc};
+        for (int i = 0; i < 3; i++) {
+            LT(lp_lt.MatrixLayoutSetAttribute(l[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &n, sizeof n));
+            LT(lp_lt.MatrixLayoutSetAttribute(l[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &st[i],
+                                              sizeof st[i]));
+        }
+    }
     LT(lp_lt.MatmulPreferenceCreate(&pref));
     uint64_t ws = x->workspace_bytes;
     LT(lp_lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
@@ -104,24 +115,39 @@ fail:
     return s;
 }
 
+/* C_i = alpha op(A_i) op(B_i) + beta C_i, i < batch, X_i = X + i sX elements of the operand's
+ * type. An error is returned through lp_err and, with pend, also kept as the context's
+ * pending error (ops are void); without, the caller decides (attention falls back). */
 static lp_status lt_gemm(const char *op, cudaDataType_t ab, cublasComputeType_t compute, bool trans_a, bool trans_b,
-                         int64_t M, int64_t N, int64_t K, float alpha, const void *A, int64_t lda, const void *B,
-                         int64_t ldb, float beta, float *C, int64_t ldc)
+                         int64_t M, int64_t N, int64_t K, float alpha, const void *A, int64_t lda, int64_t sa,
+                         const void *B, int64_t ldb, int64_t sb, float beta, float *C, int64_t ldc, int64_t sc,
+                         int64_t batch, bool pend)
 {
     lp_cuda_ctx *x = lp_cu_ctx();
     if (!x)
         return lp_err(LP_STATUS_UNSUPPORTED, "cuda %s: no CUDA context (call lp_backend_cuda first)", op);
-    if (M == 0 || N == 0)
+    if (M == 0 || N == 0 || batch == 0)
         return LP_OK;
     if (K == 0) { /* C = beta * C: nothing to multiply */
-        lp_cu_scale_2d(C, M, N, ldc, beta);
+        for (int64_t i = 0; i < batch; i++)
+            lp_cu_scale_2d(C + i * sc, M, N, ldc, beta);
         return LP_OK;
     }
+    if (batch > INT32_MAX)
+        return lp_err(LP_STATUS_UNSUPPORTED, "cuda %s: batch of %lld GEMMs above cuBLASLt's int32 count", op,
+                      (long long)batch);
+    const size_t es = ab == CUDA_R_16BF ? 2 : 4;
     plan_key k;
     memset(&k, 0, sizeof k); /* padding too: keys compare with memcmp */
     k.ab = ab, k.compute = compute, k.ta = trans_a, k.tb = trans_b;
     k.M = M, k.N = N, k.K = K, k.lda = lda, k.ldb = ldb, k.ldc = ldc;
-    k.al_a = align_of(B), k.al_b = align_of(A), k.al_c = align_of(C);
+    k.batch = batch > 1 ? batch : 1;
+    if (batch > 1)
+        k.sa = sa, k.sb = sb, k.sc = sc;
+    /* every batch element's operand is as aligned as both its base and its stride are */
+    k.al_a = align_of((const void *)((uintptr_t)B | (uintptr_t)(k.sb * es)));
+    k.al_b = align_of((const void *)((uintptr_t)A | (uintptr_t)(k.sa * es)));
+    k.al_c = align_of((const void *)((uintptr_t)C | (uintptr_t)(k.sc * 4)));
     pthread_mutex_lock(&plans_mu);
     plan *p = NULL, *victim = &plans[0];
     for (int i = 0; i < PLANS && !p; i++) {
@@ -145,7 +171,8 @@ static lp_status lt_gemm(const char *op, cudaDataType_t ab, cublasComputeType_t 
     }
     pthread_mutex_unlock(&plans_mu);
     if (s != CUBLAS_STATUS_SUCCESS)
-        return lp_cu_fail_blas(op, call, s);
+        return pend ? lp_cu_fail_blas(op, call, s)
+                    : lp_err(LP_STATUS_UNSUPPORTED, "cuda %s: %s: %s (%d)", op, call, lp_cublaslt_status(s), (int)s);
     return LP_OK;
 }
 
@@ -154,12 +181,21 @@ void lp_cu_sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, fl
 {
     lp_cuda_ctx *x = lp_cu_ctx();
     cublasComputeType_t compute = x && x->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    (void)lt_gemm("sgemm", CUDA_R_32F, compute, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    (void)lt_gemm("sgemm", CUDA_R_32F, compute, trans_a, trans_b, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc,
+                  0, 1, true);
+}
+
+lp_status lp_cu_sgemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                              int64_t lda, int64_t sa, const float *B, int64_t ldb, int64_t sb, float beta, float *C,
+                              int64_t ldc, int64_t sc, int64_t batch, bool tf32)
+{
+    return lt_gemm("sgemm (batched)", CUDA_R_32F, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, trans_a,
+                   trans_b, M, N, K, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch, false);
 }
 
 lp_status lp_cu_gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
                           int64_t lda, const uint16_t *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
-    return lt_gemm("gemm_bf16", CUDA_R_16BF, CUBLAS_COMPUTE_32F, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb,
-                   beta, C, ldc);
+    return lt_gemm("gemm_bf16", CUDA_R_16BF, CUBLAS_COMPUTE_32F, trans_a, trans_b, M, N, K, alpha, A, lda, 0, B, ldb,
+                   0, beta, C, ldc, 0, 1, true);
 }

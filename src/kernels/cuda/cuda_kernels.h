@@ -28,6 +28,7 @@ typedef struct lp_cuda_ctx {
     void *workspace;          /* cuBLASLt workspace on the device */
     size_t workspace_bytes;
     bool tf32;                /* sgemm with CUBLAS_COMPUTE_32F_FAST_TF32 */
+    int attn_mode;            /* lp_cuda_attn_mode (backend.h) */
     cudaEvent_t t0, t1;       /* lp_cuda_timer_* */
     lp_cuda_device_info info;
     lp_cu_alloc alloc;        /* caching allocator over cudaMalloc / cudaFree */
@@ -78,6 +79,12 @@ static inline unsigned lp_cu_blocks(int64_t n, int threads)
 /* ---- GEMM (cuda_gemm.c, cuBLASLt) ---- */
 void lp_cu_sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                  int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+/* C_i (M,N) = alpha op(A_i) op(B_i) + beta C_i for i < batch (X_i = X + i sX floats), one
+ * strided-batched cuBLASLt call, TF32 or f32 compute as asked. The error is returned (lp_err),
+ * not kept as the pending one: the caller (attention) falls back. */
+lp_status lp_cu_sgemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                              int64_t lda, int64_t sa, const float *B, int64_t ldb, int64_t sb, float beta, float *C,
+                              int64_t ldc, int64_t sc, int64_t batch, bool tf32);
 /* A, B bf16 bits; C f32; f32 accumulation (lp_cuda_gemm_bf16). */
 lp_status lp_cu_gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
                           int64_t lda, const uint16_t *B, int64_t ldb, float beta, float *C, int64_t ldc);
@@ -146,6 +153,15 @@ void lp_cu_attention_fused_forward(float *out, float *lse, const float *q, const
 void lp_cu_attention_fused_backward(float *dq, float *dk, float *dv, const float *dout, const float *out,
                                     const float *lse, const float *q, const float *k, const float *v,
                                     const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop);
+/* ---- the table's attention entries (cuda_attention.c): GEMMs on the tensor cores or the
+ * fused kernels above, as lp_cuda_set_attention says ---- */
+/* ctx attn_mode from LP_CUDA_ATTN (auto when unset); LP_STATUS_INVALID_ARG for another value */
+lp_status lp_cu_attention_env_mode(int *mode);
+void lp_cu_attention_forward(float *out, float *lse, const float *q, const float *k, const float *v,
+                             const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop);
+void lp_cu_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *out, const float *lse,
+                              const float *q, const float *k, const float *v, const int32_t *mask,
+                              const lp_attn_geom *g, const lp_attn_dropout *drop);
 
 #ifdef __cplusplus
 }

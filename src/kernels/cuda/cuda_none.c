@@ -24,6 +24,17 @@ void lp_cuda_set_tf32(const lp_backend *b, bool on)
     (void)b, (void)on;
 }
 
+void lp_cuda_set_attention(const lp_backend *b, lp_cuda_attn_mode mode)
+{
+    (void)b, (void)mode;
+}
+
+bool lp_cuda_attention_uses_gemm(const lp_backend *b, const lp_attn_geom *g)
+{
+    (void)b, (void)g;
+    return false;
+}
+
 lp_status lp_cuda_gemm_bf16(const lp_backend *b, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                             float alpha, const uint16_t *A, int64_t lda, const uint16_t *B, int64_t ldb, float beta,
                             float *C, int64_t ldc)
