@@ -15,6 +15,17 @@
  *   keys of products of O(1) values, exp in f32 both sides);
  *   embedding forward exact (the same three adds in the same order), backward 1e-6 n abs +
  *   1e-5 rel for a row with n contributions (atomics add them in another order).
+ * Attention as GEMMs (src/kernels/attn_gemm.h; the CUDA table's attention entries run it
+ * with TF32 on, cuda_attention.c): its SIMT steps against the CPU steps (head copies exact;
+ * softmax and its backward 1e-6 abs + 1e-5 rel: the same f32 operations, sums in another
+ * order); then the whole path against the fused reference: on the emulator the composition
+ * over the emulated steps and a host GEMM (1e-5 abs + 1e-5 rel, as test_attention_gemm); on a
+ * GPU through the table, with f32 GEMMs (LP_CUDA_ATTN_GEMM, TF32 off: the fused kernels'
+ * tolerances) and with TF32 (AUTO, TF32 on): out/lse 2e-3 abs + 5e-3 rel, dq/dk/dv 1e-2 abs +
+ * 1e-2 rel, because TF32 keeps 10 of f32's 23 mantissa bits (operands rounded by ~5e-4 to
+ * 1e-3 relative) in the scores' and the gradients' GEMMs, whose sums run over D (forward)
+ * and T or grp*T (backward). test_attention_gemm measures that error on the CPU with
+ * truncated operands (the worse rounding) and keeps it under a third of these bounds.
  * Without a GPU (no device, no driver) it prints the reason and exits 77 (ctest: skipped). */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -24,6 +35,7 @@
 #include <time.h>
 
 #include "loupe/kernels.h"
+#include "../../src/kernels/attn_gemm.h"
 #include "../../src/kernels/cuda/cu_nn.h"
 #ifndef LP_CUDA_EMU
 #include "cuda_test_util.h" /* ct_init: the CUDA backend, or the skip */
@@ -449,6 +461,102 @@ static void case_rope(int64_t N, int64_t H, int64_t D, int64_t ld)
     free(inv), free(pos), free(c), free(s), free(x), free(xr), free(xb);
 }
 
+/* ---- attention as GEMMs: the SIMT steps ---------------------------------------------------- */
+
+#ifdef LP_CUDA_EMU
+/* the composition on the emulator: its steps, and a host GEMM ("device" memory is host memory
+ * there; cuBLASLt is the GPU's) */
+static lp_status host_gemm(void *ctx, bool ta, bool tb, int64_t M, int64_t N, int64_t K_, float alpha, const float *A,
+                           int64_t lda, int64_t sa, const float *B, int64_t ldb, int64_t sb, float beta, float *C,
+                           int64_t ldc, int64_t sc, int64_t batch)
+{
+    (void)ctx;
+    for (int64_t i = 0; i < batch; i++)
+        R->sgemm(ta, tb, M, N, K_, alpha, A + i * sa, lda, B + i * sb, ldb, beta, C + i * sc, ldc);
+    return LP_OK;
+}
+static void *emu_alloc(void *ctx, size_t bytes, const char *what)
+{
+    (void)ctx, (void)what;
+    void *p = NULL;
+    ck(cudaMalloc(&p, bytes ? bytes : 4), "cudaMalloc");
+    return p;
+}
+static void emu_free(void *ctx, void *p)
+{
+    (void)ctx;
+    if (p)
+        cudaFree(p);
+}
+static const lp_attn_gemm_ops emu_gemm_ops = {
+    .alloc = emu_alloc,
+    .free = emu_free,
+    .gemm = host_gemm,
+    .to_heads = lp_cu_attn_gemm_to_heads,
+    .from_heads = lp_cu_attn_gemm_from_heads,
+    .softmax_forward = lp_cu_attn_gemm_softmax_forward,
+    .softmax_backward = lp_cu_attn_gemm_softmax_backward,
+};
+#endif
+
+/* mask (B,T) of kind 1 right padding, 2 left padding, 3 segments (as case_attention's) */
+static int32_t *attn_mask(int kind, int64_t B, int64_t T)
+{
+    int32_t *mask = malloc((size_t)(B * T) * 4);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0; t < T; t++) {
+            int64_t pad = (b * 7 + 3) % (T / 3 + 1);
+            mask[b * T + t] = kind == 1   ? t < T - pad
+                              : kind == 2 ? t >= pad
+                                          : (t >= T - pad ? 0 : t < T / 3 ? 1 : t < 2 * T / 3 ? 2 : 3);
+        }
+    return mask;
+}
+
+/* the four SIMT steps against the CPU's on the same inputs */
+static void case_attn_steps(const char *name, lp_attn_geom g, int mask_kind, float drop_p)
+{
+    const int64_t B = g.B, T = g.T, H = g.H, D = g.D, C = H * D, ld = C + 8;
+    char shape[128];
+    snprintf(shape, sizeof shape, "%s B%lld T%lld H%lld D%lld%s", name, (long long)B, (long long)T, (long long)H,
+             (long long)D, drop_p > 0 ? " drop" : "");
+    /* head copies, both ways, with a token stride wider than the heads (columns past them kept) */
+    const int64_t nx = B * T * ld, nh = B * H * T * D;
+    float *x = hrand(nx, -1, 1), *xh = malloc((size_t)nh * 4), *x2 = hrand(nx, -1, 1), *x2h = hcopy(x2, nx);
+    lp_attn_gemm_to_heads_cpu(xh, x, B, T, H, D, ld);
+    float *dx = DPUTF(x, nx), *dxh = dnan(nh), *dx2 = DPUTF(x2, nx);
+    lp_cu_attn_gemm_to_heads(dxh, dx, B, T, H, D, ld);
+    check("attn_gemm to_heads", shape, dxh, xh, nh, 0, 0, -1);
+    lp_attn_gemm_from_heads_cpu(x2h, xh, B, T, H, D, ld);
+    lp_cu_attn_gemm_from_heads(dx2, dxh, B, T, H, D, ld);
+    check("attn_gemm from_heads", shape, dx2, x2h, nx, 0, 0, -1);
+    /* softmax forward and backward over random scaled scores */
+    g.ldq = g.ldkv = C;
+    int32_t *mask = mask_kind ? attn_mask(mask_kind, B, T) : NULL;
+    g.segments = mask_kind == 3;
+    lp_attn_dropout drop = {.p = drop_p, .seed = 9, .stream = 3, .offset = 77, .lane = 2};
+    const lp_attn_dropout *dp = drop_p > 0 ? &drop : NULL;
+    const int64_t ns = B * H * T * T;
+    float *sc = hrand(ns, -4, 4), *sc2 = hcopy(sc, ns), *lse = malloc((size_t)(B * H * T) * 4);
+    float *dsc = DPUTF(sc, ns), *dlse = dnan(B * H * T);
+    int32_t *dmask = mask ? DPUTI(mask, B * T) : NULL;
+    lp_attn_gemm_softmax_forward_cpu(sc, lse, mask, &g, dp);
+    lp_cu_attn_gemm_softmax_forward(dsc, dlse, dmask, &g, dp);
+    check("attn_gemm softmax_forward zp", shape, dsc, sc, ns, 1e-6, 1e-5, -1);
+    check("attn_gemm softmax_forward lse", shape, dlse, lse, B * H * T, 1e-6, 1e-5, -1);
+    float *pd = hrand(ns, -1, 1), *dout = hrand(B * T * C, -1, 1), *out = hrand(B * T * C, -1, 1);
+    float *dsc2 = DPUTF(sc2, ns), *dpd = DPUTF(pd, ns), *ddout = DPUTF(dout, B * T * C), *dout_ = DPUTF(out, B * T * C);
+    lp_attn_gemm_softmax_backward_cpu(sc2, pd, dout, out, lse, mask, &g, dp);
+    lp_cu_attn_gemm_softmax_backward(dsc2, dpd, ddout, dout_, dlse, dmask, &g, dp);
+    check("attn_gemm softmax_backward zp", shape, dsc2, sc2, ns, 1e-6, 1e-5, -1);
+    check("attn_gemm softmax_backward ds", shape, dpd, pd, ns, 1e-6, 1e-5, -1);
+    cudaFree(dx), cudaFree(dxh), cudaFree(dx2), cudaFree(dsc), cudaFree(dlse), cudaFree(dsc2), cudaFree(dpd);
+    cudaFree(ddout), cudaFree(dout_);
+    if (dmask)
+        cudaFree(dmask);
+    free(x), free(xh), free(x2), free(x2h), free(mask), free(sc), free(sc2), free(lse), free(pd), free(dout), free(out);
+}
+
 /* ---- fused attention --------------------------------------------------------------------- */
 
 typedef struct attn_case {
@@ -564,6 +672,78 @@ static void case_attention(attn_case ac)
     printf("%-28s %-44s fwd %.1f GFLOP/s bwd %.1f GFLOP/s; CPU %s %.0f / %.0f us (x%.0f / x%.0f)\n",
            "attention rate", shape, 4 * D * pairs / t_f * 1e-3, 10 * D * pairs / t_b * 1e-3, ref->name, cpu_f,
            cpu_b, cpu_f / t_f, cpu_b / t_b);
+
+    /* attention as GEMMs: emulator: the composition over the emulated steps; GPU: the table's
+     * entries with f32 GEMMs (forced), then with TF32 (chosen by AUTO where the scores fit) */
+#ifdef LP_CUDA_EMU
+    const int variants = 1;
+#else
+    const int variants = 2;
+#endif
+    for (int var = 0; var < variants; var++) {
+        double ao = 1e-5, ro = 1e-5, ag = 1e-5, rg = 1e-5;
+        const char *tag = "attn GEMMs (emu)";
+#ifndef LP_CUDA_EMU
+        lp_cuda_set_attention(ct_be, var == 0 ? LP_CUDA_ATTN_GEMM : LP_CUDA_ATTN_AUTO);
+        lp_cuda_set_tf32(ct_be, var == 1);
+        const bool fits = (double)B * H * T * T * 4 <= LP_CUDA_ATTN_GEMM_MAX_MIB * 1048576.0 &&
+                          T <= LP_CUDA_ATTN_GEMM_MAX_T;
+        const bool want = var == 0 || fits;
+        expect(lp_cuda_attention_uses_gemm(ct_be, &g) == want,
+               var == 0 ? "LP_CUDA_ATTN_GEMM: the table runs GEMMs" : "AUTO + TF32: GEMMs exactly where they fit");
+        if (!want) {
+            printf("%-28s %-44s fused kernels (T or the scores above the GEMM path's limit)\n", "attn GEMMs tf32", shape);
+            continue;
+        }
+        if (var == 0) /* f32 GEMMs: the fused kernels' tolerances */
+            ao = 2e-5, ro = 1e-4, ag = 1e-4, rg = 1e-3, tag = "attn GEMMs f32";
+        else /* TF32: see the top of the file */
+            ao = 2e-3, ro = 5e-3, ag = 1e-2, rg = 1e-2, tag = "attn GEMMs tf32";
+#endif
+        char op[64];
+        float *o2 = dnan(B * T * C), *l2 = dnan(B * H * T), *g2q = dnan(nq), *g2k = ac.packed ? g2q : dnan(nkv),
+              *g2v = ac.packed ? g2q : dnan(nkv);
+        double tf = -1, tb = -1;
+#ifdef LP_CUDA_EMU
+        lp_status s1 = lp_attn_gemm_forward(&emu_gemm_ops, o2, l2, dq_ + qo, dk_ + ko, dv_ + vo, dmask, &g, dp);
+        lp_status s2 = lp_attn_gemm_backward(&emu_gemm_ops, g2q + qo, g2k + ko, g2v + vo, dgo, o2, l2, dq_ + qo,
+                                             dk_ + ko, dv_ + vo, dmask, &g, dp);
+        expect(s1 == LP_OK && s2 == LP_OK, "attn GEMMs (emu): forward and backward ran");
+#else
+        K->attention_fused_forward(o2, l2, dq_ + qo, dk_ + ko, dv_ + vo, dmask, &g, dp);
+        tf = TIME_US(3, K->attention_fused_forward(o2, l2, dq_ + qo, dk_ + ko, dv_ + vo, dmask, &g, dp));
+        K->attention_fused_backward(g2q + qo, g2k + ko, g2v + vo, dgo, o2, l2, dq_ + qo, dk_ + ko, dv_ + vo, dmask, &g,
+                                    dp);
+        tb = TIME_US(3, K->attention_fused_backward(g2q + qo, g2k + ko, g2v + vo, dgo, o2, l2, dq_ + qo, dk_ + ko,
+                                                    dv_ + vo, dmask, &g, dp));
+#endif
+        snprintf(op, sizeof op, "%s out", tag);
+        check(op, shape, o2, out, B * T * C, ao, ro, tf);
+        snprintf(op, sizeof op, "%s lse", tag);
+        check(op, shape, l2, lse, B * H * T, ao, ro, -1);
+        if (ac.packed) {
+            snprintf(op, sizeof op, "%s dqkv", tag);
+            check(op, shape, g2q, gq, nq, ag, rg, tb);
+        } else {
+            snprintf(op, sizeof op, "%s dq", tag);
+            check(op, shape, g2q, gq, nq, ag, rg, tb);
+            snprintf(op, sizeof op, "%s dk", tag);
+            check(op, shape, g2k, gk, nkv, ag, rg, -1);
+            snprintf(op, sizeof op, "%s dv", tag);
+            check(op, shape, g2v, gv, nkv, ag, rg, -1);
+        }
+#ifndef LP_CUDA_EMU
+        printf("%-28s %-44s fwd %.2f us (fused %.2f, x%.2f) bwd %.2f us (fused %.2f, x%.2f)\n", tag, shape, tf, t_f,
+               t_f / tf, tb, t_b, t_b / tb);
+#endif
+        cudaFree(o2), cudaFree(l2), cudaFree(g2q);
+        if (!ac.packed)
+            cudaFree(g2k), cudaFree(g2v);
+    }
+#ifndef LP_CUDA_EMU
+    lp_cuda_set_attention(ct_be, LP_CUDA_ATTN_AUTO);
+    lp_cuda_set_tf32(ct_be, false);
+#endif
     cudaFree(dq_), cudaFree(dout_), cudaFree(dlse), cudaFree(dgo), cudaFree(dgq);
     if (!ac.packed) {
         cudaFree(dk_), cudaFree(dv_), cudaFree(dgk), cudaFree(dgv);
@@ -686,6 +866,13 @@ int main(void)
     case_rope(13, 3, 64, 3 * 64 + 2 * 64);
     case_rope(50, 14, 64, 14 * 64);
     case_rope(4, 2, 80, 2 * 80 + 5);
+#endif
+    case_attn_steps("mha", (lp_attn_geom){.B = 2, .T = 37, .H = 2, .Hkv = 2, .D = 64}, 0, 0);
+    case_attn_steps("causal-win-rpad", (lp_attn_geom){.B = 2, .T = 45, .H = 3, .Hkv = 1, .D = 7, .causal = true, .window = 9}, 1, 0);
+    case_attn_steps("lpad-causal-drop", (lp_attn_geom){.B = 3, .T = 40, .H = 2, .Hkv = 1, .D = 32, .causal = true}, 2, 0.2f);
+    case_attn_steps("seg-scale", (lp_attn_geom){.B = 1, .T = 70, .H = 2, .Hkv = 2, .D = 40, .scale = 0.3f}, 3, 0.1f);
+#ifndef LP_CUDA_EMU
+    case_attn_steps("distilbert", (lp_attn_geom){.B = 32, .T = 128, .H = 12, .Hkv = 12, .D = 64}, 1, 0.1f);
 #endif
     attention_cases();
 
