@@ -171,10 +171,16 @@ static void rowwise(void)
         die("row ops");
 }
 
+/* Attention at both workloads' shapes, by kernel: the fused f32 kernels on the CUDA cores
+ * ("f32", LP_CUDA_ATTN_FUSED), attention as GEMMs on the tensor cores ("tf32": TF32 on, the
+ * AUTO choice at these shapes) and the same GEMMs in f32 ("f32_gemm"); DistilBERT also with
+ * its training's attention dropout (p 0.1, the Philox mask), as "<kind>_drop". */
 static void attention(void)
 {
     static const struct { int64_t B, T, H, Hkv, D; bool causal; const char *tag; } cases[] = {
         {32, 128, 12, 12, 64, false, "distilbert"}, {8, 512, 14, 2, 64, true, "qwen0.5b"}};
+    static const struct { const char *name; lp_cuda_attn_mode mode; bool tf32; } kinds[] = {
+        {"f32", LP_CUDA_ATTN_FUSED, false}, {"tf32", LP_CUDA_ATTN_AUTO, true}, {"f32_gemm", LP_CUDA_ATTN_GEMM, false}};
     for (int i = 0; i < 2; i++) {
         lp_attn_geom g = {.B = cases[i].B, .T = cases[i].T, .H = cases[i].H, .Hkv = cases[i].Hkv, .D = cases[i].D,
                           .ldq = cases[i].H * cases[i].D, .ldkv = cases[i].Hkv * cases[i].D, .causal = cases[i].causal};
@@ -182,11 +188,28 @@ static void attention(void)
         float *q = dev_f32(nq, false), *k = dev_f32(nkv, false), *v = dev_f32(nkv, false);
         float *o = dev_f32(nq, true), *lse = dev_f32(g.B * g.H * g.T, true), *dout = dev_f32(nq, false);
         float *dq = dev_f32(nq, true), *dk = dev_f32(nkv, true), *dv = dev_f32(nkv, true);
-        double ms;
-        TIMED(ms, be->ops->attention_fused_forward(o, lse, q, k, v, NULL, &g, NULL));
-        emit("attention_forward_f32", cases[i].tag, ms, 0);
-        TIMED(ms, be->ops->attention_fused_backward(dq, dk, dv, dout, o, lse, q, k, v, NULL, &g, NULL));
-        emit("attention_backward_f32", cases[i].tag, ms, 0);
+        const lp_attn_dropout drop = {.p = 0.1f, .seed = 1, .stream = 2, .offset = 0, .lane = 0};
+        for (int d = 0; d < (i == 0 ? 2 : 1); d++)
+            for (size_t kk = 0; kk < sizeof kinds / sizeof *kinds; kk++) {
+                const lp_attn_dropout *dp = d ? &drop : NULL;
+                lp_cuda_set_attention(be, kinds[kk].mode);
+                lp_cuda_set_tf32(be, kinds[kk].tf32);
+                if (kinds[kk].mode != LP_CUDA_ATTN_FUSED && !lp_cuda_attention_uses_gemm(be, &g)) {
+                    fprintf(stderr, "bench_cuda_ops: attention %s at %s does not take the GEMM path\n", kinds[kk].name,
+                            cases[i].tag);
+                    exit(1);
+                }
+                char op[64];
+                double ms;
+                TIMED(ms, be->ops->attention_fused_forward(o, lse, q, k, v, NULL, &g, dp));
+                snprintf(op, sizeof op, "attention_forward_%s%s", kinds[kk].name, d ? "_drop" : "");
+                emit(op, cases[i].tag, ms, 0);
+                TIMED(ms, be->ops->attention_fused_backward(dq, dk, dv, dout, o, lse, q, k, v, NULL, &g, dp));
+                snprintf(op, sizeof op, "attention_backward_%s%s", kinds[kk].name, d ? "_drop" : "");
+                emit(op, cases[i].tag, ms, 0);
+            }
+        lp_cuda_set_attention(be, LP_CUDA_ATTN_AUTO);
+        lp_cuda_set_tf32(be, false);
         float *bufs[] = {q, k, v, o, lse, dout, dq, dk, dv};
         for (size_t j = 0; j < sizeof bufs / sizeof *bufs; j++)
             be->free(be->ctx, bufs[j]);

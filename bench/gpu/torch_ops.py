@@ -88,6 +88,20 @@ def main():
             o = f()
             go = torch.randn_like(o)
             emit(f"attention_backward_{name}", tag, timed(lambda: torch.autograd.grad(o, (q, k, v), go, retain_graph=True), a.reps))
+        # f32 inputs with TF32 allowed (beside loupe's attention as TF32 GEMMs, "tf32"): the
+        # kernel SDPA picks for f32 then, as a training script with allow_tf32 gets it
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+        q = torch.randn(B, H, T, D, device=dev, requires_grad=True)
+        k = torch.randn(B, Hkv, T, D, device=dev, requires_grad=True)
+        v = torch.randn(B, Hkv, T, D, device=dev, requires_grad=True)
+        f = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=Hkv != H)
+        emit("attention_forward_tf32", tag, timed(f, a.reps))
+        o = f()
+        go = torch.randn_like(o)
+        emit("attention_backward_tf32", tag, timed(lambda: torch.autograd.grad(o, (q, k, v), go, retain_graph=True), a.reps))
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
 
     # AdamW over DistilBERT's 66M parameters as 100 tensors (fused and foreach)
     ps = [torch.randn(660_000, device=dev, requires_grad=True) for _ in range(100)]

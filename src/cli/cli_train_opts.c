@@ -154,7 +154,7 @@ static void usage(const char *cmd, bool profile)
            "  --exec eager|fused (fused), --threads N\n"
            "  --device cpu|cuda      where the model trains (cpu). cuda: BERT/DistilBERT, full or\n"
            "                         LoRA, f32, fused attention, one GPU (LP_CUDA_DEVICE, default 0)\n"
-           "  --tf32                 with --device cuda: f32 GEMMs on TF32 tensor cores\n"
+           "  --tf32                 with --device cuda: f32 GEMMs (attention's too) on TF32 tensor cores\n"
            "Data-parallel (mpirun -np N loupe train ...; --batch-size stays the global batch):\n"
            "  --bucket-mb X          gradient all-reduce bucket size in MiB (25)\n"
            "  --zero 0|1             1: shard AdamW's state over the ranks (ZeRO stage 1; default 0)\n"

@@ -42,7 +42,7 @@ static const char usage_text[] =
     "  --threads N              CPU threads\n"
     "  --device cpu|cuda        where the model runs (cpu): cuda runs BERT/DistilBERT in f32 on\n"
     "                           the GPU LP_CUDA_DEVICE names (default 0)\n"
-    "  --tf32                   with --device cuda: f32 GEMMs on TF32 tensor cores\n"
+    "  --tf32                   with --device cuda: f32 GEMMs (attention's too) on TF32 tensor cores\n"
     "  --save-predictions FILE  one JSON line per row: predicted label and logits (classifier) or\n"
     "                           the row's mean token loss (causal LM); written atomically\n"
     "  --json                   print the metrics as one JSON object\n"

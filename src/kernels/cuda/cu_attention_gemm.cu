@@ -44,7 +44,9 @@ static __device__ __forceinline__ float ag_drop(const ag_args &a, uint64_t e)
     e += a.lane;
     uint32_t x[4];
     lp_cu_philox(a.seed, a.stream, a.offset + (e >> 2), x);
-    return lp_cu_u01(x[e & 3]) >= a.p ? a.dscale : 0.0f;
+    const int l = (int)(e & 3); /* selected, not indexed: the draw stays in registers */
+    const uint32_t w = l == 0 ? x[0] : l == 1 ? x[1] : l == 2 ? x[2] : x[3];
+    return lp_cu_u01(w) >= a.p ? a.dscale : 0.0f;
 }
 
 /* whether key j is visible to query i of a row with mask mb (NULL: none); mi = mb[i] */
@@ -87,8 +89,8 @@ __global__ void ag_heads_kernel(float *dst, const float *src, int64_t n, int64_t
 static void ag_heads(float *dst, const float *src, int64_t B, int64_t T, int64_t Hx, int64_t D, int64_t ld, bool to_x,
                      const char *op)
 {
-    const float *x = to_x ? dst : src;
-    const bool vec = D % 4 == 0 && ld % 4 == 0 && ((uintptr_t)x & 15) == 0; /* xh: scratch, 16-byte aligned */
+    const float *x = to_x ? dst : src, *xh = to_x ? src : dst;
+    const bool vec = D % 4 == 0 && ld % 4 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)xh & 15) == 0;
     const int64_t n = B * Hx * T * (vec ? D / 4 : D);
     if (n == 0)
         return;
