@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../attn_gemm.h"
 #include "../backend.h"
 #include "../cuda/cuda_alloc.h"
 #include "cpu_kernels.h"
@@ -36,6 +37,38 @@ lp_status lp_device_parse(const char *s, lp_device *out)
  * device memory does not (that needs the real GPU). */
 static lp_kernel_table fake_table;
 static lp_backend fake_backend;
+/* The stand-in's attention chooses as the CUDA table's does (backend.h, lp_cuda_attn_mode:
+ * LP_CUDA_ATTN, TF32, the size limit) between the CPU's fused kernels and attention as
+ * GEMMs over the CPU's steps (../attn_gemm.h, f32 GEMMs: the CPU has no TF32), so the
+ * engine runs the GEMM composition end to end (LP_CUDA_ATTN=gemm, or --tf32) without a GPU. */
+static lp_cuda_attn_mode fake_attn_mode;
+static bool fake_tf32;
+
+static bool fake_attn_gemm(const lp_attn_geom *g)
+{
+    if (fake_attn_mode != LP_CUDA_ATTN_AUTO)
+        return fake_attn_mode == LP_CUDA_ATTN_GEMM;
+    return fake_tf32 && g->T <= LP_CUDA_ATTN_GEMM_MAX_T &&
+           (double)g->B * g->H * g->T * g->T * 4.0 <= LP_CUDA_ATTN_GEMM_MAX_MIB * 1048576.0;
+}
+
+static void fake_attention_forward(float *out, float *lse, const float *q, const float *k, const float *v,
+                                   const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop)
+{
+    const lp_attn_gemm_ops o = lp_attn_gemm_ops_cpu(lp_kernels_table(LP_KERNELS_IMPL_OPT));
+    if (!fake_attn_gemm(g) || lp_attn_gemm_forward(&o, out, lse, q, k, v, mask, g, drop) != LP_OK)
+        lp_kernels_table(LP_KERNELS_IMPL_OPT)->attention_fused_forward(out, lse, q, k, v, mask, g, drop);
+}
+
+static void fake_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *out,
+                                    const float *lse, const float *q, const float *k, const float *v,
+                                    const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop)
+{
+    const lp_attn_gemm_ops o = lp_attn_gemm_ops_cpu(lp_kernels_table(LP_KERNELS_IMPL_OPT));
+    if (!fake_attn_gemm(g) || lp_attn_gemm_backward(&o, dq, dk, dv, dout, out, lse, q, k, v, mask, g, drop) != LP_OK)
+        lp_kernels_table(LP_KERNELS_IMPL_OPT)->attention_fused_backward(dq, dk, dv, dout, out, lse, q, k, v, mask, g,
+                                                                         drop);
+}
 
 /* host memory: the CPU backend's functions (lp_alloc, memmove, memset), also the stand-in's */
 static const lp_backend *host(void)
@@ -50,6 +83,11 @@ static const lp_backend *fake_device(void)
         return NULL;
     fake_table = *lp_kernels_table(LP_KERNELS_IMPL_OPT);
     fake_table.name = "cuda";
+    const char *a = getenv("LP_CUDA_ATTN");
+    fake_attn_mode = a && !strcmp(a, "gemm") ? LP_CUDA_ATTN_GEMM : a && !strcmp(a, "fused") ? LP_CUDA_ATTN_FUSED
+                                                                                          : LP_CUDA_ATTN_AUTO;
+    fake_table.attention_fused_forward = fake_attention_forward;
+    fake_table.attention_fused_backward = fake_attention_backward;
     /* what src/kernels/cuda/cuda_backend.c's table leaves NULL */
     fake_table.attention_eager_forward = NULL;
     fake_table.attention_eager_backward = NULL;
@@ -159,7 +197,9 @@ lp_status lp_kernels_sync(void)
 
 void lp_kernels_set_tf32(bool on)
 {
-    if (dev && dev != &fake_backend)
+    if (dev == &fake_backend)
+        fake_tf32 = on; /* its attention's choice only */
+    else if (dev)
         lp_cuda_set_tf32(dev, on);
 }
 
