@@ -63,25 +63,24 @@ static __device__ __forceinline__ bool ag_visible(const ag_args &a, const int32_
     return mj && (!a.segments || mj == mi);
 }
 
-/* xh (B,Hx,T,D) = x (B,T,Hx,D) stride ld, or back (to_x); V: 4 floats at a time */
+/* xh (B,Hx,T,D) = x (B,T,Hx,D) stride ld, or back (to_x); V: 4 floats at a time. Grid y walks
+ * the (b, h) slabs, x the T*D/V elements of one (32-bit index arithmetic: T*D < 2^31). */
 template <int V, bool to_x>
-__global__ void ag_heads_kernel(float *dst, const float *src, int64_t n, int64_t T, int64_t Hx, int64_t D, int64_t ld)
+__global__ void ag_heads_kernel(float *dst, const float *src, int64_t BH, int T, int64_t Hx, int D, int64_t ld)
 {
-    const int64_t Dv = D / V;
-    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
-        /* e walks xh: ((b Hx + h) T + t) Dv + dv */
-        const int64_t dv = e % Dv, t = (e / Dv) % T, bh = e / (Dv * T), h = bh % Hx, b = bh / Hx;
-        const int64_t xo = (b * T + t) * ld + h * D + dv * V, ho = e * V;
-        if (V == 4) {
-            if (to_x)
-                *reinterpret_cast<float4 *>(dst + xo) = *reinterpret_cast<const float4 *>(src + ho);
+    const int Dv = D / V, n = T * Dv;
+    for (int64_t bh = blockIdx.y; bh < BH; bh += gridDim.y) {
+        const int64_t b = bh / Hx, h = bh % Hx;
+        const float *s = src + (to_x ? bh * n * V : b * T * ld + h * D);
+        float *d = dst + (to_x ? b * T * ld + h * D : bh * n * V);
+        for (int e = blockIdx.x * blockDim.x + threadIdx.x; e < n; e += gridDim.x * blockDim.x) {
+            const int t = e / Dv, dv = e % Dv;
+            const int64_t xo = (int64_t)t * ld + dv * V, ho = (int64_t)e * V;
+            const int64_t so = to_x ? ho : xo, dof = to_x ? xo : ho;
+            if (V == 4)
+                *reinterpret_cast<float4 *>(d + dof) = *reinterpret_cast<const float4 *>(s + so);
             else
-                *reinterpret_cast<float4 *>(dst + ho) = *reinterpret_cast<const float4 *>(src + xo);
-        } else {
-            if (to_x)
-                dst[xo] = src[ho];
-            else
-                dst[ho] = src[xo];
+                d[dof] = s[so];
         }
     }
 }
@@ -91,14 +90,18 @@ static void ag_heads(float *dst, const float *src, int64_t B, int64_t T, int64_t
 {
     const float *x = to_x ? dst : src, *xh = to_x ? src : dst;
     const bool vec = D % 4 == 0 && ld % 4 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)xh & 15) == 0;
-    const int64_t n = B * Hx * T * (vec ? D / 4 : D);
-    if (n == 0)
+    const int64_t n = T * (vec ? D / 4 : D), BH = B * Hx;
+    if (n == 0 || BH == 0)
         return;
-    const unsigned blocks = cu_blocks(n, AG_THREADS, 65535 * 8);
-    void (*kern)(float *, const float *, int64_t, int64_t, int64_t, int64_t, int64_t) =
+    if (n > INT32_MAX) {
+        lp_cu_nn_refuse(op, lp_err(LP_STATUS_UNSUPPORTED, "cuda %s: T*D = %lld above 2^31", op, (long long)(T * D)));
+        return;
+    }
+    const dim3 grid(cu_blocks(n, AG_THREADS, 1024), (unsigned)(BH < 65535 ? BH : 65535));
+    void (*kern)(float *, const float *, int64_t, int, int64_t, int, int64_t) =
         vec ? (to_x ? ag_heads_kernel<4, true> : ag_heads_kernel<4, false>)
             : (to_x ? ag_heads_kernel<1, true> : ag_heads_kernel<1, false>);
-    LP_CU_LAUNCH(kern, blocks, AG_THREADS, 0, lp_cu_nn_stream(), dst, src, n, T, Hx, D, ld);
+    LP_CU_LAUNCH(kern, grid, AG_THREADS, 0, lp_cu_nn_stream(), dst, src, BH, (int)T, Hx, (int)D, ld);
     (void)lp_cu_nn_launched(op);
 }
 
