@@ -21,7 +21,7 @@
  * order); then the whole path against the fused reference: on the emulator the composition
  * over the emulated steps and a host GEMM (1e-5 abs + 1e-5 rel, as test_attention_gemm); on a
  * GPU through the table, with f32 GEMMs (LP_CUDA_ATTN_GEMM, TF32 off: the fused kernels'
- * tolerances) and with TF32 (AUTO, TF32 on): out/lse 2e-3 abs + 5e-3 rel, dq/dk/dv 1e-2 abs +
+ * tolerances) and with TF32 (AUTO, TF32 on): out/lse 3e-3 abs + 5e-3 rel, dq/dk/dv 1e-2 abs +
  * 1e-2 rel, because TF32 keeps 10 of f32's 23 mantissa bits (operands rounded by ~5e-4 to
  * 1e-3 relative) in the scores' and the gradients' GEMMs, whose sums run over D (forward)
  * and T or grp*T (backward). test_attention_gemm measures that error on the CPU with
@@ -698,7 +698,7 @@ static void case_attention(attn_case ac)
         if (var == 0) /* f32 GEMMs: the fused kernels' tolerances */
             ao = 2e-5, ro = 1e-4, ag = 1e-4, rg = 1e-3, tag = "attn GEMMs f32";
         else /* TF32: see the top of the file */
-            ao = 2e-3, ro = 5e-3, ag = 1e-2, rg = 1e-2, tag = "attn GEMMs tf32";
+            ao = 3e-3, ro = 5e-3, ag = 1e-2, rg = 1e-2, tag = "attn GEMMs tf32";
 #endif
         char op[64];
         float *o2 = dnan(B * T * C), *l2 = dnan(B * H * T), *g2q = dnan(nq), *g2k = ac.packed ? g2q : dnan(nkv),
