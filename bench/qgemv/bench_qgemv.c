@@ -265,11 +265,13 @@ int main(int argc, char **argv)
         static const int64_t shapes[][3] = {{2048, 2048, 16}, {2048, 2048, 64}, {2048, 2048, 512},
                                             {1536, 576, 512}, {576, 1536, 512}};
         /* Qwen2.5-0.5B's layer at a 128-token prefill: q / o, k / v, gate / up, down */
-        static const int64_t qshapes[][3] = {{896, 896, 128}, {128, 896, 128}, {4864, 896, 128}, {896, 4864, 128}};
+        static const int64_t qshapes[][3] = {
+            {896, 896, 128}, {128, 896, 128}, {4864, 896, 128}, {896, 4864, 128}};
         for (int k = 0; qwen && k < 4; k++) {
             prefill("F32 (OpenBLAS sgemm)", LP_GGML_TYPE_F32, false, w, x, y, qshapes[k][0], qshapes[k][1],
                     qshapes[k][2]);
-            prefill("Q8_0 tiles", LP_GGML_TYPE_Q8_0, true, w, x, y, qshapes[k][0], qshapes[k][1], qshapes[k][2]);
+            prefill("Q8_0 tiles", LP_GGML_TYPE_Q8_0, true, w, x, y, qshapes[k][0], qshapes[k][1],
+                    qshapes[k][2]);
         }
         for (int k = 0; !qwen && k < 5; k++) {
             const int64_t OC = shapes[k][0], K = shapes[k][1], N = shapes[k][2];

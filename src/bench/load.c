@@ -73,7 +73,9 @@ lp_status lp_bench__load_f32(const lp_bench_state *s, lp_model **out)
     lp_model_info_get(s->model, &info);
     o.num_labels = (int32_t)info.num_labels; /* the bench model's head: a trained one is the same size */
     lp_status st = lp_model_load(s->c->model_dir, &o, out);
-    return st == LP_OK ? LP_OK : lp_err_wrap(st, "bench: the f32 reference of --dtype %s", lp_bench_dtype_name(s->c->dtype));
+    return st == LP_OK
+               ? LP_OK
+               : lp_err_wrap(st, "bench: the f32 reference of --dtype %s", lp_bench_dtype_name(s->c->dtype));
 }
 
 static lp_status load_model(lp_bench_state *s)

@@ -304,7 +304,8 @@ lp_status lp_bench__f32_reference(lp_bench_state *s)
     f->f32_accuracy = (double)correct / (double)f->n;
     f->f32_agree = agree;
     if (c->progress)
-        fprintf(stderr, "bench: f32 reference: accuracy %.4f (%s %+.2f points), %lld of %lld predictions agree\n",
+        fprintf(stderr,
+                "bench: f32 reference: accuracy %.4f (%s %+.2f points), %lld of %lld predictions agree\n",
                 f->f32_accuracy, lp_bench_dtype_name(c->dtype), 100.0 * (f->accuracy - f->f32_accuracy),
                 (long long)agree, (long long)f->n);
     return LP_OK;
