@@ -23,6 +23,7 @@ typedef struct lp_bench_state {
     float *logits; /* (max batch, num_labels) */
     lp_batch batch;
     bool label_map_from_data; /* written back as label_mappings.json */
+    bool head_trained;        /* the classifier came from the checkpoint (else drawn from --seed) */
 } lp_bench_state;
 
 /* load.c: model, tokenizer, data (or synthetic ids), the seeded orders. */

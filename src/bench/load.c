@@ -127,6 +127,7 @@ static lp_status load_model(lp_bench_state *s)
     lp_model_info info;
     lp_model_info_get(s->model, &info);
     int trained = head_from_checkpoint(s->model);
+    s->head_trained = trained;
     /* the label ids a trained head predicts are its config's id2label: read the data with
      * that map (a label map built from the data could number the classes differently) */
     char cfg_path[1100];
