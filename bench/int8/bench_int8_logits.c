@@ -1,7 +1,6 @@
 /* The logits of a sequence classifier on given ids, loaded with the weights as `loupe bench
- * --dtype` loads them (src/bench/load.c): f32; q8_0 (ggml Q8_0 blocks, activations quantized
- * per block, integer dot products: VNNI or AVX2 maddubs); int8 (one absmax scale per output
- * row, the frozen base of a rank-1 LoRA whose B is zero, so the adapter adds nothing).
+ * --dtype` loads them (src/bench/load.c): f32; int8 = q8_0 (ggml Q8_0 blocks, activations
+ * quantized per block, integer dot products: VNNI or AVX2 maddubs).
  * For bench/int8/run.py, which compares them with PyTorch's f32 and dynamic-int8 logits.
  *   bench_int8_logits MODEL_DIR f32|q8_0|int8 IDS.i32 B T THREADS OUT.f32
  * IDS.i32: B*T int32 ids, all real tokens (mask 1); OUT.f32: B*L float32 logits. */
@@ -28,14 +27,8 @@ int main(int argc, char **argv)
     o.no_grad = true;
     o.exec = LP_EXEC_MODE_FUSED;
     o.quiet = true;
-    if (!strcmp(dtype, "q8_0"))
-        o.weights = LP_WEIGHT_FORMAT_Q8_0;
-    else if (!strcmp(dtype, "int8")) {
-        o.lora.enabled = true;
-        o.lora.rank = 1;
-        o.lora.targets = "q";
-        o.lora.base_dtype = LP_DTYPE_INT8;
-    } else if (strcmp(dtype, "f32"))
+    if ((strcmp(dtype, "q8_0") && strcmp(dtype, "int8") && strcmp(dtype, "f32")) ||
+        lp_weight_format_parse(dtype, &o.weights) != LP_OK)
         return fprintf(stderr, "bench_int8_logits: dtype '%s' (f32, q8_0 or int8)\n", dtype), 2;
     lp_model *m = NULL;
     if (lp_model_load(argv[1], &o, &m) != LP_OK)

@@ -9,7 +9,8 @@
  * read back). Then prefill: N = 512 activation rows through the same integer kernels
  * against f32 sgemm, in GFLOP/s. Best of --reps passes; asserts nothing.
  * Usage: bench_qgemv [--reps N] [--threads 1,2] [--mib M] [--prefill-only] (no triad, no GEMV)
- *        [--cpu-time] (thread CPU time: one-thread prefill on a busy machine) */
+ *        [--cpu-time] (thread CPU time: one-thread prefill on a busy machine)
+ *        [--qwen] (only the prefill GEMMs of a Qwen2.5-0.5B layer at N = 128, Q8_0 tiles vs sgemm) */
 #include <cblas.h>
 #include <omp.h>
 #include <stdio.h>
@@ -212,10 +213,12 @@ int main(int argc, char **argv)
 {
     char threads[64] = "1,2";
     double mib = 512;
-    bool prefill_only = false;
+    bool prefill_only = false, qwen = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--prefill-only"))
             prefill_only = true;
+        else if (!strcmp(argv[i], "--qwen"))
+            qwen = prefill_only = true;
         else if (!strcmp(argv[i], "--cpu-time"))
             clk = CLOCK_THREAD_CPUTIME_ID;
         else if (i + 1 < argc && !strcmp(argv[i], "--reps"))
@@ -261,7 +264,16 @@ int main(int argc, char **argv)
         /* a 2048-square weight, then SmolLM2-135M's MLP up / down shapes */
         static const int64_t shapes[][3] = {{2048, 2048, 16}, {2048, 2048, 64}, {2048, 2048, 512},
                                             {1536, 576, 512}, {576, 1536, 512}};
-        for (int k = 0; k < 5; k++) {
+        /* Qwen2.5-0.5B's layer at a 128-token prefill: q / o, k / v, gate / up, down */
+        static const int64_t qshapes[][3] = {
+            {896, 896, 128}, {128, 896, 128}, {4864, 896, 128}, {896, 4864, 128}};
+        for (int k = 0; qwen && k < 4; k++) {
+            prefill("F32 (OpenBLAS sgemm)", LP_GGML_TYPE_F32, false, w, x, y, qshapes[k][0], qshapes[k][1],
+                    qshapes[k][2]);
+            prefill("Q8_0 tiles", LP_GGML_TYPE_Q8_0, true, w, x, y, qshapes[k][0], qshapes[k][1],
+                    qshapes[k][2]);
+        }
+        for (int k = 0; !qwen && k < 5; k++) {
             const int64_t OC = shapes[k][0], K = shapes[k][1], N = shapes[k][2];
             prefill("F32 (OpenBLAS sgemm)", LP_GGML_TYPE_F32, false, w, x, y, OC, K, N);
             prefill("Q8_0", LP_GGML_TYPE_Q8_0, false, w, x, y, OC, K, N);

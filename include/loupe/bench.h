@@ -47,7 +47,7 @@ typedef enum lp_bench_dtype {
     LP_BENCH_DTYPE_F32 = 0,
     LP_BENCH_DTYPE_BF16,
     LP_BENCH_DTYPE_Q8_0,
-    LP_BENCH_DTYPE_INT8,
+    LP_BENCH_DTYPE_INT8, /* the Q8_0 path under its own name (dynamic int8 quantization) */
     LP_BENCH_DTYPE_NF4,
     LP_BENCH_DTYPE_F32_PACKED /* f32 Linears packed once at load for the f32 GEMM (f32_gemm.c) */
 } lp_bench_dtype;
@@ -133,6 +133,11 @@ typedef struct lp_bench_full {
     int32_t n_sample_sizes;
     int64_t sample_n[LP_BENCH_MAX_SAMPLE_SIZES];
     double sample_accuracy[LP_BENCH_MAX_SAMPLE_SIZES], sample_s[LP_BENCH_MAX_SAMPLE_SIZES];
+    /* a quantized --dtype (bf16, q8_0 / int8, nf4): the same rows through the model loaded
+     * in f32 (untimed), so the accuracy change is the quantization's alone */
+    bool f32_done;
+    double f32_accuracy;
+    int64_t f32_agree; /* rows whose predicted label is f32's */
 } lp_bench_full;
 
 /* One of the top ops of the profiled pass against the machine's ceilings. */

@@ -108,7 +108,8 @@ typedef enum lp_weight_format {
 /* With no_grad (inference), a causal LM's head also gets a quantized copy (the format's,
  * or a GGUF's own output / token_embd blocks) that its forward reads; the f32 head stays,
  * being the embedding table when tied. */
-/* Parses "f32" (also "dequantize"), "stored", "q8_0", "q4_0", "nf4", "bf16", "f32_packed". */
+/* Parses "f32" (also "dequantize"), "stored", "q8_0" (also "int8": the same format and
+ * integer kernels), "q4_0", "nf4", "bf16", "f32_packed". */
 LP_WARN_UNUSED lp_status lp_weight_format_parse(const char *s, lp_weight_format *out);
 const char *lp_weight_format_name(lp_weight_format f);
 

@@ -23,6 +23,7 @@ typedef struct lp_bench_state {
     float *logits; /* (max batch, num_labels) */
     lp_batch batch;
     bool label_map_from_data; /* written back as label_mappings.json */
+    bool head_trained;        /* the classifier came from the checkpoint (else drawn from --seed) */
 } lp_bench_state;
 
 /* load.c: model, tokenizer, data (or synthetic ids), the seeded orders. */
@@ -31,6 +32,10 @@ void lp_bench__unload(lp_bench_state *s);
 /* sweep.c: the batch-size sweep (stops early on Ctrl-C) and the full pass. */
 lp_status lp_bench__sweep(lp_bench_state *s);
 lp_status lp_bench__full_pass(lp_bench_state *s);
+/* After the full pass of a quantized --dtype: f32's accuracy on the same rows (full.f32_*). */
+lp_status lp_bench__f32_reference(lp_bench_state *s);
+/* load.c: the bench's model again with f32 weights (the caller frees it). */
+lp_status lp_bench__load_f32(const lp_bench_state *s, lp_model **out);
 /* Fills b with n rows of s's encoded set starting at position `at` of the cyclic list rows. */
 lp_status lp_bench__fill(lp_bench_state *s, const int64_t *rows, int64_t n_rows, int64_t at, int32_t n);
 /* profile.c: the profiled pass and its bottlenecks. */

@@ -50,27 +50,49 @@ static int head_from_checkpoint(const lp_model *m)
     return 0;
 }
 
+/* The model options of every bench load but the weights' format. */
+static void base_options(const lp_bench_config *c, lp_model_options *o)
+{
+    lp_model_options_init(o);
+    o->task = LP_MODEL_TASK_SEQ_CLS;
+    o->no_grad = true;
+    o->exec = c->exec;
+    o->seed = c->seed;
+    o->quiet = true;
+    if (c->adapter_dir) {
+        o->lora.enabled = true;
+        o->lora.adapter_dir = c->adapter_dir;
+    }
+}
+
+lp_status lp_bench__load_f32(const lp_bench_state *s, lp_model **out)
+{
+    lp_model_options o;
+    base_options(s->c, &o);
+    lp_model_info info;
+    lp_model_info_get(s->model, &info);
+    o.num_labels = (int32_t)info.num_labels; /* the bench model's head: a trained one is the same size */
+    lp_status st = lp_model_load(s->c->model_dir, &o, out);
+    return st == LP_OK
+               ? LP_OK
+               : lp_err_wrap(st, "bench: the f32 reference of --dtype %s", lp_bench_dtype_name(s->c->dtype));
+}
+
 static lp_status load_model(lp_bench_state *s)
 {
     const lp_bench_config *c = s->c;
     lp_model_options o;
-    lp_model_options_init(&o);
-    o.task = LP_MODEL_TASK_SEQ_CLS;
-    o.no_grad = true;
-    o.exec = c->exec;
-    o.seed = c->seed;
-    o.quiet = true;
+    base_options(c, &o);
     switch (c->dtype) {
     case LP_BENCH_DTYPE_F32:
         break;
-    case LP_BENCH_DTYPE_INT8:
     case LP_BENCH_DTYPE_NF4:
         /* the model layer stores quantized weights as the frozen base of a LoRA linear; a
          * rank-1 adapter on the query projection whose B is zero adds exactly nothing */
         o.lora.enabled = true;
         o.lora.rank = 1;
         o.lora.targets = "q";
-        o.lora.base_dtype = c->dtype == LP_BENCH_DTYPE_NF4 ? LP_DTYPE_NF4 : LP_DTYPE_INT8;
+        o.lora.base_dtype = LP_DTYPE_NF4;
         break;
     case LP_BENCH_DTYPE_BF16:
         /* Linears rounded to bf16 and packed at load, run by the bf16 GEMM (f32 accumulation) */
@@ -81,8 +103,17 @@ static lp_status load_model(lp_bench_state *s)
         o.weights = LP_WEIGHT_FORMAT_F32_PACKED;
         break;
     case LP_BENCH_DTYPE_Q8_0:
-        /* Linears converted at load to ggml's Q8_0 blocks, run by the integer kernels */
-        o.weights = LP_WEIGHT_FORMAT_Q8_0;
+    case LP_BENCH_DTYPE_INT8:
+        /* Linears converted at load to ggml's Q8_0 blocks, run by the integer kernels: int8
+         * dynamic quantization (int8 weights, a scale per 32-block; activations quantized per
+         * block at run time; vpdpbusd / maddubs). int8 is that path under PyTorch's name:
+         * per-block scales keep closer to f32 than per-row or per-tensor ones (bench/int8).
+         * Under --adapter the integer kernels take no LoRA: int8 is then LoRA's int8 base (a
+         * scale per row, dequantized per tile into the f32 GEMM), as before */
+        if (c->dtype == LP_BENCH_DTYPE_INT8 && c->adapter_dir)
+            o.lora.base_dtype = LP_DTYPE_INT8;
+        else
+            o.weights = LP_WEIGHT_FORMAT_Q8_0;
         break;
     default:
         return lp_err(
@@ -90,16 +121,13 @@ static lp_status load_model(lp_bench_state *s)
             "--dtype %s: the model layer has no %s inference path yet (f32, bf16, q8_0, int8 and nf4 run today)",
             lp_bench_dtype_name(c->dtype), lp_bench_dtype_name(c->dtype));
     }
-    if (c->adapter_dir) {
-        o.lora.enabled = true;
-        o.lora.adapter_dir = c->adapter_dir;
-    }
     lp_status st = lp_model_load(c->model_dir, &o, &s->model);
     if (st != LP_OK)
         return st;
     lp_model_info info;
     lp_model_info_get(s->model, &info);
     int trained = head_from_checkpoint(s->model);
+    s->head_trained = trained;
     /* the label ids a trained head predicts are its config's id2label: read the data with
      * that map (a label map built from the data could number the classes differently) */
     char cfg_path[1100];

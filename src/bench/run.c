@@ -67,7 +67,7 @@ lp_status lp_bench_run(const lp_bench_config *c, const char *dir, lp_bench_resul
     lp_bench_machine(r->cpu, sizeof r->cpu, r->simd, sizeof r->simd);
     lp_bench_state s = {.c = c, .dir = dir, .r = r};
     if ((st = lp_bench__load(&s)) == LP_OK && (st = lp_bench__sweep(&s)) == LP_OK &&
-        (st = lp_bench__full_pass(&s)) == LP_OK)
+        (st = lp_bench__full_pass(&s)) == LP_OK && (st = lp_bench__f32_reference(&s)) == LP_OK)
         st = lp_bench__profile(&s);
     if (st == LP_OK) {
         r->interrupted = lp_bench_stop_requested();

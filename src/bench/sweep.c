@@ -2,7 +2,8 @@
  * forward (no_grad) over the next rows of the seeded pool padded to their longest row;
  * latency, throughput, tokens, resident memory and the allocator's peaks per run. The
  * full pass: every row once at the best batch size, in the seeded order, for accuracy,
- * macro-F1, per-class precision/recall and the confusion matrix. */
+ * macro-F1, per-class precision/recall and the confusion matrix; with a quantized --dtype,
+ * the same batches again through the model in f32 (untimed), for the accuracy change. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -265,5 +266,48 @@ lp_status lp_bench__full_pass(lp_bench_state *s)
     if (c->progress)
         fprintf(stderr, "bench: full pass: %lld rows at batch %d in %.2f s, accuracy %.4f, macro-F1 %.4f\n",
                 (long long)n, bs, f->total_s, f->accuracy, f->macro_f1);
+    return LP_OK;
+}
+
+lp_status lp_bench__f32_reference(lp_bench_state *s)
+{
+    const lp_bench_config *c = s->c;
+    lp_bench_full *f = &s->r->full;
+    /* f32 and f32_packed hold the f32 values already; a head drawn from --seed is not the same
+     * draw in a quantized load (its Linears leave the parameter table) and predicts chance */
+    if (!f->done || c->dtype == LP_BENCH_DTYPE_F32 || c->dtype == LP_BENCH_DTYPE_F32_PACKED ||
+        !s->head_trained || lp_bench_stop_requested())
+        return LP_OK;
+    lp_model *q = s->model, *m = NULL;
+    lp_status st = lp_bench__load_f32(s, &m);
+    if (st != LP_OK)
+        return st;
+    s->model = m;
+    const int32_t L = f->num_labels;
+    int64_t correct = 0, agree = 0;
+    /* the full pass's batches (rows, order, padding), so only the weights differ */
+    for (int64_t done = 0; st == LP_OK && done < f->n; done += f->batch_size) {
+        const int32_t b = (int32_t)(f->n - done < f->batch_size ? f->n - done : f->batch_size);
+        if ((st = lp_bench__fill(s, s->order, f->n, done, b)) != LP_OK || (st = forward(s)) != LP_OK)
+            break;
+        for (int32_t i = 0; i < b; i++) {
+            const int64_t row = s->order[done + i];
+            const int32_t p = argmax(s->logits + (int64_t)i * L, L);
+            correct += p == s->enc.labels[row];
+            agree += p == f->pred[row];
+        }
+    }
+    s->model = q;
+    lp_model_free(m);
+    if (st != LP_OK)
+        return lp_err_wrap(st, "bench: the f32 reference pass");
+    f->f32_done = true;
+    f->f32_accuracy = (double)correct / (double)f->n;
+    f->f32_agree = agree;
+    if (c->progress)
+        fprintf(stderr,
+                "bench: f32 reference: accuracy %.4f (%s %+.2f points), %lld of %lld predictions agree\n",
+                f->f32_accuracy, lp_bench_dtype_name(c->dtype), 100.0 * (f->accuracy - f->f32_accuracy),
+                (long long)agree, (long long)f->n);
     return LP_OK;
 }

@@ -100,6 +100,11 @@ static cJSON *full_json(const lp_bench_state *s)
     num(o, "total_time_s", f->total_s);
     num(o, "throughput_samples_per_s", f->samples_per_s);
     num(o, "tokens_per_s", f->tokens_per_s);
+    if (f->f32_done) { /* a quantized --dtype: the accuracy change against the same model in f32 */
+        num(o, "accuracy_f32", f->f32_accuracy);
+        num(o, "accuracy_change_vs_f32", f->accuracy - f->f32_accuracy);
+        cJSON_AddNumberToObject(o, "predictions_agreeing_with_f32", (double)f->f32_agree);
+    }
     cJSON *pc = cJSON_AddArrayToObject(o, "per_class");
     for (int32_t k = 0; k < f->num_labels; k++) {
         cJSON *e = cJSON_CreateObject();

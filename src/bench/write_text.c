@@ -232,6 +232,11 @@ lp_status lp_bench__write_summary(const lp_bench_state *s)
         fprintf(fp, "Accuracy: %.4f\nMacro-F1: %.4f\nRows: %lld at batch %d\nTotal time: %.2f seconds\n",
                 fl->accuracy, fl->macro_f1, (long long)fl->n, fl->batch_size, fl->total_s);
         fprintf(fp, "Throughput: %.1f samples/s, %.0f tokens/s\n", fl->samples_per_s, fl->tokens_per_s);
+        if (fl->f32_done)
+            fprintf(fp,
+                    "Accuracy vs f32: %.4f in f32, %+.2f points with %s; %lld of %lld predictions agree\n",
+                    fl->f32_accuracy, 100.0 * (fl->accuracy - fl->f32_accuracy), r->dtype,
+                    (long long)fl->f32_agree, (long long)fl->n);
         for (int32_t i = 0; i < fl->n_sample_sizes; i++)
             fprintf(fp, "  first %lld rows: accuracy %.4f in %.3f s\n", (long long)fl->sample_n[i],
                     fl->sample_accuracy[i], fl->sample_s[i]);

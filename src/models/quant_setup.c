@@ -28,8 +28,15 @@ lp_status lp_weight_format_parse(const char *s, lp_weight_format *out)
         *out = LP_WEIGHT_FORMAT_F32;
         return LP_OK;
     }
+    /* int8 dynamic quantization is Q8_0: int8 weights with a scale per 32-element block (more
+     * accurate than one per row or per tensor), activations quantized per block at run time,
+     * integer dot products (VNNI / AVX2 maddubs): one path, two spellings */
+    if (s && !strcmp(s, "int8")) {
+        *out = LP_WEIGHT_FORMAT_Q8_0;
+        return LP_OK;
+    }
     return lp_err(LP_STATUS_INVALID_ARG,
-                  "weight format '%s' (expected f32, stored, q8_0, q4_0, nf4, bf16 or f32_packed)", s ? s : "(null)");
+                  "weight format '%s' (expected f32, stored, q8_0 (or int8), q4_0, nf4, bf16 or f32_packed)", s ? s : "(null)");
 }
 
 /* Measured (bench/README.md, "Packed f32 GEMM in training" and "Packed f32 input gradient at

@@ -278,6 +278,16 @@ def main():
     check(i8["model_summary"]["size_mb"] < m["model_summary"]["size_mb"], "int8 weights are smaller")
     acc8 = i8["full_dataset_metrics"]["accuracy"]
     check(abs(acc8 - m["full_dataset_metrics"]["accuracy"]) < 0.05, f"int8 accuracy {acc8} near f32's")
+    # the accuracy change loupe bench reports: its f32 reference pass is the f32 model on the
+    # same rows (batches of another size: padding moves the logits by rounding only, so the
+    # accuracy may differ from the f32 run's by a near tie or two: 0.01)
+    fd = i8["full_dataset_metrics"]
+    check(abs(fd["accuracy_f32"] - m["full_dataset_metrics"]["accuracy"]) < 0.01
+          and abs(fd["accuracy_change_vs_f32"] - (acc8 - fd["accuracy_f32"])) < 1e-9
+          and 0 < fd["predictions_agreeing_with_f32"] <= fd["samples"], f"int8 vs f32: {fd}")
+    check("Accuracy vs f32:" in open(os.path.join(out, "int8", "baseline_summary_report.txt")).read(),
+          "the summary states the accuracy change")
+    check("accuracy_f32" not in m["full_dataset_metrics"], "an f32 run has no f32 reference")
     # --dtype q8_0: the Linears as ggml Q8_0 blocks run by the integer kernels; the head's
     # argmax moves only where f32's top two logits are within the activation rounding
     loupe(*common, "--run-id", "q8_0", "--dtype", "q8_0", "--batch-sizes", "1,8", "--runs", "2", "--warmup", "0",

@@ -405,6 +405,9 @@ static void test_errors(void **state)
     assert_string_equal(lp_weight_format_name(LP_WEIGHT_FORMAT_F32_PACKED), "f32_packed");
     assert_int_equal(lp_weight_format_parse("dequantize", &f), LP_OK);
     assert_int_equal(f, LP_WEIGHT_FORMAT_F32);
+    /* int8 dynamic quantization is the Q8_0 path under PyTorch's name: one format */
+    assert_int_equal(lp_weight_format_parse("int8", &f), LP_OK);
+    assert_int_equal(f, LP_WEIGHT_FORMAT_Q8_0);
     assert_int_equal(lp_weight_format_parse("q5_k", &f), LP_STATUS_INVALID_ARG);
     assert_non_null(strstr(lp_err_msg(), "q5_k"));
     lp_model_options o;
