@@ -14,10 +14,11 @@ if [ "${1:-}" = --loupe ]; then # the command line alone (quickstart): no tests,
   cmake --build build -j "$jobs" --target loupe
   exit 0
 fi
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DLP_CUDA="${LP_CUDA:-AUTO}" >/dev/null
+# the tests required (LP_TESTS=ON): a build for testing must not leave them out quietly
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DLP_CUDA="${LP_CUDA:-AUTO}" -DLP_TESTS=ON >/dev/null
 cmake --build build -j "$jobs"
 if [ "${1:-}" = --sanitize ]; then
   CC=clang CXX=clang++ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DLP_SANITIZE=ON -DLP_FUZZ=ON >/dev/null
+    -DLP_SANITIZE=ON -DLP_FUZZ=ON -DLP_TESTS=ON >/dev/null
   cmake --build build-asan -j "$jobs"
 fi

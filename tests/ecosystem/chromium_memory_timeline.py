@@ -22,7 +22,7 @@ def chromium():
         p = shutil.which(name)
         if p:
             return p
-    ec.skip("no chromium on PATH (Debian package 'chromium', listed in scripts/deps-debian.txt)")
+    ec.skip("no chromium on PATH (Debian package 'chromium', listed in scripts/deps-debian-test.txt)")
 
 
 def screenshot(html, png, width=1280, height=900):

@@ -623,18 +623,28 @@ ALWAYS_INLINE void fwd_head(tiles *w, int64_t ldt, float *pack, bool repack, flo
     }
 }
 
-/* The specializations every head loop dispatches to: constant D and tile stride for the
- * common head sizes, runtime ones otherwise (heap tiles above TMAX). */
-#define LP_ATTN_SPECIALIZE(call_)                                                      \
-    switch (D) {                                                                       \
-    case 32: { const int64_t Dk = 32, ldt = TMAX; call_; } break;                      \
-    case 64: { const int64_t Dk = 64, ldt = TMAX; call_; } break;                      \
-    case 128: { const int64_t Dk = 128, ldt = TMAX; call_; } break;                    \
-    default:                                                                           \
-        if (D <= TMAX) { const int64_t Dk = D, ldt = TMAX; call_; }                    \
-        else { const int64_t Dk = D, ldt = (D + 15) / 16 * 16; call_; }                \
-        break;                                                                         \
+/* The specializations the head loops call: constant D and tile stride for the common head
+ * sizes, runtime ones otherwise (heap tiles above TMAX). Each is a function of its own, picked
+ * once per call (fn_for): with every copy inlined into the one OpenMP region, GCC's register
+ * dataflow over that giant function took 30-40 s per ISA level to compile this file, two
+ * thirds of building loupe; one indirect call per (batch, head) is nothing next to its work. */
+#define LP_ATTN_SPECIALIZATIONS(fn_, params_, args_)                                                       \
+    typedef void fn_##_fn params_;                                                                       \
+    static __attribute__((noinline)) void fn_##_32 params_ { const int64_t Dk = 32, ldt = TMAX; (void)D; fn_ args_; }   \
+    static __attribute__((noinline)) void fn_##_64 params_ { const int64_t Dk = 64, ldt = TMAX; (void)D; fn_ args_; }   \
+    static __attribute__((noinline)) void fn_##_128 params_ { const int64_t Dk = 128, ldt = TMAX; (void)D; fn_ args_; } \
+    static __attribute__((noinline)) void fn_##_small params_ { const int64_t Dk = D, ldt = TMAX; fn_ args_; }        \
+    static __attribute__((noinline)) void fn_##_big params_ { const int64_t Dk = D, ldt = (D + 15) / 16 * 16; fn_ args_; } \
+    static fn_##_fn *fn_##_for(int64_t D)                                                                 \
+    {                                                                                                    \
+        return D == 32 ? fn_##_32 : D == 64 ? fn_##_64 : D == 128 ? fn_##_128 : D <= TMAX ? fn_##_small : fn_##_big; \
     }
+
+LP_ATTN_SPECIALIZATIONS(fwd_head,
+                        (tiles w, float *pack, bool repack, float *out, float *lse, const float *q, const float *k,
+                         const float *v, const int32_t *mask, const lp_attn_geom *g, int64_t bh, int64_t D,
+                         const lp_attn_dropout *drop),
+                        (&w, ldt, pack, repack, out, lse, q, k, v, mask, g, bh, Dk, drop))
 
 void lp_k_attention_fused_forward_opt(float *out, float *lse, const float *q, const float *k, const float *v,
                                       const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop)
@@ -649,6 +659,7 @@ void lp_k_attention_fused_forward_opt(float *out, float *lse, const float *q, co
         return;
     }
     const int64_t tile_off = per - (D > TMAX ? lp_attention_fused_tile_floats(D) : 0);
+    fwd_head_fn *head = fwd_head_for(D);
 #pragma omp parallel
     {
         float *mine = pack ? pack + (size_t)omp_get_thread_num() * (size_t)per : NULL;
@@ -659,7 +670,7 @@ void lp_k_attention_fused_forward_opt(float *out, float *lse, const float *q, co
             const int64_t bg = bh / grp; /* = b * Hkv + kv head */
             const bool repack = bg != packed;
             packed = bg;
-            LP_ATTN_SPECIALIZE(fwd_head(&w, ldt, mine, repack, out, lse, q, k, v, mask, g, bh, Dk, drop))
+            head(w, mine, repack, out, lse, q, k, v, mask, g, bh, D, drop);
         }
     }
     lp_free(pack);
@@ -782,6 +793,13 @@ ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float 
     }
 }
 
+LP_ATTN_SPECIALIZATIONS(bwd_group,
+                        (tiles w, float *dq, float *dk, float *dv, int64_t dkv_ld, int64_t dkv_off, const float *dout,
+                         const float *out, const float *lse, const float *q, const float *k, const float *v,
+                         const int32_t *mask, const lp_attn_geom *g, int64_t bg, int64_t hh0, int64_t hh1, int64_t D,
+                         const lp_attn_dropout *drop),
+                        (&w, ldt, dq, dk, dv, dkv_ld, dkv_off, dout, out, lse, q, k, v, mask, g, bg, hh0, hh1, Dk, drop))
+
 void lp_k_attention_fused_backward_opt(float *dq, float *dk, float *dv, const float *dout, const float *out,
                                        const float *lse, const float *q, const float *k, const float *v,
                                        const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop)
@@ -804,6 +822,7 @@ void lp_k_attention_fused_backward_opt(float *dq, float *dk, float *dv, const fl
     if (grp > 1 && g->B * Hkv < 2 * (int64_t)nthreads)
         part = lp_alloc((size_t)lp_attention_fused_backward_scratch_floats(g) * sizeof(float),
                         LP_MEM_CATEGORY_TEMPORARY, "attention dk/dv per query head");
+    bwd_group_fn *group = bwd_group_for(D);
 #pragma omp parallel
     {
         tiles w = tiles_bind(heap ? heap + (size_t)omp_get_thread_num() * (size_t)per : NULL, D);
@@ -812,8 +831,7 @@ void lp_k_attention_fused_backward_opt(float *dq, float *dk, float *dv, const fl
 #pragma omp for schedule(dynamic, 1)
             for (int64_t bh = 0; bh < g->B * H; bh++) {
                 const int64_t bg = bh / grp, hh = bh % grp, off = (bh % H) * D;
-                LP_ATTN_SPECIALIZE(bwd_group(&w, ldt, dq, pk, pv, C, off, dout, out, lse, q, k, v, mask, g, bg, hh,
-                                             hh + 1, Dk, drop))
+                group(w, dq, pk, pv, C, off, dout, out, lse, q, k, v, mask, g, bg, hh, hh + 1, D, drop);
             }
             /* dk, dv (B,T,Hkv,D) = the sums over each group's heads */
 #pragma omp for schedule(static)
@@ -831,8 +849,7 @@ void lp_k_attention_fused_backward_opt(float *dq, float *dk, float *dv, const fl
         } else {
 #pragma omp for schedule(dynamic, 1)
             for (int64_t bg = 0; bg < g->B * Hkv; bg++)
-                LP_ATTN_SPECIALIZE(bwd_group(&w, ldt, dq, dk, dv, g->ldkv, (bg % Hkv) * D, dout, out, lse, q, k, v,
-                                             mask, g, bg, 0, grp, Dk, drop))
+                group(w, dq, dk, dv, g->ldkv, (bg % Hkv) * D, dout, out, lse, q, k, v, mask, g, bg, 0, grp, D, drop);
         }
     }
     lp_free(part);
