@@ -739,6 +739,11 @@ void lp_qweight_free(lp_qweight *q);
 /* Bytes of q's block (codes + scales + state), and that per parameter: NF4 ~0.5 + 1/64
  * (double quant) or + 4/64 (without); int8 1 + 4/cols. */
 size_t lp_qweight_nbytes(const lp_qweight *q);
+/* The bytes one GEMV (a decode step, N = 1) reads: the weight's one block (q->mem). At AVX2
+ * and above that is the tiles that replaced a Q8_0 / Q4_0 / Q4_1 weight's blocks; at the
+ * baseline level the blocks, not the prefill tiles beside them (lp_qweight_nbytes counts
+ * both). */
+size_t lp_qweight_decode_nbytes(const lp_qweight *q);
 double lp_qweight_bytes_per_param(const lp_qweight *q);
 /* Scale of NF4 block b as the dequantizer uses it (the reconstructed absmax with double
  * quant: float32(float32(dynamic[absmax_q[b]] * nested[b/256]) + offset)). */

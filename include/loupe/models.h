@@ -319,10 +319,17 @@ typedef struct lp_lora_info {
     char targets[256];         /* target_modules as saved in adapter_config.json, comma-joined */
 } lp_lora_info;
 void lp_model_lora_info(const lp_model *m, lp_lora_info *out);
+/* Bytes of weights one decode step (B = 1) reads: every f32 parameter but the input
+ * embedding table (one row of it a token), each quantized Linear's storage as its GEMV
+ * reads it (lp_qweight_decode_nbytes), and the LM head: its quantized copy when the load
+ * made one (a GGUF's own blocks, or --quantize's format), else its f32 weight, which for a
+ * tied head is the embedding table again. */
+double lp_model_decode_weight_bytes(const lp_model *m);
 /* The quantized base weight of an encoder Linear by its HF weight name
  * ("distilbert.transformer.layer.0.attention.q_lin.weight"), or under "lm_head.weight" the
- * quantized copy of a causal LM's head that an inference load (no_grad, weights not F32)
- * makes; NULL when that weight is not quantized. Owned by the model. */
+ * quantized copy of a causal LM's head that an inference load (no_grad) makes with a
+ * --quantize format, or with STORED from a GGUF's quantized head (never for an f32 one);
+ * NULL when that weight is not quantized. Owned by the model. */
 const lp_qweight *lp_model_qweight(const lp_model *m, const char *name);
 
 /* Writes a PEFT adapter directory that PeftModel.from_pretrained loads onto the base model:

@@ -19,27 +19,20 @@ void lp_bench_gen_result_free(lp_bench_gen_result *r)
     memset(r, 0, sizeof *r);
 }
 
-/* Bytes of weights one token reads: every parameter but the input embeddings (one row of
- * them is read), plus the embeddings again when the LM head is tied to them, plus the
- * quantized bases. */
+/* Bytes of weights one token reads (lp_model_decode_weight_bytes: a tied head counts as the
+ * blocks or tiles it reads when it has a quantized copy, not as the f32 table) and the
+ * parameter count (f32 parameters plus the quantized bases). */
 static double weight_bytes(const lp_model *m, uint64_t *n_params)
 {
     size_t n;
     const lp_model_param *p = lp_model_params(m, &n);
-    const lp_model_config *c = lp_model_config_get(m);
-    double bytes = 0;
     uint64_t count = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         count += (uint64_t)p[i].numel;
-        if (strstr(p[i].name, "embed_tokens") && !c->tie_word_embeddings)
-            continue;
-        bytes += 4.0 * (double)p[i].numel;
-    }
     lp_lora_info li;
     lp_model_lora_info(m, &li);
-    bytes += (double)li.quantized_bytes;
     *n_params = count + li.quantized_params;
-    return bytes;
+    return lp_model_decode_weight_bytes(m);
 }
 
 static double secs(int64_t t0)

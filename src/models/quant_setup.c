@@ -168,10 +168,13 @@ lp_status lp_model__quant_setup(lp_model *m)
 }
 
 /* Inference (no_grad) only: the LM head, V x C and often the largest single weight a decode
- * step reads (SmolLM2: 28 M of 135 M parameters), gets a quantized copy the head's forward
- * uses; the f32 weight stays, since a tied head shares it with the embedding lookup (which
- * reads a few rows per token). Kept as: a GGUF's own output.weight / token_embd.weight
- * blocks (STORED), else the format asked for (STORED falls back to Q8_0). */
+ * step reads (SmolLM2: 28 M of 135 M parameters; Qwen2.5-0.5B: 136 M of 494 M), gets a
+ * quantized copy the head's forward uses; the f32 weight stays, since a tied head shares it
+ * with the embedding lookup (which reads a few rows per token). Kept as: with STORED, a
+ * GGUF's own quantized output.weight / token_embd.weight blocks, and nothing else (an F32
+ * file or an f32 checkpoint keeps an f32 head: weights run as stored, with their numerics);
+ * with a format asked for (--quantize q8_0 / q4_0 / nf4 / bf16), that format, as every
+ * Linear gets it. */
 static lp_status quantize_head(lp_model *m)
 {
     lp_nn_linear *h = m->lm_head;
@@ -186,24 +189,26 @@ static lp_status quantize_head(lp_model *m)
         p = lp_model_param_find(m, hf);
     if (!p || p->numel != h->in * h->out)
         return LP_OK;
+    const bool stored = m->opt.weights == LP_WEIGHT_FORMAT_STORED;
+    const int32_t t = m->qgguf ? lp_gguf_model_weight_type(m->qgguf, hf) : -1;
+    if (stored && !(t > LP_GGML_TYPE_F32 && lp_ggml_type_runnable((lp_ggml_type)t)))
+        return LP_OK; /* f32 in the file (or no file): the head runs in f32, as stored */
     if (!(m->head_q = lp_calloc(1, sizeof *m->head_q)))
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory quantizing the LM head", m->dir);
-    lp_status st = LP_STATUS_NOT_FOUND;
-    if (m->qgguf) {
-        int32_t t = lp_gguf_model_weight_type(m->qgguf, hf);
-        if (t > LP_GGML_TYPE_F32 && lp_ggml_type_runnable((lp_ggml_type)t))
-            st = lp_gguf_model_qweight(m->qgguf, hf, m->head_q, "lm_head (quantized copy)");
+    lp_status st;
+    if (stored) { /* the file's own blocks (qgguf is open only for STORED) */
+        st = lp_gguf_model_qweight(m->qgguf, hf, m->head_q, "lm_head (quantized copy)");
         if (st == LP_OK)
             st = repack_bf16(m->head_q, "lm_head (quantized copy)");
-    }
-    if (st != LP_OK && m->opt.weights == LP_WEIGHT_FORMAT_BF16)
+    } else if (m->opt.weights == LP_WEIGHT_FORMAT_BF16) {
         st = lp_qweight_pack_bf16(m->head_q, p->data, h->out, h->in, "lm_head (quantized copy)");
-    else if (st != LP_OK && m->opt.weights == LP_WEIGHT_FORMAT_NF4 && h->in % LP_NF4_BLOCK == 0)
+    } else if (m->opt.weights == LP_WEIGHT_FORMAT_NF4 && h->in % LP_NF4_BLOCK == 0) {
         st = lp_qweight_quantize(m->head_q, LP_DTYPE_NF4, p->data, h->out, h->in, true, "lm_head (quantized copy)");
-    else if (st != LP_OK)
+    } else {
         st = lp_qweight_quantize_ggml(m->head_q,
                                       m->opt.weights == LP_WEIGHT_FORMAT_Q4_0 ? LP_GGML_TYPE_Q4_0 : LP_GGML_TYPE_Q8_0,
                                       p->data, h->out, h->in, "lm_head (quantized copy)");
+    }
     if (st == LP_OK) /* decode's largest GEMV (SmolLM2: 28 M of 135 M parameters) reads tiles too */
         st = lp_qweight_ggml_pack_tiles(m->head_q);
     if (st != LP_OK)
@@ -269,4 +274,24 @@ lp_status lp_model__quant_finish(lp_model *m)
     lp_gguf_close(m->qgguf);
     m->qgguf = NULL;
     return st;
+}
+
+double lp_model_decode_weight_bytes(const lp_model *m)
+{
+    double bytes = 0, embed = 0;
+    for (size_t i = 0; i < m->n_params; i++) {
+        const double b = 4.0 * (double)m->params[i].numel;
+        if (strstr(m->params[i].name, "embed_tokens"))
+            embed += b; /* a row a token; the whole table only as a tied head (below) */
+        else if (!(m->head_q && !strcmp(m->params[i].name, "lm_head.weight")))
+            bytes += b; /* an untied head's f32 weight stays beside its copy, unread */
+    }
+    if (m->head_q)
+        bytes += (double)lp_qweight_decode_nbytes(m->head_q);
+    else if (lp_model_config_get(m)->tie_word_embeddings)
+        bytes += embed;
+    for (size_t i = 0; i < m->n_lins; i++)
+        if (m->lins[i].q)
+            bytes += (double)lp_qweight_decode_nbytes(m->lins[i].q);
+    return bytes;
 }

@@ -160,7 +160,7 @@ def run_llama(path):
 
 def run_loupe(path, work, fmt):
     lf = os.path.join(work, "logits.f32")
-    # F32: --dequantize (kept as stored, loupe gives an F32 file's LM head a Q8_0 copy)
+    # F32: --dequantize (the same f32 arithmetic as kept as stored, the LM head included)
     p = subprocess.run([tool, path, lf, str(N_NEW)] + (["--dequantize"] if fmt == "f32" else []), input="\n".join(PROMPTS) + "\n", capture_output=True,
                        text=True)
     if p.returncode:

@@ -3,8 +3,9 @@
  * of its last position after a prefill (appended to LOGITS.f32 as float32), and N greedy
  * tokens (lp_generate, no stop ids), printed as one JSON line {"ids": [...], "greedy": [...]}.
  * The weights are kept as stored (the integer kernels for Q8_0 / Q4_0), or dequantized to
- * f32 at load with --dequantize (what an F32 file needs to run all in f32: kept as stored,
- * its LM head would get a Q8_0 copy, see quant_setup.c).
+ * f32 at load with --dequantize (an F32 file kept as stored runs all in f32 too, its LM
+ * head included: quant_setup.c gives a head a quantized copy only from the file's own
+ * blocks or a --quantize format).
  *   gguf_run_tool MODEL.gguf LOGITS.f32 N [--dequantize] < prompts.txt */
 #include <stdio.h>
 #include <stdlib.h>

@@ -391,6 +391,69 @@ static void test_head_copy(void **state)
     }
 }
 
+/* Bytes of a weight kept in format t as one decode GEMV reads them: the tiles that replace
+ * Q8_0 / Q4_0 blocks at AVX2 and above (f32 scales, rows padded to 16), else the blocks
+ * (34 / 18 bytes per 32 values). */
+static double gemv_bytes(uint32_t t, int64_t rows, int64_t cols)
+{
+    return lp_qweight_ggml_tiles_only(t) ? (double)lp_qweight_ggml_tiles_nbytes(t, rows, cols)
+                                         : (double)(rows * cols / 32 * (t == LP_GGML_TYPE_Q8_0 ? 34 : 18));
+}
+
+/* The weight bytes one decode step reads (lp_model_decode_weight_bytes: bench-gen's GB/s)
+ * on smollm_lm (2 layers, C = 64, I = 160, 4 + 4 heads of 16, V = 128, tied embeddings).
+ * An F32 file kept as stored runs its tied head in f32 (no quantized copy: the file's
+ * numerics), so a token reads every parameter once, the table as the head. Its Q8_0 and
+ * Q4_0 copies (lp_gguf_quantize_file) read the norms in f32 and every Linear and the tied
+ * head as that format's blocks or tiles, computed here from the shapes: the f32 table
+ * (V x C x 4 = 32 KiB, as large as all the Q8_0 Linears) must not be counted. Exact: byte
+ * counts, integers in a double. */
+static void test_decode_bytes(void **state)
+{
+    (void)state;
+    const char *src = "tests/golden/gguf_tiny/smollm_lm.gguf";
+    g_no_grad = true;
+    lp_model *f = load(src, LP_WEIGHT_FORMAT_STORED);
+    const lp_model_config *c = lp_model_config_get(f);
+    assert_true(c->tie_word_embeddings && c->hidden_size == 64 && c->intermediate_size == 160 && c->vocab_size == 128);
+    assert_null(lp_model_qweight(f, "lm_head.weight"));
+    size_t np;
+    const lp_model_param *p = lp_model_params(f, &np);
+    double all = 0, norms = 0;
+    for (size_t i = 0; i < np; i++) {
+        all += 4.0 * (double)p[i].numel;
+        if (!strstr(p[i].name, "embed_tokens") && !strstr(p[i].name, "_proj"))
+            norms += 4.0 * (double)p[i].numel;
+    }
+    printf("smollm_lm F32 stored: %.0f bytes a token\n", lp_model_decode_weight_bytes(f));
+    assert_true(lp_model_decode_weight_bytes(f) == all);
+    assert_true(norms > 0 && norms < all);
+    lp_model_free(f);
+    static const uint32_t types[] = {LP_GGML_TYPE_Q8_0, LP_GGML_TYPE_Q4_0};
+    for (int i = 0; i < 2; i++) {
+        const uint32_t t = types[i];
+        char out[] = "/tmp/loupe_qbytesXXXXXX.gguf";
+        int fd = mkstemps(out, 5);
+        assert_true(fd >= 0);
+        close(fd);
+        if (lp_gguf_quantize_file(src, out, t) != LP_OK)
+            fail_msg("%s", lp_err_msg());
+        lp_model *m = load(out, LP_WEIGHT_FORMAT_STORED);
+        const lp_qweight *h = lp_model_qweight(m, "lm_head.weight"); /* the file's token_embd blocks */
+        assert_non_null(h);
+        assert_int_equal(h->gtype, t);
+        /* per layer q, k, v, o (64 x 64), gate and up (160 x 64), down (64 x 160); the head */
+        const double want = norms + 2 * (4 * gemv_bytes(t, 64, 64) + 2 * gemv_bytes(t, 160, 64) + gemv_bytes(t, 64, 160)) +
+                            gemv_bytes(t, 128, 64);
+        printf("smollm_lm %s stored: %.0f bytes a token (want %.0f; the f32 table alone is %.0f)\n",
+               lp_ggml_type_traits_get(t)->name, lp_model_decode_weight_bytes(m), want, 128.0 * 64 * 4);
+        assert_true(lp_model_decode_weight_bytes(m) == want);
+        lp_model_free(m);
+        remove(out);
+    }
+    g_no_grad = false;
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -431,6 +494,7 @@ int main(void)
         cmocka_unit_test(test_smollm2_stored),
         cmocka_unit_test(test_quantize_file_reloads),
         cmocka_unit_test(test_head_copy),
+        cmocka_unit_test(test_decode_bytes),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -112,6 +112,11 @@ size_t lp_qweight_nbytes(const lp_qweight *q)
     return (q->mem ? lp_alloc_size(q->mem) : 0) + (q->tiles && q->tiles != q->mem ? lp_alloc_size(q->tiles) : 0);
 }
 
+size_t lp_qweight_decode_nbytes(const lp_qweight *q)
+{
+    return q->mem ? lp_alloc_size(q->mem) : 0;
+}
+
 double lp_qweight_bytes_per_param(const lp_qweight *q)
 {
     return q->n ? (double)lp_qweight_nbytes(q) / (double)q->n : 0.0;
