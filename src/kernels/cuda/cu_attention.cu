@@ -16,6 +16,7 @@
  * has a fixed order). Both recompute p = exp(scale q.k - lse) and dp = dout.v; D_i =
  * dout_i . out_i is recomputed where needed (a D-long dot per query tile row). */
 #include "cu_nn_common.cuh"
+#include "cu_attn_drop.cuh"
 
 #define AQ 32        /* queries per block */
 #define AK 32        /* keys per tile: one per lane */
@@ -42,38 +43,9 @@ typedef struct attn_args {
     int64_t T, H, ldq, ldkv, window;
     int D, grp;
     float scale;
-    bool causal, segments, drop;
-    float p, dscale; /* dropout probability, 1 / (1 - p) */
-    uint64_t seed, stream, offset;
-    uint32_t lane; /* lp_attn_dropout.lane: element e is draw lane + e */
+    bool causal, segments;
+    lp_cu_attn_drop drop;
 } attn_args;
-
-/* Philox4x32-10, as lp_rng_philox (src/core/rng.c) */
-static __device__ __forceinline__ uint32_t philox_lane(uint64_t seed, uint64_t stream, uint64_t ctr, int lane)
-{
-    uint32_t c0 = (uint32_t)ctr, c1 = (uint32_t)(ctr >> 32), c2 = (uint32_t)stream,
-             c3 = (uint32_t)(stream >> 32);
-    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
-#pragma unroll
-    for (int r = 0; r < 10; r++) {
-        uint32_t hi0 = __umulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
-        uint32_t hi1 = __umulhi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
-        uint32_t n0 = hi1 ^ c1 ^ k0, n1 = lo1, n2 = hi0 ^ c3 ^ k1, n3 = lo0;
-        c0 = n0, c1 = n1, c2 = n2, c3 = n3;
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
-    return lane == 0 ? c0 : lane == 1 ? c1 : lane == 2 ? c2 : c3;
-}
-
-/* keep factor (0 or 1/(1-p)) of probability element e (lp_attn_dropout) */
-static __device__ __forceinline__ float drop_factor(const attn_args &a, uint64_t e)
-{
-    e += a.lane;
-    uint32_t x = philox_lane(a.seed, a.stream, a.offset + (e >> 2), (int)(e & 3));
-    float u = (float)(x >> 8) * (1.0f / 16777216.0f);
-    return u >= a.p ? a.dscale : 0.0f;
-}
 
 /* whether key j is visible to query i (both < T), mi / mj their mask values (1 when no mask) */
 static __device__ __forceinline__ bool visible(const attn_args &a, int64_t i, int64_t j, int32_t mi,
@@ -224,8 +196,8 @@ __global__ void __launch_bounds__(ATHREADS, AFWD_MINB(DPL)) attn_fwd_kernel(floa
             for (int t = 0; t < DPL; t++)
                 o[rr][t] *= corr;
             pz[rr] = p;
-            if (a.drop && vis)
-                pz[rr] *= drop_factor(a, (uint64_t)(((b * a.H + h) * T + i) * T + j));
+            if (a.drop.on && vis)
+                pz[rr] *= lp_cu_attn_drop_factor(a.drop, (uint64_t)(((b * a.H + h) * T + i) * T + j));
         }
         float *pw = Ps + warp * AK * QW;
         st4(pw + lane * QW, pz[0], pz[1], pz[2], pz[3]);
@@ -339,7 +311,9 @@ __global__ void __launch_bounds__(ATHREADS, ADQ_MINB(DPL))
             ds[rr] = 0.0f;
             if (vis) {
                 const float p = expf(s[rr] * a.scale - li[rr]);
-                const float z = a.drop ? drop_factor(a, (uint64_t)(((b * a.H + h) * T + i) * T + j)) : 1.0f;
+                const float z =
+                    a.drop.on ? lp_cu_attn_drop_factor(a.drop, (uint64_t)(((b * a.H + h) * T + i) * T + j))
+                              : 1.0f;
                 ds[rr] = p * (z * dp[rr] - di[rr]) * a.scale;
             }
         }
@@ -462,7 +436,9 @@ __global__ void __launch_bounds__(ATHREADS, MINB)
                 if (vis) {
                     const float p = expf(s[kk] * a.scale - li);
                     const float z =
-                        a.drop ? drop_factor(a, (uint64_t)(((b * a.H + h) * T + i) * T + j)) : 1.0f;
+                        a.drop.on
+                            ? lp_cu_attn_drop_factor(a.drop, (uint64_t)(((b * a.H + h) * T + i) * T + j))
+                            : 1.0f;
                     pz[kk] = z * p;
                     ds[kk] = p * (z * dp[kk] - dli) * a.scale;
                 }
@@ -542,11 +518,7 @@ static attn_args make_args(const float *q, const float *k, const float *v, const
     a.D = (int)g->D, a.grp = (int)(g->H / g->Hkv);
     a.scale = lp_attn_scale(g);
     a.causal = g->causal, a.segments = g->segments && mask;
-    a.drop = drop != NULL;
-    a.p = drop ? drop->p : 0.0f;
-    a.dscale = drop ? 1.0f / (1.0f - drop->p) : 1.0f;
-    a.seed = drop ? drop->seed : 0, a.stream = drop ? drop->stream : 0, a.offset = drop ? drop->offset : 0;
-    a.lane = drop ? drop->lane : 0;
+    a.drop = lp_cu_attn_drop_make(drop);
     return a;
 }
 

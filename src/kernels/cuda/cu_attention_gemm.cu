@@ -8,7 +8,7 @@
  * Philox dropout mask of lp_attn_dropout element by element, so the GPU drops exactly the
  * probabilities the CPU and the fused kernel drop. Sums in a fixed order: deterministic. */
 #include "cu_nn_common.cuh"
-#include "philox.cuh"
+#include "cu_attn_drop.cuh"
 
 #define AG_THREADS 256
 #define AG_ROWS (AG_THREADS / 32) /* warps, so rows, per block */
@@ -17,10 +17,8 @@ typedef struct ag_args {
     const int32_t *mask;
     int64_t T, H, D, window;
     float scale;
-    bool causal, segments, drop;
-    float p, dscale; /* dropout probability, 1 / (1 - p) */
-    uint64_t seed, stream, offset;
-    uint32_t lane;
+    bool causal, segments;
+    lp_cu_attn_drop drop;
 } ag_args;
 
 static ag_args ag_make(const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop)
@@ -30,23 +28,8 @@ static ag_args ag_make(const int32_t *mask, const lp_attn_geom *g, const lp_attn
     a.T = g->T, a.H = g->H, a.D = g->D, a.window = g->window;
     a.scale = lp_attn_scale(g);
     a.causal = g->causal, a.segments = g->segments && mask;
-    a.drop = drop != NULL;
-    a.p = drop ? drop->p : 0.0f;
-    a.dscale = drop ? 1.0f / (1.0f - drop->p) : 1.0f;
-    a.seed = drop ? drop->seed : 0, a.stream = drop ? drop->stream : 0, a.offset = drop ? drop->offset : 0;
-    a.lane = drop ? drop->lane : 0;
+    a.drop = lp_cu_attn_drop_make(drop);
     return a;
-}
-
-/* keep factor (0 or 1/(1-p)) of probability element e (lp_attn_dropout) */
-static __device__ __forceinline__ float ag_drop(const ag_args &a, uint64_t e)
-{
-    e += a.lane;
-    uint32_t x[4];
-    lp_cu_philox(a.seed, a.stream, a.offset + (e >> 2), x);
-    const int l = (int)(e & 3); /* selected, not indexed: the draw stays in registers */
-    const uint32_t w = l == 0 ? x[0] : l == 1 ? x[1] : l == 2 ? x[2] : x[3];
-    return lp_cu_u01(w) >= a.p ? a.dscale : 0.0f;
 }
 
 /* whether key j is visible to query i of a row with mask mb (NULL: none); mi = mb[i] */
@@ -130,8 +113,8 @@ __global__ void __launch_bounds__(AG_THREADS) ag_softmax_forward_kernel(float *s
     for (int64_t j = lane; j < T; j += 32) {
         const bool vis = l > 0.0f && ag_visible(a, mb, i, j, mi);
         float p = vis ? expf(row[j] - m) * inv : 0.0f;
-        if (vis && a.drop)
-            p *= ag_drop(a, (uint64_t)(r * T + j));
+        if (vis && a.drop.on)
+            p *= lp_cu_attn_drop_factor(a.drop, (uint64_t)(r * T + j));
         row[j] = p;
     }
     if (lane == 0)
@@ -161,7 +144,7 @@ __global__ void __launch_bounds__(AG_THREADS)
         float pz = 0.0f, ds = 0.0f;
         if (li != -INFINITY && ag_visible(a, mb, i, j, mi)) {
             const float p = expf(srow[j] - li);
-            const float z = a.drop ? ag_drop(a, (uint64_t)(r * T + j)) : 1.0f;
+            const float z = a.drop.on ? lp_cu_attn_drop_factor(a.drop, (uint64_t)(r * T + j)) : 1.0f;
             pz = z * p;
             ds = p * (z * drow[j] - di) * a.scale;
         }
