@@ -97,6 +97,11 @@ void lp_cuda_set_tf32(const lp_backend *b, bool on);
 typedef enum lp_cuda_attn_mode { LP_CUDA_ATTN_AUTO = 0, LP_CUDA_ATTN_FUSED, LP_CUDA_ATTN_GEMM } lp_cuda_attn_mode;
 #define LP_CUDA_ATTN_GEMM_MAX_T 1024
 #define LP_CUDA_ATTN_GEMM_MAX_MIB 1024
+/* The mode LP_CUDA_ATTN names (AUTO when unset or empty); LP_STATUS_INVALID_ARG for another value. */
+lp_status lp_cuda_attn_mode_env(lp_cuda_attn_mode *mode);
+/* Whether attention in `mode`, TF32 on or off, runs g as GEMMs (the rule above): the one choice
+ * of the CUDA table and of the stand-in device (LP_FAKE_DEVICE). */
+bool lp_cuda_attn_gemm_chosen(lp_cuda_attn_mode mode, bool tf32, const lp_attn_geom *g);
 void lp_cuda_set_attention(const lp_backend *b, lp_cuda_attn_mode mode);
 /* Whether the attention entries would run g as GEMMs now (mode, TF32, size; not whether the
  * scratch will be had). False for a backend that is not CUDA's. */

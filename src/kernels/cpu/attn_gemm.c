@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../attn_gemm.h"
+#include "../backend.h"
 #include "cpu_kernels.h"
 
 size_t lp_attn_gemm_scratch_bytes(const lp_attn_geom *g, bool backward)
@@ -245,4 +246,29 @@ lp_attn_gemm_ops lp_attn_gemm_ops_cpu(const lp_kernel_table *sgemm_table)
         .softmax_forward = lp_attn_gemm_softmax_forward_cpu,
         .softmax_backward = lp_attn_gemm_softmax_backward_cpu,
     };
+}
+
+/* ---- which path runs (backend.h: the CUDA table's and the stand-in device's choice) ---------- */
+
+lp_status lp_cuda_attn_mode_env(lp_cuda_attn_mode *mode)
+{
+    const char *e = getenv("LP_CUDA_ATTN");
+    *mode = LP_CUDA_ATTN_AUTO;
+    if (!e || !*e || !strcmp(e, "auto"))
+        return LP_OK;
+    if (!strcmp(e, "fused"))
+        *mode = LP_CUDA_ATTN_FUSED;
+    else if (!strcmp(e, "gemm"))
+        *mode = LP_CUDA_ATTN_GEMM;
+    else
+        return lp_err(LP_STATUS_INVALID_ARG, "cuda: LP_CUDA_ATTN=%s is not auto, fused or gemm", e);
+    return LP_OK;
+}
+
+bool lp_cuda_attn_gemm_chosen(lp_cuda_attn_mode mode, bool tf32, const lp_attn_geom *g)
+{
+    if (mode != LP_CUDA_ATTN_AUTO)
+        return mode == LP_CUDA_ATTN_GEMM;
+    const double score_mib = (double)g->B * (double)g->H * (double)g->T * (double)g->T * 4.0 / 1048576.0;
+    return tf32 && g->T <= LP_CUDA_ATTN_GEMM_MAX_T && score_mib <= LP_CUDA_ATTN_GEMM_MAX_MIB;
 }

@@ -46,10 +46,7 @@ static bool fake_tf32;
 
 static bool fake_attn_gemm(const lp_attn_geom *g)
 {
-    if (fake_attn_mode != LP_CUDA_ATTN_AUTO)
-        return fake_attn_mode == LP_CUDA_ATTN_GEMM;
-    return fake_tf32 && g->T <= LP_CUDA_ATTN_GEMM_MAX_T &&
-           (double)g->B * g->H * g->T * g->T * 4.0 <= LP_CUDA_ATTN_GEMM_MAX_MIB * 1048576.0;
+    return lp_cuda_attn_gemm_chosen(fake_attn_mode, fake_tf32, g);
 }
 
 static void fake_attention_forward(float *out, float *lse, const float *q, const float *k, const float *v,
@@ -83,9 +80,8 @@ static const lp_backend *fake_device(void)
         return NULL;
     fake_table = *lp_kernels_table(LP_KERNELS_IMPL_OPT);
     fake_table.name = "cuda";
-    const char *a = getenv("LP_CUDA_ATTN");
-    fake_attn_mode = a && !strcmp(a, "gemm") ? LP_CUDA_ATTN_GEMM : a && !strcmp(a, "fused") ? LP_CUDA_ATTN_FUSED
-                                                                                          : LP_CUDA_ATTN_AUTO;
+    if (lp_cuda_attn_mode_env(&fake_attn_mode) != LP_OK) /* the stand-in keeps auto for another value */
+        fake_attn_mode = LP_CUDA_ATTN_AUTO;
     fake_table.attention_fused_forward = fake_attention_forward;
     fake_table.attention_fused_backward = fake_attention_backward;
     /* what src/kernels/cuda/cuda_backend.c's table leaves NULL */

@@ -17,30 +17,10 @@
 #include "cu_nn.h"
 #include "cuda_kernels.h"
 
-lp_status lp_cu_attention_env_mode(int *mode)
-{
-    const char *e = getenv("LP_CUDA_ATTN");
-    *mode = LP_CUDA_ATTN_AUTO;
-    if (!e || !*e || !strcmp(e, "auto"))
-        return LP_OK;
-    if (!strcmp(e, "fused"))
-        *mode = LP_CUDA_ATTN_FUSED;
-    else if (!strcmp(e, "gemm"))
-        *mode = LP_CUDA_ATTN_GEMM;
-    else
-        return lp_err(LP_STATUS_INVALID_ARG, "cuda: LP_CUDA_ATTN=%s is not auto, fused or gemm", e);
-    return LP_OK;
-}
-
 /* whether x runs g as GEMMs (before scratch) */
 static bool use_gemm(const lp_cuda_ctx *x, const lp_attn_geom *g)
 {
-    if (!x || x->attn_mode == LP_CUDA_ATTN_FUSED)
-        return false;
-    if (x->attn_mode == LP_CUDA_ATTN_GEMM)
-        return true;
-    const double score_mib = (double)g->B * (double)g->H * (double)g->T * (double)g->T * 4.0 / 1048576.0;
-    return x->tf32 && g->T <= LP_CUDA_ATTN_GEMM_MAX_T && score_mib <= LP_CUDA_ATTN_GEMM_MAX_MIB;
+    return x && lp_cuda_attn_gemm_chosen((lp_cuda_attn_mode)x->attn_mode, x->tf32, g);
 }
 
 bool lp_cuda_attention_uses_gemm(const lp_backend *b, const lp_attn_geom *g)

@@ -243,9 +243,11 @@ static lp_status make_ctx(void)
         return lp_err(LP_STATUS_UNSUPPORTED, "cuda: cublasLtCreate: %s", lp_cublaslt_status(s));
     pthread_mutex_init(&ctx.err_mu, NULL);
     ctx.device = dev;
-    lst = lp_cu_attention_env_mode(&ctx.attn_mode);
+    lp_cuda_attn_mode attn_mode;
+    lst = lp_cuda_attn_mode_env(&attn_mode);
     if (lst != LP_OK)
         return lst;
+    ctx.attn_mode = attn_mode;
     lp_cu_alloc_init(&ctx.alloc, raw_alloc, raw_free, NULL);
     ctx.workspace_bytes = WORKSPACE_BYTES;
     ctx.workspace = lp_cu_alloc_get(&ctx.alloc, ctx.workspace_bytes, LP_MEM_CATEGORY_OTHER, "cublasLt workspace");

@@ -155,8 +155,6 @@ void lp_cu_attention_fused_backward(float *dq, float *dk, float *dv, const float
                                     const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop);
 /* ---- the table's attention entries (cuda_attention.c): GEMMs on the tensor cores or the
  * fused kernels above, as lp_cuda_set_attention says ---- */
-/* ctx attn_mode from LP_CUDA_ATTN (auto when unset); LP_STATUS_INVALID_ARG for another value */
-lp_status lp_cu_attention_env_mode(int *mode);
 void lp_cu_attention_forward(float *out, float *lse, const float *q, const float *k, const float *v,
                              const int32_t *mask, const lp_attn_geom *g, const lp_attn_dropout *drop);
 void lp_cu_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *out, const float *lse,
