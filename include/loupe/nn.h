@@ -58,6 +58,10 @@ typedef struct lp_nn_ctx {
      * tensor batch-major, its rows the same length on every rank), and the stream advances
      * past the global mask: ranks drop what a single process would. */
     int64_t rows, row0, global_rows;
+    /* A gradient-checkpointing recompute: the layer need only produce what its backward reads
+       (a pre-norm decoder layer skips its down projection, whose output only feeds the next
+       layer's kept input). */
+    bool recompute;
 } lp_nn_ctx;
 
 /* ---- Linear ---------------------------------------------------------------------------- */

@@ -524,7 +524,8 @@ lp_status lp_model_backward(lp_model *m)
                             .segments = m->segments,
                             .rows = B,
                             .row0 = m->slice_row0,
-                            .global_rows = m->slice_rows};
+                            .global_rows = m->slice_rows,
+                            .recompute = true};
             m->pass_ctx = rc;
             (void)m->fam->layer_forward(m, l, slot, &rc, x, B, T);
         }

@@ -21,13 +21,19 @@ void lp_nn_rmsnorm_backward(const lp_nn_rmsnorm *n, float *dinp, const float *do
 
 /* ---- gated MLP ------------------------------------------------------------------------ */
 
-void lp_nn_gated_mlp_forward(const lp_nn_gated_mlp *m, lp_nn_gated_mlp_act *act, const float *x, int64_t N)
+/* gate, up and a = SiLU(gate) * up: everything the MLP's backward reads. */
+static void gated_mlp_hidden(const lp_nn_gated_mlp *m, lp_nn_gated_mlp_act *act, const float *x, int64_t N)
 {
-    lp_nn__push(m->fwd_name);
     const int64_t F = m->gate.out;
     lp_nn_linear_forward(&m->gate, act->gate, x, N);
     lp_nn_linear_forward(&m->up, act->up, x, N);
     lp_swiglu_forward(act->a, act->gate, act->up, N, F, F);
+}
+
+void lp_nn_gated_mlp_forward(const lp_nn_gated_mlp *m, lp_nn_gated_mlp_act *act, const float *x, int64_t N)
+{
+    lp_nn__push(m->fwd_name);
+    gated_mlp_hidden(m, act, x, N);
     lp_nn_linear_forward(&m->down, act->out, act->a, N);
     lp_nn__pop(m->fwd_name);
 }
@@ -112,8 +118,18 @@ void lp_nn_decoder_layer_forward(const lp_nn_decoder_layer *l, const lp_nn_ctx *
     lp_nn_attention_forward(&l->attn, ctx, &act->attn, act->h1, mask, B, T); // -> res1
     lp_add_inplace(act->res1, x, N * C);
     lp_nn_rmsnorm_forward(&l->ln2, act->h2, act->rstd2, act->res1, N);
-    lp_nn_gated_mlp_forward(&l->mlp, &act->mlp, act->h2, N); // -> out
-    lp_add_inplace(act->out, act->res1, N * C);
+    if (ctx && ctx->recompute && !l->mlp.down.lora) {
+        /* Recomputed for the backward: out = res1 + down(a) only feeds the next layer, whose
+         * input was kept, and the backward reads a, not out; skipping down saves a third of
+         * the MLP's recompute. An adapter on down needs its saved u and dropout mask, so then
+         * the whole MLP runs. */
+        lp_nn__push(l->mlp.fwd_name);
+        gated_mlp_hidden(&l->mlp, &act->mlp, act->h2, N);
+        lp_nn__pop(l->mlp.fwd_name);
+    } else {
+        lp_nn_gated_mlp_forward(&l->mlp, &act->mlp, act->h2, N); // -> out
+        lp_add_inplace(act->out, act->res1, N * C);
+    }
     lp_nn__pop(l->fwd_name);
 }
 

@@ -1,6 +1,6 @@
 /* The model seen from the profiler and from disk: every module's forward and backward is a
  * named range (and the recompute under gradient checkpointing shows up as a second layer
- * forward inside the backward); every buffer is accounted in its memory category; and
+ * forward inside the backward, without a decoder's down projection); every buffer is accounted in its memory category; and
  * lp_model_save_hf writes a directory that lp_model_load reads back bit for bit (new
  * directory: whole-directory rename; existing one: per-file replacement), with clear errors
  * for a bad destination. */
@@ -20,10 +20,11 @@
 #include "loupe/models.h"
 
 #define MAX_NAMES 4096
+#define MAX_WANT 20
 
 typedef struct seen {
-    const char *want[16];
-    int count[16];
+    const char *want[MAX_WANT];
+    int count[MAX_WANT];
     int mem[LP_MEM_CATEGORY__COUNT];
 } seen;
 
@@ -32,7 +33,7 @@ static lp_status on_ready(const lp_prof_events *ev, void *user)
     seen *s = user;
     for (size_t i = 0; i < lp_prof_events_count(ev); i++) {
         const lp_prof_event *e = lp_prof_events_get(ev, i);
-        for (int k = 0; k < 16 && s->want[k]; k++)
+        for (int k = 0; k < MAX_WANT && s->want[k]; k++)
             s->count[k] += !strcmp(e->name, s->want[k]);
         if (!strcmp(e->name, "[memory]") && e->mem_bytes > 0 && e->mem_category >= 0 &&
             e->mem_category < LP_MEM_CATEGORY__COUNT)
@@ -41,16 +42,25 @@ static lp_status on_ready(const lp_prof_events *ev, void *user)
     return LP_OK;
 }
 
-static lp_model *load(const char *dir, bool ckpt)
+static lp_model *load_adapter(const char *dir, bool ckpt, const char *adapter)
 {
     lp_model_options o;
     lp_model_options_init(&o);
     o.grad_checkpointing = ckpt;
     o.quiet = true;
+    if (adapter) {
+        o.lora.enabled = true;
+        o.lora.adapter_dir = adapter;
+    }
     lp_model *m = NULL;
     if (lp_model_load(dir, &o, &m) != LP_OK)
         fail_msg("%s", lp_err_msg());
     return m;
+}
+
+static lp_model *load(const char *dir, bool ckpt)
+{
+    return load_adapter(dir, ckpt, NULL);
 }
 
 /* One loss forward and backward on the golden's batch (names under prefix: "" for the bert
@@ -268,6 +278,72 @@ static void decoder_ranges(void **state)
     }
 }
 
+/* Every trainable parameter's gradient, concatenated. */
+static float *grads_of(lp_model *m, int64_t *n_out)
+{
+    size_t np;
+    const lp_model_param *p = lp_model_params(m, &np);
+    int64_t n = 0;
+    for (size_t i = 0; i < np; i++)
+        n += p[i].grad ? p[i].numel : 0;
+    float *g = malloc((size_t)n * sizeof *g), *w = g;
+    assert_non_null(g);
+    for (size_t i = 0; i < np; i++)
+        if (p[i].grad) {
+            memcpy(w, p[i].grad, (size_t)p[i].numel * sizeof *w);
+            w += p[i].numel;
+        }
+    *n_out = n;
+    return g;
+}
+
+/* The checkpointing recompute of a decoder layer stops before the down projection (its
+ * output only feeds the next layer's kept input), unless down carries an adapter, whose
+ * backward needs the recompute's saved u: down_proj runs once per step without an adapter on
+ * it and twice with one, gate_proj twice either way, and the gradients are bit-identical to
+ * the run without checkpointing. */
+static void decoder_recompute_skips_down(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *dir, *adapter;
+        int down_fwd;
+    } cases[] = {{"tests/golden/llama_lm", NULL, 1},
+                 {"tests/golden/lora_qwen2_lm", "tests/golden/lora_qwen2_lm/peft_adapter", 2}};
+    for (int c = 0; c < 2; c++) {
+        char gold[300];
+        snprintf(gold, sizeof gold, "%s/golden.safetensors", cases[c].dir);
+        const char *fam = cases[c].adapter ? "qwen2" : "llama";
+        char down[96], gate[96];
+        snprintf(down, sizeof down, "%s.model.layers.1.mlp.down_proj.forward", fam);
+        snprintf(gate, sizeof gate, "%s.model.layers.1.mlp.gate_proj.forward", fam);
+        seen s = {.want = {down, gate, NULL}};
+        lp_prof_config cfg;
+        lp_prof_config_init(&cfg);
+        cfg.on_trace_ready = on_ready;
+        cfg.user = &s;
+        assert_int_equal(lp_prof_start(&cfg), LP_OK);
+        lp_model *a = load_adapter(cases[c].dir, true, cases[c].adapter);
+        step_prefixed(a, gold, "right.");
+        assert_int_equal(lp_prof_stop(), LP_OK);
+        lp_model *b = load_adapter(cases[c].dir, false, cases[c].adapter);
+        step_prefixed(b, gold, "right.");
+        int64_t na, nb;
+        float *ga = grads_of(a, &na), *gb = grads_of(b, &nb);
+        printf("%s: %s x%d, %s x%d, %lld gradients\n", cases[c].dir, down, s.count[0], gate, s.count[1],
+               (long long)na);
+        assert_int_equal(s.count[0], cases[c].down_fwd);
+        assert_int_equal(s.count[1], 2);
+        assert_int_equal(na, nb);
+        assert_true(na > 0);
+        assert_memory_equal(ga, gb, (size_t)na * sizeof *ga);
+        free(ga);
+        free(gb);
+        lp_model_free(a);
+        lp_model_free(b);
+    }
+}
+
 /* Saved decoders (a Qwen2 classifier, a tied SmolLM) load back bit for bit as the same class. */
 static void decoder_save_round_trip(void **state)
 {
@@ -403,6 +479,7 @@ int main(void)
                                        cmocka_unit_test(save_round_trip),
                                        cmocka_unit_test(half_precision_weights),
                                        cmocka_unit_test(decoder_ranges),
+                                       cmocka_unit_test(decoder_recompute_skips_down),
                                        cmocka_unit_test(decoder_sharded_bf16),
                                        cmocka_unit_test(decoder_save_round_trip),
                                        cmocka_unit_test(mean_pooling_round_trip)};
