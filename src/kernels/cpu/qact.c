@@ -80,3 +80,13 @@ void lp_k_quantize_q8k(lp_q8k *y, const float *x, int64_t n)
         }
     }
 }
+
+float lp_k_quantize_i8(int8_t *q, const float *x, int64_t n, bool offset)
+{
+    int32_t s;
+    const float d = quantize_run(q, x, (int)n, &s);
+    if (offset) /* q + 128 as a byte is q with its top bit flipped */
+        for (int64_t j = 0; j < n; j++)
+            q[j] = (int8_t)((uint8_t)q[j] ^ 0x80);
+    return d;
+}
