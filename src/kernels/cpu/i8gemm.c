@@ -136,7 +136,9 @@ typedef __mmask64 vneg; /* the bytes of x to negate: where w < 0 */
 #define VI_CVT _mm512_cvtepi32_ps
 #if defined(__AVX512VNNI__)
 #define I8_VNNI 1
-#define VI_DPBUSD _mm512_dpbusd_epi32
+/* acc += u8 a times s8 b, 4 at a time: as asm, since GCC 12-14 copy every accumulator of
+ * the intrinsic twice per step (a register move chain on each dot product's dependency) */
+#define VI_DPBUSD_ACC(acc, a, b) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b))
 #endif
 #else
 /* both halves of a tile by 3 activation rows: 6 accumulators (the sign trick needs its
@@ -165,7 +167,7 @@ typedef __m256i vneg;
 #define VI_CVT _mm256_cvtepi32_ps
 #if defined(__AVXVNNI__)
 #define I8_VNNI 1
-#define VI_DPBUSD _mm256_dpbusd_avx_epi32
+#define VI_DPBUSD_ACC(acc, a, b) ((acc) = _mm256_dpbusd_avx_epi32((acc), (a), (b)))
 #endif
 #endif
 
@@ -182,24 +184,31 @@ static inline __attribute__((always_inline)) void tile_rows(float *out, int64_t 
                                                             int nv, const vflt *bias, const int *ob)
 {
     vint isum[NV][MR];
+    _Pragma("GCC unroll 8")
     for (int v = 0; v < nv; v++)
+        _Pragma("GCC unroll 8")
         for (int r = 0; r < mr; r++)
             isum[v][r] = VI_ZERO();
     const uint8_t *p = base + HDR;
     for (int64_t g = 0; g < C / 4; g++, p += 64) {
 #if defined(I8_VNNI)
         vint wv[NV];
+        _Pragma("GCC unroll 8")
         for (int v = 0; v < nv; v++)
             wv[v] = VI_LOAD(p + v * vs);
+        _Pragma("GCC unroll 8")
         for (int r = 0; r < mr; r++) {
             const vint xb = VI_SET1(word(x + r * C, g)); /* x + 128: unsigned */
+            _Pragma("GCC unroll 8")
             for (int v = 0; v < nv; v++)
-                isum[v][r] = VI_DPBUSD(isum[v][r], xb, wv[v]);
+                VI_DPBUSD_ACC(isum[v][r], xb, wv[v]);
         }
 #else
+        _Pragma("GCC unroll 8")
         for (int v = 0; v < nv; v++) {
             const vint s = VI_LOAD(p + v * vs), u = VI_ABS8(s);
             const vneg neg = VI_NEGMASK8(s);
+            _Pragma("GCC unroll 8")
             for (int r = 0; r < mr; r++) {
                 isum[v][r] = VI_ADD32(isum[v][r], VI_MADD1(VI_MADDUBS(u, VI_FLIP8(VI_SET1(word(x + r * C, g)), neg))));
                 IN_REG(isum[v][r]);
@@ -207,11 +216,13 @@ static inline __attribute__((always_inline)) void tile_rows(float *out, int64_t 
         }
 #endif
     }
+    _Pragma("GCC unroll 8")
     for (int v = 0; v < nv; v++) {
         const vflt sw = VF_LOAD((const float *)(base + v * vs));
 #if defined(I8_VNNI)
         const vint corr = VI_SLLI32(VI_LOAD(base + 64 + v * vs), 7); /* 128 sum_k w */
 #endif
+        _Pragma("GCC unroll 8")
         for (int r = 0; r < mr; r++) {
 #if defined(I8_VNNI)
             const vint s = VI_SUB32(isum[v][r], corr);
@@ -230,32 +241,28 @@ static inline __attribute__((always_inline)) void tile_rows(float *out, int64_t 
     }
 }
 
-#define ROWS(mr_, nv_) tile_rows(out, OC, base, vs, x, d, C, mr_, nv_, bias, ob)
-static void run_group(float *out, int64_t OC, const uint8_t *base, int64_t vs, const int8_t *x, const float *d,
-                      int64_t C, int mr, int nv, const vflt *bias, const int *ob)
+/* One function per (rows, vectors), each with both as constants: in one function with a
+ * switch GCC kept the accumulators on the stack. */
+typedef void (*rows_fn)(float *, int64_t, const uint8_t *, int64_t, const int8_t *, const float *, int64_t,
+                        const vflt *, const int *);
+#define ROWS_FN(mr_, nv_)                                                                                              \
+    static void rows_##mr_##_##nv_(float *out, int64_t OC, const uint8_t *base, int64_t vs, const int8_t *x,         \
+                                   const float *d, int64_t C, const vflt *bias, const int *ob)                        \
+    {                                                                                                                  \
+        tile_rows(out, OC, base, vs, x, d, C, (mr_) < MR ? (mr_) : MR, nv_, bias, ob);                                 \
+    }
+ROWS_FN(1, 1) ROWS_FN(2, 1) ROWS_FN(3, 1) ROWS_FN(4, 1) ROWS_FN(5, 1) ROWS_FN(6, 1)
+ROWS_FN(1, 2) ROWS_FN(2, 2) ROWS_FN(3, 2) ROWS_FN(4, 2) ROWS_FN(5, 2) ROWS_FN(6, 2)
+#undef ROWS_FN
+static const rows_fn rows_fns[2][6] = {{rows_1_1, rows_2_1, rows_3_1, rows_4_1, rows_5_1, rows_6_1},
+                                       {rows_1_2, rows_2_2, rows_3_2, rows_4_2, rows_5_2, rows_6_2}};
+_Static_assert((int)MR <= 6 && (int)NV == 2, "rows_fns covers up to 6 rows and 1 or 2 vectors");
+
+static inline void run_group(float *out, int64_t OC, const uint8_t *base, int64_t vs, const int8_t *x, const float *d,
+                             int64_t C, int mr, int nv, const vflt *bias, const int *ob)
 {
-    _Static_assert((int)MR <= 6, "the switch below goes up to 6 rows");
-    if (nv == NV) {
-        switch (mr) {
-        case 1: ROWS(1, NV); break;
-        case 2: ROWS(2, NV); break;
-        case 3: ROWS(3, NV); break;
-        case 4: ROWS(4 < MR ? 4 : MR, NV); break;
-        case 5: ROWS(5 < MR ? 5 : MR, NV); break;
-        default: ROWS(MR, NV); break;
-        }
-        return;
-    }
-    switch (mr) {
-    case 1: ROWS(1, 1); break;
-    case 2: ROWS(2, 1); break;
-    case 3: ROWS(3, 1); break;
-    case 4: ROWS(4 < MR ? 4 : MR, 1); break;
-    case 5: ROWS(5 < MR ? 5 : MR, 1); break;
-    default: ROWS(MR, 1); break;
-    }
+    rows_fns[nv - 1][mr - 1](out, OC, base, vs, x, d, C, bias, ob);
 }
-#undef ROWS
 
 /* Threads take contiguous ranges of tiles; each walks the activations in chunks that stay
  * in L2 while a group of tiles (about 1 MiB) is reused from cache (as qgemm_ggml.c). */
