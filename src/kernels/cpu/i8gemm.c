@@ -102,14 +102,15 @@ lp_status lp_k_int8_gemm_ref(float *out, const float *inp, const lp_qweight *w, 
     return LP_OK;
 }
 
+#if defined(__AVX2__)
+
+/* the 4 bytes of step g */
 static inline int32_t word(const int8_t *q, int64_t g)
 {
     int32_t v;
     memcpy(&v, q + 4 * g, 4);
     return v;
 }
-
-#if defined(__AVX2__)
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 /* two tiles by 6 activation rows: 12 accumulators, each broadcast feeding 2 vectors */
