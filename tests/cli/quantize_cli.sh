@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Inference weight formats from the command line: loupe eval --quantize q8_0|int8|q4_0|nf4|bf16 on
-# the bundled models/tiny-llama gives the mean token loss of the f32 run within 2 % (the
+# Inference weight formats from the command line: loupe eval --quantize q8_0|int8|q4_0|nf4|bf16
+# on the bundled models/tiny-llama gives the mean token loss of the f32 run within 2 % (the
 # weights themselves move: Q4_0 rounds each to 1 of 16 levels, int8 the activations to 255
 # levels per token, yet over a random-weight model's ~6.9 nats the loss moves by 0.3-0.7 %;
-# bf16 rounds weights and activations to 8 mantissa bits; a broken kernel moves it by whole nats); --dequantize is the f32 run
-# exactly. Usage errors of eval --quantize and loupe quantize: exit 2, one line each; a
-# missing model or a BERT directory: exit 1, one line.
+# bf16 rounds weights and activations to 8 mantissa bits; a broken kernel moves it by whole
+# nats); --dequantize is the f32 run exactly. Usage errors of eval --quantize and loupe
+# quantize: exit 2, one line each; a missing model or a BERT directory: exit 1, one line.
 set -u
 L=${LOUPE:?LOUPE must point at the loupe binary}
 S=$(cd "$(dirname "$0")/../.." && pwd)
