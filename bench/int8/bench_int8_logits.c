@@ -1,6 +1,7 @@
 /* The logits of a sequence classifier on given ids, loaded with the weights as `loupe bench
- * --dtype` loads them (src/bench/load.c): f32; int8 = q8_0 (ggml Q8_0 blocks, activations
- * quantized per block, integer dot products: VNNI or AVX2 maddubs).
+ * --dtype` loads them (src/bench/load.c): f32; int8 (a scale per weight row and per activation
+ * row, int32 sums over the whole row: i8gemm.c); q8_0 (ggml Q8_0 blocks, activations quantized
+ * per block). Both integer dot products: VNNI or AVX2 maddubs.
  * For bench/int8/run.py, which compares them with PyTorch's f32 and dynamic-int8 logits.
  *   bench_int8_logits MODEL_DIR f32|q8_0|int8 IDS.i32 B T THREADS OUT.f32
  * IDS.i32: B*T int32 ids, all real tokens (mask 1); OUT.f32: B*L float32 logits. */

@@ -4,9 +4,10 @@ run, same thread count, each side in its own process:
 
 - speed: a DistilBERT-shaped classifier (6 layers, hidden 768, FFN 3072, 2 labels, random
   weights written once by bench/bench_sweep/run.py), batch sizes 1/8/32 x 128 tokens:
-  `loupe bench --synthetic` with --dtype f32 and int8 (= q8_0: ggml Q8_0 weight blocks,
-  activations quantized per 32-block at run time, integer dot products: VNNI vpdpbusd or AVX2
-  maddubs), against PyTorch f32 and PyTorch dynamic int8
+  `loupe bench --synthetic` with --dtype f32 and int8 (int8 weights with a scale per output
+  row packed at load, activations quantized per row (token) at run time, int32 sums over the
+  whole row: VNNI vpdpbusd or AVX2 maddubs; src/kernels/cpu/i8gemm.c), against PyTorch f32 and
+  PyTorch dynamic int8
   (torch.ao.quantization.quantize_dynamic on every nn.Linear: qint8 weights, activations
   quantized per call, fbgemm / x86 int8 GEMM), torch_int8.py;
 - accuracy agreement, "logits vs f32 for both": on one batch of random ids (8 x 128) of the
@@ -38,7 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 LOUPE = os.environ.get("LOUPE", os.path.join(ROOT, "build", "loupe"))
 DTYPES = ["f32", "int8"]
-PAIRS = (("loupe int8", "loupe f32"), ("torch int8", "torch f32"), ("loupe f32", "torch f32"))  # int8 is q8_0 (one path, two spellings)
+PAIRS = (("loupe int8", "loupe f32"), ("torch int8", "torch f32"), ("loupe f32", "torch f32"))
 
 
 def sweep_module():

@@ -104,12 +104,16 @@ typedef enum lp_weight_format {
                                  Linear; f32 accumulation, vdpbf16ps where the CPU has it) */
     LP_WEIGHT_FORMAT_F32_PACKED, /* f32, packed at load into the f32 GEMM's panels (every Linear;
                                     the same values, no per-call repacking); the head stays f32 */
+    LP_WEIGHT_FORMAT_INT8,       /* `--quantize int8` / `--dtype int8`: int8 with one scale per
+                                    output row, packed at load for the integer GEMM (activations
+                                    quantized per row per call; lp_qweight_int8_pack_tiles); a
+                                    Linear whose input size is not a multiple of 32 stays f32 */
 } lp_weight_format;
 /* With no_grad (inference), a causal LM's head also gets a quantized copy (the format's,
  * or a GGUF's own output / token_embd blocks) that its forward reads; the f32 head stays,
  * being the embedding table when tied. */
-/* Parses "f32" (also "dequantize"), "stored", "q8_0" (also "int8": the same format and
- * integer kernels), "q4_0", "nf4", "bf16", "f32_packed". */
+/* Parses "f32" (also "dequantize"), "stored", "q8_0", "q4_0", "nf4", "bf16", "f32_packed",
+ * "int8". */
 LP_WARN_UNUSED lp_status lp_weight_format_parse(const char *s, lp_weight_format *out);
 const char *lp_weight_format_name(lp_weight_format f);
 

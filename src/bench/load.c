@@ -103,17 +103,20 @@ static lp_status load_model(lp_bench_state *s)
         o.weights = LP_WEIGHT_FORMAT_F32_PACKED;
         break;
     case LP_BENCH_DTYPE_Q8_0:
+        /* Linears converted at load to ggml's Q8_0 blocks (a scale per 32-block; activations
+         * quantized per block at run time; vpdpbusd / maddubs) */
+        o.weights = LP_WEIGHT_FORMAT_Q8_0;
+        break;
     case LP_BENCH_DTYPE_INT8:
-        /* Linears converted at load to ggml's Q8_0 blocks, run by the integer kernels: int8
-         * dynamic quantization (int8 weights, a scale per 32-block; activations quantized per
-         * block at run time; vpdpbusd / maddubs). int8 is that path under PyTorch's name:
-         * per-block scales keep closer to f32 than per-row or per-tensor ones (bench/int8).
-         * Under --adapter the integer kernels take no LoRA: int8 is then LoRA's int8 base (a
-         * scale per row, dequantized per tile into the f32 GEMM), as before */
-        if (c->dtype == LP_BENCH_DTYPE_INT8 && c->adapter_dir)
+        /* int8 dynamic quantization as PyTorch's qint8 does it: int8 weights with one scale
+         * per output row, activations quantized per row at run time, int32 sums over the
+         * whole row (i8gemm.c). Under --adapter the integer kernels take no LoRA: int8 is
+         * then LoRA's int8 base (the same per-row weights, dequantized per slab into the
+         * f32 GEMM) */
+        if (c->adapter_dir)
             o.lora.base_dtype = LP_DTYPE_INT8;
         else
-            o.weights = LP_WEIGHT_FORMAT_Q8_0;
+            o.weights = LP_WEIGHT_FORMAT_INT8;
         break;
     default:
         return lp_err(

@@ -32,7 +32,7 @@ int lp_cli_weights_flag(const char *cmd, const char *fmt, lp_weight_format *out)
         return 0;
     }
     if (lp_weight_format_parse(fmt, out) != LP_OK || *out == LP_WEIGHT_FORMAT_F32)
-        return lp_cli_usage_error(cmd, "--quantize expects q8_0 (or int8), q4_0, nf4, bf16, f32_packed or stored, got '%s'",
+        return lp_cli_usage_error(cmd, "--quantize expects q8_0, int8, q4_0, nf4, bf16, f32_packed or stored, got '%s'",
                                   fmt);
     return 0;
 }

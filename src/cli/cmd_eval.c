@@ -31,7 +31,7 @@ static const char usage_text[] =
     "  --quantize q8_0|int8|q4_0|nf4|bf16|f32_packed|stored\n"
     "                           keep the layers' Linear weights quantized (converted at load,\n"
     "                           or a GGUF's own blocks with 'stored'), run with the integer kernels (bf16: the bf16 GEMM;\n"
-    "                           int8: q8_0, dynamic int8 quantization)\n"
+    "                           int8: dynamic int8 quantization, a scale per weight row and per token)\n"
     "  --dequantize             f32 weights, a GGUF dequantized at load (the default)\n"
     "  --data FILE              CSV/TSV/JSONL: text (and label, for a classifier) columns\n"
     "  --task auto|seq-cls|causal-lm   what the model is (auto: its architecture)\n"

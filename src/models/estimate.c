@@ -21,7 +21,9 @@
  *                        kept GGML formats forward with the activations quantized (N rows
  *                        of 40 bytes per 32, or 292 per 256) or per-thread f32 tiles of 16
  *                        rows (F16/BF16); NF4 for N <= 8 through the fused GEMV (none);
- *                        packed bf16 weights: the activations rounded to bf16 (N, even in)
+ *                        packed bf16 weights: the activations rounded to bf16 (N, even in);
+ *                        packed int8 weights (--quantize int8): the activations as bytes
+ *                        (N, in) and their row scales (N)
  *   --dtype bf16 (a trained weight's bf16 copy, or LoRA's bf16 base): the forward's rounded
  *                        activations (N, even in); the backward's dY rounded (N, even out)
  *                        for dX, or for dW dY^T (out, even N) plus X's panels (in up to 32,
@@ -72,6 +74,8 @@ static uint64_t linear_scratch(const lp_model *m, const lp_model_linear *ml, uin
                      3) / 4;
     else if ((ml->quantized && ml->qdtype == LP_DTYPE_BF16) || bf16_base) /* the activations rounded to bf16, even width */
         fwd = max2((N * (in + (in & 1)) * 2 + 3) / 4, drop ? th * 64 * in : 0);
+    else if (ml->quantized && ml->qdtype == LP_DTYPE_INT8) /* the int8 GEMM: N rows of in bytes + N scales */
+        fwd = (N * in + 4 * N + 3) / 4;
     else if (ml->quantized && ml->qdtype == LP_DTYPE_F32) /* packed f32: no scratch (a tile on each stack) */
         fwd = 0;
     else if (ml->quantized && N <= 8) /* NF4 decode: the fused GEMV, no scratch */
@@ -95,6 +99,13 @@ static uint64_t ggml_weight_nbytes(lp_ggml_type t, int64_t rows, int64_t cols, u
     const bool only = tiles && lp_qweight_ggml_tiles_only(t);
     *transient = only ? blocks : 0;
     return only ? tiles : blocks + tiles;
+}
+
+/* An int8 inference weight: its tiles; *transient the rows and scales they are packed from. */
+static uint64_t int8_weight_nbytes(int64_t rows, int64_t cols, uint64_t *transient)
+{
+    *transient = lp_qweight_plan_nbytes(LP_DTYPE_INT8, rows, cols, false);
+    return lp_qweight_int8_tiles_nbytes(rows, cols);
 }
 
 static uint64_t up16u(uint64_t n)
@@ -171,6 +182,7 @@ lp_status lp_model_estimate(const char *dir, const lp_model_options *opt, int64_
                                    ? lp_qweight_plan_nbytes(quant ? m->lora.base_dtype : LP_DTYPE_NF4, l->out, l->in, true)
                                : ml->qdtype == LP_DTYPE_BF16 ? lp_qweight_bf16_plan_nbytes(l->out, l->in)
                                : ml->qdtype == LP_DTYPE_F32  ? lp_qweight_f32_plan_nbytes(l->out, l->in)
+                               : ml->qdtype == LP_DTYPE_INT8 ? int8_weight_nbytes(l->out, l->in, &transient)
                                                              : ggml_weight_nbytes(ml->qgtype, l->out, l->in, &transient);
         out->quantized_weights = max2(out->quantized_weights, qlive + bytes + transient);
         qlive += bytes;

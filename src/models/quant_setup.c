@@ -10,7 +10,7 @@
 
 #include "models_internal.h"
 
-static const char *const fmt_names[] = {"f32", "stored", "q8_0", "q4_0", "nf4", "bf16", "f32_packed"};
+static const char *const fmt_names[] = {"f32", "stored", "q8_0", "q4_0", "nf4", "bf16", "f32_packed", "int8"};
 
 const char *lp_weight_format_name(lp_weight_format f)
 {
@@ -28,15 +28,8 @@ lp_status lp_weight_format_parse(const char *s, lp_weight_format *out)
         *out = LP_WEIGHT_FORMAT_F32;
         return LP_OK;
     }
-    /* int8 dynamic quantization is Q8_0: int8 weights with a scale per 32-element block (more
-     * accurate than one per row or per tensor), activations quantized per block at run time,
-     * integer dot products (VNNI / AVX2 maddubs): one path, two spellings */
-    if (s && !strcmp(s, "int8")) {
-        *out = LP_WEIGHT_FORMAT_Q8_0;
-        return LP_OK;
-    }
     return lp_err(LP_STATUS_INVALID_ARG,
-                  "weight format '%s' (expected f32, stored, q8_0 (or int8), q4_0, nf4, bf16 or f32_packed)", s ? s : "(null)");
+                  "weight format '%s' (expected f32, stored, q8_0, q4_0, nf4, bf16, f32_packed or int8)", s ? s : "(null)");
 }
 
 /* Measured (bench/README.md, "Packed f32 GEMM in training" and "Packed f32 input gradient at
@@ -110,6 +103,10 @@ static void plan_linear(lp_model *m, lp_model_linear *ml)
         ml->qdtype = LP_DTYPE_GGML;
         ml->qgtype = m->opt.weights == LP_WEIGHT_FORMAT_Q8_0 ? LP_GGML_TYPE_Q8_0 : LP_GGML_TYPE_Q4_0;
         return;
+    case LP_WEIGHT_FORMAT_INT8: /* the integer GEMM's tiles: whole 32-column steps, int32-exact sums */
+        ml->quantized = lp_qweight_int8_tiles_nbytes(ml->lin->out, in) > 0;
+        ml->qdtype = LP_DTYPE_INT8;
+        return;
     case LP_WEIGHT_FORMAT_NF4:
         ml->quantized = in % LP_NF4_BLOCK == 0; /* blocks within rows: the fused GEMV applies */
         ml->qdtype = LP_DTYPE_NF4;
@@ -149,7 +146,7 @@ lp_status lp_model__quant_setup(lp_model *m)
     const lp_weight_format f = m->opt.weights;
     if (f == LP_WEIGHT_FORMAT_F32)
         return LP_OK;
-    if ((unsigned)f > LP_WEIGHT_FORMAT_F32_PACKED)
+    if ((unsigned)f > LP_WEIGHT_FORMAT_INT8)
         return lp_err(LP_STATUS_INVALID_ARG, "%s: unknown weight format %d", m->dir, (int)f);
     lp_status st;
     if (f == LP_WEIGHT_FORMAT_STORED && lp_path_is_gguf(m->dir) && (st = lp_gguf_open(m->dir, &m->qgguf)) != LP_OK)
@@ -173,7 +170,7 @@ lp_status lp_model__quant_setup(lp_model *m)
  * with the embedding lookup (which reads a few rows per token). Kept as: with STORED, a
  * GGUF's own quantized output.weight / token_embd.weight blocks, and nothing else (an F32
  * file or an f32 checkpoint keeps an f32 head: weights run as stored, with their numerics);
- * with a format asked for (--quantize q8_0 / q4_0 / nf4 / bf16), that format, as every
+ * with a format asked for (--quantize q8_0 / q4_0 / nf4 / bf16 / int8), that format, as every
  * Linear gets it. */
 static lp_status quantize_head(lp_model *m)
 {
@@ -202,6 +199,10 @@ static lp_status quantize_head(lp_model *m)
             st = repack_bf16(m->head_q, "lm_head (quantized copy)");
     } else if (m->opt.weights == LP_WEIGHT_FORMAT_BF16) {
         st = lp_qweight_pack_bf16(m->head_q, p->data, h->out, h->in, "lm_head (quantized copy)");
+    } else if (m->opt.weights == LP_WEIGHT_FORMAT_INT8 && lp_qweight_int8_tiles_nbytes(h->out, h->in)) {
+        st = lp_qweight_quantize(m->head_q, LP_DTYPE_INT8, p->data, h->out, h->in, false, "lm_head (quantized copy)");
+        if (st == LP_OK)
+            st = lp_qweight_int8_pack_tiles(m->head_q);
     } else if (m->opt.weights == LP_WEIGHT_FORMAT_NF4 && h->in % LP_NF4_BLOCK == 0) {
         st = lp_qweight_quantize(m->head_q, LP_DTYPE_NF4, p->data, h->out, h->in, true, "lm_head (quantized copy)");
     } else {
@@ -252,6 +253,7 @@ lp_status lp_model__quant_finish(lp_model *m)
                 lp_rng_normal(&rng, w, out * in, 0.0f, (float)m->init_range);
             }
             st = ml->qdtype == LP_DTYPE_NF4    ? lp_qweight_quantize(ml->q, LP_DTYPE_NF4, w, out, in, true, ml->module)
+                 : ml->qdtype == LP_DTYPE_INT8 ? lp_qweight_quantize(ml->q, LP_DTYPE_INT8, w, out, in, false, ml->module)
                  : ml->qdtype == LP_DTYPE_BF16 ? lp_qweight_pack_bf16(ml->q, w, out, in, ml->module)
                  : ml->qdtype == LP_DTYPE_F32  ? lp_qweight_pack_f32(ml->q, w, out, in, ml->module)
                                                : lp_qweight_quantize_ggml(ml->q, ml->qgtype, w, out, in, ml->module);
@@ -263,6 +265,8 @@ lp_status lp_model__quant_finish(lp_model *m)
         /* prefill's row-interleaved tiles, once the blocks are final (q/k rows unpermuted) */
         if (st == LP_OK)
             st = lp_qweight_ggml_pack_tiles(ml->q);
+        if (st == LP_OK) /* int8: the integer GEMM's tiles replace the rows */
+            st = lp_qweight_int8_pack_tiles(ml->q);
         ml->qsrc = NULL;
         ml->lin->w = NULL;
         ml->lin->dw = NULL;

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Inference weight formats from the command line: loupe eval --quantize q8_0|q4_0|nf4|bf16 on
-# the bundled models/tiny-llama gives the mean token loss of the f32 run within 2 % (the
-# weights themselves move: Q4_0 rounds each to 1 of 16 levels, yet over a random-weight
-# model's ~6.9 nats the loss moves by 0.3-0.7 %; bf16 rounds weights and activations to 8
-# mantissa bits; a broken kernel moves it by whole nats); --dequantize is the f32 run
-# exactly. Usage errors of eval --quantize and loupe quantize: exit 2, one line each; a
-# missing model or a BERT directory: exit 1, one line.
+# Inference weight formats from the command line: loupe eval --quantize q8_0|int8|q4_0|nf4|bf16
+# on the bundled models/tiny-llama gives the mean token loss of the f32 run within 2 % (the
+# weights themselves move: Q4_0 rounds each to 1 of 16 levels, int8 the activations to 255
+# levels per token, yet over a random-weight model's ~6.9 nats the loss moves by 0.3-0.7 %;
+# bf16 rounds weights and activations to 8 mantissa bits; a broken kernel moves it by whole
+# nats); --dequantize is the f32 run exactly. Usage errors of eval --quantize and loupe
+# quantize: exit 2, one line each; a missing model or a BERT directory: exit 1, one line.
 set -u
 L=${LOUPE:?LOUPE must point at the loupe binary}
 S=$(cd "$(dirname "$0")/../.." && pwd)
@@ -17,7 +17,7 @@ loss() { "$L" eval --model "$S/models/tiny-llama" --data "$S/data/sst2-mini/dev.
 ref=$(loss) || { echo "FAIL: f32 eval"; exit 1; }
 deq=$(loss --dequantize)
 [ "$deq" = "$ref" ] && echo "ok: --dequantize = f32 ($ref)" || { echo "FAIL: --dequantize $deq vs $ref"; fail=1; }
-for q in q8_0 q4_0 nf4 bf16; do
+for q in q8_0 int8 q4_0 nf4 bf16; do
   v=$(loss --quantize $q) || { echo "FAIL: eval --quantize $q"; fail=1; continue; }
   if python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); sys.exit(0 if abs(a-b) <= 0.02*abs(b) else 1)" "$v" "$ref"; then
     echo "ok: --quantize $q loss $v (f32 $ref)"

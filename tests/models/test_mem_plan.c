@@ -160,7 +160,7 @@ static void test_weight_formats(void **state)
 {
     (void)state;
     static const lp_weight_format f[] = {LP_WEIGHT_FORMAT_Q8_0, LP_WEIGHT_FORMAT_Q4_0, LP_WEIGHT_FORMAT_NF4,
-                                         LP_WEIGHT_FORMAT_BF16, LP_WEIGHT_FORMAT_F32_PACKED};
+                                         LP_WEIGHT_FORMAT_BF16, LP_WEIGHT_FORMAT_F32_PACKED, LP_WEIGHT_FORMAT_INT8};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         g_weights = f[i];
         run("tests/golden/smollm_lm", LP_TRAIN_METHOD_FULL, LP_EXEC_MODE_FUSED, false);

@@ -164,6 +164,33 @@ static void test_f32_packed(void **state)
     lp_model_free(m);
 }
 
+/* int8 (per-row weights packed for the integer GEMM, activations quantized per token):
+ * every Linear of both models (inputs 64 and 160: whole 32-column steps). Against the f32
+ * model on the same (dequantized) weights only the activation rounding differs: each
+ * element by <= max|x_row| / 254, i.e. <= 0.4 % of sum |w| max|x| per output, compounding
+ * over two layers; bound 8e-2 as Q8_0's (a wrong scale, sign or offset moves the logits by
+ * O(1)). Inference loads give the head an int8 copy too; the weight is its tiles only. */
+static void test_int8(void **state)
+{
+    (void)state;
+    check("tests/golden/smollm_lm", LP_WEIGHT_FORMAT_INT8, 14, 8e-2);
+    check("tests/golden/qwen2_lm", LP_WEIGHT_FORMAT_INT8, 14, 8e-2);
+    g_no_grad = true; /* the head's int8 copy is the 15th */
+    check("tests/golden/qwen2_lm", LP_WEIGHT_FORMAT_INT8, 15, 8e-2);
+    lp_model *m = load("tests/golden/qwen2_lm", LP_WEIGHT_FORMAT_INT8);
+    g_no_grad = false;
+    const lp_qweight *h = lp_model_qweight(m, "lm_head.weight");
+    assert_non_null(h);
+    assert_int_equal(h->dtype, LP_DTYPE_INT8);
+    const lp_qweight *w = lp_model_qweight(m, "model.layers.1.mlp.down_proj.weight");
+    assert_non_null(w);
+    assert_int_equal(w->dtype, LP_DTYPE_INT8);
+    assert_null(w->q);
+    assert_true(w->tiles == w->mem);
+    assert_int_equal(lp_qweight_nbytes(w), lp_qweight_int8_tiles_nbytes(w->rows, w->cols));
+    lp_model_free(m);
+}
+
 static void test_qwen2(void **state)
 {
     (void)state;
@@ -468,9 +495,10 @@ static void test_errors(void **state)
     assert_string_equal(lp_weight_format_name(LP_WEIGHT_FORMAT_F32_PACKED), "f32_packed");
     assert_int_equal(lp_weight_format_parse("dequantize", &f), LP_OK);
     assert_int_equal(f, LP_WEIGHT_FORMAT_F32);
-    /* int8 dynamic quantization is the Q8_0 path under PyTorch's name: one format */
+    /* int8: per-row weights and per-token activations, its own format beside q8_0 */
     assert_int_equal(lp_weight_format_parse("int8", &f), LP_OK);
-    assert_int_equal(f, LP_WEIGHT_FORMAT_Q8_0);
+    assert_int_equal(f, LP_WEIGHT_FORMAT_INT8);
+    assert_string_equal(lp_weight_format_name(LP_WEIGHT_FORMAT_INT8), "int8");
     assert_int_equal(lp_weight_format_parse("q5_k", &f), LP_STATUS_INVALID_ARG);
     assert_non_null(strstr(lp_err_msg(), "q5_k"));
     lp_model_options o;
@@ -489,7 +517,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bf16), cmocka_unit_test(test_f32_packed), cmocka_unit_test(test_smollm),
-        cmocka_unit_test(test_qwen2),
+        cmocka_unit_test(test_qwen2),           cmocka_unit_test(test_int8),
         cmocka_unit_test(test_stored_bf16), cmocka_unit_test(test_stored_f32),
         cmocka_unit_test(test_smollm2_stored),
         cmocka_unit_test(test_quantize_file_reloads),

@@ -4,6 +4,8 @@
 #ifndef LP_CPU_KERNELS_H
 #define LP_CPU_KERNELS_H
 
+#include <string.h>
+
 #include "loupe/kernels.h"
 
 /* The packed-weight GEMMs' argument check: w holds `kind` data (dtype dt, data non-NULL) of
@@ -189,6 +191,38 @@ enum { LP_QGEMM_MIN_ROWS = 8 };
 bool lp_k_qgemm_ggml_fits(const lp_qweight *w, int64_t N);
 lp_status lp_k_qgemm_ggml(float *out, const lp_q8a *act, const lp_qweight *w, const float *bias, int64_t N,
                           bool parallel);
+/* ---- int8 inference GEMM (i8gemm.c) on a packed LP_DTYPE_INT8 weight (w->tiles; layout
+ * in include/loupe/kernels.h, lp_qweight_int8_pack_tiles) ---- */
+enum { LP_I8_QT = 16, LP_I8_HDR = 128 }; /* rows of a tile; header bytes (scales, row sums) */
+static inline size_t lp_k_int8_tile_bytes(int64_t cols)
+{
+    return (size_t)LP_I8_HDR + (size_t)LP_I8_QT * (size_t)cols;
+}
+/* Row o's scale and element (o, k) of a packed weight. */
+static inline float lp_k_int8_tile_scale(const lp_qweight *w, int64_t o)
+{
+    float s;
+    memcpy(&s, w->tiles + (size_t)(o / LP_I8_QT) * lp_k_int8_tile_bytes(w->cols) + 4 * (o % LP_I8_QT), 4);
+    return s;
+}
+static inline int8_t lp_k_int8_tile_q(const lp_qweight *w, int64_t o, int64_t k)
+{
+    return (int8_t)w->tiles[(size_t)(o / LP_I8_QT) * lp_k_int8_tile_bytes(w->cols) + LP_I8_HDR + 64 * (size_t)(k / 4) +
+                            4 * (size_t)(o % LP_I8_QT) + (size_t)(k % 4)];
+}
+/* q (n, a multiple of 32) = x quantized per row as the int8 GEMM does (d = max|x| / 127,
+ * round to nearest even, [-127, 127]); returns d. offset: store q + 128 as unsigned bytes
+ * (the VNNI kernel's operand; the same bits as q ^ 0x80). qact.c. */
+float lp_k_quantize_i8(int8_t *q, const float *x, int64_t n, bool offset);
+/* out (N, w->rows) = inp (N, w->cols) @ W^T + bias: the reference (plain loops over the
+ * tiles' elements) and this level's kernel (VNNI / AVX2 / AVX-512 / portable C), equal bit
+ * for bit. Scratch: lp_k_int8_gemm_scratch_nbytes (one TEMPORARY block, the quantized rows). */
+lp_status lp_k_int8_gemm_ref(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N);
+lp_status lp_k_int8_gemm(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N);
+static inline size_t lp_k_int8_gemm_scratch_nbytes(int64_t N, int64_t C)
+{
+    return (size_t)N * (size_t)C + (size_t)N * sizeof(float);
+}
 /* out (N,OC) = inp (N,C) @ W^T + bias with W in a GGML block format (qgemv_ggml.c):
  * activations quantized once, rows of W split across the pool, each weight row block read
  * once per pass over all N activation rows. */

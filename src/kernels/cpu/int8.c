@@ -24,8 +24,21 @@ void lp_k_int8_quantize(lp_qweight *q, const float *w)
     }
 }
 
+/* A weight packed for the integer GEMM keeps its bytes and scales only in the tiles. */
+static void dequantize_tiles(float *out, const lp_qweight *w, int64_t start, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t o = (start + i) / w->cols, k = (start + i) % w->cols;
+        out[i] = (float)lp_k_int8_tile_q(w, o, k) * lp_k_int8_tile_scale(w, o);
+    }
+}
+
 void lp_k_int8_dequantize_ref(float *out, const lp_qweight *w, int64_t start, int64_t n)
 {
+    if (!w->q) {
+        dequantize_tiles(out, w, start, n);
+        return;
+    }
     for (int64_t i = 0; i < n; i++) {
         int64_t e = start + i;
         out[i] = (float)w->q[e] * w->scale[e / w->cols];
@@ -34,6 +47,10 @@ void lp_k_int8_dequantize_ref(float *out, const lp_qweight *w, int64_t start, in
 
 void lp_k_int8_dequantize_opt(float *out, const lp_qweight *w, int64_t start, int64_t n)
 {
+    if (!w->q) {
+        dequantize_tiles(out, w, start, n);
+        return;
+    }
     int64_t e = start, end = start + n, C = w->cols;
     while (e < end) {
         int64_t row = e / C, stop = (row + 1) * C < end ? (row + 1) * C : end;

@@ -6,8 +6,9 @@
 
 #include "qdot.h"
 
-/* q (len) from x; returns d and the sum of q. */
-static float quantize_run(int8_t *q, const float *x, int len, int32_t *sum)
+/* q (len) from x, each byte stored xor flip (0x80: q + 128 as unsigned, for vpdpbusd);
+ * returns d and the sum of q. */
+static float quantize_run(int8_t *q, const float *x, int len, int32_t *sum, uint8_t flip)
 {
     float amax = 0.0f;
 #if defined(__AVX2__)
@@ -40,7 +41,7 @@ static float quantize_run(int8_t *q, const float *x, int len, int32_t *sum)
         __m256i a = _mm256_packs_epi32(v[0], v[1]), b = _mm256_packs_epi32(v[2], v[3]);
         __m256i c = _mm256_packs_epi16(a, b);
         c = _mm256_permutevar8x32_epi32(c, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-        _mm256_storeu_si256((__m256i *)(q + j), c);
+        _mm256_storeu_si256((__m256i *)(q + j), _mm256_xor_si256(c, _mm256_set1_epi8((char)flip)));
     }
     __m128i t = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
     t = _mm_hadd_epi32(t, t);
@@ -50,8 +51,8 @@ static float quantize_run(int8_t *q, const float *x, int len, int32_t *sum)
     for (int j = 0; j < len; j++) {
         float v = nearbyintf(x[j] * id);
         v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
-        q[j] = (int8_t)v;
-        s += q[j];
+        s += (int32_t)v;
+        q[j] = (int8_t)((uint8_t)(int8_t)v ^ flip);
     }
 #endif
     *sum = s;
@@ -62,7 +63,7 @@ void lp_k_quantize_q8a(lp_q8a *y, const float *x, int64_t n)
 {
     for (int64_t b = 0; b < n / 32; b++) {
         int32_t s;
-        y[b].d = quantize_run(y[b].q, x + 32 * b, 32, &s);
+        y[b].d = quantize_run(y[b].q, x + 32 * b, 32, &s, 0);
         y[b].s = y[b].d * (float)s;
     }
 }
@@ -71,7 +72,7 @@ void lp_k_quantize_q8k(lp_q8k *y, const float *x, int64_t n)
 {
     for (int64_t b = 0; b < n / 256; b++) {
         int32_t s;
-        y[b].d = quantize_run(y[b].q, x + 256 * b, 256, &s);
+        y[b].d = quantize_run(y[b].q, x + 256 * b, 256, &s, 0);
         for (int g = 0; g < 16; g++) {
             int sum = 0;
             for (int j = 0; j < 16; j++)
@@ -79,4 +80,10 @@ void lp_k_quantize_q8k(lp_q8k *y, const float *x, int64_t n)
             y[b].bsum[g] = (int16_t)sum;
         }
     }
+}
+
+float lp_k_quantize_i8(int8_t *q, const float *x, int64_t n, bool offset)
+{
+    int32_t s;
+    return quantize_run(q, x, (int)n, &s, offset ? 0x80 : 0); /* q + 128 as a byte: q with its top bit flipped */
 }

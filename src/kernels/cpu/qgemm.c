@@ -55,6 +55,8 @@ lp_status lp_k_qmatmul_forward_ref(float *out, const float *inp, const lp_qweigh
         return lp_k_bf16_matmul_forward_ref(out, inp, w, bias, N, C, OC);
     if (w->dtype == LP_DTYPE_F32)
         return lp_k_f32_matmul_forward_ref(out, inp, w, bias, N, C, OC);
+    if (w->dtype == LP_DTYPE_INT8 && w->tiles) /* int8 inference: the integer GEMM's own reference */
+        return lp_k_int8_gemm_ref(out, inp, w, bias, N);
     for (int64_t i = 0; i < N; i++)
         for (int64_t o = 0; o < OC; o++) {
             double acc = bias ? bias[o] : 0.0;
@@ -262,6 +264,8 @@ lp_status lp_k_qmatmul_forward_opt(float *out, const float *inp, const lp_qweigh
         return lp_k_bf16_matmul_forward_opt(out, inp, w, bias, N, C, OC);
     if (w->dtype == LP_DTYPE_F32) /* the packed f32 GEMM */
         return lp_k_f32_matmul_forward_opt(out, inp, w, bias, N, C, OC);
+    if (w->dtype == LP_DTYPE_INT8 && w->tiles) /* int8 inference: the row-scaled integer GEMM */
+        return lp_k_int8_gemm(out, inp, w, bias, N);
     if (N <= LP_NF4_GEMV_MAX_ROWS && lp_k_nf4_gemv_fits(w)) { /* decode: no f32 weight at all */
         lp_k_nf4_gemv(out, inp, w, bias, N, C, OC);
         return LP_OK;

@@ -30,6 +30,9 @@ lp_status lp_cuda_qweight_upload(const lp_backend *b, const lp_qweight *h, lp_qw
             src[1] = h->absmax, len[1] = (size_t)h->n_blocks * sizeof(float);
         }
     } else if (h->dtype == LP_DTYPE_INT8) {
+        if (!h->q) /* packed into the CPU integer GEMM's tiles (--dtype int8 inference) */
+            return lp_err(LP_STATUS_UNSUPPORTED, "lp_cuda_qweight_upload: %s: an int8 weight packed for the CPU's "
+                          "integer GEMM has no GPU kernel (the LoRA int8 base has)", name ? name : "?");
         src[0] = h->q, len[0] = (size_t)h->n;
         src[1] = h->scale, len[1] = (size_t)h->rows * sizeof(float);
     } else {

@@ -1,0 +1,376 @@
+/* int8 inference GEMM with per-row scales (`--dtype int8` / `--quantize int8`):
+ * out (N,OC) = inp (N,C) @ W^T + bias, W int8 with one f32 scale per output row (the LoRA
+ * int8 base's format, lp_qweight_quantize LP_DTYPE_INT8, repacked once at load), each
+ * activation row quantized per call with one scale per row (token).
+ *
+ * Why per row and not Q8_0's per 32-block scales (qgemm_ggml.c): a block scale costs two
+ * f32 FMAs per 8 `vpdpbusd`, and on Zen 5 those share the integer dot product's two pipes
+ * (bench/int8/README.md: a ceiling of 826 of 1032 int8 GOP/s). With one scale per row on
+ * both sides the int8 products are summed in int32 over all of C and each output is scaled
+ * once: out = fma((float)sum, scale[o] * d[i], bias[o]). The sum is exact (|sum| <=
+ * 255 * 127 * C < 2^31 for C <= LP_INT8_MAX_COLS, the VNNI operand's bound), so every
+ * level's result equals the reference bit for bit.
+ *
+ * Tiles (lp_qweight_int8_pack_tiles): 16 rows interleaved 4 bytes at a time, so one vector
+ * holds 4 consecutive int8 of each of 16 (AVX-512) or 8 (AVX2: half a tile) rows, one
+ * int32 lane each; one broadcast of 4 activation bytes feeds NV weight vectors, each weight
+ * vector MR activation rows; nothing is summed across lanes.
+ *
+ * Exact schemes for the unsigned-by-signed byte products:
+ * - VNNI (`vpdpbusd`, the avx512bf16 level): the activations are stored as x + 128 (u8),
+ *   the weights stay signed: sum (x + 128) w = sum x w + 128 sum_k w, and the row sums of w
+ *   come with the tiles, so one shift and subtract per output vector undoes the offset.
+ * - AVX2 and AVX-512 without VNNI (`pmaddubsw`): |w| (at most 127: weights are never -128)
+ *   as the unsigned operand, x with w's sign as the signed one; a pair of products is at
+ *   most 2 * 127 * 127 = 32258, so maddubs' int16 never saturates; `pmaddwd` by 1 widens
+ *   each step to int32.
+ * - baseline: plain C over the same tiles. */
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#include "qdot.h"
+
+enum { QT = LP_I8_QT, HDR = LP_I8_HDR };
+
+size_t lp_qweight_int8_tiles_nbytes(int64_t rows, int64_t cols)
+{
+    if (rows <= 0 || cols <= 0 || cols % 32 || cols > LP_INT8_MAX_COLS)
+        return 0;
+    return (size_t)((rows + QT - 1) / QT) * lp_k_int8_tile_bytes(cols);
+}
+
+lp_status lp_qweight_int8_pack_tiles(lp_qweight *q)
+{
+    if (!q || q->dtype != LP_DTYPE_INT8 || !q->q)
+        return LP_OK;
+    const int64_t C = q->cols;
+    const size_t n = lp_qweight_int8_tiles_nbytes(q->rows, C), tb = lp_k_int8_tile_bytes(C);
+    if (!n)
+        return lp_err(LP_STATUS_INVALID_ARG,
+                      "i8gemm.c: an int8 weight of %lld columns cannot be tiled (a multiple of 32, at most %d)",
+                      (long long)C, LP_INT8_MAX_COLS);
+    uint8_t *tiles = lp_alloc(n, LP_MEM_CATEGORY_QUANTIZED_WEIGHT, "int8 tiles");
+    if (!tiles)
+        return lp_err(LP_STATUS_NO_MEMORY, "i8gemm.c: no memory for the %zu bytes of int8 tiles", n);
+    memset(tiles, 0, n); /* padding rows: scale 0, sum 0, bytes 0 */
+    for (int64_t o = 0; o < q->rows; o++) {
+        uint8_t *t = tiles + (size_t)(o / QT) * tb;
+        const int r = (int)(o % QT);
+        const int8_t *src = q->q + o * C;
+        int32_t s = 0;
+        for (int64_t k = 0; k < C; k++)
+            s += src[k];
+        memcpy(t + 4 * r, &q->scale[o], 4);
+        memcpy(t + 64 + 4 * r, &s, 4);
+        for (int64_t g = 0; g < C / 4; g++)
+            memcpy(t + HDR + 64 * g + 4 * r, src + 4 * g, 4);
+    }
+    lp_free(q->mem); /* the tiles hold every byte: not two copies */
+    q->mem = q->tiles = tiles;
+    q->q = NULL;
+    q->scale = NULL;
+    return LP_OK;
+}
+
+static lp_status check(const lp_qweight *w, int64_t N, const char *op)
+{
+    if (!w || w->dtype != LP_DTYPE_INT8 || !w->tiles || !lp_qweight_int8_tiles_nbytes(w->rows, w->cols) || N < 0)
+        return lp_err(LP_STATUS_INVALID_ARG, "i8gemm.c: %s needs an int8 weight packed into tiles", op);
+    return LP_OK;
+}
+
+lp_status lp_k_int8_gemm_ref(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N)
+{
+    lp_status st = check(w, N, "int8_gemm_ref");
+    if (st)
+        return st;
+    const int64_t C = w->cols, OC = w->rows;
+    int8_t *xq = lp_alloc((size_t)C, LP_MEM_CATEGORY_TEMPORARY, "quantized activation row");
+    if (!xq)
+        return LP_STATUS_NO_MEMORY;
+    for (int64_t i = 0; i < N; i++) {
+        const float d = lp_k_quantize_i8(xq, inp + i * C, C, false);
+        for (int64_t o = 0; o < OC; o++) {
+            int32_t s = 0;
+            for (int64_t k = 0; k < C; k++)
+                s += (int32_t)xq[k] * lp_k_int8_tile_q(w, o, k);
+            out[i * OC + o] = fmaf((float)s, lp_k_int8_tile_scale(w, o) * d, bias ? bias[o] : 0.0f);
+        }
+    }
+    lp_free(xq);
+    return LP_OK;
+}
+
+#if defined(__AVX2__)
+
+/* the 4 bytes of step g */
+static inline int32_t word(const int8_t *q, int64_t g)
+{
+    int32_t v;
+    memcpy(&v, q + 4 * g, 4);
+    return v;
+}
+
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/* two tiles by 6 activation rows: 12 accumulators, each broadcast feeding 2 vectors */
+enum { VL = 16, NV = 2, MR = 6 };
+typedef __m512i vint;
+typedef __m512 vflt;
+#define VI_LOAD(p) _mm512_loadu_si512((const void *)(p))
+#define VI_SET1(x) _mm512_set1_epi32(x)
+#define VI_ZERO() _mm512_setzero_si512()
+#define VI_ADD32 _mm512_add_epi32
+#define VI_SUB32 _mm512_sub_epi32
+#define VI_SLLI32 _mm512_slli_epi32
+#define VI_MADDUBS _mm512_maddubs_epi16
+#define VI_MADD1(x) _mm512_madd_epi16((x), _mm512_set1_epi16(1))
+#define VI_ABS8 _mm512_abs_epi8
+typedef __mmask64 vneg; /* the bytes of x to negate: where w < 0 */
+#define VI_NEGMASK8(w) _mm512_movepi8_mask(w)
+#define VI_FLIP8(x, neg) _mm512_mask_sub_epi8((x), (neg), _mm512_setzero_si512(), (x))
+#define VF_LOAD _mm512_loadu_ps
+#define VF_SET1 _mm512_set1_ps
+#define VF_MUL _mm512_mul_ps
+#define VF_FMA _mm512_fmadd_ps
+#define VF_STORE _mm512_storeu_ps
+#define VI_CVT _mm512_cvtepi32_ps
+#if defined(__AVX512VNNI__)
+#define I8_VNNI 1
+/* acc += u8 a times s8 b, 4 at a time: as asm, since GCC 12-14 copy every accumulator of
+ * the intrinsic twice per step (a register move chain on each dot product's dependency) */
+#define VI_DPBUSD_ACC(acc, a, b) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b))
+#endif
+#else
+/* both halves of a tile by 3 activation rows: 6 accumulators (the sign trick needs its
+ * temporaries in the other registers) */
+enum { VL = 8, NV = 2, MR = 3 };
+typedef __m256i vint;
+typedef __m256 vflt;
+#define VI_LOAD(p) _mm256_loadu_si256((const __m256i *)(p))
+#define VI_SET1(x) _mm256_set1_epi32(x)
+#define VI_ZERO() _mm256_setzero_si256()
+#define VI_ADD32 _mm256_add_epi32
+#define VI_SUB32 _mm256_sub_epi32
+#define VI_SLLI32 _mm256_slli_epi32
+#define VI_MADDUBS _mm256_maddubs_epi16
+#define VI_MADD1(x) _mm256_madd_epi16((x), _mm256_set1_epi16(1))
+#define VI_ABS8 _mm256_abs_epi8
+/* x negated where w < 0 and zeroed where w = 0 (|w| = 0 there): one vpsignb */
+typedef __m256i vneg;
+#define VI_NEGMASK8(w) (w)
+#define VI_FLIP8(x, w) _mm256_sign_epi8((x), (w))
+#define VF_LOAD _mm256_loadu_ps
+#define VF_SET1 _mm256_set1_ps
+#define VF_MUL _mm256_mul_ps
+#define VF_FMA _mm256_fmadd_ps
+#define VF_STORE _mm256_storeu_ps
+#define VI_CVT _mm256_cvtepi32_ps
+#if defined(__AVXVNNI__)
+#define I8_VNNI 1
+#define VI_DPBUSD_ACC(acc, a, b) ((acc) = _mm256_dpbusd_avx_epi32((acc), (a), (b)))
+#endif
+#endif
+
+/* Keeps each accumulator's chain in order and in a register (GCC otherwise reassociates
+ * the step adds and spills; see qgemm_ggml.c). */
+#define IN_REG(x) __asm__("" : "+v"(x))
+
+/* Activation rows 0 .. mr-1 of x (quantized, C bytes apart; d their scales) against the nv
+ * weight vectors starting at `base` (vector v's header and steps vs bytes after v - 1's):
+ * out rows OC apart, ob[v] of vector v's VL outputs real. mr and nv are constants at every
+ * call site (run_group). */
+static inline __attribute__((always_inline)) void tile_rows(float *out, int64_t OC, const uint8_t *base, int64_t vs,
+                                                            const int8_t *x, const float *d, int64_t C, int mr,
+                                                            int nv, const vflt *bias, const int *ob)
+{
+    vint isum[NV][MR];
+    _Pragma("GCC unroll 8")
+    for (int v = 0; v < nv; v++)
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < mr; r++)
+            isum[v][r] = VI_ZERO();
+    const uint8_t *p = base + HDR;
+    for (int64_t g = 0; g < C / 4; g++, p += 64) {
+#if defined(I8_VNNI)
+        vint wv[NV];
+        _Pragma("GCC unroll 8")
+        for (int v = 0; v < nv; v++)
+            wv[v] = VI_LOAD(p + v * vs);
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < mr; r++) {
+            const vint xb = VI_SET1(word(x + r * C, g)); /* x + 128: unsigned */
+            _Pragma("GCC unroll 8")
+            for (int v = 0; v < nv; v++)
+                VI_DPBUSD_ACC(isum[v][r], xb, wv[v]);
+        }
+#else
+        _Pragma("GCC unroll 8")
+        for (int v = 0; v < nv; v++) {
+            const vint s = VI_LOAD(p + v * vs), u = VI_ABS8(s);
+            const vneg neg = VI_NEGMASK8(s);
+            _Pragma("GCC unroll 8")
+            for (int r = 0; r < mr; r++) {
+                isum[v][r] = VI_ADD32(isum[v][r], VI_MADD1(VI_MADDUBS(u, VI_FLIP8(VI_SET1(word(x + r * C, g)), neg))));
+                IN_REG(isum[v][r]);
+            }
+        }
+#endif
+    }
+    _Pragma("GCC unroll 8")
+    for (int v = 0; v < nv; v++) {
+        const vflt sw = VF_LOAD((const float *)(base + v * vs));
+#if defined(I8_VNNI)
+        const vint corr = VI_SLLI32(VI_LOAD(base + 64 + v * vs), 7); /* 128 sum_k w */
+#endif
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < mr; r++) {
+#if defined(I8_VNNI)
+            const vint s = VI_SUB32(isum[v][r], corr);
+#else
+            const vint s = isum[v][r];
+#endif
+            const vflt y = VF_FMA(VI_CVT(s), VF_MUL(sw, VF_SET1(d[r])), bias[v]);
+            if (ob[v] == VL) {
+                VF_STORE(out + r * OC + v * VL, y);
+            } else {
+                float tmp[VL];
+                VF_STORE(tmp, y);
+                memcpy(out + r * OC + v * VL, tmp, (size_t)ob[v] * sizeof(float));
+            }
+        }
+    }
+}
+
+/* One function per (rows, vectors), each with both as constants: in one function with a
+ * switch GCC kept the accumulators on the stack. */
+typedef void (*rows_fn)(float *, int64_t, const uint8_t *, int64_t, const int8_t *, const float *, int64_t,
+                        const vflt *, const int *);
+#define ROWS_FN(mr_, nv_)                                                                                              \
+    static void rows_##mr_##_##nv_(float *out, int64_t OC, const uint8_t *base, int64_t vs, const int8_t *x,         \
+                                   const float *d, int64_t C, const vflt *bias, const int *ob)                        \
+    {                                                                                                                  \
+        tile_rows(out, OC, base, vs, x, d, C, (mr_) < MR ? (mr_) : MR, nv_, bias, ob);                                 \
+    }
+ROWS_FN(1, 1) ROWS_FN(2, 1) ROWS_FN(3, 1) ROWS_FN(4, 1) ROWS_FN(5, 1) ROWS_FN(6, 1)
+ROWS_FN(1, 2) ROWS_FN(2, 2) ROWS_FN(3, 2) ROWS_FN(4, 2) ROWS_FN(5, 2) ROWS_FN(6, 2)
+#undef ROWS_FN
+static const rows_fn rows_fns[2][6] = {{rows_1_1, rows_2_1, rows_3_1, rows_4_1, rows_5_1, rows_6_1},
+                                       {rows_1_2, rows_2_2, rows_3_2, rows_4_2, rows_5_2, rows_6_2}};
+_Static_assert((int)MR <= 6 && (int)NV == 2, "rows_fns covers up to 6 rows and 1 or 2 vectors");
+
+static inline void run_group(float *out, int64_t OC, const uint8_t *base, int64_t vs, const int8_t *x, const float *d,
+                             int64_t C, int mr, int nv, const vflt *bias, const int *ob)
+{
+    rows_fns[nv - 1][mr - 1](out, OC, base, vs, x, d, C, bias, ob);
+}
+
+/* Threads take contiguous ranges of tiles; each walks the activations in chunks that stay
+ * in L2 while a group of tiles (about 1 MiB) is reused from cache (as qgemm_ggml.c). */
+static void gemm_tiles(float *out, const int8_t *xq, const float *xd, const lp_qweight *w, const float *bias, int64_t N,
+                       bool par)
+{
+    const int64_t OC = w->rows, C = w->cols, ntiles = (OC + QT - 1) / QT;
+    const size_t tb = lp_k_int8_tile_bytes(C);
+    const int64_t group = tb >= ((size_t)1 << 20) ? 1 : (int64_t)(((size_t)1 << 20) / tb);
+    int64_t chunk = ((int64_t)1 << 18) / C;
+    chunk = chunk < MR ? MR : chunk - chunk % MR;
+    const int GR = (int)NV * (int)VL;
+    _Static_assert((int)NV * (int)VL <= (int)QT || (int)VL == (int)QT, "a group is whole tiles or halves of one");
+    /* AVX-512: vector v is the next tile; AVX2: the tile's second half (32 bytes on) */
+    const int64_t vs = (int)VL == (int)QT ? (int64_t)tb : 4 * VL;
+    /* decode walks one tile at a time (one stream for the prefetchers, as qgemm_ggml.c) */
+    const int gr = N == 1 ? (int)QT : GR;
+#pragma omp parallel num_threads(par ? omp_get_max_threads() : 1)
+    {
+        int64_t lo, hi;
+        lp_k_split(ntiles, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        for (int64_t t0 = lo; t0 < hi; t0 += group) {
+            const int64_t t1 = hi - t0 < group ? hi : t0 + group;
+            const uint8_t *tiles = w->tiles + (size_t)t0 * tb;
+            for (int64_t i0 = 0; i0 < N; i0 += chunk) {
+                const int64_t i1 = N - i0 < chunk ? N : i0 + chunk;
+                for (int64_t rel = 0; rel < (t1 - t0) * QT; rel += gr) {
+                    const int64_t o0 = t0 * QT + rel;
+                    if (o0 >= OC)
+                        break;
+                    const uint8_t *base = tiles + (size_t)(rel / QT) * tb + (size_t)(rel % QT / VL * 4 * VL);
+                    const int64_t rows_left = (t1 - t0) * QT - rel < OC - o0 ? (t1 - t0) * QT - rel : OC - o0;
+                    int ob[NV], nv = 0;
+                    vflt vb[NV];
+                    for (int v = 0; v < NV; v++) {
+                        const int64_t left = v * VL >= gr ? 0 : rows_left - v * VL;
+                        ob[v] = left <= 0 ? 0 : left < VL ? (int)left : VL;
+                        nv += ob[v] > 0;
+                        float bb[VL] = {0};
+                        if (bias && ob[v])
+                            memcpy(bb, bias + o0 + v * VL, (size_t)ob[v] * sizeof(float));
+                        vb[v] = VF_LOAD(bb);
+                    }
+                    int64_t i = i0;
+                    for (; i + MR <= i1; i += MR)
+                        run_group(out + i * OC + o0, OC, base, vs, xq + i * C, xd + i, C, MR, nv, vb, ob);
+                    if (i < i1)
+                        run_group(out + i * OC + o0, OC, base, vs, xq + i * C, xd + i, C, (int)(i1 - i), nv, vb, ob);
+                }
+            }
+        }
+    }
+}
+
+#else /* baseline: plain C over the tiles, 16 rows of a tile at a time */
+
+static void gemm_tiles(float *out, const int8_t *xq, const float *xd, const lp_qweight *w, const float *bias, int64_t N,
+                       bool par)
+{
+    const int64_t OC = w->rows, C = w->cols, ntiles = (OC + QT - 1) / QT;
+    const size_t tb = lp_k_int8_tile_bytes(C);
+#pragma omp parallel for schedule(static) if (par)
+    for (int64_t t = 0; t < ntiles; t++) {
+        const uint8_t *tile = w->tiles + (size_t)t * tb;
+        for (int64_t i = 0; i < N; i++) {
+            const int8_t *x = xq + i * C;
+            int32_t s[QT] = {0};
+            for (int64_t g = 0; g < C / 4; g++) {
+                const int8_t *q = (const int8_t *)(tile + HDR + 64 * g);
+                for (int r = 0; r < QT; r++)
+                    for (int j = 0; j < 4; j++)
+                        s[r] += (int32_t)x[4 * g + j] * q[4 * r + j];
+            }
+            for (int r = 0; r < QT && t * QT + r < OC; r++) {
+                const int64_t o = t * QT + r;
+                float sw;
+                memcpy(&sw, tile + 4 * r, 4);
+                out[i * OC + o] = fmaf((float)s[r], sw * xd[i], bias ? bias[o] : 0.0f);
+            }
+        }
+    }
+}
+
+#endif
+
+lp_status lp_k_int8_gemm(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N)
+{
+    lp_status st = check(w, N, "int8_gemm");
+    if (st || N == 0)
+        return st;
+    const int64_t C = w->cols;
+    /* one block: the row scales, then the rows' bytes */
+    uint8_t *buf = lp_alloc(lp_k_int8_gemm_scratch_nbytes(N, C), LP_MEM_CATEGORY_TEMPORARY, "quantized activations");
+    if (!buf)
+        return LP_STATUS_NO_MEMORY;
+    float *xd = (float *)buf;
+    int8_t *xq = (int8_t *)(buf + (size_t)N * sizeof(float));
+#if defined(__AVX2__) && defined(I8_VNNI)
+    const bool offset = true; /* vpdpbusd takes the activations unsigned */
+#else
+    const bool offset = false;
+#endif
+    const bool par = (double)w->rows * (double)C >= 65536.0;
+#pragma omp parallel for schedule(static) if (par && N > 1)
+    for (int64_t i = 0; i < N; i++)
+        xd[i] = lp_k_quantize_i8(xq + i * C, inp + i * C, C, offset);
+    gemm_tiles(out, xq, xd, w, bias, N, par);
+    lp_free(buf);
+    return LP_OK;
+}

@@ -1,0 +1,210 @@
+/* The row-scaled int8 GEMM (i8gemm.c: `--dtype int8` inference) on a weight packed into
+ * tiles (lp_qweight_int8_pack_tiles), run once per ISA level (test_int8_gemm_isa_<level>):
+ *
+ * - bit for bit against the reference (plain loops over the tiles' elements): the int8
+ *   products are summed exactly in int32 and each output is fma((float)sum, scale_w *
+ *   scale_x, bias) on every level, so any difference is a bug (tolerance 0: memcmp);
+ * - against f32 arithmetic on the dequantized weight, to the activation rounding bound:
+ *   each element of a row moves by at most d / 2 (d = max|x_row| / 127), so an output by
+ *   d / 2 * sum |w|, plus 1e-5 * sum |w x| for f32 rounding of the scale products; a wrong
+ *   scale, sign or offset misses it by orders of magnitude;
+ * - adversarial sums at C = LP_INT8_MAX_COLS: rows of +-127 against activations of +-1 at
+ *   full scale, the largest |sum| the VNNI offset (x + 128 = 255) and the maddubs sign
+ *   trick (pairs of 127 * 127) produce: exact, so against the closed form too;
+ * - 1 and 3 threads equal bit for bit; dequantization from the tiles equal to before
+ *   packing; the shapes packing refuses. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "kernel_test_util.h"
+#include "loupe/base.h"
+
+static const lp_kernel_table *R, *O;
+
+/* w (OC, C) in [-1, 1] with a few rows of other magnitudes and one zero row */
+static float *make_w(int64_t OC, int64_t C)
+{
+    float *w = kt_rand_f(OC * C, -1, 1);
+    for (int64_t o = 0; o < OC; o++) {
+        const float s = o % 7 == 3 ? 0.0f : o % 5 == 1 ? 40.0f : o % 3 == 2 ? 1e-3f : 1.0f;
+        for (int64_t k = 0; k < C; k++)
+            w[o * C + k] *= s;
+    }
+    return w;
+}
+
+/* x (N, C): rows of different scales, an outlier channel in some, one all-zero row */
+static float *make_x(int64_t N, int64_t C)
+{
+    float *x = kt_rand_f(N * C, -2, 2);
+    for (int64_t i = 0; i < N; i++) {
+        if (i % 11 == 5)
+            memset(x + i * C, 0, (size_t)C * sizeof(float));
+        if (i % 4 == 1)
+            x[i * C + (i * 7) % C] = 60.0f;
+        if (i % 3 == 2)
+            for (int64_t k = 0; k < C; k++)
+                x[i * C + k] *= 1e-2f;
+    }
+    return x;
+}
+
+static int run_shape(int64_t N, int64_t C, int64_t OC, bool with_bias)
+{
+    lp_qweight q;
+    float *w = make_w(OC, C), *x = make_x(N, C), *bias = with_bias ? kt_rand_f(OC, -1, 1) : NULL;
+    float *o0 = kt_nan(N * OC), *o1 = kt_nan(N * OC), *wf = kt_nan(OC * C), *wt = kt_nan(OC * C);
+    int f = 0;
+    f += lp_qweight_quantize(&q, LP_DTYPE_INT8, w, OC, C, false, "int8 gemm test") != LP_OK;
+    R->qweight_dequantize(wf, &q, 0, OC * C);
+    f += lp_qweight_int8_pack_tiles(&q) != LP_OK;
+    f += q.q != NULL || q.tiles != q.mem || lp_qweight_nbytes(&q) != lp_qweight_int8_tiles_nbytes(OC, C);
+    R->qweight_dequantize(wt, &q, 0, OC * C); /* the tiles hold the same values */
+    f += memcmp(wf, wt, (size_t)(OC * C) * sizeof(float)) != 0;
+    O->qweight_dequantize(wt, &q, 0, OC * C);
+    f += memcmp(wf, wt, (size_t)(OC * C) * sizeof(float)) != 0;
+    f += R->qmatmul_forward(o0, x, &q, bias, N, C, OC) != LP_OK;
+    f += O->qmatmul_forward(o1, x, &q, bias, N, C, OC) != LP_OK;
+    char what[96];
+    snprintf(what, sizeof what, "int8 gemm [%lld,%lld,%lld]%s", (long long)N, (long long)C, (long long)OC,
+             with_bias ? " + bias" : "");
+    if (memcmp(o0, o1, (size_t)(N * OC) * sizeof(float))) {
+        for (int64_t e = 0, shown = 0; e < N * OC && shown < 3; e++)
+            if (memcmp(&o0[e], &o1[e], sizeof(float)) && ++shown)
+                fprintf(stderr, "  %s: out[%lld] ref %.9g opt %.9g\n", what, (long long)e, (double)o0[e], (double)o1[e]);
+        f++;
+    }
+    int64_t bad = 0;
+    for (int64_t i = 0; i < N; i++) {
+        double amax = 0.0;
+        for (int64_t k = 0; k < C; k++)
+            amax = fmax(amax, fabs((double)x[i * C + k]));
+        for (int64_t o = 0; o < OC; o++) {
+            double exact = bias ? bias[o] : 0.0, wsum = 0.0, mag = 0.0;
+            for (int64_t k = 0; k < C; k++) {
+                exact += (double)wf[o * C + k] * x[i * C + k];
+                wsum += fabs((double)wf[o * C + k]);
+                mag += fabs((double)wf[o * C + k] * x[i * C + k]);
+            }
+            const double b = amax / 127.0 / 2.0 * wsum * 1.0001 + 1e-5 * (mag + (bias ? fabs(bias[o]) : 0.0)) + 1e-30;
+            if (!(fabs(o1[i * OC + o] - exact) <= b) && bad++ < 3)
+                fprintf(stderr, "  %s: out[%lld,%lld] %.9g vs f32 %.9g (bound %.3g)\n", what, (long long)i,
+                        (long long)o, (double)o1[i * OC + o], exact, b);
+        }
+    }
+    lp_qweight_free(&q);
+    return f + (bad != 0) + kt_release(what);
+}
+
+static void test_shapes(void **state)
+{
+    (void)state;
+    /* N: decode, below / at / past the AVX-512 (6) and AVX2 (3) row blocks, past the
+     * activation chunk (129 x 4096); OC below, at and past the 8- and 16-row vectors and
+     * the two-tile group; C one step block to many */
+    static const int64_t shapes[][3] = {{1, 32, 1},    {1, 64, 17},    {2, 96, 15},    {3, 128, 8},
+                                        {5, 256, 16},  {6, 256, 32},   {7, 800, 33},   {13, 512, 100},
+                                        {37, 1024, 70}, {64, 768, 257}, {129, 4096, 37}, {1, 2048, 300}};
+    int f = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        f += run_shape(shapes[s][0], shapes[s][1], shapes[s][2], s % 2 == 0);
+    assert_int_equal(f, 0);
+}
+
+/* C = LP_INT8_MAX_COLS, weight rows all +1 or all -1 (q = +-127, scale 1/127), activation
+ * rows all +1 or all -1 (q = +-127, d = 1/127): every output is +-C exactly in integers
+ * (127 * 127 * C = 1.06e9; the VNNI path's raw sum reaches 255 * 127 * C = 2.12e9 < 2^31).
+ * The result must equal the reference bit for bit and fma((float)(+-127^2 C), (1/127)^2 in
+ * f32, 0) exactly. */
+static void test_adversarial(void **state)
+{
+    (void)state;
+    const int64_t N = 7, C = LP_INT8_MAX_COLS, OC = 18;
+    float *w = kt_alloc((size_t)(OC * C) * sizeof(float)), *x = kt_alloc((size_t)(N * C) * sizeof(float));
+    for (int64_t o = 0; o < OC; o++)
+        for (int64_t k = 0; k < C; k++)
+            w[o * C + k] = o % 2 ? -1.0f : 1.0f;
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t k = 0; k < C; k++)
+            x[i * C + k] = i % 3 ? 1.0f : -1.0f;
+    float *o0 = kt_nan(N * OC), *o1 = kt_nan(N * OC);
+    lp_qweight q;
+    assert_int_equal(lp_qweight_quantize(&q, LP_DTYPE_INT8, w, OC, C, false, "adversarial"), LP_OK);
+    assert_int_equal(lp_qweight_int8_pack_tiles(&q), LP_OK);
+    assert_int_equal(R->qmatmul_forward(o0, x, &q, NULL, N, C, OC), LP_OK);
+    assert_int_equal(O->qmatmul_forward(o1, x, &q, NULL, N, C, OC), LP_OK);
+    assert_memory_equal(o0, o1, (size_t)(N * OC) * sizeof(float));
+    const float sc = (1.0f / 127.0f) * (1.0f / 127.0f); /* scale_w * d as the kernels form it */
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t o = 0; o < OC; o++) {
+            const int64_t sign = (o % 2 ? -1 : 1) * (i % 3 ? 1 : -1);
+            const float want = fmaf((float)(sign * 127 * 127 * C), sc, 0.0f);
+            if (o1[i * OC + o] != want)
+                fail_msg("out[%lld,%lld] %.9g, want %.9g", (long long)i, (long long)o, (double)o1[i * OC + o],
+                         (double)want);
+        }
+    lp_qweight_free(&q);
+    assert_int_equal(kt_release("adversarial"), 0);
+}
+
+/* Each output is summed by one thread in one order: 1 and 3 threads (an uneven split of 7
+ * tiles) agree bit for bit. */
+static void test_threads(void **state)
+{
+    (void)state;
+    const int64_t N = 21, C = 1024, OC = 100;
+    const int t0 = lp_threads_get();
+    lp_qweight q;
+    assert_int_equal(lp_qweight_quantize(&q, LP_DTYPE_INT8, make_w(OC, C), OC, C, false, "threads"), LP_OK);
+    assert_int_equal(lp_qweight_int8_pack_tiles(&q), LP_OK);
+    float *x = make_x(N, C), *o1 = kt_nan(N * OC), *o3 = kt_nan(N * OC);
+    lp_threads_set(1);
+    assert_int_equal(O->qmatmul_forward(o1, x, &q, NULL, N, C, OC), LP_OK);
+    lp_threads_set(3);
+    assert_int_equal(O->qmatmul_forward(o3, x, &q, NULL, N, C, OC), LP_OK);
+    lp_threads_set(t0);
+    assert_memory_equal(o1, o3, (size_t)(N * OC) * sizeof(float));
+    lp_qweight_free(&q);
+    assert_int_equal(kt_release("threads"), 0);
+}
+
+/* Packing refuses columns that are not whole 32-steps or above the int32-exact bound; it
+ * leaves an unpacked weight of another dtype, or a packed one, alone. */
+static void test_errors(void **state)
+{
+    (void)state;
+    assert_int_equal(lp_qweight_int8_tiles_nbytes(3, 48), 0);
+    assert_int_equal(lp_qweight_int8_tiles_nbytes(3, LP_INT8_MAX_COLS + 32), 0);
+    assert_int_equal(lp_qweight_int8_tiles_nbytes(17, 64), 2 * (128 + 16 * 64));
+    float *w = kt_rand_f(3 * 48, -1, 1);
+    lp_qweight q;
+    assert_int_equal(lp_qweight_quantize(&q, LP_DTYPE_INT8, w, 3, 48, false, "odd"), LP_OK);
+    assert_int_equal(lp_qweight_int8_pack_tiles(&q), LP_STATUS_INVALID_ARG);
+    assert_non_null(strstr(lp_err_msg(), "48 columns"));
+    assert_non_null(q.q); /* unchanged: still the LoRA base's rows */
+    lp_qweight_free(&q);
+    assert_int_equal(lp_qweight_quantize(&q, LP_DTYPE_NF4, w, 3, 48, false, "nf4"), LP_OK);
+    assert_int_equal(lp_qweight_int8_pack_tiles(&q), LP_OK);
+    assert_null(q.tiles);
+    lp_qweight_free(&q);
+    assert_int_equal(kt_release("errors"), 0);
+}
+
+int main(void)
+{
+    int isa_rc = kt_isa_init(); /* LP_ISA picks the level (the *_isa_<level> entries) */
+    if (isa_rc)
+        return isa_rc;
+    R = lp_kernels_table(LP_KERNELS_IMPL_REF);
+    O = lp_kernels_table(LP_KERNELS_IMPL_OPT);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_adversarial),
+        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
