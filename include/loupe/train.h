@@ -98,7 +98,8 @@ typedef struct lp_train_config {
     bool grad_checkpointing;    /* keep layer inputs only, recompute each layer in backward */
     int threads;                /* 0: lp_threads_init's choice */
     double bucket_mb;           /* data-parallel gradient buckets, MiB (25, as DDP's bucket_cap_mb) */
-    int32_t zero;               /* data-parallel: 1 shards AdamW's state over the ranks (ZeRO stage 1) */
+    int32_t zero;               /* data-parallel: 1 = ZeRO stage 1 (gradients reduce-scattered, AdamW on
+                                   each rank's shard, parameters all-gathered) */
     int64_t checkpoint_every;   /* steps; 0 = only at the end */
     int32_t keep_checkpoints;   /* newest kept (0 = all); default 2 */
     const char *resume;         /* checkpoint dir, or a run dir (its newest checkpoint) */

@@ -204,6 +204,14 @@ lp_status lp_dp_optim_init(lp_dp *dp, lp_optim *o, const lp_model *model)
     return LP_OK;
 }
 
+/* The norm's all-reduce on the main thread, a communication range as the buckets' (one double):
+ * where a rank waits for the others to finish their reductions. */
+static const lp_prof_op_desc norm_all_reduce_desc = {.name = "mpi:all_reduce",
+                                                      .cat = LP_PROF_CAT_USER_ANNOTATION,
+                                                      .ninputs = 1,
+                                                      .rank = {1},
+                                                      .type = {"double"}};
+
 lp_status lp_dp_clip(lp_dp *dp, lp_model *model, double max_norm, double *norm)
 {
     if (!dp->sharded) {
@@ -214,7 +222,9 @@ lp_status lp_dp_clip(lp_dp *dp, lp_model *model, double max_norm, double *norm)
     if (n > INT32_MAX)
         return lp_err(LP_STATUS_RANGE, "ZeRO-1: %zu runs in one shard", n);
     double ss = lp_grad_sum_squares(dp->seg_g, dp->seg_n, (int)n);
+    lp_prof_op_push(&norm_all_reduce_desc, (const int64_t[1]){1}, -1, sizeof ss);
     lp_status st = lp_dist_allreduce_sum_f64(&ss, 1);
+    lp_prof_range_pop();
     if (st != LP_OK)
         return st;
     *norm = sqrt(ss);

@@ -66,6 +66,7 @@ for s in range(first, 21):
 print(f"{worst:.2e}")
 PY
 }
+ar_mib=$(( (b1 - b0) / 1048576 ))
 bytes=$(python3 -c "import json; print(json.load(open('$T/two/eq/distributed.json'))['optimizer_state_bytes_unsharded'] // 2)")
 if w=$(compare "$T/one/ref" "$T/two/eq" 1); then
   if [ $((b1 - b0)) -lt $((20 * bytes / 2)) ]; then
@@ -86,7 +87,7 @@ if w=$(compare "$T/one/ref" "$T/two/zero" 1); then
   if [ $((b2 - b0)) -lt $((20 * bytes / 2)) ]; then
     fail "--zero 1: host b received $((b2 - b0)) bytes over the veth in 20 steps, less than half of 20 x $bytes gradient bytes"
   else
-    echo "ok: --zero 1 on two hosts over TCP == 1 process (20 steps, largest loss difference $w; $(( (b2 - b0) / 1048576 )) MiB into host b, $(( (b1 - b0) / 1048576 )) MiB with all-reduces)"
+    echo "ok: --zero 1 on two hosts over TCP == 1 process (20 steps, largest loss difference $w; $(( (b2 - b0) / 1048576 )) MiB into host b, $ar_mib MiB with all-reduces)"
   fi
 else
   fail "--zero 1 on 2 ranks over the veth vs 1 process: $w"
