@@ -99,7 +99,8 @@ typedef struct lp_train_config {
     int threads;                /* 0: lp_threads_init's choice */
     double bucket_mb;           /* data-parallel gradient buckets, MiB (25, as DDP's bucket_cap_mb) */
     int32_t zero;               /* data-parallel: 1 = ZeRO stage 1 (gradients reduce-scattered, AdamW on
-                                   each rank's shard, parameters all-gathered) */
+                                   each rank's shard, parameters all-gathered), 0 = all-reduce;
+                                   -1 (default): 1 for full fine-tuning, 0 for LoRA/QLoRA */
     int64_t checkpoint_every;   /* steps; 0 = only at the end */
     int32_t keep_checkpoints;   /* newest kept (0 = all); default 2 */
     const char *resume;         /* checkpoint dir, or a run dir (its newest checkpoint) */

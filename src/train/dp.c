@@ -477,7 +477,7 @@ lp_status lp_dp_write_info(const lp_dp *dp, const lp_optim *o, const lp_model *m
             "{\n  \"backend\": \"%s\",\n  \"world_size\": %d,\n  \"bucket_mb\": %g,\n  \"buckets\": %d,\n"
             "  \"zero\": %d,\n  \"optimizer_state_bytes_unsharded\": %lld,\n  "
             "\"optimizer_state_bytes_per_rank\": [",
-            lp_dist_backend(), (int)dp->world, c->bucket_mb, (int)dp->n_buckets, (int)c->zero,
+            lp_dist_backend(), (int)dp->world, c->bucket_mb, (int)dp->n_buckets, dp->sharded ? 1 : 0,
             (long long)full);
     for (int32_t r = 0; r < dp->world; r++)
         fprintf(f.fp, "%s%lld", r ? ", " : "", (long long)all[2 * r]);

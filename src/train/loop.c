@@ -70,7 +70,7 @@ static lp_status check_config(const lp_train_config *c)
                       c->batch_size, (int)world, (int)world);
     if (!(c->bucket_mb > 0))
         return lp_err(LP_STATUS_INVALID_ARG, "--bucket-mb must be > 0");
-    if (c->zero != 0 && c->zero != 1)
+    if (c->zero < -1 || c->zero > 1)
         return lp_err(LP_STATUS_INVALID_ARG, "--zero %d: only stage 0 (off) and 1 (AdamW state sharded) exist",
                       (int)c->zero);
     if (c->max_seq_len < 2)
@@ -464,8 +464,11 @@ static lp_status setup(run *R, const lp_train_config *c, char *resumed, size_t r
         R->logits = malloc((size_t)c->batch_size * mi.num_labels * sizeof *R->logits);
     if (!R->order || (R->task == LP_MODEL_TASK_SEQ_CLS && !R->logits))
         return lp_err(LP_STATUS_NO_MEMORY, "training buffers: out of memory");
-    /* ZeRO-1 shards AdamW's state as the reducer shards the buckets: the plan first */
-    if ((st = lp_dp_init(&R->dp, R->model, c->bucket_mb, c->zero)) != LP_OK)
+    /* ZeRO-1 shards AdamW's state as the reducer shards the buckets: the plan first. By default
+     * for full fine-tuning (bench/README.md: faster than the all-reduce at 2 ranks, half the
+     * optimizer memory); LoRA's state is small and its adapters are gathered through a copy */
+    const int32_t zero = c->zero >= 0 ? c->zero : c->method == LP_TRAIN_METHOD_FULL;
+    if ((st = lp_dp_init(&R->dp, R->model, c->bucket_mb, zero)) != LP_OK)
         return st;
     if ((st = lp_dp_optim_init(&R->dp, &R->opt, R->model)) != LP_OK)
         return st;

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Data-parallel training on 2 MPI ranks against one process with the same global batch
 # (--batch-size is global: each rank takes half of every batch):
-#  - per-step loss within 1e-5 absolute over 50 steps, for full fine-tuning (with --grad-accum 2:
-#    no all-reduce on the accumulation step; 0.25 MiB buckets: ~50 all-reduces started from
-#    backward's hook), LoRA (0.01 MiB buckets: one per few adapters) and QLoRA (one 25 MiB
+#  - per-step loss within 1e-5 absolute over 50 steps, for full fine-tuning with all-reduces
+#    (--zero 0; with --grad-accum 2: no all-reduce on the accumulation step; 0.25 MiB buckets:
+#    ~50 all-reduces started from backward's hook), LoRA (0.01 MiB buckets: one per few adapters) and QLoRA (one 25 MiB
 #    bucket) on models/default, and full fine-tuning of the causal LM models/tiny-llama
 #    (shards weighed by predicted tokens; 0.01 MiB buckets).
 #    1e-5: the shards' GEMMs sum in another order and the gradients are summed across ranks,
-#    f32 rounding (~1e-7 relative per op) that AdamW carries over 50 steps. Dropout is on:
+#    f32 rounding (~1e-7 relative per op) that AdamW carries over 50 steps. The runs without
+#    --zero take the default: ZeRO-1 for full fine-tuning (tail, llama), all-reduce for LoRA. Dropout is on:
 #    models/default as bundled (0.1 on embeddings, attention probabilities, hidden states and
 #    classifier) and LoRA's adapter dropout; each rank pads its shard as the global batch and
 #    draws its rows of the global batch's masks (lp_model_set_batch_slice), so the masks are
@@ -104,7 +105,7 @@ nb = json.load(open(sys.argv[2] + "/distributed.json"))["buckets"]
 print(f"ok: {name}: {steps} steps, 2 ranks == 1 process (largest loss difference {worst:.2e}, {nb} buckets), same {len(fb)} files")
 PY
 }
-same full --model "$T/model" --batch-size 8 --grad-accum 2 --bucket-mb 0.25
+same full --model "$T/model" --batch-size 8 --grad-accum 2 --bucket-mb 0.25 --zero 0
 same lora --model "$T/model" --batch-size 8 --method lora --lora-dropout 0.1 --bucket-mb 0.01
 same qlora --model "$T/model" --batch-size 8 --method qlora --lora-dropout 0.1
 # 9 rows, batch 8: every other step is one row, which rank 0 sits out (an empty shard): the
@@ -179,7 +180,7 @@ n=$(ls "$T/two" | wc -l)
 # profiled NAME MODE: a 2-rank profile (LP_DIST_PROGRESS=MODE), its traces' checks, loupe analyze
 profiled() {
   local name=$1 mode=$2
-  LP_DIST_PROGRESS=$mode lp_mpirun 2 -x LP_DIST_PROGRESS "$L" profile --model "$T/model" --threads 1 --batch-size 8 \
+  LP_DIST_PROGRESS=$mode lp_mpirun 2 -x LP_DIST_PROGRESS "$L" profile --model "$T/model" --threads 1 --batch-size 8 --zero 0 \
     --output-dir "$T/two" --run-id "$name" --profile-wait 1 --profile-warmup 1 --profile-active 2 --max-steps 4 \
     --eval none --quiet --peak-gflops 100 --record-shapes --bucket-mb 0.25 \
     >"$T/$name.out" 2>&1 || { fail "2-rank loupe profile ($mode)"; cat "$T/$name.out"; return; }

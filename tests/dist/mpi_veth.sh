@@ -2,7 +2,7 @@
 # Data-parallel training across two test hosts over TCP: two network namespaces joined by a
 # veth pair, each rank on its own host (tests/dist/veth_env.sh: mpirun on host a reaches host b
 # through an rsh agent; OpenMPI's TCP transport on the veth subnet only, no shared memory).
-#  - the same equality as the shared-memory test (mpi_train.sh): models/default as bundled
+#  - the same equality as the shared-memory test (mpi_train.sh), all-reduce (--zero 0): models/default as bundled
 #    (dropout 0.1 on embeddings, attention probabilities, hidden states, classifier), full
 #    fine-tuning with --grad-accum 2: per-step loss of 2 ranks within 1e-5 of one process over
 #    20 steps (reduction order and the shards' GEMM blocking: f32 rounding carried by AdamW;
@@ -44,7 +44,7 @@ if grep -q "built without MPI" "$T/probe.out"; then echo "SKIP: this loupe was b
 "$L" train "${common[@]}" --max-steps 20 --output-dir "$T/one" --run-id ref >"$T/ref.out" 2>&1 ||
   { echo "FAIL: 1-process run"; cat "$T/ref.out"; exit 1; }
 b0=$(lp_veth_bytes)
-lp_veth_mpirun 2 "$L" train "${common[@]}" --max-steps 20 --output-dir "$T/two" --run-id eq >"$T/eq.out" 2>&1 ||
+lp_veth_mpirun 2 "$L" train "${common[@]}" --zero 0 --max-steps 20 --output-dir "$T/two" --run-id eq >"$T/eq.out" 2>&1 ||
   { echo "FAIL: 2-rank run over the veth"; cat "$T/eq.out"; exit 1; }
 b1=$(lp_veth_bytes)
 # compare A B FIRST: steps FIRST..20 of B's steps.csv against A's, 1e-5 absolute
