@@ -6,7 +6,11 @@
 # the same model, batch and threads, 1 and 2 processes.
 #
 #   bench/distributed/run.sh [--loupe build/loupe] [--steps 30] [--batch 16] [--shape small|distilbert] [--torch]
-#                            [--veth] [--progress thread|layer]
+#                            [--veth] [--progress thread|layer] [--zero 0|1]
+#
+# --zero 0|1: the 2-rank loupe runs' --zero (1: ZeRO-1, gradients reduce-scattered, AdamW on each
+# rank's shard, parameters all-gathered; 0: all-reduce); by default loupe's own (1 for full
+# fine-tuning, 0 for LoRA). The 1-rank runs are the same either way.
 #
 # --progress: how the gradient all-reduces progress during backward (LP_DIST_PROGRESS, see
 # include/loupe/dist.h): thread (default: the reducer's progress thread) or layer (the main
@@ -22,11 +26,12 @@
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 L=$root/build/loupe steps=30 batch=16 shape=small torch=0 veth=0 progress=thread
+zero=()
 while [ $# -gt 0 ]; do
   case $1 in
     --loupe) L=$2; shift 2 ;; --steps) steps=$2; shift 2 ;; --batch) batch=$2; shift 2 ;;
     --shape) shape=$2; shift 2 ;; --torch) torch=1; shift ;; --veth) veth=1; shift ;;
-    --progress) progress=$2; shift 2 ;; *) echo "unknown $1"; exit 2 ;;
+    --progress) progress=$2; shift 2 ;; --zero) zero=(--zero "$2"); shift 2 ;; *) echo "unknown $1"; exit 2 ;;
   esac
 done
 command -v mpirun >/dev/null || { echo "mpirun not found (apt-get install openmpi-bin)"; exit 2; }
@@ -44,7 +49,7 @@ else
   mpi2() { OMPI_MCA_btl=self,vader mpirun -np 2 --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 -x LP_DIST_PROGRESS "$@"; }
   link="shared memory (vader, CMA)"
 fi
-echo "2 ranks over $link, all-reduce progress: $progress"
+echo "2 ranks over $link, all-reduce progress: $progress, ${zero[*]:-default --zero}"
 M=$T/model
 mkdir -p "$M"
 cp "$root"/models/default/* "$M/"
@@ -63,7 +68,7 @@ med() { python3 -c "import csv,statistics,sys; r=list(csv.DictReader(open(sys.ar
 printf "%-6s %-22s %10s %9s\n" method run step_ms samples/s
 for method in full lora; do
   "$L" train "${common[@]}" --method "$method" --threads 1 --output-dir "$T/r" --run-id "$method-1r1t" >/dev/null 2>&1
-  mpi2 "$L" train "${common[@]}" --method "$method" \
+  mpi2 "$L" train "${common[@]}" --method "$method" ${zero[@]+"${zero[@]}"} \
     --threads 1 --output-dir "$T/r" --run-id "$method-2r1t" >/dev/null 2>&1
   "$L" train "${common[@]}" --method "$method" --threads 2 --output-dir "$T/r" --run-id "$method-1r2t" >/dev/null 2>&1
   for run in 1r1t 2r1t 1r2t; do
@@ -74,7 +79,7 @@ for method in full lora; do
   done
   a=$(med "$T/r/$method-1r1t"); b=$(med "$T/r/$method-2r1t")
   python3 -c "a,b=$a,$b; print(f'{\"$method\":6s} scaling 1 -> 2 ranks: {a/b:.2f}x, efficiency {100*a/(2*b):.0f} %')"
-  mpi2 "$L" profile "${common[@]}" --method "$method" --threads 1 \
+  mpi2 "$L" profile "${common[@]}" --method "$method" ${zero[@]+"${zero[@]}"} --threads 1 \
     --profile-wait 2 --profile-warmup 1 --profile-active 5 --output-dir "$T/r" --run-id "$method-prof" >/dev/null 2>&1
   "$L" analyze "$T/r/$method-prof/profiler" --csv "$T/an-$method" >/dev/null 2>&1 &&
     python3 - "$T/an-$method/ranks.csv" "$method" <<'PY'

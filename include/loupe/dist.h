@@ -112,9 +112,43 @@ void lp_dist_reducer_free(lp_dist_reducer *r);
 /* The backward pass has finished stage `stage`: starts every bucket not yet started whose
  * stage is >= it, and lets the ones in flight progress. */
 LP_WARN_UNUSED lp_status lp_dist_reducer_ready(lp_dist_reducer *r, int32_t stage);
-/* Starts the buckets still waiting, waits for all: the block then holds the sum over ranks.
- * Resets for the next step. */
+/* Starts the buckets still waiting, waits for all: the block then holds the sum over ranks
+ * (sharded: this rank's shards do). Resets for the next step (sharded: after the gathers). */
 LP_WARN_UNUSED lp_status lp_dist_reducer_finish(lp_dist_reducer *r);
+/* ---- ZeRO-1: reduce-scatter, then all-gather ------------------------------------------ */
+
+/* The shard of a run of n floats that rank `rank` of `world` owns: floats [*lo, *lo + *len),
+ * the ranks' shards in rank order tiling [0, n), each boundary a multiple of 16 floats (64
+ * bytes: the optimizer's vector loops see the same alignment as over whole tensors), so a
+ * shard may be empty when n < 16 * world. */
+void lp_dist_shard_range(int64_t n, int32_t rank, int32_t world, int64_t *lo, int64_t *len);
+
+/* A reducer for ZeRO-1 over the same plan: each bucket is reduce-scattered instead of
+ * all-reduced (lp_dist_shard_range of the bucket: after finish, this rank's shard of the block
+ * holds the sum over ranks, the rest of the bucket its own gradients still), and after the
+ * optimizer has updated a bucket's shard, lp_dist_reducer_gather sends it to every other rank
+ * and receives theirs: gather_to[i] (a plan.n array, copied) is where bucket i's floats live
+ * for the gather (float k of the bucket at gather_to[i][k]: the parameters, when they are laid
+ * out as their gradients), NULL for the block itself (the caller copies its shard there and
+ * the others' out). Point-to-point transfers between every pair of ranks, on the progress
+ * thread as the all-reduces (the same bytes as one all-reduce; OpenMPI's own
+ * MPI_Ireduce_scatter reduces the whole bucket at rank 0 and scatters it); each shard's sum is
+ * its own value plus the others' in rank order, so two ranks add a + b exactly as the
+ * all-reduce. Profiler ranges "mpi:reduce_scatter" and "mpi:all_gather" (the bucket's float
+ * count as input shape). Errors: as lp_dist_reducer_init. */
+LP_WARN_UNUSED lp_status lp_dist_reducer_init_sharded(lp_dist_reducer **out, float *block,
+                                                      const lp_dist_buckets *plan, float *const *gather_to);
+/* Whether r reduce-scatters (lp_dist_reducer_init_sharded with more than one rank). */
+bool lp_dist_reducer_sharded(const lp_dist_reducer *r);
+/* Sharded: after finish, starts the all-gathers of buckets [0, bucket] not yet started (plan
+ * order), this rank's shard of each being final. */
+LP_WARN_UNUSED lp_status lp_dist_reducer_gather(lp_dist_reducer *r, int32_t bucket);
+/* Sharded: starts the all-gathers still waiting and waits for every one: each gather_to then
+ * holds every rank's shard. Resets for the next step. Unsharded: nothing. */
+LP_WARN_UNUSED lp_status lp_dist_reducer_gather_finish(lp_dist_reducer *r);
+/* Bytes of receive buffers the sharded reducer holds (0 unsharded). */
+int64_t lp_dist_reducer_scratch_bytes(const lp_dist_reducer *r);
+
 /* Buckets started (released to the progress thread) so far in the current step (for tests). */
 int32_t lp_dist_reducer_started(const lp_dist_reducer *r);
 /* Whether a progress thread runs the all-reduces (thread mode, more than one rank). */

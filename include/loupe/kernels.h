@@ -565,6 +565,10 @@ void lp_adamw_step(float *param, const float *grad, float *m, float *v, int64_t 
 
 /* Global L2 norm of n_tensors gradient buffers (accumulated in double). */
 double lp_grad_norm(float *const *grads, const int64_t *sizes, int n_tensors);
+/* Its square before the root: the sum of squares (double), for a norm summed over shards. */
+double lp_grad_sum_squares(float *const *grads, const int64_t *sizes, int n_tensors);
+/* Every gradient buffer times s: lp_grad_clip's scaling, for a caller with the norm. */
+void lp_grad_scale(float *const *grads, const int64_t *sizes, int n_tensors, float s);
 /* torch.nn.utils.clip_grad_norm_: computes the global norm; when it exceeds max_norm,
  * scales every gradient by max_norm / (norm + 1e-6). Returns the norm before clipping
  * (NaN/inf when a gradient is not finite: then nothing is scaled). */

@@ -98,7 +98,9 @@ typedef struct lp_train_config {
     bool grad_checkpointing;    /* keep layer inputs only, recompute each layer in backward */
     int threads;                /* 0: lp_threads_init's choice */
     double bucket_mb;           /* data-parallel gradient buckets, MiB (25, as DDP's bucket_cap_mb) */
-    int32_t zero;               /* data-parallel: 1 shards AdamW's state over the ranks (ZeRO stage 1) */
+    int32_t zero;               /* data-parallel: 1 = ZeRO stage 1 (gradients reduce-scattered, AdamW on
+                                   each rank's shard, parameters all-gathered), 0 = all-reduce;
+                                   -1 (default): 1 for full fine-tuning, 0 for LoRA/QLoRA */
     int64_t checkpoint_every;   /* steps; 0 = only at the end */
     int32_t keep_checkpoints;   /* newest kept (0 = all); default 2 */
     const char *resume;         /* checkpoint dir, or a run dir (its newest checkpoint) */
@@ -141,23 +143,35 @@ void lp_train_config_init(lp_train_config *c);
 /* The optimizer lp_train_run steps, for a loop of one's own over an lp_model (zero grad,
  * loss forward, backward, lp_model_grad_clip, lp_optim_step): AdamW first and second
  * moments for each trainable parameter (OPTIMIZER_STATE memory). */
+/* ZeRO-1: a run of one parameter's elements whose AdamW state this rank keeps. */
+typedef struct lp_optim_seg {
+    size_t param;  /* index in lp_model_params */
+    int64_t lo, n; /* elements [lo, lo + n) of it */
+    int64_t state; /* their moments at m_shard[state ..], v_shard[state ..] */
+} lp_optim_seg;
+
 typedef struct lp_optim {
     size_t n;                  /* = number of model parameters; m[i]/v[i] NULL when frozen */
-    float **m, **v;            /* (sharded: NULL too where another rank owns the parameter) */
+    float **m, **v;            /* (sharded: all NULL, but while a checkpoint gathers the state) */
     int64_t t;                 /* steps taken (torch's state["step"]) */
-    int32_t *owner;            /* (n) sharded: the rank that updates parameter i (-1 frozen); else NULL */
+    lp_optim_seg *seg;         /* sharded (ZeRO-1): this rank's runs, n_seg of them; else NULL */
+    size_t n_seg;
+    float *m_shard, *v_shard;  /* sharded: the runs' moments, one after the other */
     int64_t state_bytes;       /* bytes of m and v this process holds */
     bool dev;                  /* m and v live on the device (the model is on one) */
 } lp_optim;
 
 LP_WARN_UNUSED lp_status lp_optim_init(lp_optim *o, const lp_model *model);
-/* ZeRO stage 1: the trainable parameters split into world contiguous runs of about equal
- * size (whole tensors); this rank (rank) keeps and updates the AdamW state of its own run only,
- * and lp_optim_step skips the others (the caller then broadcasts each from its owner). world 1
- * is lp_optim_init. */
-LP_WARN_UNUSED lp_status lp_optim_init_sharded(lp_optim *o, const lp_model *model, int32_t rank, int32_t world);
-/* One torch.optim.AdamW step over every trainable parameter at learning rate lr, with c's
- * betas, eps and weight decay (none on biases and LayerNorm, as HF Trainer). */
+/* ZeRO stage 1: this rank keeps and updates the AdamW state of the n_seg runs of parameter
+ * elements seg (copied; its state offsets are assigned here) only: its shard of every gradient
+ * bucket (the data-parallel trainer's lp_dp). lp_optim_step updates those runs alone, reading
+ * their gradients where the parameters' grads point; the caller then gathers the parameters
+ * from the ranks that updated them. n_seg 0 holds no state. */
+LP_WARN_UNUSED lp_status lp_optim_init_sharded(lp_optim *o, const lp_model *model, const lp_optim_seg *seg,
+                                              size_t n_seg);
+/* One torch.optim.AdamW step over every trainable parameter (sharded: over its runs) at
+ * learning rate lr, with c's betas, eps and weight decay (none on biases and LayerNorm, as HF
+ * Trainer). */
 void lp_optim_step(lp_optim *o, lp_model *model, const lp_train_config *c, double lr);
 void lp_optim_free(lp_optim *o);
 

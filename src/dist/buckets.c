@@ -71,3 +71,21 @@ void lp_dist_buckets_free(lp_dist_buckets *b)
     b->b = NULL;
     b->n = 0;
 }
+
+/* Boundary q of n floats cut in world parts: q/world of them, rounded up to 16 floats. */
+static int64_t cut(int64_t n, int32_t q, int32_t world)
+{
+    const int64_t at = (n * q / world + 15) & ~(int64_t)15;
+    return at < n ? at : n;
+}
+
+void lp_dist_shard_range(int64_t n, int32_t rank, int32_t world, int64_t *lo, int64_t *len)
+{
+    if (world < 1 || rank < 0 || rank >= world || n <= 0) {
+        *lo = 0;
+        *len = world <= 1 && n > 0 ? n : 0;
+        return;
+    }
+    *lo = cut(n, rank, world);
+    *len = (rank + 1 == world ? n : cut(n, rank + 1, world)) - *lo;
+}

@@ -313,15 +313,22 @@ static lp_status read_trainer_state(const char *path, const lp_train_config *c, 
     return st;
 }
 
-static lp_status copy_tensor(const lp_st_file *f, const char *name, float *dst, int64_t numel, const char *path)
+/* Elements [lo, lo + n) of tensor name (numel f32 elements) into dst. */
+static lp_status copy_part(const lp_st_file *f, const char *name, float *dst, int64_t numel, int64_t lo, int64_t n,
+                           const char *path)
 {
     const lp_st_tensor *t = lp_st_find(f, name);
     if (!t)
         return lp_err(LP_STATUS_FORMAT, "%s: tensor %s missing", path, name);
     if (t->dtype != LP_ST_DTYPE_F32 || (int64_t)t->numel != numel)
         return lp_err(LP_STATUS_FORMAT, "%s: tensor %s has the wrong dtype or size", path, name);
-    memcpy(dst, t->data, (size_t)numel * sizeof(float));
+    memcpy(dst, (const float *)t->data + lo, (size_t)n * sizeof(float));
     return LP_OK;
+}
+
+static lp_status copy_tensor(const lp_st_file *f, const char *name, float *dst, int64_t numel, const char *path)
+{
+    return copy_part(f, name, dst, numel, 0, numel, path);
 }
 
 lp_status lp_ckpt_load(const char *path, const lp_train_config *c, lp_model *model, lp_optim *o, lp_ckpt_state *s,
@@ -373,6 +380,14 @@ lp_status lp_ckpt_load(const char *path, const lp_train_config *c, lp_model *mod
             if (st == LP_OK)
                 st = copy_tensor(f, name, o->v[i], mp[i].numel, p);
         }
+    }
+    for (size_t k = 0; k < o->n_seg && st == LP_OK; k++) { /* ZeRO-1: this rank's runs of the state */
+        const lp_optim_seg *g = &o->seg[k];
+        snprintf(name, sizeof name, "optimizer.exp_avg.%s", mp[g->param].name);
+        st = copy_part(f, name, o->m_shard + g->state, mp[g->param].numel, g->lo, g->n, p);
+        snprintf(name, sizeof name, "optimizer.exp_avg_sq.%s", mp[g->param].name);
+        if (st == LP_OK)
+            st = copy_part(f, name, o->v_shard + g->state, mp[g->param].numel, g->lo, g->n, p);
     }
     lp_st_close(f);
     if (st != LP_OK)

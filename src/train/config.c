@@ -30,6 +30,7 @@ void lp_train_config_init(lp_train_config *c)
     c->exec = LP_EXEC_MODE_FUSED;
     c->keep_checkpoints = 2;
     c->bucket_mb = 25.0;
+    c->zero = -1; /* ZeRO-1 for full fine-tuning on more than one rank */
     c->output_dir = "reports";
     c->progress = -1;
     c->log_every = 10;

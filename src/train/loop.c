@@ -70,7 +70,7 @@ static lp_status check_config(const lp_train_config *c)
                       c->batch_size, (int)world, (int)world);
     if (!(c->bucket_mb > 0))
         return lp_err(LP_STATUS_INVALID_ARG, "--bucket-mb must be > 0");
-    if (c->zero != 0 && c->zero != 1)
+    if (c->zero < -1 || c->zero > 1)
         return lp_err(LP_STATUS_INVALID_ARG, "--zero %d: only stage 0 (off) and 1 (AdamW state sharded) exist",
                       (int)c->zero);
     if (c->max_seq_len < 2)
@@ -348,20 +348,23 @@ static lp_status train_step(run *R, lp_data_pos *pos, int64_t step, lp_step_rec 
     rec->loss = loss / k;
     double t5 = lp_train_now_s();
     lp_prof_range_push(LP_PROF_NAME_OPTIMIZER_STEP);
-    rec->grad_norm = lp_model_grad_clip(R->model, c->max_grad_norm);
+    lp_status cs = lp_dp_clip(&R->dp, R->model, c->max_grad_norm, &rec->grad_norm); /* ZeRO-1: over the shards */
+    if (cs != LP_OK) {
+        lp_prof_range_pop();
+        return lp_err_wrap(cs, "step %lld gradient norm", (long long)step);
+    }
     if (!isfinite(rec->grad_norm)) {
         lp_prof_range_pop();
         return lp_err(LP_STATUS_NUMERIC, "gradient norm is not finite at step %lld (epoch %lld); stopping",
                       (long long)step, (long long)pos->epoch + 1);
     }
     rec->lr = lp_lr_at(c->schedule, c->lr, R->warmup, R->total, step - 1);
-    lp_optim_step(&R->opt, R->model, c, rec->lr);
-    lp_status ss = lp_dp_sync_params(&R->dp, &R->opt, R->model); /* ZeRO-1: owners broadcast */
+    lp_status ss = lp_dp_step(&R->dp, &R->opt, R->model, c, rec->lr); /* ZeRO-1: and the all-gathers */
     lp_model_weights_changed(R->model); /* --dtype bf16: the next pass rounds the new weights */
     lp_status ks = lp_kernels_sync(); /* a GPU's step ends when its queue does (no-op on the CPU) */
     lp_prof_range_pop();
     if (ss != LP_OK)
-        return lp_err_wrap(ss, "step %lld parameter broadcast", (long long)step);
+        return lp_err_wrap(ss, "step %lld parameter all-gather", (long long)step);
     if (ks != LP_OK)
         return lp_err_wrap(ks, "step %lld on the device", (long long)step);
     double t6 = lp_train_now_s();
@@ -461,11 +464,13 @@ static lp_status setup(run *R, const lp_train_config *c, char *resumed, size_t r
         R->logits = malloc((size_t)c->batch_size * mi.num_labels * sizeof *R->logits);
     if (!R->order || (R->task == LP_MODEL_TASK_SEQ_CLS && !R->logits))
         return lp_err(LP_STATUS_NO_MEMORY, "training buffers: out of memory");
-    const bool shard = c->zero == 1 && lp_dist_world_size() > 1;
-    if ((st = lp_optim_init_sharded(&R->opt, R->model, shard ? lp_dist_rank() : 0, shard ? lp_dist_world_size() : 1)) !=
-        LP_OK)
+    /* ZeRO-1 shards AdamW's state as the reducer shards the buckets: the plan first. By default
+     * for full fine-tuning (bench/README.md: faster than the all-reduce at 2 ranks, half the
+     * optimizer memory); LoRA's state is small and its adapters are gathered through a copy */
+    const int32_t zero = c->zero >= 0 ? c->zero : c->method == LP_TRAIN_METHOD_FULL;
+    if ((st = lp_dp_init(&R->dp, R->model, c->bucket_mb, zero)) != LP_OK)
         return st;
-    if ((st = lp_dp_init(&R->dp, R->model, c->bucket_mb)) != LP_OK)
+    if ((st = lp_dp_optim_init(&R->dp, &R->opt, R->model)) != LP_OK)
         return st;
     if (c->resume && *c->resume) {
         if ((st = lp_ckpt_load(c->resume, c, R->model, &R->opt, cs, &R->h, resumed, rcap)) != LP_OK)

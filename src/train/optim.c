@@ -1,37 +1,25 @@
 /* AdamW state: one first- and second-moment buffer per trainable parameter (or, sharded for
- * ZeRO-1, per parameter this rank owns), allocated as OPTIMIZER_STATE so the memory breakdown
- * shows it, and the step that applies torch.optim.AdamW (weight decay skipped on biases and
- * LayerNorm, as HF Trainer). */
+ * ZeRO-1, one pair of flat buffers for the runs of elements this rank updates), allocated as
+ * OPTIMIZER_STATE so the memory breakdown shows it, and the step that applies
+ * torch.optim.AdamW (weight decay skipped on biases and LayerNorm, as HF Trainer). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "train_internal.h"
 
-lp_status lp_optim_init(lp_optim *o, const lp_model *model) { return lp_optim_init_sharded(o, model, 0, 1); }
-
-lp_status lp_optim_init_sharded(lp_optim *o, const lp_model *model, int32_t rank, int32_t world)
+lp_status lp_optim_init(lp_optim *o, const lp_model *model)
 {
     size_t n;
     const lp_model_param *p = lp_model_params(model, &n);
     *o = (lp_optim){.n = n, .dev = lp_model_on_device(model)}; /* the state lives beside the weights */
     o->m = calloc(n ? n : 1, sizeof *o->m);
     o->v = calloc(n ? n : 1, sizeof *o->v);
-    if (world > 1)
-        o->owner = calloc(n ? n : 1, sizeof *o->owner);
-    if (!o->m || !o->v || (world > 1 && !o->owner)) {
+    if (!o->m || !o->v) {
         lp_optim_free(o);
         return lp_err(LP_STATUS_NO_MEMORY, "optimizer state: out of memory");
     }
-    if (world > 1) { /* parameter i goes to the rank whose equal share holds its first float */
-        int64_t total = 0, before = 0;
-        for (size_t i = 0; i < n; i++)
-            total += p[i].trainable ? p[i].numel : 0;
-        for (size_t i = 0; i < n; i++) {
-            o->owner[i] = p[i].trainable ? (int32_t)(before * world / (total ? total : 1)) : -1;
-            before += p[i].trainable ? p[i].numel : 0;
-        }
-    }
     for (size_t i = 0; i < n; i++) {
-        if (!p[i].trainable || (o->owner && o->owner[i] != rank))
+        if (!p[i].trainable)
             continue;
         size_t bytes = (size_t)p[i].numel * sizeof(float);
         o->m[i] = o->dev ? lp_kernels_dev_alloc(bytes, LP_MEM_CATEGORY_OPTIMIZER_STATE, "adamw.exp_avg")
@@ -47,11 +35,62 @@ lp_status lp_optim_init_sharded(lp_optim *o, const lp_model *model, int32_t rank
     return LP_OK;
 }
 
+lp_status lp_optim_init_sharded(lp_optim *o, const lp_model *model, const lp_optim_seg *seg, size_t n_seg)
+{
+    size_t n;
+    const lp_model_param *p = lp_model_params(model, &n);
+    *o = (lp_optim){.n = n};
+    o->m = calloc(n ? n : 1, sizeof *o->m);
+    o->v = calloc(n ? n : 1, sizeof *o->v);
+    o->seg = malloc((n_seg ? n_seg : 1) * sizeof *o->seg);
+    if (!o->m || !o->v || !o->seg) {
+        lp_optim_free(o);
+        return lp_err(LP_STATUS_NO_MEMORY, "optimizer state: out of memory");
+    }
+    int64_t floats = 0;
+    for (size_t k = 0; k < n_seg; k++) {
+        const lp_optim_seg *s = &seg[k];
+        if (s->param >= n || !p[s->param].trainable || s->lo < 0 || s->n < 1 || s->lo + s->n > p[s->param].numel) {
+            lp_optim_free(o);
+            return lp_err(LP_STATUS_INVALID_ARG, "sharded optimizer: run %zu (parameter %zu, [%lld, +%lld)) is not "
+                          "inside a trainable parameter", k, s->param, (long long)s->lo, (long long)s->n);
+        }
+        o->seg[k] = *s;
+        o->seg[k].state = floats;
+        floats += s->n;
+    }
+    o->n_seg = n_seg;
+    const size_t bytes = (size_t)floats * sizeof(float);
+    o->m_shard = lp_alloc(bytes, LP_MEM_CATEGORY_OPTIMIZER_STATE, "adamw.exp_avg (shard)");
+    o->v_shard = lp_alloc(bytes, LP_MEM_CATEGORY_OPTIMIZER_STATE, "adamw.exp_avg_sq (shard)");
+    if (!o->m_shard || !o->v_shard) {
+        lp_optim_free(o);
+        return lp_err(LP_STATUS_NO_MEMORY, "optimizer state shard of %lld floats: out of memory", (long long)floats);
+    }
+    o->state_bytes = 2 * (int64_t)bytes;
+    return LP_OK;
+}
+
+void lp_optim_step_runs(lp_optim *o, lp_model *model, const lp_train_config *c, double lr, size_t k0, size_t k1)
+{
+    const lp_model_param *p = lp_model_params(model, NULL);
+    for (size_t k = k0; k < k1 && k < o->n_seg; k++) {
+        const lp_optim_seg *s = &o->seg[k];
+        const lp_model_param *q = &p[s->param];
+        lp_adamw_step(q->data + s->lo, q->grad + s->lo, o->m_shard + s->state, o->v_shard + s->state, s->n, lr,
+                      c->beta1, c->beta2, c->adam_eps, q->no_decay ? 0.0 : c->weight_decay, o->t);
+    }
+}
+
 void lp_optim_step(lp_optim *o, lp_model *model, const lp_train_config *c, double lr)
 {
     size_t n;
     const lp_model_param *p = lp_model_params(model, &n);
     o->t++;
+    if (o->seg) {
+        lp_optim_step_runs(o, model, c, lr, 0, o->n_seg);
+        return;
+    }
     for (size_t i = 0; i < n && i < o->n; i++) {
         if (!p[i].trainable || !o->m[i])
             continue;
@@ -70,9 +109,12 @@ void lp_optim_free(lp_optim *o)
     }
     free(o->m);
     free(o->v);
-    free(o->owner);
+    free(o->seg);
+    lp_free(o->m_shard);
+    lp_free(o->v_shard);
     o->m = o->v = NULL;
-    o->owner = NULL;
-    o->n = 0;
+    o->seg = NULL;
+    o->m_shard = o->v_shard = NULL;
+    o->n = o->n_seg = 0;
     o->state_bytes = 0;
 }

@@ -219,11 +219,34 @@ typedef struct lp_dp {
     struct lp_dist_reducer *reducer; /* NULL with one rank */
     int32_t n_buckets;
     lp_status hook_status;           /* first error of a reduction started from backward */
+    /* ZeRO-1 (--zero 1 with more than one rank): the buckets reduce-scatter and all-gather */
+    bool sharded;
+    struct lp_dist_bucket *b; /* (n_buckets) the reducer's buckets: each the hull of its tensors */
+    bool *staged;             /* (n_buckets) gathered through the gradient block: its parameters
+                               * are not laid out as their gradients (LoRA's adapters) */
+    size_t *seg_at;           /* (n_buckets + 1) bucket i's runs: o->seg[seg_at[i] .. seg_at[i+1]) */
+    float **seg_g;            /* (n_seg) each run's gradient, for the clip norm */
+    int64_t *seg_n;
 } lp_dp;
 
 /* Plans the gradient buckets (bucket_mb MiB) over model's gradient block and builds the
- * reducer (nothing with one rank). */
-LP_WARN_UNUSED lp_status lp_dp_init(lp_dp *dp, lp_model *model, double bucket_mb);
+ * reducer (nothing with one rank); zero 1 with more than one rank: the sharded reducer of
+ * ZeRO-1, each bucket cut to the hull of its tensors. */
+LP_WARN_UNUSED lp_status lp_dp_init(lp_dp *dp, lp_model *model, double bucket_mb, int32_t zero);
+/* The optimizer for this rank: lp_optim_init, or sharded (ZeRO-1) over this rank's shard of
+ * every bucket, cut into runs of one parameter each. */
+LP_WARN_UNUSED lp_status lp_dp_optim_init(lp_dp *dp, lp_optim *o, const lp_model *model);
+/* After lp_dp_finish: the global gradient norm, *norm (torch's clip_grad_norm_), and with
+ * max_norm > 0 the gradients scaled by max_norm / (norm + 1e-6) when that is below 1. Sharded:
+ * each rank's sum of squares over its shards, one all-reduced scalar, its shards scaled.
+ * *norm may be inf or NaN (then nothing is scaled). Every rank calls it. */
+LP_WARN_UNUSED lp_status lp_dp_clip(lp_dp *dp, lp_model *model, double max_norm, double *norm);
+/* The optimizer step (lp_optim_step); sharded: a bucket at a time, each bucket's all-gather
+ * started as soon as its shard is updated, all waited before it returns (the parameters are
+ * then every rank's updates). Every rank calls it. */
+LP_WARN_UNUSED lp_status lp_dp_step(lp_dp *dp, lp_optim *o, lp_model *model, const lp_train_config *c, double lr);
+/* Sharded AdamW over runs [k0, k1) of o (optim.c), without counting a step (o->t). */
+void lp_optim_step_runs(lp_optim *o, lp_model *model, const lp_train_config *c, double lr, size_t k0, size_t k1);
 void lp_dp_free(lp_dp *dp);
 /* Every rank gets the worst status of all (a status code is an int: the maximum): a rank whose
  * own st is LP_OK but another's is not gets that status, with a message saying so ("another
@@ -249,16 +272,15 @@ int32_t lp_dp_shard(const lp_dp *dp, const lp_encoded_dataset *e, const int64_t 
 LP_WARN_UNUSED lp_status lp_dp_sync_dropout(const lp_dp *dp, lp_model *model);
 /* Completes the step's reduction: the gradient block then holds the sum over ranks. */
 LP_WARN_UNUSED lp_status lp_dp_finish(lp_dp *dp);
-/* ZeRO-1, after lp_optim_step: every parameter broadcast from the rank that updated it (runs of
- * adjacent parameters of one owner in one broadcast). Nothing unless o is sharded. */
-LP_WARN_UNUSED lp_status lp_dp_sync_params(const lp_dp *dp, const lp_optim *o, lp_model *model);
-/* ZeRO-1, before rank 0 writes a checkpoint: rank 0 receives every other rank's AdamW state (in
- * TEMPORARY buffers), so that the checkpoint holds all of it and resumes on any number of ranks;
- * lp_dp_release_optim gives the borrowed state back. Every rank calls both. */
+/* ZeRO-1, before rank 0 writes a checkpoint: rank 0 receives every other rank's runs of AdamW
+ * state into whole per-parameter buffers (TEMPORARY; o->m[i], o->v[i]), so that the checkpoint
+ * holds all of it, as an unsharded run's, and resumes on any number of ranks;
+ * lp_dp_release_optim frees them. Every rank calls both. */
 LP_WARN_UNUSED lp_status lp_dp_gather_optim(const lp_dp *dp, lp_optim *o, const lp_model *model);
 void lp_dp_release_optim(const lp_dp *dp, lp_optim *o);
 /* Rank 0 writes run_dir/distributed.json (backend, world size, buckets, ZeRO stage, every rank's
- * optimizer-state bytes against the unsharded figure); every rank calls it. */
+ * optimizer-state bytes against the unsharded figure, and its gradient bytes: the block and
+ * the reduce-scatter's receive buffers); every rank calls it. */
 LP_WARN_UNUSED lp_status lp_dp_write_info(const lp_dp *dp, const lp_optim *o, const lp_model *model,
                                           const lp_train_config *c, const char *run_dir);
 

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Data-parallel training on 2 MPI ranks against one process with the same global batch
 # (--batch-size is global: each rank takes half of every batch):
-#  - per-step loss within 1e-5 absolute over 50 steps, for full fine-tuning (with --grad-accum 2:
-#    no all-reduce on the accumulation step; 0.25 MiB buckets: ~50 all-reduces started from
-#    backward's hook), LoRA (0.01 MiB buckets: one per few adapters) and QLoRA (one 25 MiB
+#  - per-step loss within 1e-5 absolute over 50 steps, for full fine-tuning with all-reduces
+#    (--zero 0; with --grad-accum 2: no all-reduce on the accumulation step; 0.25 MiB buckets:
+#    ~50 all-reduces started from backward's hook), LoRA (0.01 MiB buckets: one per few adapters) and QLoRA (one 25 MiB
 #    bucket) on models/default, and full fine-tuning of the causal LM models/tiny-llama
 #    (shards weighed by predicted tokens; 0.01 MiB buckets).
 #    1e-5: the shards' GEMMs sum in another order and the gradients are summed across ranks,
-#    f32 rounding (~1e-7 relative per op) that AdamW carries over 50 steps. Dropout is on:
+#    f32 rounding (~1e-7 relative per op) that AdamW carries over 50 steps. The runs without
+#    --zero take the default: ZeRO-1 for full fine-tuning (tail, llama), all-reduce for LoRA. Dropout is on:
 #    models/default as bundled (0.1 on embeddings, attention probabilities, hidden states and
 #    classifier) and LoRA's adapter dropout; each rank pads its shard as the global batch and
 #    draws its rows of the global batch's masks (lp_model_set_batch_slice), so the masks are
@@ -16,8 +17,16 @@
 #    sits out: the equality holds through it (the ranks' dropout streams are resynchronized);
 #  - rank 0 alone writes the run: the 2-rank run directory holds the same files as the 1-process
 #    one (and distributed.json) and nothing else appears in the output folder;
-#  - --zero 1: the same curve, each rank holding about half of AdamW's state (distributed.json),
-#    and its checkpoint resumes in one process on the 1-process curve;
+#  - --zero 1 (ZeRO-1: each bucket reduce-scattered, AdamW on the rank's shard, the clip norm
+#    summed over the shards, the parameters all-gathered): the same curve within 1e-5 (two ranks
+#    add a + b as the all-reduce does; the norm's double sum in another order), for full
+#    fine-tuning in 0.25 MiB buckets (shards cut tensors) with --grad-accum 2 and for LoRA (the
+#    adapters are not laid out as their gradients: gathered through the gradient block); each
+#    rank holds about half of AdamW's state (distributed.json: the per-rank figures add up to the
+#    unsharded one exactly); its checkpoint (rank 0 gathers the shards) resumes in one process
+#    and on 2 ranks with --zero 1 (each rank loads its shard) on the uninterrupted 1-process
+#    curve; profiled, the transfers are mpi:reduce_scatter and mpi:all_gather ranges with their
+#    float counts on the progress thread;
 #  - profiled, each rank writes its own trace (rank in the file name, distributedInfo
 #    {backend mpi, rank, world_size 2}, mpi:all_reduce events with their float count) and
 #    loupe analyze loads the folder as 2 ranks, each with communication time > 0;
@@ -96,7 +105,7 @@ nb = json.load(open(sys.argv[2] + "/distributed.json"))["buckets"]
 print(f"ok: {name}: {steps} steps, 2 ranks == 1 process (largest loss difference {worst:.2e}, {nb} buckets), same {len(fb)} files")
 PY
 }
-same full --model "$T/model" --batch-size 8 --grad-accum 2 --bucket-mb 0.25
+same full --model "$T/model" --batch-size 8 --grad-accum 2 --bucket-mb 0.25 --zero 0
 same lora --model "$T/model" --batch-size 8 --method lora --lora-dropout 0.1 --bucket-mb 0.01
 same qlora --model "$T/model" --batch-size 8 --method qlora --lora-dropout 0.1
 # 9 rows, batch 8: every other step is one row, which rank 0 sits out (an empty shard): the
@@ -108,7 +117,9 @@ same llama --model "$S/models/tiny-llama" --train "$T/train400.tsv" --batch-size
 # ZeRO-1: the same curve, AdamW's state split between the ranks (measured by each rank: the
 # bytes it allocated), and its checkpoint (rank 0 gathers the state) resumes in one process
 # on the uninterrupted 1-process curve
-same zero --model "$T/model" --batch-size 8 --zero 1 --checkpoint-every 10 --keep-checkpoints 0
+same zero --model "$T/model" --batch-size 8 --grad-accum 2 --bucket-mb 0.25 --zero 1 --checkpoint-every 10 \
+  --keep-checkpoints 0
+same zlora --model "$T/model" --batch-size 8 --method lora --lora-dropout 0.1 --bucket-mb 0.01 --zero 1
 python3 - "$T/two/zero/distributed.json" <<'PY' || rc=1
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -117,27 +128,59 @@ if d["zero"] != 1 or len(per) != 2 or sum(per) != full or max(per) > 0.6 * full:
     print(f"FAIL: zero: optimizer state per rank {per} of {full} unsharded"); sys.exit(1)
 print(f"ok: zero: AdamW state per rank {per[0]/2**20:.2f} and {per[1]/2**20:.2f} MiB of {full/2**20:.2f} MiB unsharded")
 PY
-"$L" train "${common[@]}" --model "$T/model" --batch-size 8 --output-dir "$T/one" --run-id zero-resumed \
-  --resume "$T/two/zero/checkpoints/step-10" >"$T/zr.out" 2>&1 || { fail "resume of the ZeRO checkpoint"; cat "$T/zr.out"; }
-python3 - "$T/one/zero" "$T/one/zero-resumed" "$steps" <<'PY' || rc=1
+zargs=(--model "$T/model" --batch-size 8 --grad-accum 2 --bucket-mb 0.25 --resume "$T/two/zero/checkpoints/step-10")
+"$L" train "${common[@]}" "${zargs[@]}" --output-dir "$T/one" --run-id zero-resumed >"$T/zr.out" 2>&1 ||
+  { fail "resume of the ZeRO checkpoint in 1 process"; cat "$T/zr.out"; }
+lp_mpirun 2 "$L" train "${common[@]}" "${zargs[@]}" --zero 1 --output-dir "$T/two" --run-id zero-resumed \
+  >"$T/zr2.out" 2>&1 || { fail "resume of the ZeRO checkpoint on 2 ranks"; cat "$T/zr2.out"; }
+for where in one two; do
+  python3 - "$T/one/zero" "$T/$where/zero-resumed" "$steps" "$where" <<'PY' || rc=1
 import csv, sys
 a = list(csv.DictReader(open(sys.argv[1] + "/steps.csv")))
 b = list(csv.DictReader(open(sys.argv[2] + "/steps.csv")))
+how = "in 1 process" if sys.argv[4] == "one" else "on 2 ranks with --zero 1"
 for x, y in zip(a[10:], b[10:]):
     if abs(float(x["loss"]) - float(y["loss"])) > 1e-5:
-        print(f"FAIL: zero resumed: step {x['step']} loss {x['loss']} vs {y['loss']}"); sys.exit(1)
+        print(f"FAIL: zero resumed {how}: step {x['step']} loss {x['loss']} vs {y['loss']}"); sys.exit(1)
 if len(b) != int(sys.argv[3]):
-    print(f"FAIL: zero resumed: {len(b)} steps"); sys.exit(1)
-print(f"ok: zero: the 2-rank step-10 checkpoint resumes in 1 process on the same curve (steps 11-{len(b)})")
+    print(f"FAIL: zero resumed {how}: {len(b)} steps"); sys.exit(1)
+print(f"ok: zero: the 2-rank step-10 checkpoint resumes {how} on the same curve (steps 11-{len(b)})")
+PY
+done
+# profiled: the ZeRO-1 transfers in each rank's trace, on the progress thread
+lp_mpirun 2 "$L" profile --model "$T/model" --threads 1 --batch-size 8 --zero 1 --bucket-mb 0.25 \
+  --output-dir "$T/two" --run-id zprof --profile-wait 1 --profile-warmup 1 --profile-active 2 --max-steps 4 \
+  --eval none --quiet --peak-gflops 100 --record-shapes >"$T/zprof.out" 2>&1 || { fail "2-rank ZeRO-1 profile"; cat "$T/zprof.out"; }
+python3 - "$T/two/zprof/profiler" <<'PY' || rc=1
+import glob, gzip, json, sys
+tr = sorted(glob.glob(sys.argv[1] + "/*.pt.trace.json.gz"))
+if len(tr) != 2:
+    print(f"FAIL: zero profile: {len(tr)} traces"); sys.exit(1)
+for t in tr:
+    j = json.load(gzip.open(t, "rt"))
+    ev = [e for e in j["traceEvents"] if e.get("ph") == "X"]
+    tname = {e["tid"]: e["args"]["name"] for e in j["traceEvents"] if e.get("ph") == "M" and e["name"] == "thread_name"}
+    for op in ("mpi:reduce_scatter", "mpi:all_gather"):
+        es = [e for e in ev if e["name"] == op]
+        if not es or not all(e["args"]["Input Dims"][0][0] * 4 == e["args"]["Bytes Moved"] > 0 for e in es) or \
+                not all("mpi progress" in tname.get(e["tid"], "") for e in es):
+            print(f"FAIL: zero profile: {t}: {len(es)} {op} ranges, or without float counts or off the progress thread")
+            sys.exit(1)
+    ar = [e for e in ev if e["name"] == "mpi:all_reduce"]  # the clip norm's, one double
+    if len(ar) != 2 or any(e["args"]["Input Dims"] != [[1]] or "mpi progress" in tname.get(e["tid"], "") for e in ar):
+        print(f"FAIL: zero profile: {t}: all-reduces {[e['args'].get('Input Dims') for e in ar]}, wanted the norm's"
+              " [[1]] once a step on the main thread"); sys.exit(1)
+print("ok: zero: profiled, mpi:reduce_scatter and mpi:all_gather ranges on each rank's progress thread, the clip "
+      "norm's 1-element all-reduce on the main thread")
 PY
 n=$(ls "$T/two" | wc -l)
-[ "$n" = 6 ] || fail "the 2-rank runs left $n entries in the output folder: $(ls "$T/two")"
+[ "$n" = 9 ] || fail "the 2-rank runs left $n entries in the output folder: $(ls "$T/two")"
 
 # ---- profiled: a trace per rank, loaded by loupe analyze as a 2-rank job
 # profiled NAME MODE: a 2-rank profile (LP_DIST_PROGRESS=MODE), its traces' checks, loupe analyze
 profiled() {
   local name=$1 mode=$2
-  LP_DIST_PROGRESS=$mode lp_mpirun 2 -x LP_DIST_PROGRESS "$L" profile --model "$T/model" --threads 1 --batch-size 8 \
+  LP_DIST_PROGRESS=$mode lp_mpirun 2 -x LP_DIST_PROGRESS "$L" profile --model "$T/model" --threads 1 --batch-size 8 --zero 0 \
     --output-dir "$T/two" --run-id "$name" --profile-wait 1 --profile-warmup 1 --profile-active 2 --max-steps 4 \
     --eval none --quiet --peak-gflops 100 --record-shapes --bucket-mb 0.25 \
     >"$T/$name.out" 2>&1 || { fail "2-rank loupe profile ($mode)"; cat "$T/$name.out"; return; }

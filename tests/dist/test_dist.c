@@ -164,6 +164,115 @@ static void test_reducer_many_buckets(void **state)
     free(blk);
 }
 
+/* Shards tile a run in rank order at 16-float boundaries; a short run leaves the last ranks none. */
+static void test_shard_range(void **state)
+{
+    (void)state;
+    int64_t lo, n;
+    const int64_t want3[3][2] = {{0, 48}, {48, 32}, {80, 20}}; /* 100/3 = 33.3 -> 48, 66.7 -> 80 */
+    for (int32_t q = 0; q < 3; q++) {
+        lp_dist_shard_range(100, q, 3, &lo, &n);
+        assert_int_equal(lo, want3[q][0]);
+        assert_int_equal(n, want3[q][1]);
+    }
+    lp_dist_shard_range(10, 0, 2, &lo, &n);
+    assert_int_equal(lo, 0);
+    assert_int_equal(n, 10);
+    lp_dist_shard_range(10, 1, 2, &lo, &n);
+    assert_int_equal(n, 0);
+    lp_dist_shard_range(10, 0, 1, &lo, &n); /* a world of one: all of it */
+    assert_int_equal(lo, 0);
+    assert_int_equal(n, 10);
+    for (int64_t len = 1; len < 200; len += 7) /* tiling for any length and world */
+        for (int32_t w = 1; w <= 5; w++) {
+            int64_t at = 0;
+            for (int32_t q = 0; q < w; q++) {
+                lp_dist_shard_range(len, q, w, &lo, &n);
+                assert_int_equal(lo, at);
+                assert_true(n >= 0);
+                assert_true(lo % 16 == 0 || n == 0);
+                at += n;
+            }
+            assert_int_equal(at, len);
+        }
+}
+
+/* ZeRO-1's reducer: after finish each rank's shard of every bucket holds the sum over ranks
+ * (exact: multiples of 0.25 below 2^20; rank order of the adds does not matter for them); after
+ * the gathers every rank's shard values are everywhere, for buckets gathered into another
+ * buffer (the parameters) and for buckets gathered in the block (staged), three steps in a row
+ * (the reducer resets). Buckets of 5 floats (fewer than 16 per rank: rank 0 holds them all)
+ * to 4000. */
+static void test_reducer_sharded(void **state)
+{
+    (void)state;
+    const int32_t W = lp_dist_world_size(), r = lp_dist_rank();
+    enum { NB = 6 };
+    const int64_t len[NB] = {5, 4000, 37, 1024, 333, 16};
+    lp_dist_span s[NB];
+    int64_t N = 0;
+    for (int i = 0; i < NB; i++) {
+        s[i] = (lp_dist_span){.off = N, .n = len[i], .stage = i};
+        N += (len[i] + 15) & ~(int64_t)15;
+    }
+    float *blk = malloc((size_t)N * sizeof *blk), *par = malloc((size_t)N * sizeof *par);
+    assert_non_null(blk);
+    assert_non_null(par);
+    lp_dist_buckets plan;
+    assert_int_equal(lp_dist_buckets_plan(s, NB, N, 4, &plan), LP_OK); /* a bucket per span */
+    assert_int_equal(plan.n, NB);
+    for (int32_t i = 0; i < NB; i++) /* the hulls, as the trainer cuts them */
+        plan.b[i].n = len[NB - 1 - i];
+    float *to[NB];
+    for (int32_t i = 0; i < NB; i++)
+        to[i] = i % 2 ? NULL : par + plan.b[i].off; /* odd: staged in the block */
+    lp_dist_reducer *red;
+    assert_int_equal(lp_dist_reducer_init_sharded(&red, blk, &plan, to), LP_OK);
+    assert_int_equal(lp_dist_reducer_sharded(red), W > 1);
+    assert_true((lp_dist_reducer_scratch_bytes(red) > 0) == (W > 1));
+    if (W > 1) /* a gather before its reduction is refused */
+        assert_int_equal(lp_dist_reducer_gather(red, 0), LP_STATUS_INVALID_ARG);
+    const float k = (float)(W * (W + 1) / 2);
+    for (int rep = 0; rep < 3; rep++) {
+        for (int64_t i = 0; i < N; i++) {
+            blk[i] = (float)(r + 1) * 0.25f * (float)(i % 97 + rep);
+            par[i] = -1.0f;
+        }
+        assert_int_equal(lp_dist_reducer_ready(red, NB / 2), LP_OK);
+        assert_int_equal(lp_dist_reducer_finish(red), LP_OK);
+        for (int32_t i = 0; i < NB; i++) {
+            const lp_dist_bucket *b = &plan.b[i];
+            int64_t lo, n;
+            lp_dist_shard_range(b->n, r, W, &lo, &n);
+            for (int64_t j = b->off + lo; j < b->off + lo + n; j++)
+                if (blk[j] != k * 0.25f * (float)(j % 97 + rep))
+                    fail_msg("rep %d bucket %d: float %lld is %g, wanted %g", rep, (int)i, (long long)j,
+                             (double)blk[j], (double)(k * 0.25f * (float)(j % 97 + rep)));
+            float *d = to[i] ? to[i] : blk + b->off; /* "the optimizer": this rank's marks */
+            for (int64_t j = lo; j < lo + n; j++)
+                d[j] = (float)(1000 * r + rep) + (float)(j % 7);
+            if (i == 2) /* the first three early, the rest at the finish */
+                assert_int_equal(lp_dist_reducer_gather(red, i), LP_OK);
+        }
+        assert_int_equal(lp_dist_reducer_gather_finish(red), LP_OK);
+        for (int32_t i = 0; i < NB; i++) {
+            const float *d = to[i] ? to[i] : blk + plan.b[i].off;
+            for (int32_t q = 0; q < W; q++) {
+                int64_t lo, n;
+                lp_dist_shard_range(plan.b[i].n, q, W, &lo, &n);
+                for (int64_t j = lo; j < lo + n; j++)
+                    if (d[j] != (float)(1000 * q + rep) + (float)(j % 7))
+                        fail_msg("rep %d bucket %d: float %lld of rank %d's shard is %g after the gather", rep,
+                                 (int)i, (long long)j, (int)q, (double)d[j]);
+            }
+        }
+    }
+    lp_dist_reducer_free(red);
+    lp_dist_buckets_free(&plan);
+    free(blk);
+    free(par);
+}
+
 static void test_collectives(void **state)
 {
     (void)state;
@@ -226,6 +335,8 @@ int main(void)
         cmocka_unit_test(test_plan_refuses_bad_spans),
         cmocka_unit_test(test_reducer_sums),
         cmocka_unit_test(test_reducer_many_buckets),
+        cmocka_unit_test(test_shard_range),
+        cmocka_unit_test(test_reducer_sharded),
         cmocka_unit_test(test_collectives),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

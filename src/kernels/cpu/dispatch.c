@@ -400,7 +400,7 @@ void lp_adamw_step(float *param, const float *grad, float *m, float *v, int64_t 
     LP_OP_END();
 }
 
-double lp_grad_norm(float *const *grads, const int64_t *sizes, int n_tensors)
+double lp_grad_sum_squares(float *const *grads, const int64_t *sizes, int n_tensors)
 {
     int64_t total = 0;
     for (int i = 0; i < n_tensors; i++)
@@ -410,7 +410,23 @@ double lp_grad_norm(float *const *grads, const int64_t *sizes, int n_tensors)
     for (int i = 0; i < n_tensors; i++)
         s += K->sum_squares(grads[i], sizes[i]);
     LP_OP_END();
-    return sqrt(s);
+    return s;
+}
+
+double lp_grad_norm(float *const *grads, const int64_t *sizes, int n_tensors)
+{
+    return sqrt(lp_grad_sum_squares(grads, sizes, n_tensors));
+}
+
+void lp_grad_scale(float *const *grads, const int64_t *sizes, int n_tensors, float s)
+{
+    int64_t total = 0;
+    for (int i = 0; i < n_tensors; i++)
+        total += sizes[i];
+    LP_OP_BEGIN("lp::grad_clip_scale", 1.0 * total, 8.0 * total, 1, total);
+    for (int i = 0; i < n_tensors; i++)
+        K->scale(grads[i], sizes[i], s);
+    LP_OP_END();
 }
 
 double lp_grad_clip(float *const *grads, const int64_t *sizes, int n_tensors, double max_norm)
@@ -419,14 +435,7 @@ double lp_grad_clip(float *const *grads, const int64_t *sizes, int n_tensors, do
     if (!isfinite(norm))
         return norm;
     double coef = max_norm / (norm + 1e-6);
-    if (coef < 1.0) {
-        int64_t total = 0;
-        for (int i = 0; i < n_tensors; i++)
-            total += sizes[i];
-        LP_OP_BEGIN("lp::grad_clip_scale", 1.0 * total, 8.0 * total, 1, total);
-        for (int i = 0; i < n_tensors; i++)
-            K->scale(grads[i], sizes[i], (float)coef);
-        LP_OP_END();
-    }
+    if (coef < 1.0)
+        lp_grad_scale(grads, sizes, n_tensors, (float)coef);
     return norm;
 }
