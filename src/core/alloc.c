@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core_internal.h"
 #include "loupe/core.h"
 
 #define HDR_MAGIC 0x6c6f7570656d656dull /* "loupemem" */
@@ -65,7 +66,21 @@ void *lp_alloc(size_t bytes, lp_mem_category cat, const char *name)
                name);
         return NULL;
     }
-    alloc_hdr *h = aligned_alloc(LP_ALIGN, sizeof(alloc_hdr) + body);
+    /* a large weight buffer on 2 MiB pages (hugepages.c): the header starts a 2 MiB page, and
+     * the whole 2 MiB pages from there are advised (a partial last one stays on 4 KiB pages:
+     * no physical memory beyond the buffer's) */
+    const size_t total = sizeof(alloc_hdr) + body;
+    const bool huge = lp_core__huge_wanted(cat, total);
+    alloc_hdr *h = NULL;
+    if (huge) {
+        void *m = NULL;
+        if (!posix_memalign(&m, LP_HUGE_PAGE_BYTES, total)) {
+            h = m;
+            lp_core__huge_advise(h, total & ~(LP_HUGE_PAGE_BYTES - 1));
+        }
+    } else {
+        h = aligned_alloc(LP_ALIGN, total);
+    }
     if (!h) {
         lp_err(LP_STATUS_NO_MEMORY, "cannot allocate %zu bytes for %s '%s'", bytes, cat_names[cat], name);
         return NULL;

@@ -3,6 +3,9 @@
 #define LP_CORE_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
+
+#include "loupe/core.h"
 
 /* The widest vector ISA the CPU and OS support, as far as OpenBLAS's kernel sets differ. */
 typedef enum lp_cpu_isa {
@@ -29,5 +32,14 @@ int lp_core__cgroup_cpus(void);
 /* The GOMP_SPINCOUNT loupe sets given the user's OMP_WAIT_POLICY and GOMP_SPINCOUNT
  * (NULL = unset), or -1 when the user chose. */
 long long lp_core__spin_plan(const char *wait_policy, const char *spincount);
+
+/* 2 MiB pages for weights (hugepages.c): whether lp_alloc gives a buffer of this category and
+ * size (header included) 2 MiB alignment and the advice (parameters and quantized weights of
+ * at least one whole 2 MiB page, unless LP_HUGEPAGES=0), and the advice itself (before the
+ * first touch). */
+#define LP_HUGE_PAGE_BYTES ((size_t)2 << 20)
+#define LP_HUGE_MIN_BYTES LP_HUGE_PAGE_BYTES
+bool lp_core__huge_wanted(lp_mem_category cat, size_t bytes);
+void lp_core__huge_advise(void *p, size_t bytes);
 
 #endif

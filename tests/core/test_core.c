@@ -159,6 +159,33 @@ done:
     return st;
 }
 
+/* Weight buffers of 4 MiB and more start a 2 MiB page (the header first, so the data is 64
+ * bytes in) and are advised for huge pages (hugepages.c); smaller ones and other categories
+ * keep the plain path. Whether the kernel then backs them with 2 MiB pages depends on its THP
+ * setting, so that is not asserted; alignment, zeroing, accounting and the free are. */
+static void test_alloc_huge(void **state)
+{
+    (void)state;
+    assert_true(lp_core__huge_wanted(LP_MEM_CATEGORY_PARAMETER, LP_HUGE_MIN_BYTES));
+    assert_true(lp_core__huge_wanted(LP_MEM_CATEGORY_QUANTIZED_WEIGHT, LP_HUGE_MIN_BYTES));
+    assert_false(lp_core__huge_wanted(LP_MEM_CATEGORY_PARAMETER, LP_HUGE_MIN_BYTES - 1));
+    assert_false(lp_core__huge_wanted(LP_MEM_CATEGORY_ACTIVATION, (size_t)1 << 30));
+    lp_alloc_stats s0, s1;
+    lp_alloc_stats_get(&s0);
+    const size_t n = LP_HUGE_MIN_BYTES + 12345;
+    unsigned char *p = lp_alloc(n, LP_MEM_CATEGORY_PARAMETER, "huge test");
+    assert_non_null(p);
+    assert_int_equal(((uintptr_t)p - LP_ALIGN) % LP_HUGE_PAGE_BYTES, 0);
+    assert_int_equal(p[0] | p[n / 2] | p[n - 1], 0);
+    p[n - 1] = 1;
+    assert_int_equal(lp_alloc_size(p), n);
+    lp_alloc_stats_get(&s1);
+    assert_int_equal(s1.live[LP_MEM_CATEGORY_PARAMETER] - s0.live[LP_MEM_CATEGORY_PARAMETER], n);
+    lp_free(p);
+    lp_alloc_stats_get(&s1);
+    assert_int_equal(s1.live[LP_MEM_CATEGORY_PARAMETER], s0.live[LP_MEM_CATEGORY_PARAMETER]);
+}
+
 static void test_alloc_fail_nth(void **state)
 {
     (void)state;
@@ -346,7 +373,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dtype_names),     cmocka_unit_test(test_bf16),
         cmocka_unit_test(test_f16),             cmocka_unit_test(test_alloc_accounting),
-        cmocka_unit_test(test_alloc_fail_nth),  cmocka_unit_test(test_arena),
+        cmocka_unit_test(test_alloc_fail_nth),  cmocka_unit_test(test_alloc_huge),  cmocka_unit_test(test_arena),
         cmocka_unit_test(test_tensor),          cmocka_unit_test(test_threads), cmocka_unit_test(test_blas_upgrade),
         cmocka_unit_test(test_philox_kat),      cmocka_unit_test(test_rng_reproducible),
     };

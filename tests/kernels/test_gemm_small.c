@@ -1,7 +1,8 @@
 /* The optimized sgemm's few-rows path (gemm_small.c: M <= 16 rows against a weight stored
  * (N,K), what decoding runs) against the reference triple loop: every M from 1 to 17 (17 takes
- * OpenBLAS again), K with and without a vector tail, N around the task size, strides wider
- * than the rows, beta 0 (C's NaNs ignored) and 0.5, guard bytes. Bound: float FMAs in another
+ * OpenBLAS again), K with and without a vector tail, N around the 4-row blocks and the
+ * threads' ranges, strides wider than the rows, beta 0 (C's NaNs ignored) and 0.5, guard
+ * bytes; at every ISA level (test_gemm_small_isa_*). Bound: float FMAs in another
  * order against double, 1e-5 * K absolute plus 1e-5 relative (the existing sgemm cases'). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -35,7 +36,11 @@ static int run(int64_t M, int64_t N, int64_t K, float beta)
 static void test_small_m(void **state)
 {
     (void)state;
-    static const int64_t NK[][2] = {{1, 1}, {7, 15}, {64, 16}, {65, 33}, {130, 576}, {1000, 577}, {129, 1537}};
+    /* N: below, at and between the 4-row blocks and the threads' ranges (192 / 576 / 1536 are
+     * SmolLM2's k / q / MLP rows); K: with and without vector tails at both vector widths */
+    static const int64_t NK[][2] = {{1, 1},      {3, 9},      {4, 16},     {5, 40},     {7, 15},
+                                    {64, 16},    {65, 33},    {130, 576},  {192, 64},   {1000, 577},
+                                    {129, 1537}, {6, 24}};
     int failed = 0;
     for (int64_t M = 1; M <= 17; M++)
         for (size_t s = 0; s < sizeof NK / sizeof NK[0]; s++)
@@ -59,6 +64,10 @@ static void test_small_m_one_thread(void **state)
 
 int main(void)
 {
+    int isa_rc = kt_isa_init(); // LP_ISA picks the level (77 where the CPU lacks it)
+    if (isa_rc)
+        return isa_rc;
+    lp_threads_init();
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_small_m), cmocka_unit_test(test_small_m_one_thread)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
