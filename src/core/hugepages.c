@@ -3,9 +3,9 @@
  * 131,000 pages a token). Where transparent huge pages are in `madvise` mode (the kernel's
  * default on many distributions) nothing gets them unless asked, so the allocator asks for
  * parameter and quantized-weight buffers of 2 MiB and more: 2 MiB-aligned, their whole 2 MiB
- * pages madvise(MADV_HUGEPAGE)d before the first touch. Only those buffers: glibc's own switch (glibc.malloc.hugetlb=1) applied to
- * every allocation made a 2 GB load 5x slower on a long-running machine (compaction for
- * the small ones). LP_HUGEPAGES=0 turns it off. */
+ * pages madvise(MADV_HUGEPAGE)d before the first touch. Only those buffers: glibc's own
+ * switch (glibc.malloc.hugetlb=1) applied to every allocation made a 2 GB load 5x slower on
+ * a long-running machine (compaction for the small ones). LP_HUGEPAGES=0 turns it off. */
 #define _GNU_SOURCE /* MADV_HUGEPAGE under -std=c11 */
 #include <stdatomic.h>
 #include <stdlib.h>
