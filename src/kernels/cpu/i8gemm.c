@@ -112,64 +112,16 @@ static inline int32_t word(const int8_t *q, int64_t g)
     return v;
 }
 
-#if defined(__AVX512F__) && defined(__AVX512BW__)
-/* two tiles by 6 activation rows: 12 accumulators, each broadcast feeding 2 vectors */
-enum { VL = 16, NV = 2, MR = 6 };
-typedef __m512i vint;
-typedef __m512 vflt;
-#define VI_LOAD(p) _mm512_loadu_si512((const void *)(p))
-#define VI_SET1(x) _mm512_set1_epi32(x)
-#define VI_ZERO() _mm512_setzero_si512()
-#define VI_ADD32 _mm512_add_epi32
-#define VI_SUB32 _mm512_sub_epi32
-#define VI_SLLI32 _mm512_slli_epi32
-#define VI_MADDUBS _mm512_maddubs_epi16
-#define VI_MADD1(x) _mm512_madd_epi16((x), _mm512_set1_epi16(1))
-#define VI_ABS8 _mm512_abs_epi8
-typedef __mmask64 vneg; /* the bytes of x to negate: where w < 0 */
-#define VI_NEGMASK8(w) _mm512_movepi8_mask(w)
-#define VI_FLIP8(x, neg) _mm512_mask_sub_epi8((x), (neg), _mm512_setzero_si512(), (x))
-#define VF_LOAD _mm512_loadu_ps
-#define VF_SET1 _mm512_set1_ps
-#define VF_MUL _mm512_mul_ps
-#define VF_FMA _mm512_fmadd_ps
-#define VF_STORE _mm512_storeu_ps
-#define VI_CVT _mm512_cvtepi32_ps
-#if defined(__AVX512VNNI__)
+#include "tile_simd.h"
+
+#if defined(LP_TILE_AVX512) && defined(__AVX512VNNI__)
 #define I8_VNNI 1
 /* acc += u8 a times s8 b, 4 at a time: as asm, since GCC 12-14 copy every accumulator of
  * the intrinsic twice per step (a register move chain on each dot product's dependency) */
 #define VI_DPBUSD_ACC(acc, a, b) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b))
-#endif
-#else
-/* both halves of a tile by 3 activation rows: 6 accumulators (the sign trick needs its
- * temporaries in the other registers) */
-enum { VL = 8, NV = 2, MR = 3 };
-typedef __m256i vint;
-typedef __m256 vflt;
-#define VI_LOAD(p) _mm256_loadu_si256((const __m256i *)(p))
-#define VI_SET1(x) _mm256_set1_epi32(x)
-#define VI_ZERO() _mm256_setzero_si256()
-#define VI_ADD32 _mm256_add_epi32
-#define VI_SUB32 _mm256_sub_epi32
-#define VI_SLLI32 _mm256_slli_epi32
-#define VI_MADDUBS _mm256_maddubs_epi16
-#define VI_MADD1(x) _mm256_madd_epi16((x), _mm256_set1_epi16(1))
-#define VI_ABS8 _mm256_abs_epi8
-/* x negated where w < 0 and zeroed where w = 0 (|w| = 0 there): one vpsignb */
-typedef __m256i vneg;
-#define VI_NEGMASK8(w) (w)
-#define VI_FLIP8(x, w) _mm256_sign_epi8((x), (w))
-#define VF_LOAD _mm256_loadu_ps
-#define VF_SET1 _mm256_set1_ps
-#define VF_MUL _mm256_mul_ps
-#define VF_FMA _mm256_fmadd_ps
-#define VF_STORE _mm256_storeu_ps
-#define VI_CVT _mm256_cvtepi32_ps
-#if defined(__AVXVNNI__)
+#elif !defined(LP_TILE_AVX512) && defined(__AVXVNNI__)
 #define I8_VNNI 1
 #define VI_DPBUSD_ACC(acc, a, b) ((acc) = _mm256_dpbusd_avx_epi32((acc), (a), (b)))
-#endif
 #endif
 
 /* Keeps each accumulator's chain in order and in a register (GCC otherwise reassociates
@@ -296,17 +248,9 @@ static void gemm_tiles(float *out, const int8_t *xq, const float *xd, const lp_q
                         break;
                     const uint8_t *base = tiles + (size_t)(rel / QT) * tb + (size_t)(rel % QT / VL * 4 * VL);
                     const int64_t rows_left = (t1 - t0) * QT - rel < OC - o0 ? (t1 - t0) * QT - rel : OC - o0;
-                    int ob[NV], nv = 0;
+                    int ob[NV];
                     vflt vb[NV];
-                    for (int v = 0; v < NV; v++) {
-                        const int64_t left = v * VL >= gr ? 0 : rows_left - v * VL;
-                        ob[v] = left <= 0 ? 0 : left < VL ? (int)left : VL;
-                        nv += ob[v] > 0;
-                        float bb[VL] = {0};
-                        if (bias && ob[v])
-                            memcpy(bb, bias + o0 + v * VL, (size_t)ob[v] * sizeof(float));
-                        vb[v] = VF_LOAD(bb);
-                    }
+                    const int nv = lp_tile_group_bias(vb, ob, bias, o0, rows_left, gr);
                     int64_t i = i0;
                     for (; i + MR <= i1; i += MR)
                         run_group(out + i * OC + o0, OC, base, vs, xq + i * C, xd + i, C, MR, nv, vb, ob);

@@ -141,77 +141,14 @@ lp_status lp_qweight_ggml_pack_tiles(lp_qweight *q)
 
 #if defined(__AVX2__)
 
-#if defined(__AVX512F__) && defined(__AVX512BW__)
-/* two tiles (32 weight rows) by 6 activation rows: each activation broadcast feeds two
- * vpdpbusd (one tile by 8 rows: one each), 24 accumulators of the 32 registers; ~11 % more
- * GFLOP/s on SmolLM2's shapes (bench_qgemv --cpu-time, Zen 5) than 1 x 8 */
-enum { VL = 16, NV = 2, MR = 6 }; /* two tiles: each activation broadcast feeds 2 vectors */
-typedef __m512i vint;
-typedef __m512 vflt;
-#define VI_LOAD(p) _mm512_loadu_si512((const void *)(p))
-#define VI_SET1(x) _mm512_set1_epi32(x)
-#define VI_SET1_8(x) _mm512_set1_epi8(x)
-#define VI_ZERO() _mm512_setzero_si512()
-#define VI_AND _mm512_and_si512
-#define VI_XOR _mm512_xor_si512
-#define VI_SRLI16 _mm512_srli_epi16
-#define VI_ADD16 _mm512_add_epi16
-#define VI_ADD32 _mm512_add_epi32
-#define VI_MADDUBS _mm512_maddubs_epi16
-#define VI_MADD1(x) _mm512_madd_epi16((x), _mm512_set1_epi16(1))
-#define VI_ABS8 _mm512_abs_epi8
-/* x with its bytes negated where w's are negative (w = 0 pairs with |w| = 0) */
-typedef __mmask64 vneg; /* the bytes to negate */
-#define VI_NEGMASK8(w) _mm512_movepi8_mask(w)
-#define VI_FLIP8(x, neg) _mm512_mask_sub_epi8((x), (neg), _mm512_setzero_si512(), (x))
-#define VF_LOAD _mm512_loadu_ps
-#define VF_SET1 _mm512_set1_ps
-#define VF_ZERO _mm512_setzero_ps
-#define VF_FMA _mm512_fmadd_ps
-#define VF_MUL _mm512_mul_ps
-#define VF_ADD _mm512_add_ps
-#define VF_STORE _mm512_storeu_ps
-#define VI_CVT _mm512_cvtepi32_ps
-#if defined(__AVX512VNNI__)
+#include "tile_simd.h"
+
+#if defined(LP_TILE_AVX512) && defined(__AVX512VNNI__)
 #define QG_VNNI 1
 #define VI_DPBUSD _mm512_dpbusd_epi32
-#endif
-#else
-/* both halves of a tile by 3 activation rows (12 accumulators of the 16 registers): +10 %
- * on Q4_0 over one half by 4 rows, Q8_0 the same */
-enum { VL = 8, NV = 2, MR = 3 };
-typedef __m256i vint;
-typedef __m256 vflt;
-#define VI_LOAD(p) _mm256_loadu_si256((const __m256i *)(p))
-#define VI_SET1(x) _mm256_set1_epi32(x)
-#define VI_SET1_8(x) _mm256_set1_epi8(x)
-#define VI_ZERO() _mm256_setzero_si256()
-#define VI_AND _mm256_and_si256
-#define VI_XOR _mm256_xor_si256
-#define VI_SRLI16 _mm256_srli_epi16
-#define VI_ADD16 _mm256_add_epi16
-#define VI_ADD32 _mm256_add_epi32
-#define VI_MADDUBS _mm256_maddubs_epi16
-#define VI_MADD1(x) _mm256_madd_epi16((x), _mm256_set1_epi16(1))
-#define VI_ABS8 _mm256_abs_epi8
-/* x negated where w is negative, zeroed where w is 0 (|w| = 0 there): one vpsignb. (x ^ m) - m
- * with m = w < 0 once per weight vector measured 13 % slower on Zen 5: the Q8_0 loop is
- * bound by its vector op count, not by the multiply pipes. */
-typedef __m256i vneg;
-#define VI_NEGMASK8(w) (w)
-#define VI_FLIP8(x, w) _mm256_sign_epi8((x), (w))
-#define VF_LOAD _mm256_loadu_ps
-#define VF_SET1 _mm256_set1_ps
-#define VF_ZERO _mm256_setzero_ps
-#define VF_FMA _mm256_fmadd_ps
-#define VF_MUL _mm256_mul_ps
-#define VF_ADD _mm256_add_ps
-#define VF_STORE _mm256_storeu_ps
-#define VI_CVT _mm256_cvtepi32_ps
-#if defined(__AVXVNNI__)
+#elif !defined(LP_TILE_AVX512) && defined(__AVXVNNI__)
 #define QG_VNNI 1
 #define VI_DPBUSD _mm256_dpbusd_avx_epi32
-#endif
 #endif
 
 /* Bytes ahead of a decode's tile reads to prefetch (see tile_kernel). */
@@ -491,17 +428,9 @@ lp_status lp_k_qgemm_ggml(float *out, const lp_q8a *act, const lp_qweight *w, co
                         break;
                     /* the vectors whose rows exist (this thread's tiles, the weight's rows) */
                     const int64_t rows_left = (t1 - t0) * QT - rel < OC - o0 ? (t1 - t0) * QT - rel : OC - o0;
-                    int ob[NV], nv = 0;
+                    int ob[NV];
                     vflt vb[NV];
-                    for (int v = 0; v < NV; v++) {
-                        const int64_t left = v * VL >= gr ? 0 : rows_left - v * VL;
-                        ob[v] = left <= 0 ? 0 : left < VL ? (int)left : VL;
-                        nv += ob[v] > 0;
-                        float bb[VL] = {0};
-                        if (bias && ob[v])
-                            memcpy(bb, bias + o0 + v * VL, (size_t)ob[v] * sizeof(float));
-                        vb[v] = VF_LOAD(bb);
-                    }
+                    const int nv = lp_tile_group_bias(vb, ob, bias, o0, rows_left, gr);
                     int64_t i = i0;
                     for (; i + MR <= i1; i += MR)
                         run(out + i * OC + o0, OC, tile, vs, act + i * nb, nb, MR, nv, vb, ob);
