@@ -182,14 +182,7 @@ static inline __attribute__((always_inline)) void tile_rows(float *out, int64_t 
 #else
             const vint s = isum[v][r];
 #endif
-            const vflt y = VF_FMA(VI_CVT(s), VF_MUL(sw, VF_SET1(d[r])), bias[v]);
-            if (ob[v] == VL) {
-                VF_STORE(out + r * OC + v * VL, y);
-            } else {
-                float tmp[VL];
-                VF_STORE(tmp, y);
-                memcpy(out + r * OC + v * VL, tmp, (size_t)ob[v] * sizeof(float));
-            }
+            lp_tile_store(out + r * OC + v * VL, VF_FMA(VI_CVT(s), VF_MUL(sw, VF_SET1(d[r])), bias[v]), ob[v]);
         }
     }
 }

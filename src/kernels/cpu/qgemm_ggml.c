@@ -305,16 +305,8 @@ static inline __attribute__((always_inline)) void run_rows(float *out, int64_t O
     vflt acc[NV][MR];
     tile_kernel(acc, tile, vs, a, nb, mr, nv, k);
     for (int v = 0; v < nv; v++)
-        for (int r = 0; r < mr; r++) {
-            const vflt y = VF_ADD(acc[v][r], bias[v]);
-            if (ob[v] == VL) {
-                VF_STORE(out + r * OC + v * VL, y);
-            } else {
-                float tmp[VL];
-                VF_STORE(tmp, y);
-                memcpy(out + r * OC + v * VL, tmp, (size_t)ob[v] * sizeof(float));
-            }
-        }
+        for (int r = 0; r < mr; r++)
+            lp_tile_store(out + r * OC + v * VL, VF_ADD(acc[v][r], bias[v]), ob[v]);
 }
 
 /* Per kind: MR rows or the tail (mr < MR), over NV vectors or one (the last group), all

@@ -99,4 +99,16 @@ static inline int lp_tile_group_bias(vflt vb[NV], int ob[NV], const float *bias,
     return nv;
 }
 
+/* n (1..VL) outputs of y to out: a full vector, or its first n through a stack copy */
+static inline __attribute__((always_inline)) void lp_tile_store(float *out, vflt y, int n)
+{
+    if (n == VL) {
+        VF_STORE(out, y);
+    } else {
+        float tmp[VL];
+        VF_STORE(tmp, y);
+        memcpy(out, tmp, (size_t)n * sizeof(float));
+    }
+}
+
 #endif
