@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "golden_util.h"
+#include "lp_test_model.h"
 #include "loupe/models.h"
 
 #define MAX_NAMES 4096
@@ -281,19 +282,8 @@ static void decoder_ranges(void **state)
 /* Every trainable parameter's gradient, concatenated. */
 static float *grads_of(lp_model *m, int64_t *n_out)
 {
-    size_t np;
-    const lp_model_param *p = lp_model_params(m, &np);
-    int64_t n = 0;
-    for (size_t i = 0; i < np; i++)
-        n += p[i].grad ? p[i].numel : 0;
-    float *g = malloc((size_t)n * sizeof *g), *w = g;
+    float *g = lp_test_model_grads(m, n_out);
     assert_non_null(g);
-    for (size_t i = 0; i < np; i++)
-        if (p[i].grad) {
-            memcpy(w, p[i].grad, (size_t)p[i].numel * sizeof *w);
-            w += p[i].numel;
-        }
-    *n_out = n;
     return g;
 }
 

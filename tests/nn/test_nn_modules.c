@@ -20,6 +20,7 @@
 
 #include "../../src/nn/nn_internal.h"
 #include "loupe/models.h"
+#include "lp_test_model.h"
 
 static float *rnd(lp_rng *r, int64_t n, float s)
 {
@@ -284,19 +285,8 @@ static void grads_of(lp_model *m, float *loss, float **out, int64_t *n_out)
     if (lp_model_loss_forward(m, ids, msk, typ, lab, 2, 9, NULL, loss) != LP_OK ||
         lp_model_backward(m) != LP_OK)
         fail_msg("%s", lp_err_msg());
-    size_t np;
-    const lp_model_param *p = lp_model_params(m, &np);
-    int64_t n = 0;
-    for (size_t i = 0; i < np; i++)
-        n += p[i].grad ? p[i].numel : 0;
-    float *g = malloc((size_t)n * sizeof *g), *w = g;
-    for (size_t i = 0; i < np; i++)
-        if (p[i].grad) {
-            memcpy(w, p[i].grad, (size_t)p[i].numel * sizeof *w);
-            w += p[i].numel;
-        }
-    *out = g;
-    *n_out = n;
+    *out = lp_test_model_grads(m, n_out);
+    assert_non_null(*out);
 }
 
 static void checkpointing_replays_dropout(void **state)
