@@ -292,6 +292,7 @@ typedef struct lp_kernel_table {
                                      int64_t OC); /* dinp = dout @ W, W packed f32 */
     lp_status (*bf16_matmul_backward)(float *dinp, float *dweight, const float *dout, const float *inp,
                                       const lp_qweight *w, int64_t N, int64_t C, int64_t OC);
+    void (*bf16_repack)(lp_qweight *q, const float *w); /* lp_qweight_repack_bf16 */
     void (*add_inplace)(float *y, const float *x, int64_t n);
     lp_status (*lora_forward)(float *out, float *u, uint8_t *keep, const float *inp, const lp_lora_base *base,
                               const float *A, const float *B, float s, float p, lp_rng *rng, int64_t N, int64_t C,

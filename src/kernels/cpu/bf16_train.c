@@ -14,6 +14,10 @@
 
 #include "cpu_kernels.h"
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 enum { P = LP_BF16_PANEL };
 
 static inline int64_t even(int64_t x)
@@ -61,36 +65,120 @@ static inline uint32_t pair(float lo, float hi)
 }
 
 /* dst = panels of M (R, K) rounded to bf16, where M = w (R, K) or, with trans, w^T for w
- * (K, R). Only the real elements are written: the padding stays as the pack zeroed it.
- * Each panel is written in order, one 32-bit pair per output (the stores stream); the reads
- * are two rows of w (trans, contiguous) or 32 rows a pair at a time (their lines stay in L1
- * across the 8 pairs a line holds). */
-static void pack(uint16_t *dst, const float *w, int64_t R, int64_t K, bool trans)
+ * (K, R), one element at a time: the reference the tiled packing below is held equal to.
+ * Only the real elements are written: the padding stays as the pack zeroed it. */
+static void pack_ref(uint16_t *dst, const float *w, int64_t R, int64_t K, bool trans)
 {
     const int64_t kp = even(K) / 2, np = (R + P - 1) / P;
-#pragma omp parallel for schedule(static) if (R * K >= LP_PAR_MIN)
     for (int64_t p = 0; p < np; p++) {
         const int64_t o0 = p * P, ow = R - o0 < P ? R - o0 : P;
         uint32_t *d = (uint32_t *)dst + p * kp * P; /* pair kk of output o0 + j at d[kk * P + j] */
-        for (int64_t kk = 0; kk < kp; kk++, d += P) {
-            const int64_t k = 2 * kk;
-            const bool odd = k + 1 < K;
-            if (trans) {
-                const float *r0 = w + k * R + o0, *r1 = r0 + R;
-                if (odd)
+        for (int64_t kk = 0; kk < kp; kk++, d += P)
+            for (int64_t j = 0; j < ow; j++) {
+                const int64_t k = 2 * kk, o = o0 + j;
+                const float lo = trans ? w[k * R + o] : w[o * K + k],
+                            hi = k + 1 < K ? (trans ? w[(k + 1) * R + o] : w[o * K + k + 1]) : 0.0f;
+                d[j] = pair(lo, hi);
+            }
+    }
+}
+
+void lp_k_bf16_repack_ref(lp_qweight *q, const float *w)
+{
+    pack_ref(q->bf16, w, q->rows, q->cols, false);
+    if (q->bf16t)
+        pack_ref(q->bf16t, w, q->cols, q->rows, true);
+}
+
+/* ---- the tiled packings: 32 x 32 tiles of a row-major f32 matrix, rounded once ----
+ * A tile's rows paired (rows 2t and 2t+1 of a column as one 32-bit pair) is 16 x 32 pairs,
+ * exactly a contiguous chunk of a panel whose outputs are the tile's columns (W^T's panels,
+ * dW's X^T panels); the transposed store gives one 64-byte run of pairs per column (dW's
+ * dY^T rows) or, with the tile's columns paired instead, a chunk of W's own panels. */
+enum { T = P };
+
+/* buf = src rows [0, nr) x columns [0, nc) (row stride ld) rounded to bf16, the rest 0 */
+static inline void round_tile(uint16_t buf[T][T], const float *src, int64_t ld, int64_t nr, int64_t nc)
+{
+    for (int64_t r = 0; r < T; r++) {
+        const float *s = src + r * ld;
+        if (r < nr && nc == T) {
+            __builtin_prefetch(s + 4 * T); /* the tile four to the right: 32 rows are 32 streams */
+            __builtin_prefetch(s + 4 * T + 16);
 #pragma omp simd
-                    for (int64_t j = 0; j < ow; j++)
-                        d[j] = pair(r0[j], r1[j]);
-                else
-                    for (int64_t j = 0; j < ow; j++)
-                        d[j] = pair(r0[j], 0.0f);
-            } else {
-                const float *c = w + o0 * K + k;
-                for (int64_t j = 0; j < ow; j++)
-                    d[j] = pair(c[j * K], odd ? c[j * K + 1] : 0.0f);
+            for (int c = 0; c < T; c++)
+                buf[r][c] = rnd(s[c]);
+        } else
+            for (int c = 0; c < T; c++)
+                buf[r][c] = r < nr && c < nc ? rnd(s[c]) : 0;
+    }
+}
+
+/* out[t][j] = (buf[2t][j], buf[2t+1][j]): the tile's rows paired, column j fastest */
+static inline void row_pairs(uint32_t out[T / 2][T], const uint16_t buf[T][T])
+{
+    for (int t = 0; t < T / 2; t++)
+#pragma omp simd
+        for (int j = 0; j < T; j++)
+            out[t][j] = (uint32_t)buf[2 * t][j] | (uint32_t)buf[2 * t + 1][j] << 16;
+}
+
+static inline int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* dst[0, n) = src, with non-temporal stores where the vector level has them and dst is
+ * 64-byte aligned: the packed weight (twice the bf16 bytes of a 1-200 MB model) is read by
+ * the next forward, long after it would have left the cache, so storing around the cache
+ * saves the read-for-ownership of every line. The caller fences (stream_fence). */
+static inline void store_chunk(uint32_t *dst, const uint32_t *src, int64_t n)
+{
+    int64_t i = 0;
+#if defined(__AVX512F__)
+    if (((uintptr_t)dst & 63) == 0)
+        for (; i + 16 <= n; i += 16)
+            _mm512_stream_si512((void *)(dst + i), _mm512_loadu_si512(src + i));
+#elif defined(__AVX2__)
+    if (((uintptr_t)dst & 31) == 0)
+        for (; i + 8 <= n; i += 8)
+            _mm256_stream_si256((__m256i *)(dst + i), _mm256_loadu_si256((const __m256i *)(src + i)));
+#endif
+    memcpy(dst + i, src + i, (size_t)(n - i) * sizeof(uint32_t));
+}
+
+static inline void stream_fence(void)
+{
+#if defined(__AVX2__)
+    _mm_sfence();
+#endif
+}
+
+/* Both packings of w (R, K) from each 32 x 32 tile while it is in L1: W's panel br gets the
+ * tile's columns paired (pairs bk*16.., a transposed store), W^T's panel bk its rows paired
+ * (pairs br*16.., one contiguous chunk). Tiles past the edge carry zeros into the padding. */
+void lp_k_bf16_repack_opt(lp_qweight *q, const float *w)
+{
+    const int64_t R = q->rows, K = q->cols, kp = q->cpad / 2, rkp = q->rpad / 2, nbr = (R + T - 1) / T,
+                  nbk = (K + T - 1) / T;
+    uint32_t *wp = (uint32_t *)q->bf16, *tp = (uint32_t *)q->bf16t;
+#pragma omp parallel for collapse(2) schedule(static) if (R * K >= LP_PAR_MIN)
+    for (int64_t br = 0; br < nbr; br++)
+        for (int64_t bk = 0; bk < nbk; bk++) {
+            uint16_t buf[T][T];
+            round_tile(buf, w + br * T * K + bk * T, K, min64(T, R - br * T), min64(T, K - bk * T));
+            uint32_t cp[T / 2][T];
+            const int64_t nt = min64(T / 2, kp - bk * (T / 2));
+            for (int64_t t = 0; t < nt; t++)
+                for (int j = 0; j < T; j++)
+                    memcpy(&cp[t][j], &buf[j][2 * t], 4);
+            store_chunk(wp + (br * kp + bk * (T / 2)) * P, &cp[0][0], nt * P);
+            if (tp) {
+                row_pairs(cp, buf);
+                store_chunk(tp + (bk * rkp + br * (T / 2)) * P, &cp[0][0], min64(T / 2, rkp - br * (T / 2)) * P);
             }
         }
-    }
+    stream_fence();
 }
 
 lp_status lp_qweight_pack_bf16_train(lp_qweight *q, const float *w, int64_t rows, int64_t cols,
@@ -113,13 +201,6 @@ lp_status lp_qweight_pack_bf16_train(lp_qweight *q, const float *w, int64_t rows
                       .mem = m};
     lp_qweight_repack_bf16(q, w);
     return LP_OK;
-}
-
-void lp_qweight_repack_bf16(lp_qweight *q, const float *w)
-{
-    pack(q->bf16, w, q->rows, q->cols, false);
-    if (q->bf16t)
-        pack(q->bf16t, w, q->cols, q->rows, true);
 }
 
 static lp_status check(const float *dinp, const lp_qweight *w, int64_t C, int64_t OC)
@@ -164,46 +245,40 @@ lp_status lp_k_bf16_matmul_backward_ref(float *dinp, float *dweight, const float
     return LP_OK;
 }
 
-/* a (OC, Np) = dout^T rounded, b = panels of inp^T (C, Np) rounded: the dW GEMM's operands,
- * Np = N rounded up to even, the pad column zero. Both are written a pair of batch rows at
- * a time as 32-bit stores (a: 32 output rows' streams; b: each panel in order). */
-static void pack_dweight_operands(uint16_t *a, uint16_t *b, const float *dout, const float *inp, int64_t N,
-                                  int64_t C, int64_t OC)
+/* a (OC, Np) = dout^T rounded, b = panels of inp^T (C, Np) rounded: the dW GEMM's operands, Np = N rounded up to even, the pad column zero. Both from 32 x 32 tiles
+ * with their rows (batch rows) paired: b's are contiguous panel chunks, a's the same pairs
+ * stored transposed, one 64-byte run per output row. */
+static void pack_dweight_operands(uint16_t *a, uint16_t *b, const float *dout, const float *inp,
+                                  int64_t N, int64_t C, int64_t OC)
 {
-    const int64_t np = even(N), ncp = (C + P - 1) / P, nop = (OC + P - 1) / P;
+    const int64_t np2 = even(N) / 2, nbi = (N + T - 1) / T, nbo = (OC + T - 1) / T, nbc = (C + T - 1) / T;
+    uint32_t *a32 = (uint32_t *)a, *b32 = (uint32_t *)b;
 #pragma omp parallel if (N * (C + OC) >= LP_PAR_MIN)
     {
-#pragma omp for schedule(static) nowait
-        for (int64_t p = 0; p < nop; p++) { /* 32 output rows at a time: the reads of dout stay in lines */
-            const int64_t o0 = p * P, ow = OC - o0 < P ? OC - o0 : P;
-            for (int64_t i = 0; i < np; i += 2) {
-                const float *r0 = dout + i * OC + o0, *r1 = r0 + OC;
-                const bool two = i + 1 < N;
-                for (int64_t j = 0; j < ow; j++) {
-                    const uint32_t v = pair(r0[j], two ? r1[j] : 0.0f);
-                    memcpy(a + (o0 + j) * np + i, &v, 4);
+#pragma omp for collapse(2) schedule(static) nowait
+        for (int64_t bi = 0; bi < nbi; bi++)
+            for (int64_t bo = 0; bo < nbo; bo++) {
+                uint16_t buf[T][T];
+                uint32_t rp[T / 2][T];
+                const int64_t no = min64(T, OC - bo * T), nt = min64(T / 2, np2 - bi * (T / 2));
+                round_tile(buf, dout + bi * T * OC + bo * T, OC, min64(T, N - bi * T), no);
+                row_pairs(rp, buf);
+                for (int64_t j = 0; j < no; j++) {
+                    uint32_t *d = a32 + (bo * T + j) * np2 + bi * (T / 2);
+                    for (int64_t t = 0; t < nt; t++)
+                        d[t] = rp[t][j];
                 }
             }
-        }
-#pragma omp for schedule(static)
-        for (int64_t p = 0; p < ncp; p++) {
-            const int64_t c0 = p * P, cw = C - c0 < P ? C - c0 : P;
-            uint32_t *d = (uint32_t *)b + p * (np / 2) * P;
-            for (int64_t i = 0; i < np; i += 2, d += P) {
-                const float *r0 = inp + i * C + c0, *r1 = r0 + C;
-                const bool two = i + 1 < N;
-                int64_t j = 0;
-                if (two)
-#pragma omp simd
-                    for (j = 0; j < cw; j++)
-                        d[j] = pair(r0[j], r1[j]);
-                else
-                    for (j = 0; j < cw; j++)
-                        d[j] = pair(r0[j], 0.0f);
-                for (j = cw; j < P; j++)
-                    d[j] = 0;
+#pragma omp for collapse(2) schedule(static)
+        for (int64_t bc = 0; bc < nbc; bc++)
+            for (int64_t bi = 0; bi < nbi; bi++) {
+                uint16_t buf[T][T];
+                uint32_t rp[T / 2][T];
+                round_tile(buf, inp + bi * T * C + bc * T, C, min64(T, N - bi * T), min64(T, C - bc * T));
+                row_pairs(rp, buf);
+                memcpy(b32 + (bc * np2 + bi * (T / 2)) * P, rp,
+                       (size_t)min64(T / 2, np2 - bi * (T / 2)) * P * sizeof(uint32_t));
             }
-        }
     }
 }
 

@@ -270,6 +270,7 @@ void lp_k_bf16_round_rows(uint16_t *dst, const float *src, int64_t N, int64_t C,
 /* ---- bf16 training GEMMs (bf16_train.c) ---- */
 LP_DECLARE_BOTH(lp_status, bf16_matmul_backward, float *dinp, float *dweight, const float *dout, const float *inp,
                 const lp_qweight *w, int64_t N, int64_t C, int64_t OC)
+LP_DECLARE_BOTH(void, bf16_repack, lp_qweight *q, const float *w)
 /* ---- packed f32 weight GEMM (f32_gemm.c) ---- */
 LP_DECLARE_BOTH(lp_status, f32_matmul_forward, float *out, const float *inp, const lp_qweight *w, const float *bias,
                 int64_t N, int64_t C, int64_t OC)

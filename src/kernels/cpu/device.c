@@ -95,6 +95,7 @@ static const lp_backend *fake_device(void)
     fake_table.attention_decode = NULL;
     fake_table.bf16_matmul_forward = NULL;
     fake_table.bf16_matmul_backward = NULL;
+    fake_table.bf16_repack = NULL;
     fake_table.f32_matmul_forward = NULL;
     fake_table.f32_matmul_backward = NULL;
     fake_backend = *host(); /* host memory, separate buffers: the CPU backend's */

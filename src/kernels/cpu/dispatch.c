@@ -32,7 +32,7 @@
         ENTRY(impl, add_inplace), ENTRY(impl, lora_forward), ENTRY(impl, lora_backward), /* quant section */        \
         ENTRY(impl, kv_write), ENTRY(impl, attention_decode), /* KV-cache decoding */                                 \
         ENTRY(impl, bf16_matmul_forward), /* bf16 weights */                                                        \
-        ENTRY(impl, bf16_matmul_backward), /* bf16 training */                                                      \
+        ENTRY(impl, bf16_matmul_backward), ENTRY(impl, bf16_repack), /* bf16 training */                           \
         ENTRY(impl, f32_matmul_forward), ENTRY(impl, f32_matmul_backward), /* packed f32 weights */              \
     }
 

@@ -115,6 +115,13 @@ lp_status lp_bf16_matmul_backward(float *dinp, float *dweight, const float *dout
     return K->bf16_matmul_backward(dinp, dweight, dout, inp, w, N, C, OC);
 }
 
+void lp_qweight_repack_bf16(lp_qweight *q, const float *w)
+{
+    const double n = (double)q->rows * (double)q->cols;
+    LP_OP_BEGIN("lp::bf16_repack", 0.0, 4.0 * n + (double)lp_qweight_nbytes(q), 2, q->rows, q->cols);
+    K->bf16_repack(q, w);
+}
+
 /* The whole weight as f32 in a TEMPORARY buffer (the eager path's cost, by design). */
 static float *dequant_full(const lp_qweight *w)
 {
