@@ -167,15 +167,16 @@ void lp_k_bf16_repack_opt(lp_qweight *q, const float *w)
         for (int64_t bk = 0; bk < nbk; bk++) {
             uint16_t buf[T][T];
             round_tile(buf, w + br * T * K + bk * T, K, min64(T, R - br * T), min64(T, K - bk * T));
-            uint32_t cp[T / 2][T];
+            uint32_t chunk[T / 2][T];
             const int64_t nt = min64(T / 2, kp - bk * (T / 2));
             for (int64_t t = 0; t < nt; t++)
                 for (int j = 0; j < T; j++)
-                    memcpy(&cp[t][j], &buf[j][2 * t], 4);
-            store_chunk(wp + (br * kp + bk * (T / 2)) * P, &cp[0][0], nt * P);
+                    memcpy(&chunk[t][j], &buf[j][2 * t], 4);
+            store_chunk(wp + (br * kp + bk * (T / 2)) * P, &chunk[0][0], nt * P);
             if (tp) {
-                row_pairs(cp, buf);
-                store_chunk(tp + (bk * rkp + br * (T / 2)) * P, &cp[0][0], min64(T / 2, rkp - br * (T / 2)) * P);
+                row_pairs(chunk, buf);
+                store_chunk(tp + (bk * rkp + br * (T / 2)) * P, &chunk[0][0],
+                            min64(T / 2, rkp - br * (T / 2)) * P);
             }
         }
     stream_fence();
@@ -245,11 +246,12 @@ lp_status lp_k_bf16_matmul_backward_ref(float *dinp, float *dweight, const float
     return LP_OK;
 }
 
-/* a (OC, Np) = dout^T rounded, b = panels of inp^T (C, Np) rounded: the dW GEMM's operands, Np = N rounded up to even, the pad column zero. Both from 32 x 32 tiles
- * with their rows (batch rows) paired: b's are contiguous panel chunks, a's the same pairs
- * stored transposed, one 64-byte run per output row. */
-static void pack_dweight_operands(uint16_t *a, uint16_t *b, const float *dout, const float *inp,
-                                  int64_t N, int64_t C, int64_t OC)
+/* a (OC, Np) = dout^T rounded, b = panels of inp^T (C, Np) rounded: the dW GEMM's operands,
+ * Np = N rounded up to even, the pad column zero. Both from 32 x 32 tiles with their rows
+ * (batch rows) paired: b's are contiguous panel chunks, a's the same pairs stored
+ * transposed, one 64-byte run per output row. */
+static void pack_dweight_operands(uint16_t *a, uint16_t *b, const float *dout, const float *inp, int64_t N,
+                                  int64_t C, int64_t OC)
 {
     const int64_t np2 = even(N) / 2, nbi = (N + T - 1) / T, nbo = (OC + T - 1) / T, nbc = (C + T - 1) / T;
     uint32_t *a32 = (uint32_t *)a, *b32 = (uint32_t *)b;
