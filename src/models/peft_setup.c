@@ -755,6 +755,8 @@ void lp_model_lora_info(const lp_model *m, lp_lora_info *o)
     o->scale = m->adapters[0].lora.scale;
     o->dropout = m->lora.dropout;
     o->base_dtype = m->lora.base_dtype;
+    for (size_t i = 0; i < m->n_lins && o->base_dtype == LP_DTYPE_F32; i++)
+        o->base_packed |= m->lins[i].q != NULL;
     o->n_adapters = (int32_t)m->n_adapters;
     for (size_t k = 0; k < m->n_adapters; k++)
         o->adapter_params +=

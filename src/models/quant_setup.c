@@ -52,6 +52,8 @@ bool lp_model__pack_f32_bases(const lp_model *m)
      * eager runs unpack a packed weight on every call */
     if (!m->opt.training || m->opt.no_grad || m->opt.exec != LP_EXEC_MODE_FUSED)
         return false;
+    if (lp_kernels_device() != LP_DEVICE_CPU) /* a GPU runs its own GEMMs on the f32 weights */
+        return false;
     const lp_isa isa = lp_kernels_isa();
     return (unsigned)isa < LP_ISA_COUNT && pack_bases_wins[isa];
 }

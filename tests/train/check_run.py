@@ -131,8 +131,14 @@ def main():
     for k in ("parameter", "gradient", "optimizer_state", "activation", "temporary", "input"):
         check(k in mc and mc[k] >= 0, f"memory_by_category.{k}")
     P, Pt = m["params_total"] * 4, m["params_trainable"] * 4
-    if method == "qlora" or (method == "lora" and s.get("dtype") == "bf16"):
-        # the encoder's Linear weights are NF4 (or bf16, the base's only copy), counted apart
+    base = s.get("lora_base")
+    check((method == "full") == (base is None), f"{method}: lora_base {base}")
+    if method == "qlora":
+        check(base == "nf4", f"qlora: lora_base {base}")
+    if method == "lora":  # bf16 under --dtype bf16; packed f32 where that GEMM measured faster (AVX2)
+        check(base in (("bf16",) if s.get("dtype") == "bf16" else ("f32", "f32_packed")), f"lora: lora_base {base}")
+    if base not in (None, "f32"):
+        # the encoder's Linear weights are NF4, bf16 or packed f32 (the base's only copy), counted apart
         check(mc.get("quantized_weight", 0) > 0, f"{method}: no quantized_weight memory")
         check(mc["parameter"] < P, f"qlora: parameter memory {mc['parameter']} holds f32 copies of the NF4 weights")
     else:
