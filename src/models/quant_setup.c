@@ -32,16 +32,16 @@ lp_status lp_weight_format_parse(const char *s, lp_weight_format *out)
                   "weight format '%s' (expected f32, stored, q8_0, q4_0, nf4, bf16, f32_packed or int8)", s ? s : "(null)");
 }
 
-/* Measured (bench/README.md, "Packed f32 GEMM in training" and "Packed f32 input gradient at
- * many rows"): a Qwen-shaped LoRA step with packed bases against the same step on OpenBLAS,
- * one thread, per ISA level. avx2 (against OpenBLAS's Haswell kernels): packed 1.03-1.24x.
- * avx512 / avx512bf16: with the transposing input gradient (88-94 % of the peak in its best
- * cells) 0.93-1.00x on a busy machine, equal within the noise: OpenBLAS stays until a quiet
- * run shows a gain (the switch is these two entries; the LoRA tests pass with it). baseline:
- * the plain C tiles are far slower than OpenBLAS. */
-static const bool pack_bases_wins[LP_ISA_COUNT] = {
-    [LP_ISA_AVX2] = true,
-};
+/* Measured (bench/README.md, "Packed f32 GEMM in training", "Packed f32 input gradient at
+ * many rows" and "AMD EPYC Zen 3"): a LoRA step with packed bases against the same step on
+ * OpenBLAS, per ISA level. avx2: on a real AVX2-only CPU (Zen 3, OpenBLAS's Zen kernels at
+ * 88-92 % of the peak) the DistilBERT B16 step is 1.14x faster on OpenBLAS (7.39 against
+ * 6.46 samples/s at 2 threads) and the Qwen2.5-0.5B-shaped one equal (0.324 / 0.321); the
+ * 1.03-1.24x once measured for packing was LP_ISA=avx2 on an AVX-512 CPU against OpenBLAS
+ * forced to its Haswell kernels, which no user runs. avx512 / avx512bf16: 0.93-1.00x, equal
+ * within the noise. baseline: the plain C tiles are far slower than OpenBLAS. So no level
+ * packs by default; LP_F32_PACK=1 still asks for it. */
+static const bool pack_bases_wins[LP_ISA_COUNT] = {false};
 
 bool lp_model__pack_f32_bases(const lp_model *m)
 {

@@ -170,8 +170,8 @@ static void test_weight_formats(void **state)
     g_weights = LP_WEIGHT_FORMAT_F32;
 }
 
-/* LoRA over packed f32 bases (LP_F32_PACK=1 forces what the default does at the levels where
- * it measured faster): the bases leave the table for QUANTIZED_WEIGHT, the packed kernels
+/* LoRA over packed f32 bases (LP_F32_PACK=1 forces it; no ISA level packs by default since
+ * OpenBLAS measured as fast): the bases leave the table for QUANTIZED_WEIGHT, the packed kernels
  * take no scratch in fused mode and the eager path unpacks the whole weight. Then forced off. */
 static void test_lora_packed(void **state)
 {
