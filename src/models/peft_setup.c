@@ -537,7 +537,7 @@ lp_status lp_model__peft_setup(lp_model *m)
         }
     }
 
-    /* a frozen f32 base packed once for the f32 GEMM where that measured faster: every
+    /* a frozen f32 base packed once for the f32 GEMM when asked (lp_model__pack_f32_bases): every
      * Linear, as QLoRA quantizes every one; the packed copy replaces the f32 weight. After
      * the head's sources are known, so the init stream is recorded as the f32 model uses it */
     if (o->base_dtype == LP_DTYPE_F32 && lp_model__pack_f32_bases(m)) {
