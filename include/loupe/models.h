@@ -316,7 +316,6 @@ typedef struct lp_lora_info {
     float dropout;
     bool rslora;
     lp_dtype base_dtype;
-    bool base_packed;          /* f32 bases kept only packed for the f32 GEMM (LP_F32_PACK=1) */
     int32_t n_adapters;        /* adapted Linear modules */
     uint64_t adapter_params;   /* lora_A + lora_B elements */
     uint64_t quantized_params; /* base weights stored quantized (not in lp_model_params) */

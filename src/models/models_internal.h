@@ -299,11 +299,9 @@ lp_status lp_model__quant_finish(lp_model *m);
  * weights what it would be with them in the table: each parameter's and dropped weight's
  * place in the init stream is recorded first (quant_setup.c). */
 lp_status lp_model__drop_keep_init_stream(lp_model *m);
-/* Whether a LoRA run's frozen f32 Linears are packed for the f32 GEMM (quant_setup.c):
- * LP_F32_PACK=1 / 0 in the environment forces it; by default only for training with the
- * fused kernels at the ISA levels where the packed kernels measured faster than OpenBLAS
- * (none since the Zen 3 measurement: quant_setup.c's table). */
-bool lp_model__pack_f32_bases(const lp_model *m);
+/* Whether a LoRA run's frozen f32 Linears are packed for the f32 GEMM (quant_setup.c): only
+ * when LP_F32_PACK=1 asks; OpenBLAS measured as fast or faster on every CPU tried. */
+bool lp_model__pack_f32_bases(void);
 /* Drops the weights of the Linears with drop[i] set (NULL: all) from the parameter table,
  * keeping each one's checkpoint tensor in qsrc; offsets and the kept Linears' wparam are
  * recomputed (no block exists yet). */

@@ -540,7 +540,7 @@ lp_status lp_model__peft_setup(lp_model *m)
     /* a frozen f32 base packed once for the f32 GEMM when asked (lp_model__pack_f32_bases): every
      * Linear, as QLoRA quantizes every one; the packed copy replaces the f32 weight. After
      * the head's sources are known, so the init stream is recorded as the f32 model uses it */
-    if (o->base_dtype == LP_DTYPE_F32 && lp_model__pack_f32_bases(m)) {
+    if (o->base_dtype == LP_DTYPE_F32 && lp_model__pack_f32_bases()) {
         for (size_t i = 0; i < m->n_lins; i++) {
             m->lins[i].quantized = true;
             m->lins[i].qdtype = LP_DTYPE_F32;
@@ -755,8 +755,6 @@ void lp_model_lora_info(const lp_model *m, lp_lora_info *o)
     o->scale = m->adapters[0].lora.scale;
     o->dropout = m->lora.dropout;
     o->base_dtype = m->lora.base_dtype;
-    for (size_t i = 0; i < m->n_lins && o->base_dtype == LP_DTYPE_F32; i++)
-        o->base_packed |= m->lins[i].q != NULL;
     o->n_adapters = (int32_t)m->n_adapters;
     for (size_t k = 0; k < m->n_adapters; k++)
         o->adapter_params +=

@@ -34,28 +34,17 @@ lp_status lp_weight_format_parse(const char *s, lp_weight_format *out)
 
 /* Measured (bench/README.md, "Packed f32 GEMM in training", "Packed f32 input gradient at
  * many rows" and "AMD EPYC Zen 3"): a LoRA step with packed bases against the same step on
- * OpenBLAS, per ISA level. avx2: on a real AVX2-only CPU (Zen 3, OpenBLAS's Zen kernels at
- * 88-92 % of the peak) the DistilBERT B16 step is 1.14x faster on OpenBLAS (7.39 against
- * 6.46 samples/s at 2 threads) and the Qwen2.5-0.5B-shaped one equal (0.324 / 0.321); the
- * 1.03-1.24x once measured for packing was LP_ISA=avx2 on an AVX-512 CPU against OpenBLAS
- * forced to its Haswell kernels, which no user runs. avx512 / avx512bf16: 0.93-1.00x, equal
- * within the noise. baseline: the plain C tiles are far slower than OpenBLAS. So no level
- * packs by default; LP_F32_PACK=1 still asks for it. */
-static const bool pack_bases_wins[LP_ISA_COUNT] = {false};
-
-bool lp_model__pack_f32_bases(const lp_model *m)
+ * OpenBLAS. On a real AVX2-only CPU (Zen 3, OpenBLAS's Zen kernels at 88-92 % of the peak)
+ * the DistilBERT B16 step is 1.14x faster on OpenBLAS (7.39 against 6.46 samples/s at 2
+ * threads) and the Qwen2.5-0.5B-shaped one equal (0.324 / 0.321); the 1.03-1.24x once
+ * measured for packing was LP_ISA=avx2 on an AVX-512 CPU against OpenBLAS forced to its
+ * Haswell kernels, which no user runs. AVX-512: 0.93-1.00x, equal within the noise;
+ * baseline: the plain C tiles are far slower. So no CPU packs by default; LP_F32_PACK=1
+ * asks for it (the packed tests' way in). */
+bool lp_model__pack_f32_bases(void)
 {
     const char *e = getenv("LP_F32_PACK");
-    if (e && (!strcmp(e, "0") || !strcmp(e, "1")))
-        return e[0] == '1';
-    /* inference keeps the f32 base: an adapter may be merged into it (lp_model_merge_adapters);
-     * eager runs unpack a packed weight on every call */
-    if (!m->opt.training || m->opt.no_grad || m->opt.exec != LP_EXEC_MODE_FUSED)
-        return false;
-    if (lp_kernels_device() != LP_DEVICE_CPU) /* a GPU runs its own GEMMs on the f32 weights */
-        return false;
-    const lp_isa isa = lp_kernels_isa();
-    return (unsigned)isa < LP_ISA_COUNT && pack_bases_wins[isa];
+    return e && !strcmp(e, "1");
 }
 
 static uint64_t init_blocks(const lp_model_pslot *s, int64_t numel)

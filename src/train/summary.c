@@ -109,8 +109,10 @@ lp_status lp_rundir_write_summary(const char *path, const lp_summary_in *in)
     lp_model_info_get(in->model, &mi);
     lp_lora_info li;
     lp_model_lora_info(in->model, &li);
-    if (li.enabled) /* where the frozen base lives: f32 (the parameter table), f32_packed, nf4, bf16 */
-        cJSON_AddStringToObject(j, "lora_base", li.base_packed ? "f32_packed" : lp_dtype_name(li.base_dtype));
+    if (li.enabled) { /* where the frozen base lives: f32 (the parameter table), f32_packed, nf4, bf16 */
+        const bool packed = li.base_dtype == LP_DTYPE_F32 && li.quantized_params > 0; /* LP_F32_PACK=1 */
+        cJSON_AddStringToObject(j, "lora_base", packed ? "f32_packed" : lp_dtype_name(li.base_dtype));
+    }
     cJSON *m = cJSON_AddObjectToObject(j, "model");
     const char *name = strrchr(c->model_dir, '/');
     name = name && name[1] ? name + 1 : c->model_dir;
