@@ -105,12 +105,9 @@ lp_status lp_k_f32_matmul_forward_ref(float *out, const float *inp, const lp_qwe
  * a transposed copy already in L1 and passes false. */
 #if defined(__AVX512F__)
 #define MR 8
-#define TW P
 static inline __attribute__((always_inline)) void tile(int m, const float *x, int64_t ldx, const float *wp,
-                                                       int64_t kc, float *c, int64_t ldc, const float *init, bool pf,
-                                                       int h)
+                                                       int64_t kc, float *c, int64_t ldc, const float *init, bool pf)
 {
-    (void)h; /* TW = P: the whole panel, h = 0 */
     const float *nx = wp + kc * P; /* the next slice in memory (PREFETCH) */
     __m512 c0[MR], c1[MR];
     for (int r = 0; r < m; r++) {
@@ -159,31 +156,32 @@ static void tile1(const float *x, const float *wp, int64_t kc, float *c, const f
 }
 #elif defined(LP_HAVE_AVX2)
 #define MR 6
-#define TW 16
-/* 16 ymm registers: half a panel (16 outputs, two ymm: columns h..h+16) at a time, 6 rows:
- * 12 accumulators, the two weight vectors and a broadcast, no spills. */
+/* 16 ymm registers: half a panel (16 outputs, two ymm) at a time, 6 rows: 12 accumulators,
+ * the two weight vectors and a broadcast, no spills. The rows' kc slice is re-read for the
+ * second half from L1. */
 static inline __attribute__((always_inline)) void tile(int m, const float *x, int64_t ldx, const float *wp,
-                                                       int64_t kc, float *c, int64_t ldc, const float *init, bool pf,
-                                                       int h)
+                                                       int64_t kc, float *c, int64_t ldc, const float *init, bool pf)
 {
-    __m256 c0[MR], c1[MR];
-    for (int r = 0; r < m; r++) {
-        c0[r] = _mm256_loadu_ps(init ? init + h : c + r * ldc + h);
-        c1[r] = _mm256_loadu_ps(init ? init + h + 8 : c + r * ldc + h + 8);
-    }
-    for (int64_t k = 0; k < kc; k++) {
-        const __m256 w0 = _mm256_loadu_ps(wp + k * P + h), w1 = _mm256_loadu_ps(wp + k * P + h + 8);
-        if (pf) /* next slice (PREFETCH) */
-            _mm_prefetch((const char *)(wp + (kc + k) * P + h), _MM_HINT_T0);
+    for (int h = 0; h < P; h += 16) {
+        __m256 c0[MR], c1[MR];
         for (int r = 0; r < m; r++) {
-            const __m256 a = _mm256_broadcast_ss(x + r * ldx + k);
-            c0[r] = _mm256_fmadd_ps(w0, a, c0[r]);
-            c1[r] = _mm256_fmadd_ps(w1, a, c1[r]);
+            c0[r] = _mm256_loadu_ps(init ? init + h : c + r * ldc + h);
+            c1[r] = _mm256_loadu_ps(init ? init + h + 8 : c + r * ldc + h + 8);
         }
-    }
-    for (int r = 0; r < m; r++) {
-        _mm256_storeu_ps(c + r * ldc + h, c0[r]);
-        _mm256_storeu_ps(c + r * ldc + h + 8, c1[r]);
+        for (int64_t k = 0; k < kc; k++) {
+            const __m256 w0 = _mm256_loadu_ps(wp + k * P + h), w1 = _mm256_loadu_ps(wp + k * P + h + 8);
+            if (pf) /* next slice (PREFETCH) */
+                _mm_prefetch((const char *)(wp + (kc + k) * P + h), _MM_HINT_T0);
+            for (int r = 0; r < m; r++) {
+                const __m256 a = _mm256_broadcast_ss(x + r * ldx + k);
+                c0[r] = _mm256_fmadd_ps(w0, a, c0[r]);
+                c1[r] = _mm256_fmadd_ps(w1, a, c1[r]);
+            }
+        }
+        for (int r = 0; r < m; r++) {
+            _mm256_storeu_ps(c + r * ldc + h, c0[r]);
+            _mm256_storeu_ps(c + r * ldc + h + 8, c1[r]);
+        }
     }
 }
 /* One row (decode): the whole panel, even and odd k apart: eight independent chains. */
@@ -214,11 +212,10 @@ static void tile1(const float *x, const float *wp, int64_t kc, float *c, const f
 }
 #else
 #define MR 4
-#define TW P
 static void tile(int m, const float *x, int64_t ldx, const float *wp, int64_t kc, float *c, int64_t ldc,
-                 const float *init, bool pf, int h)
+                 const float *init, bool pf)
 {
-    (void)pf, (void)h;
+    (void)pf;
     for (int r = 0; r < m; r++) {
         float *cr = c + r * ldc;
         if (init)
@@ -234,7 +231,7 @@ static void tile(int m, const float *x, int64_t ldx, const float *wp, int64_t kc
 }
 static void tile1(const float *x, const float *wp, int64_t kc, float *c, const float *init)
 {
-    tile(1, x, 0, wp, kc, c, P, init, false, 0);
+    tile(1, x, 0, wp, kc, c, P, init, false);
 }
 #endif
 
@@ -245,40 +242,30 @@ static void tile1(const float *x, const float *wp, int64_t kc, float *c, const f
 enum { MC = 32 * MR, PB = 8 /* panels per task, about: MC x 8 x 32 outputs, 256 KB, stay in L2 */ };
 
 /* c (m rows, stride ldc) of panel slice wp (kc x P) for rows x (stride C, m <= MC): the
- * row groups as constant-size tiles; init as tile's.
- * Narrower tiles than the panel (AVX2: TW = 16) take the column halves outermost, so the
- * row groups re-read one half of the slice (16 KB at KC = 256) from L1 rather than the
- * whole 32 KB slice, which with the rows' own lines overflows a 32 KB L1 (Zen 3 and 4);
- * and only the last row group prefetches the next slice, whose lines would otherwise
- * evict the half still in use (measured: bench/README.md, "Zen 3"). */
+ * row groups as constant-size tiles; init as tile's. */
 static inline __attribute__((always_inline)) void panel_rows(const float *x, int64_t C, int64_t m, const float *wp,
                                                              int64_t kc, float *c, int64_t ldc, const float *init,
                                                              bool pf)
 {
-    for (int h = 0; h < P; h += TW)
-        for (int64_t i = 0; i < m; i += MR) {
-            const int r = (int)(m - i < MR ? m - i : MR);
-            const float *xi = x + i * C;
-            float *ci = c + i * ldc;
-            const bool pfi = pf && (TW == P || i + MR >= m);
-            switch (r) { /* a constant row count per call: the tile's loops unroll */
-            case 1:
-                if (h == 0) /* one row: the whole panel at once */
-                    tile1(xi, wp, kc, ci, init);
-                break;
-            case 2: tile(2, xi, C, wp, kc, ci, ldc, init, pfi, h); break;
-            case 3: tile(3, xi, C, wp, kc, ci, ldc, init, pfi, h); break;
+    for (int64_t i = 0; i < m; i += MR) {
+        const int r = (int)(m - i < MR ? m - i : MR);
+        const float *xi = x + i * C;
+        float *ci = c + i * ldc;
+        switch (r) { /* a constant row count per call: the tile's loops unroll */
+        case 1: tile1(xi, wp, kc, ci, init); break;
+        case 2: tile(2, xi, C, wp, kc, ci, ldc, init, pf); break;
+        case 3: tile(3, xi, C, wp, kc, ci, ldc, init, pf); break;
 #if MR > 4
-            case 4: tile(4, xi, C, wp, kc, ci, ldc, init, pfi, h); break;
-            case 5: tile(5, xi, C, wp, kc, ci, ldc, init, pfi, h); break;
+        case 4: tile(4, xi, C, wp, kc, ci, ldc, init, pf); break;
+        case 5: tile(5, xi, C, wp, kc, ci, ldc, init, pf); break;
 #endif
 #if MR > 6
-            case 6: tile(6, xi, C, wp, kc, ci, ldc, init, pfi, h); break;
-            case 7: tile(7, xi, C, wp, kc, ci, ldc, init, pfi, h); break;
+        case 6: tile(6, xi, C, wp, kc, ci, ldc, init, pf); break;
+        case 7: tile(7, xi, C, wp, kc, ci, ldc, init, pf); break;
 #endif
-            default: tile(MR, xi, C, wp, kc, ci, ldc, init, pfi, h);
-            }
+        default: tile(MR, xi, C, wp, kc, ci, ldc, init, pf);
         }
+    }
 }
 
 /* Rows [i0, i0+m) of out, panels [p0, p1): K blocks outermost, so the rows' K block stays
