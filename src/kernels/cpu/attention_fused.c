@@ -35,23 +35,6 @@
  * generically. */
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* S (nq,BK) = A (nq,D; row stride lda) @ Bt (D,BK): rows of A against a transposed, packed key tile. */
-ALWAYS_INLINE void tile_qkt(float (*S)[BK], const float *A, int64_t lda, const float (*Bt)[BK], int64_t nq, int64_t D)
-{
-    for (int64_t r = 0; r < nq; r++) {
-        float acc[BK];
-        for (int c = 0; c < BK; c++)
-            acc[c] = 0.0f;
-        for (int64_t d = 0; d < D; d++) {
-            float a = A[r * lda + d];
-#pragma omp simd
-            for (int c = 0; c < BK; c++)
-                acc[c] += a * Bt[d][c];
-        }
-        memcpy(S[r], acc, sizeof acc);
-    }
-}
-
 /* Copies rows [j0, j0+nk) of a (T,D) head slice with stride ld into Xp (nk, D; row stride ldx). */
 ALWAYS_INLINE void pack_rows(float *Xp, int64_t ldx, const float *x, int64_t ld, int64_t j0, int64_t nk, int64_t D)
 {
@@ -59,9 +42,31 @@ ALWAYS_INLINE void pack_rows(float *Xp, int64_t ldx, const float *x, int64_t ld,
         memcpy(Xp + c * ldx, x + (j0 + c) * ld, (size_t)D * sizeof(float));
 }
 
+/* p[0..n) = 0 in vector stores: GCC expands a memset of a constant 256 bytes (one row of
+ * head size 64) into `rep stosq`, whose start-up cost on Zen 3 made the backward's row
+ * clears 12 % of its time. */
+ALWAYS_INLINE void zero_floats(float *p, int64_t n)
+{
+    int64_t i = 0;
+#if defined(LP_HAVE_AVX2)
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(p + i, _mm256_setzero_ps());
+#endif
+    for (; i < n; i++)
+        p[i] = 0.0f;
+}
+
 /* Packs rows [j0, j0+nk) of a (T,D) head slice with stride ld as Dt (D, BK), zero-padded. */
 ALWAYS_INLINE void pack_t(float (*Dt)[BK], const float *x, int64_t ld, int64_t j0, int64_t nk, int64_t D)
 {
+#if defined(LP_HAVE_AVX2)
+    if (nk == BK && D % 8 == 0) { /* a whole tile: 8 x 8 transposes */
+        for (int64_t c = 0; c < BK; c += 8)
+            for (int64_t d = 0; d < D; d += 8)
+                lp_transpose8x8(x + (j0 + c) * ld + d, ld, &Dt[d][c], BK);
+        return;
+    }
+#endif
     for (int64_t c = 0; c < BK; c++) {
         if (c < nk) {
             const float *row = x + (j0 + c) * ld;
@@ -73,17 +78,23 @@ ALWAYS_INLINE void pack_t(float (*Dt)[BK], const float *x, int64_t ld, int64_t j
         }
     }
 }
-/* a[0..D) += sum_{c<n} w[c*ws] * X[c*ldx + 0..D): the row accumulations of P@V, dS@K,
- * P^T@dO and dS^T@Q. The accumulator row lives in vector registers for the whole sum
- * (a plain loop over a[] would load and store it once per term). */
+/* An accumulator's start: the row's values, or zero (`zero`, a constant where these inline:
+ * S = Q K^T needs no memset of S first). */
+#define LD512(p) (zero ? _mm512_setzero_ps() : _mm512_loadu_ps(p))
+#define LD256(p) (zero ? _mm256_setzero_ps() : _mm256_loadu_ps(p))
+
+/* a[0..D) += sum_{c<n} w[c*ws] * X[c*ldx + 0..D) (with `zero`: a = the sum): the row
+ * accumulations of Q@K^T, P@V, dS@K, P^T@dO and dS^T@Q. The accumulator row lives in
+ * vector registers for the whole sum (a plain loop over a[] would load and store it once
+ * per term). */
 ALWAYS_INLINE void acc_rows(float *restrict a, const float *w, int64_t ws, const float *X, int64_t ldx, int64_t n,
-                            int64_t D)
+                            int64_t D, bool zero)
 {
     int64_t d0 = 0;
 #if defined(__AVX512F__)
     for (; d0 + 64 <= D; d0 += 64) {
-        __m512 a0 = _mm512_loadu_ps(a + d0), a1 = _mm512_loadu_ps(a + d0 + 16);
-        __m512 a2 = _mm512_loadu_ps(a + d0 + 32), a3 = _mm512_loadu_ps(a + d0 + 48);
+        __m512 a0 = LD512(a + d0), a1 = LD512(a + d0 + 16);
+        __m512 a2 = LD512(a + d0 + 32), a3 = LD512(a + d0 + 48);
         for (int64_t c = 0; c < n; c++) {
             __m512 wv = _mm512_set1_ps(w[c * ws]);
             const float *x = X + c * ldx + d0;
@@ -96,15 +107,15 @@ ALWAYS_INLINE void acc_rows(float *restrict a, const float *w, int64_t ws, const
         _mm512_storeu_ps(a + d0 + 32, a2), _mm512_storeu_ps(a + d0 + 48, a3);
     }
     for (; d0 + 16 <= D; d0 += 16) {
-        __m512 a0 = _mm512_loadu_ps(a + d0);
+        __m512 a0 = LD512(a + d0);
         for (int64_t c = 0; c < n; c++)
             a0 = _mm512_fmadd_ps(_mm512_set1_ps(w[c * ws]), _mm512_loadu_ps(X + c * ldx + d0), a0);
         _mm512_storeu_ps(a + d0, a0);
     }
 #elif defined(LP_HAVE_AVX2)
     for (; d0 + 32 <= D; d0 += 32) {
-        __m256 a0 = _mm256_loadu_ps(a + d0), a1 = _mm256_loadu_ps(a + d0 + 8);
-        __m256 a2 = _mm256_loadu_ps(a + d0 + 16), a3 = _mm256_loadu_ps(a + d0 + 24);
+        __m256 a0 = LD256(a + d0), a1 = LD256(a + d0 + 8);
+        __m256 a2 = LD256(a + d0 + 16), a3 = LD256(a + d0 + 24);
         for (int64_t c = 0; c < n; c++) {
             __m256 wv = _mm256_set1_ps(w[c * ws]);
             const float *x = X + c * ldx + d0;
@@ -118,14 +129,14 @@ ALWAYS_INLINE void acc_rows(float *restrict a, const float *w, int64_t ws, const
     }
     /* head sizes 16 mod 32 (80, 112) and 8 mod 16: as AVX-512's one-vector loop */
     for (; d0 + 8 <= D; d0 += 8) {
-        __m256 a0 = _mm256_loadu_ps(a + d0);
+        __m256 a0 = LD256(a + d0);
         for (int64_t c = 0; c < n; c++)
             a0 = _mm256_fmadd_ps(_mm256_set1_ps(w[c * ws]), _mm256_loadu_ps(X + c * ldx + d0), a0);
         _mm256_storeu_ps(a + d0, a0);
     }
 #endif
     for (; d0 < D; d0++) {
-        float t = a[d0];
+        float t = zero ? 0.0f : a[d0];
         for (int64_t c = 0; c < n; c++)
             t += w[c * ws] * X[c * ldx + d0];
         a[d0] = t;
@@ -136,7 +147,7 @@ ALWAYS_INLINE void acc_rows(float *restrict a, const float *w, int64_t ws, const
  * Sixteen (AVX-512; eight with AVX2) independent accumulators cover the FMA latency, and
  * each load of X feeds four FMAs. Tails narrower than a vector group go to acc_rows. */
 ALWAYS_INLINE void acc_rows4(float *const a[4], const float *const w[4], int64_t ws, const float *X, int64_t ldx,
-                             int64_t n, int64_t D)
+                             int64_t n, int64_t D, bool zero)
 {
     int64_t d0 = 0;
 #if defined(__AVX512F__)
@@ -144,7 +155,7 @@ ALWAYS_INLINE void acc_rows4(float *const a[4], const float *const w[4], int64_t
         __m512 r[4][4];
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 4; j++)
-                r[i][j] = _mm512_loadu_ps(a[i] + d0 + 16 * j);
+                r[i][j] = LD512(a[i] + d0 + 16 * j);
         for (int64_t c = 0; c < n; c++) {
             const float *x = X + c * ldx + d0;
             __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
@@ -166,7 +177,7 @@ ALWAYS_INLINE void acc_rows4(float *const a[4], const float *const w[4], int64_t
         __m512 r[4][2];
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 2; j++)
-                r[i][j] = _mm512_loadu_ps(a[i] + d0 + 16 * j);
+                r[i][j] = LD512(a[i] + d0 + 16 * j);
         for (int64_t c = 0; c < n; c++) {
             const float *x = X + c * ldx + d0;
             __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
@@ -186,7 +197,7 @@ ALWAYS_INLINE void acc_rows4(float *const a[4], const float *const w[4], int64_t
         __m256 r[4][2];
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 2; j++)
-                r[i][j] = _mm256_loadu_ps(a[i] + d0 + 8 * j);
+                r[i][j] = LD256(a[i] + d0 + 8 * j);
         for (int64_t c = 0; c < n; c++) {
             const float *x = X + c * ldx + d0;
             __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
@@ -204,7 +215,7 @@ ALWAYS_INLINE void acc_rows4(float *const a[4], const float *const w[4], int64_t
     for (; d0 + 8 <= D; d0 += 8) {
         __m256 r[4];
         for (int i = 0; i < 4; i++)
-            r[i] = _mm256_loadu_ps(a[i] + d0);
+            r[i] = LD256(a[i] + d0);
         for (int64_t c = 0; c < n; c++) {
             __m256 x0 = _mm256_loadu_ps(X + c * ldx + d0);
             for (int i = 0; i < 4; i++)
@@ -216,7 +227,7 @@ ALWAYS_INLINE void acc_rows4(float *const a[4], const float *const w[4], int64_t
 #endif
     if (d0 < D)
         for (int i = 0; i < 4; i++)
-            acc_rows(a[i] + d0, w[i], ws, X + d0, ldx, n, D - d0);
+            acc_rows(a[i] + d0, w[i], ws, X + d0, ldx, n, D - d0, zero);
 }
 
 /* Six rows at once (AVX2 only): a_i[0..D) += sum_{c<n} w_i[c*ws] * X[c*ldx + 0..D) for i < 6.
@@ -224,7 +235,7 @@ ALWAYS_INLINE void acc_rows4(float *const a[4], const float *const w[4], int64_t
  * of latency 4 need; 6 rows x 2 vectors keep 12 (and each load of X feeds six FMAs). The
  * prefill forward's score and P@V products go through it; tails go to acc_rows. */
 ALWAYS_INLINE void acc_rows6(float *const a[6], const float *const w[6], int64_t ws, const float *X, int64_t ldx,
-                             int64_t n, int64_t D)
+                             int64_t n, int64_t D, bool zero)
 {
     int64_t d0 = 0;
 #if defined(LP_HAVE_AVX2) && !defined(LP_HAVE_AVX512)
@@ -232,7 +243,7 @@ ALWAYS_INLINE void acc_rows6(float *const a[6], const float *const w[6], int64_t
         __m256 r[6][2];
         for (int i = 0; i < 6; i++)
             for (int j = 0; j < 2; j++)
-                r[i][j] = _mm256_loadu_ps(a[i] + d0 + 8 * j);
+                r[i][j] = LD256(a[i] + d0 + 8 * j);
         for (int64_t c = 0; c < n; c++) {
             const float *x = X + c * ldx + d0;
             const __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
@@ -249,7 +260,7 @@ ALWAYS_INLINE void acc_rows6(float *const a[6], const float *const w[6], int64_t
 #endif
     if (d0 < D)
         for (int i = 0; i < 6; i++)
-            acc_rows(a[i] + d0, w[i], ws, X + d0, ldx, n, D - d0);
+            acc_rows(a[i] + d0, w[i], ws, X + d0, ldx, n, D - d0, zero);
 }
 
 /* Rows of the AVX2 copy's six-row passes (acc_rows6); 0 where four-row passes serve. */
@@ -259,29 +270,41 @@ ALWAYS_INLINE void acc_rows6(float *const a[6], const float *const w[6], int64_t
 #define ROWS6 0
 #endif
 
-/* S (nq,BK) = A (nq,D; row stride lda) @ Bt (D,BK), four rows of A per pass (see acc_rows4). */
-ALWAYS_INLINE void tile_qkt4(float (*S)[BK], const float *A, int64_t lda, const float (*Bt)[BK], int64_t nq,
-                             int64_t D)
+/* The row accumulation of a whole block: a_i[0..D) += sum_{c<n} w_i[c*ws] * X[c*ldx + 0..D)
+ * for rows i < rows, with a_i = a + i*as and w_i = w + i*wst. Six-row passes (AVX2) as long
+ * as the rest still splits into four-row passes (32 rows: 6+6+6+6+4+4, not 6*5 and two
+ * one-row tails, each of whose FMA chains waits on the last), then four-row passes, then
+ * single rows. */
+ALWAYS_INLINE void acc_block(float *a, int64_t as, const float *w, int64_t wst, int64_t ws, const float *X,
+                             int64_t ldx, int64_t n, int64_t rows, int64_t D, bool zero)
 {
-    int64_t r = 0;
-    for (; ROWS6 && r + 6 <= nq; r += 6) {
+    int64_t six = ROWS6 ? rows / 6 : 0;
+    if (six && rows % 2 == 0 && (rows - 6 * six) % 4)
+        six--;
+    int64_t i = 0;
+    for (; i < 6 * six; i += 6) {
         float *dst[6];
         const float *src[6];
-        for (int i = 0; i < 6; i++) {
-            dst[i] = S[r + i], src[i] = A + (r + i) * lda;
-            memset(dst[i], 0, BK * sizeof(float));
-        }
-        acc_rows6(dst, src, 1, &Bt[0][0], BK, D, BK);
+        for (int u = 0; u < 6; u++)
+            dst[u] = a + (i + u) * as, src[u] = w + (i + u) * wst;
+        acc_rows6(dst, src, ws, X, ldx, n, D, zero);
     }
-    for (; r + 4 <= nq; r += 4) {
-        float *dst[4] = {S[r], S[r + 1], S[r + 2], S[r + 3]};
-        const float *src[4] = {A + r * lda, A + (r + 1) * lda, A + (r + 2) * lda, A + (r + 3) * lda};
-        for (int i = 0; i < 4; i++)
-            memset(dst[i], 0, BK * sizeof(float));
-        acc_rows4(dst, src, 1, &Bt[0][0], BK, D, BK);
+    for (; i + 4 <= rows; i += 4) {
+        float *dst[4];
+        const float *src[4];
+        for (int u = 0; u < 4; u++)
+            dst[u] = a + (i + u) * as, src[u] = w + (i + u) * wst;
+        acc_rows4(dst, src, ws, X, ldx, n, D, zero);
     }
-    if (r < nq)
-        tile_qkt(&S[r], A + r * lda, lda, Bt, nq - r, D);
+    for (; i < rows; i++)
+        acc_rows(a + i * as, w + i * wst, ws, X, ldx, n, D, zero);
+}
+
+/* S (nq,BK) = A (nq,D; row stride lda) @ Bt (D,BK), in row blocks (acc_block). */
+ALWAYS_INLINE void tile_qkt(float (*S)[BK], const float *A, int64_t lda, const float (*Bt)[BK], int64_t nq,
+                             int64_t D)
+{
+    acc_block(&S[0][0], BK, A, lda, 1, &Bt[0][0], BK, D, nq, BK, true);
 }
 
 /* s[c] += bias[c] over n entries; returns max(m, max_c s[c]). Vectorized: the scalar
@@ -402,7 +425,7 @@ static inline void tile_mask(float *bias, const int32_t *mb, int64_t j0, int64_t
 }
 
 /* The scratch of one thread. Query-row tiles (BQ, ldt), transposed key/value tiles (D, BK)
- * and the key/value row tile (BK, ldt) live in the thread's fixed tiles (ldt = TMAX) for
+ * and the key/value row tile (BK, ldt) live in the thread's fixed tiles for
  * D <= TMAX, or in a heap slice sized by D (lp_attention_fused_tile_floats) above it. */
 typedef struct fixed_tiles {
     float Qs[BQ][TMAX];   /* query tile (scaled in the forward) */
@@ -562,7 +585,7 @@ ALWAYS_INLINE void fwd_head(tiles *w, int64_t ldt, float *pack, bool repack, flo
                 pack_t(w->Kt, kb, ldkv, j0, nk, D);
                 pack_rows(w->Xp, ldt, vb, ldkv, j0, nk, D);
             }
-            tile_qkt4(w->S, w->Qs, ldt, Kt, nq, D);
+            tile_qkt(w->S, w->Qs, ldt, Kt, nq, D);
             if (mb) /* no mask (a prefill's one sequence): no padding bias to add */
                 tile_mask(w->bias, mb, j0, nk);
             const bool full = tile_full(g, mb, i0, nq, j0, nk);
@@ -595,22 +618,7 @@ ALWAYS_INLINE void fwd_head(tiles *w, int64_t ldt, float *pack, bool repack, flo
                 }
             }
             /* acc += p @ V */
-            int64_t r = 0;
-            for (; ROWS6 && r + 6 <= nq; r += 6) {
-                float *dst[6];
-                const float *wt[6];
-                for (int i = 0; i < 6; i++)
-                    dst[i] = w->acc + (r + i) * ldt, wt[i] = w->S[r + i];
-                acc_rows6(dst, wt, 1, V, ldv, nk, D);
-            }
-            for (; r + 4 <= nq; r += 4) {
-                float *dst[4] = {w->acc + r * ldt, w->acc + (r + 1) * ldt, w->acc + (r + 2) * ldt,
-                                 w->acc + (r + 3) * ldt};
-                const float *wt[4] = {w->S[r], w->S[r + 1], w->S[r + 2], w->S[r + 3]};
-                acc_rows4(dst, wt, 1, V, ldv, nk, D);
-            }
-            for (; r < nq; r++)
-                acc_rows(w->acc + r * ldt, w->S[r], 1, V, ldv, nk, D);
+            acc_block(w->acc, ldt, &w->S[0][0], BK, 1, V, ldv, nk, nq, D, false);
         }
         for (int64_t r = 0; r < nq; r++) {
             float *o = out + (b * T + i0 + r) * C + h * D;
@@ -623,21 +631,23 @@ ALWAYS_INLINE void fwd_head(tiles *w, int64_t ldt, float *pack, bool repack, flo
     }
 }
 
-/* The specializations the head loops call: constant D and tile stride for the common head
- * sizes, runtime ones otherwise (heap tiles above TMAX). Each is a function of its own, picked
+/* The specializations the head loops call: constant D for the common head sizes, a runtime
+ * one otherwise (heap tiles above TMAX). The tiles' row stride ldt is D rounded up to 16
+ * floats, not TMAX: rows TMAX floats (1 KB) apart use a quarter of a 32 KB 8-way L1's sets,
+ * which the key rows alone (BK of them) overflowed (the Zen 3 backward 3 % faster with
+ * ldt = D). Each is a function of its own, picked
  * once per call (fn_for): with every copy inlined into the one OpenMP region, GCC's register
  * dataflow over that giant function took 30-40 s per ISA level to compile this file, two
  * thirds of building loupe; one indirect call per (batch, head) is nothing next to its work. */
 #define LP_ATTN_SPECIALIZATIONS(fn_, params_, args_)                                                       \
     typedef void fn_##_fn params_;                                                                       \
-    static __attribute__((noinline)) void fn_##_32 params_ { const int64_t Dk = 32, ldt = TMAX; (void)D; fn_ args_; }   \
-    static __attribute__((noinline)) void fn_##_64 params_ { const int64_t Dk = 64, ldt = TMAX; (void)D; fn_ args_; }   \
-    static __attribute__((noinline)) void fn_##_128 params_ { const int64_t Dk = 128, ldt = TMAX; (void)D; fn_ args_; } \
-    static __attribute__((noinline)) void fn_##_small params_ { const int64_t Dk = D, ldt = TMAX; fn_ args_; }        \
-    static __attribute__((noinline)) void fn_##_big params_ { const int64_t Dk = D, ldt = (D + 15) / 16 * 16; fn_ args_; } \
+    static __attribute__((noinline)) void fn_##_32 params_ { const int64_t Dk = 32, ldt = 32; (void)D; fn_ args_; }    \
+    static __attribute__((noinline)) void fn_##_64 params_ { const int64_t Dk = 64, ldt = 64; (void)D; fn_ args_; }    \
+    static __attribute__((noinline)) void fn_##_128 params_ { const int64_t Dk = 128, ldt = 128; (void)D; fn_ args_; } \
+    static __attribute__((noinline)) void fn_##_any params_ { const int64_t Dk = D, ldt = (D + 15) / 16 * 16; fn_ args_; } \
     static fn_##_fn *fn_##_for(int64_t D)                                                                 \
     {                                                                                                    \
-        return D == 32 ? fn_##_32 : D == 64 ? fn_##_64 : D == 128 ? fn_##_128 : D <= TMAX ? fn_##_small : fn_##_big; \
+        return D == 32 ? fn_##_32 : D == 64 ? fn_##_64 : D == 128 ? fn_##_128 : fn_##_any;               \
     }
 
 LP_ATTN_SPECIALIZATIONS(fwd_head,
@@ -694,10 +704,10 @@ ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float 
     float *dkb = dk + b * T * dkv_ld + dkv_off, *dvb = dv + b * T * dkv_ld + dkv_off;
     const int32_t *mb = mask ? mask + b * T : NULL;
     for (int64_t t = 0; t < T; t++) {
-        memset(dkb + t * dkv_ld, 0, (size_t)D * sizeof(float));
-        memset(dvb + t * dkv_ld, 0, (size_t)D * sizeof(float));
+        zero_floats(dkb + t * dkv_ld, D);
+        zero_floats(dvb + t * dkv_ld, D);
         for (int64_t hh = hh0; hh < hh1; hh++)
-            memset(dq + (b * T + t) * ldq + (kv * grp + hh) * D, 0, (size_t)D * sizeof(float));
+            zero_floats(dq + (b * T + t) * ldq + (kv * grp + hh) * D, D);
     }
     for (int64_t j0 = 0; j0 < T; j0 += BK) {
         int64_t nk = T - j0 < BK ? T - j0 : BK;
@@ -722,13 +732,14 @@ ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float 
                     memcpy(w->Qs + r * ldt, qb + (i0 + r) * ldq, (size_t)D * sizeof(float));
                     memcpy(w->dO + r * ldt, dor, (size_t)D * sizeof(float));
                     float s = 0.0f;
+#pragma omp simd reduction(+ : s)
                     for (int64_t d = 0; d < D; d++)
                         s += dor[d] * orow[d];
                     Di[r] = s;
                     L[r] = lse[bh * T + i0 + r];
                 }
-                tile_qkt4(w->S, w->Qs, ldt, w->Kt, nq, D);  /* raw scores */
-                tile_qkt4(w->P2, w->dO, ldt, w->Vt, nq, D); /* dp = dout . v */
+                tile_qkt(w->S, w->Qs, ldt, w->Kt, nq, D);  /* raw scores */
+                tile_qkt(w->P2, w->dO, ldt, w->Vt, nq, D); /* dp = dout . v */
                 const bool full = tile_full(g, mb, i0, nq, j0, nkb);
                 for (int64_t r = 0; r < nq; r++) {
                     float *s = w->S[r], *dp = w->P2[r];
@@ -763,31 +774,9 @@ ALWAYS_INLINE void bwd_group(tiles *w, int64_t ldt, float *dq, float *dk, float 
                         dp[c] = s[c] * (dp[c] - di) * scale; /* ds */
                 }
                 /* dv_j += sum_r p_rj dout_r; dk_j += sum_r ds_rj q_r; dq_r += sum_j ds_rj k_j */
-                int64_t c = 0;
-                for (; c + 4 <= nkb; c += 4) {
-                    float *dv4[4], *dk4[4];
-                    const float *p4[4], *ds4[4];
-                    for (int i = 0; i < 4; i++) {
-                        dv4[i] = dvb + (j0 + c + i) * dkv_ld, dk4[i] = dkb + (j0 + c + i) * dkv_ld;
-                        p4[i] = &w->S[0][c + i], ds4[i] = &w->P2[0][c + i];
-                    }
-                    acc_rows4(dv4, p4, BK, w->dO, ldt, nq, D);
-                    acc_rows4(dk4, ds4, BK, w->Qs, ldt, nq, D);
-                }
-                for (; c < nkb; c++) {
-                    acc_rows(dvb + (j0 + c) * dkv_ld, &w->S[0][c], BK, w->dO, ldt, nq, D);
-                    acc_rows(dkb + (j0 + c) * dkv_ld, &w->P2[0][c], BK, w->Qs, ldt, nq, D);
-                }
-                int64_t r = 0;
-                for (; r + 4 <= nq; r += 4) {
-                    float *dq4[4];
-                    const float *ds4[4];
-                    for (int i = 0; i < 4; i++)
-                        dq4[i] = dqb + (i0 + r + i) * ldq, ds4[i] = w->P2[r + i];
-                    acc_rows4(dq4, ds4, 1, w->Xp, ldt, nkb, D);
-                }
-                for (; r < nq; r++)
-                    acc_rows(dqb + (i0 + r) * ldq, w->P2[r], 1, w->Xp, ldt, nkb, D);
+                acc_block(dvb + j0 * dkv_ld, dkv_ld, &w->S[0][0], 1, BK, w->dO, ldt, nq, nkb, D, false);
+                acc_block(dkb + j0 * dkv_ld, dkv_ld, &w->P2[0][0], 1, BK, w->Qs, ldt, nq, nkb, D, false);
+                acc_block(dqb + i0 * ldq, ldq, &w->P2[0][0], BK, 1, w->Xp, ldt, nkb, nq, D, false);
             }
         }
     }

@@ -566,28 +566,9 @@ static void transpose32(const float *s, float *d, int64_t kw)
             }
         }
 #elif defined(LP_HAVE_AVX2)
-    /* sixteen 8 x 8 transposes: pairs (unpack), quads (shuffle_ps), then 128-bit halves */
-    for (int bt = 0; bt < P; bt += 8)
-        for (int bo = 0; bo < P; bo += 8) {
-            __m256 r[8], t[8], u[8];
-            for (int i = 0; i < 8; i++)
-                r[i] = _mm256_loadu_ps(s + (bt + i) * P + bo);
-            for (int i = 0; i < 8; i += 2) {
-                t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-                t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-            }
-            for (int g = 0; g < 8; g += 4) { /* u[g + c], half L: column 4L + c, rows g..g+3 */
-                u[g] = _mm256_shuffle_ps(t[g], t[g + 2], 0x44);
-                u[g + 1] = _mm256_shuffle_ps(t[g], t[g + 2], 0xee);
-                u[g + 2] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0x44);
-                u[g + 3] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0xee);
-            }
-            for (int c = 0; c < 4; c++) {
-                float *dc = d + (bo + c) * P + bt;
-                _mm256_storeu_ps(dc, _mm256_permute2f128_ps(u[c], u[4 + c], 0x20));
-                _mm256_storeu_ps(dc + 4 * P, _mm256_permute2f128_ps(u[c], u[4 + c], 0x31));
-            }
-        }
+    for (int bt = 0; bt < P; bt += 8) /* sixteen 8 x 8 transposes */
+        for (int bo = 0; bo < P; bo += 8)
+            lp_transpose8x8(s + bt * P + bo, P, d + bo * P + bt, P);
 #else
     for (int o = 0; o < P; o++)
         for (int t = 0; t < P; t++)

@@ -5,6 +5,7 @@
 #define LP_SIMD_H
 
 #include <math.h>
+#include <stdint.h>
 
 /* exp's constants, shared by the 8- and 16-lane versions (same results lane for lane): the
  * clamp range, log2(e), ln 2 split in two for an exact n*ln2, and the degree-5 polynomial p
@@ -88,6 +89,29 @@ static inline float lp_hmax256(__m256 v)
     s = _mm_max_ps(s, _mm_movehl_ps(s, s));
     s = _mm_max_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
+}
+
+/* d[c * ldd + r] = s[r * lds + c] for r, c < 8: pairs (unpack), quads (shuffle_ps), then
+ * 128-bit halves. */
+static inline void lp_transpose8x8(const float *s, int64_t lds, float *d, int64_t ldd)
+{
+    __m256 r[8], t[8], u[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = _mm256_loadu_ps(s + i * lds);
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 8; g += 4) { /* u[g + c], half L: column 4L + c, rows g..g+3 */
+        u[g] = _mm256_shuffle_ps(t[g], t[g + 2], 0x44);
+        u[g + 1] = _mm256_shuffle_ps(t[g], t[g + 2], 0xee);
+        u[g + 2] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+        u[g + 3] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0xee);
+    }
+    for (int c = 0; c < 4; c++) {
+        _mm256_storeu_ps(d + c * ldd, _mm256_permute2f128_ps(u[c], u[4 + c], 0x20));
+        _mm256_storeu_ps(d + (c + 4) * ldd, _mm256_permute2f128_ps(u[c], u[4 + c], 0x31));
+    }
 }
 #endif
 
