@@ -105,15 +105,15 @@ typedef struct lp_qweight {
      * it to reproduce results bitsandbytes computed on a CPU (tests/golden/qlora_*). */
     bool bnb_cpu_rows;
     /* INT8 */
-    int8_t *q;            /* (rows, cols) round(w / scale), in [-127, 127]; NULL once packed
-                           * into tiles for the integer GEMM (lp_qweight_int8_pack_tiles) */
-    float *scale;         /* (rows) absmax_row / 127; NULL once packed */
+    int8_t *q;            /* (rows, cols) round(w / scale), in [-127, 127]; NULL when packed
+                           * into tiles for the integer GEMM (lp_qweight_quantize_int8_tiles) */
+    float *scale;         /* (rows) absmax_row / 127; NULL when packed */
     /* GGML: each row is cols / block whole blocks of gtype, exactly as a GGUF file stores
      * the tensor (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K, F16 or BF16) */
     lp_ggml_type gtype;
     uint8_t *blocks;      /* (rows * row_bytes); NULL once tiles replace them (below) */
     int64_t row_bytes;    /* cols / block * block bytes */
-    /* INT8 packed for inference: the tiles are the weight (see lp_qweight_int8_pack_tiles).
+    /* INT8 packed for inference: the tiles are the weight (see lp_qweight_quantize_int8_tiles).
      * Q8_0 / Q4_0 / Q4_1 only, or NULL: the same weight repacked at load into tiles of 16
      * interleaved rows for the prefill GEMM (lp_qweight_ggml_pack_tiles; its own lp_alloc
      * block, freed with q). Decode and the dequantizer read blocks; whoever rewrites blocks
@@ -741,21 +741,28 @@ LP_WARN_UNUSED lp_status lp_qweight_quantize(lp_qweight *q, lp_dtype dtype, cons
 /* Bytes the one block of lp_qweight_quantize(dtype, rows, cols, double_quant) takes (what
  * the memory estimate counts before anything is quantized); 0 for another dtype. */
 size_t lp_qweight_plan_nbytes(lp_dtype dtype, int64_t rows, int64_t cols, bool double_quant);
-/* ---- int8 inference weights: LP_DTYPE_INT8 repacked for the integer GEMM ----
- * The same per-row int8 weight (lp_qweight_quantize LP_DTYPE_INT8: q, scale) repacked into
- * tiles of 16 interleaved rows (q->tiles, which then replace q and scale: q->q and
- * q->scale NULL, q->mem == q->tiles). Per tile: f32 scale[16], int32 row sums of q [16],
- * then cols / 4 steps of 64 bytes, step g holding q[row][4g .. 4g+3] of each row at 4 *
- * (row % 16); padding rows zero. The forward (lp_qmatmul_forward) quantizes each activation
- * row per call (d = max|x| / 127, round to nearest even, [-127, 127]), sums the int8
- * products of a row over all of cols in int32 (exact: |sum| <= 255 * 127 * cols < 2^31 for
- * cols <= LP_INT8_MAX_COLS) and scales each output once: out = fma((float)sum, scale[o] *
- * d[i], bias[o]), bit-identical at every ISA level. cols must be a multiple of 32. */
+/* ---- int8 inference weights: LP_DTYPE_INT8 packed for the integer GEMM ----
+ * A per-row int8 weight with codes in [-63, 63] (scale = max|w_row| / 63, round to nearest
+ * even: one bit less than lp_qweight_quantize's, see below) in tiles of 16 interleaved rows
+ * (q->tiles, with q->q and q->scale NULL, q->mem == q->tiles). Per tile: f32 scale[16],
+ * int32 row sums of q [16], then cols / 4 steps of 64 bytes, step g holding
+ * q[row][4g .. 4g+3] of each row at 4 * (row % 16); padding rows zero. The forward
+ * (lp_qmatmul_forward) quantizes each activation row per call (d = max|x| / 127, round to
+ * nearest even, [-127, 127]), sums the int8 products of a row over all of cols in int32
+ * (exact: |sum| <= 255 * 63 * cols < 2^31 for cols <= LP_INT8_MAX_COLS) and scales each
+ * output once: out = fma((float)sum, scale[o] * d[i], bias[o]), bit-identical at every ISA
+ * level. Why 63: the AVX2 kernel multiplies the activations as unsigned bytes (x + 128, at
+ * most 255) by the signed weights with `pmaddubsw`, whose pairs of products then stay within
+ * int16 (2 * 255 * 63 = 32130), one instruction fewer per step than moving the weights'
+ * sign onto 8-bit activations (as PyTorch's fbgemm drops a bit of the activations instead).
+ * cols must be a multiple of 32. */
 #define LP_INT8_MAX_COLS 65536
-/* Repacks q (LP_DTYPE_INT8 with q->q; anything else, or already packed, is left alone).
- * Errors: LP_STATUS_INVALID_ARG (cols not a multiple of 32 or above LP_INT8_MAX_COLS),
- * LP_STATUS_NO_MEMORY (q unchanged). */
-LP_WARN_UNUSED lp_status lp_qweight_int8_pack_tiles(lp_qweight *q);
+#define LP_INT8_TILE_QMAX 63
+/* Quantizes w (rows, cols) as above into *q. Errors: LP_STATUS_INVALID_ARG (shape; cols not
+ * a multiple of 32 or above LP_INT8_MAX_COLS), LP_STATUS_NUMERIC (a non-finite weight),
+ * LP_STATUS_NO_MEMORY; on error *q is zeroed. */
+LP_WARN_UNUSED lp_status lp_qweight_quantize_int8_tiles(lp_qweight *q, const float *w, int64_t rows, int64_t cols,
+                                                        const char *name);
 /* Bytes of the packed (rows, cols) weight; 0 for a shape it does not take. */
 size_t lp_qweight_int8_tiles_nbytes(int64_t rows, int64_t cols);
 /* Releases q's block and zeroes it; safe on a zeroed struct. */

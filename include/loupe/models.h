@@ -106,7 +106,7 @@ typedef enum lp_weight_format {
                                     the same values, no per-call repacking); the head stays f32 */
     LP_WEIGHT_FORMAT_INT8,       /* `--quantize int8` / `--dtype int8`: int8 with one scale per
                                     output row, packed at load for the integer GEMM (activations
-                                    quantized per row per call; lp_qweight_int8_pack_tiles); a
+                                    quantized per row per call; lp_qweight_quantize_int8_tiles); a
                                     Linear whose input size is not a multiple of 32 stays f32 */
 } lp_weight_format;
 /* With no_grad (inference), a causal LM's head also gets a quantized copy (the format's,

@@ -191,9 +191,7 @@ static lp_status quantize_head(lp_model *m)
     } else if (m->opt.weights == LP_WEIGHT_FORMAT_BF16) {
         st = lp_qweight_pack_bf16(m->head_q, p->data, h->out, h->in, "lm_head (quantized copy)");
     } else if (m->opt.weights == LP_WEIGHT_FORMAT_INT8 && lp_qweight_int8_tiles_nbytes(h->out, h->in)) {
-        st = lp_qweight_quantize(m->head_q, LP_DTYPE_INT8, p->data, h->out, h->in, false, "lm_head (quantized copy)");
-        if (st == LP_OK)
-            st = lp_qweight_int8_pack_tiles(m->head_q);
+        st = lp_qweight_quantize_int8_tiles(m->head_q, p->data, h->out, h->in, "lm_head (quantized copy)");
     } else if (m->opt.weights == LP_WEIGHT_FORMAT_NF4 && h->in % LP_NF4_BLOCK == 0) {
         st = lp_qweight_quantize(m->head_q, LP_DTYPE_NF4, p->data, h->out, h->in, true, "lm_head (quantized copy)");
     } else {
@@ -244,7 +242,7 @@ lp_status lp_model__quant_finish(lp_model *m)
                 lp_rng_normal(&rng, w, out * in, 0.0f, (float)m->init_range);
             }
             st = ml->qdtype == LP_DTYPE_NF4    ? lp_qweight_quantize(ml->q, LP_DTYPE_NF4, w, out, in, true, ml->module)
-                 : ml->qdtype == LP_DTYPE_INT8 ? lp_qweight_quantize(ml->q, LP_DTYPE_INT8, w, out, in, false, ml->module)
+                 : ml->qdtype == LP_DTYPE_INT8 ? lp_qweight_quantize_int8_tiles(ml->q, w, out, in, ml->module)
                  : ml->qdtype == LP_DTYPE_BF16 ? lp_qweight_pack_bf16(ml->q, w, out, in, ml->module)
                  : ml->qdtype == LP_DTYPE_F32  ? lp_qweight_pack_f32(ml->q, w, out, in, ml->module)
                                                : lp_qweight_quantize_ggml(ml->q, ml->qgtype, w, out, in, ml->module);
@@ -256,8 +254,6 @@ lp_status lp_model__quant_finish(lp_model *m)
         /* prefill's row-interleaved tiles, once the blocks are final (q/k rows unpermuted) */
         if (st == LP_OK)
             st = lp_qweight_ggml_pack_tiles(ml->q);
-        if (st == LP_OK) /* int8: the integer GEMM's tiles replace the rows */
-            st = lp_qweight_int8_pack_tiles(ml->q);
         ml->qsrc = NULL;
         ml->lin->w = NULL;
         ml->lin->dw = NULL;

@@ -1,6 +1,8 @@
-/* The row-scaled int8 GEMM (i8gemm.c: `--dtype int8` inference) on a weight packed into
- * tiles (lp_qweight_int8_pack_tiles), run once per ISA level (test_int8_gemm_isa_<level>):
+/* The row-scaled int8 GEMM (i8gemm.c: `--dtype int8` inference) on a weight quantized into
+ * tiles (lp_qweight_quantize_int8_tiles), run once per ISA level (test_int8_gemm_isa_<level>):
  *
+ * - the quantizer: every dequantized tile value an integer multiple (at most 63) of
+ *   max|w_row| / 63 (7-bit codes) and within half that step of the weight;
  * - bit for bit against the reference (plain loops over the tiles' elements): the int8
  *   products are summed exactly in int32 and each output is fma((float)sum, scale_w *
  *   scale_x, bias) on every level, so any difference is a bug (tolerance 0: memcmp);
@@ -8,11 +10,10 @@
  *   each element of a row moves by at most d / 2 (d = max|x_row| / 127), so an output by
  *   d / 2 * sum |w|, plus 1e-5 * sum |w x| for f32 rounding of the scale products; a wrong
  *   scale, sign or offset misses it by orders of magnitude;
- * - adversarial sums at C = LP_INT8_MAX_COLS: rows of +-127 against activations of +-1 at
- *   full scale, the largest |sum| the VNNI offset (x + 128 = 255) and the maddubs sign
- *   trick (pairs of 127 * 127) produce: exact, so against the closed form too;
- * - 1 and 3 threads equal bit for bit; dequantization from the tiles equal to before
- *   packing; the shapes packing refuses. */
+ * - adversarial sums at C = LP_INT8_MAX_COLS: rows of +-63 against activations of +-1 at
+ *   full scale, the largest |sum| the x + 128 offset (255 * 63: the pmaddubsw pairs' int16
+ *   bound, 2 * 255 * 63 = 32130) produces: exact, so against the closed form too;
+ * - 1 and 3 threads equal bit for bit; the shapes and weights quantizing refuses. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -58,14 +59,22 @@ static int run_shape(int64_t N, int64_t C, int64_t OC, bool with_bias)
     float *w = make_w(OC, C), *x = make_x(N, C), *bias = with_bias ? kt_rand_f(OC, -1, 1) : NULL;
     float *o0 = kt_nan(N * OC), *o1 = kt_nan(N * OC), *wf = kt_nan(OC * C), *wt = kt_nan(OC * C);
     int f = 0;
-    f += lp_qweight_quantize(&q, LP_DTYPE_INT8, w, OC, C, false, "int8 gemm test") != LP_OK;
-    R->qweight_dequantize(wf, &q, 0, OC * C);
-    f += lp_qweight_int8_pack_tiles(&q) != LP_OK;
+    f += lp_qweight_quantize_int8_tiles(&q, w, OC, C, "int8 gemm test") != LP_OK;
     f += q.q != NULL || q.tiles != q.mem || lp_qweight_nbytes(&q) != lp_qweight_int8_tiles_nbytes(OC, C);
-    R->qweight_dequantize(wt, &q, 0, OC * C); /* the tiles hold the same values */
-    f += memcmp(wf, wt, (size_t)(OC * C) * sizeof(float)) != 0;
+    R->qweight_dequantize(wf, &q, 0, OC * C);
     O->qweight_dequantize(wt, &q, 0, OC * C);
     f += memcmp(wf, wt, (size_t)(OC * C) * sizeof(float)) != 0;
+    for (int64_t o = 0; o < OC; o++) { /* 7-bit codes: each value (a multiple of max|w_row| / 63) within half a step */
+        float am = 0.0f;
+        for (int64_t k = 0; k < C; k++)
+            am = fmaxf(am, fabsf(w[o * C + k]));
+        const double step = am / 63.0;
+        for (int64_t k = 0; k < C && am > 0.0f; k++) {
+            const double code = wf[o * C + k] / step;
+            f += !(fabs(code - nearbyint(code)) <= 1e-3 && fabs(code) <= 63.0 + 1e-3 &&
+                   fabs(wf[o * C + k] - w[o * C + k]) <= step * 0.5 * 1.0001);
+        }
+    }
     f += R->qmatmul_forward(o0, x, &q, bias, N, C, OC) != LP_OK;
     f += O->qmatmul_forward(o1, x, &q, bias, N, C, OC) != LP_OK;
     char what[96];
@@ -114,11 +123,11 @@ static void test_shapes(void **state)
     assert_int_equal(f, 0);
 }
 
-/* C = LP_INT8_MAX_COLS, weight rows all +1 or all -1 (q = +-127, scale 1/127), activation
- * rows all +1 or all -1 (q = +-127, d = 1/127): every output is +-C exactly in integers
- * (127 * 127 * C = 1.06e9; the VNNI path's raw sum reaches 255 * 127 * C = 2.12e9 < 2^31).
- * The result must equal the reference bit for bit and fma((float)(+-127^2 C), (1/127)^2 in
- * f32, 0) exactly. */
+/* C = LP_INT8_MAX_COLS, weight rows all +1 or all -1 (q = +-63, scale 1/63), activation
+ * rows all +1 or all -1 (q = +-127, d = 1/127): every output is +-63 * 127 * C exactly in
+ * integers (the offset path's raw sum reaches 255 * 63 * C = 1.05e9 < 2^31). The result must
+ * equal the reference bit for bit and fma((float)(+-63 * 127 * C), (1/63) (1/127) in f32, 0)
+ * exactly. */
 static void test_adversarial(void **state)
 {
     (void)state;
@@ -132,16 +141,15 @@ static void test_adversarial(void **state)
             x[i * C + k] = i % 3 ? 1.0f : -1.0f;
     float *o0 = kt_nan(N * OC), *o1 = kt_nan(N * OC);
     lp_qweight q;
-    assert_int_equal(lp_qweight_quantize(&q, LP_DTYPE_INT8, w, OC, C, false, "adversarial"), LP_OK);
-    assert_int_equal(lp_qweight_int8_pack_tiles(&q), LP_OK);
+    assert_int_equal(lp_qweight_quantize_int8_tiles(&q, w, OC, C, "adversarial"), LP_OK);
     assert_int_equal(R->qmatmul_forward(o0, x, &q, NULL, N, C, OC), LP_OK);
     assert_int_equal(O->qmatmul_forward(o1, x, &q, NULL, N, C, OC), LP_OK);
     assert_memory_equal(o0, o1, (size_t)(N * OC) * sizeof(float));
-    const float sc = (1.0f / 127.0f) * (1.0f / 127.0f); /* scale_w * d as the kernels form it */
+    const float sc = (1.0f / 63.0f) * (1.0f / 127.0f); /* scale_w * d as the kernels form it */
     for (int64_t i = 0; i < N; i++)
         for (int64_t o = 0; o < OC; o++) {
             const int64_t sign = (o % 2 ? -1 : 1) * (i % 3 ? 1 : -1);
-            const float want = fmaf((float)(sign * 127 * 127 * C), sc, 0.0f);
+            const float want = fmaf((float)(sign * 63 * 127 * C), sc, 0.0f);
             if (o1[i * OC + o] != want)
                 fail_msg("out[%lld,%lld] %.9g, want %.9g", (long long)i, (long long)o, (double)o1[i * OC + o],
                          (double)want);
@@ -158,8 +166,7 @@ static void test_threads(void **state)
     const int64_t N = 21, C = 1024, OC = 100;
     const int t0 = lp_threads_get();
     lp_qweight q;
-    assert_int_equal(lp_qweight_quantize(&q, LP_DTYPE_INT8, make_w(OC, C), OC, C, false, "threads"), LP_OK);
-    assert_int_equal(lp_qweight_int8_pack_tiles(&q), LP_OK);
+    assert_int_equal(lp_qweight_quantize_int8_tiles(&q, make_w(OC, C), OC, C, "threads"), LP_OK);
     float *x = make_x(N, C), *o1 = kt_nan(N * OC), *o3 = kt_nan(N * OC);
     lp_threads_set(1);
     assert_int_equal(O->qmatmul_forward(o1, x, &q, NULL, N, C, OC), LP_OK);
@@ -171,25 +178,25 @@ static void test_threads(void **state)
     assert_int_equal(kt_release("threads"), 0);
 }
 
-/* Packing refuses columns that are not whole 32-steps or above the int32-exact bound; it
- * leaves an unpacked weight of another dtype, or a packed one, alone. */
+/* Quantizing refuses columns that are not whole 32-steps or above the int32-exact bound,
+ * and a non-finite weight, each with *q zeroed. */
 static void test_errors(void **state)
 {
     (void)state;
     assert_int_equal(lp_qweight_int8_tiles_nbytes(3, 48), 0);
     assert_int_equal(lp_qweight_int8_tiles_nbytes(3, LP_INT8_MAX_COLS + 32), 0);
     assert_int_equal(lp_qweight_int8_tiles_nbytes(17, 64), 2 * (128 + 16 * 64));
-    float *w = kt_rand_f(3 * 48, -1, 1);
+    float *w = kt_rand_f(3 * 64, -1, 1);
     lp_qweight q;
-    assert_int_equal(lp_qweight_quantize(&q, LP_DTYPE_INT8, w, 3, 48, false, "odd"), LP_OK);
-    assert_int_equal(lp_qweight_int8_pack_tiles(&q), LP_STATUS_INVALID_ARG);
+    assert_int_equal(lp_qweight_quantize_int8_tiles(&q, w, 3, 48, "odd"), LP_STATUS_INVALID_ARG);
     assert_non_null(strstr(lp_err_msg(), "48 columns"));
-    assert_non_null(q.q); /* unchanged: still the LoRA base's rows */
-    lp_qweight_free(&q);
-    assert_int_equal(lp_qweight_quantize(&q, LP_DTYPE_NF4, w, 3, 48, false, "nf4"), LP_OK);
-    assert_int_equal(lp_qweight_int8_pack_tiles(&q), LP_OK);
+    assert_non_null(strstr(lp_err_msg(), "odd"));
+    assert_null(q.q);
     assert_null(q.tiles);
-    lp_qweight_free(&q);
+    w[70] = NAN;
+    assert_int_equal(lp_qweight_quantize_int8_tiles(&q, w, 3, 64, "nan"), LP_STATUS_NUMERIC);
+    assert_non_null(strstr(lp_err_msg(), "[1, 6]"));
+    assert_null(q.tiles);
     assert_int_equal(kt_release("errors"), 0);
 }
 

@@ -138,7 +138,10 @@ void lp_k_nf4_block_scales(const lp_qweight *w, int64_t b0, int64_t nb, float *s
 void lp_k_nf4_quantize(lp_qweight *q, const float *w, float *absmax_scratch);
 void lp_k_nf4_dequantize_ref(float *out, const lp_qweight *w, int64_t start, int64_t n);
 void lp_k_nf4_dequantize_opt(float *out, const lp_qweight *w, int64_t start, int64_t n);
-void lp_k_int8_quantize(lp_qweight *q, const float *w);
+void lp_k_int8_quantize(lp_qweight *q, const float *w, int qmax);
+/* lp_qweight_quantize(LP_DTYPE_INT8) with codes in [-qmax, qmax] (qweight.c) */
+lp_status lp_k_qweight_quantize_int8(lp_qweight *q, const float *w, int64_t rows, int64_t cols, int qmax,
+                                     const char *name);
 void lp_k_int8_dequantize_ref(float *out, const lp_qweight *w, int64_t start, int64_t n);
 void lp_k_int8_dequantize_opt(float *out, const lp_qweight *w, int64_t start, int64_t n);
 /* Fused linear layers (qgemm.c), shared by the quantized GEMM and the LoRA linear: the
@@ -192,7 +195,7 @@ bool lp_k_qgemm_ggml_fits(const lp_qweight *w, int64_t N);
 lp_status lp_k_qgemm_ggml(float *out, const lp_q8a *act, const lp_qweight *w, const float *bias, int64_t N,
                           bool parallel);
 /* ---- int8 inference GEMM (i8gemm.c) on a packed LP_DTYPE_INT8 weight (w->tiles; layout
- * in include/loupe/kernels.h, lp_qweight_int8_pack_tiles) ---- */
+ * in include/loupe/kernels.h, lp_qweight_quantize_int8_tiles) ---- */
 enum { LP_I8_QT = 16, LP_I8_HDR = 128 }; /* rows of a tile; header bytes (scales, row sums) */
 static inline size_t lp_k_int8_tile_bytes(int64_t cols)
 {

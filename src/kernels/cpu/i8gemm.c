@@ -8,23 +8,26 @@
  * (bench/int8/README.md: a ceiling of 826 of 1032 int8 GOP/s). With one scale per row on
  * both sides the int8 products are summed in int32 over all of C and each output is scaled
  * once: out = fma((float)sum, scale[o] * d[i], bias[o]). The sum is exact (|sum| <=
- * 255 * 127 * C < 2^31 for C <= LP_INT8_MAX_COLS, the VNNI operand's bound), so every
- * level's result equals the reference bit for bit.
+ * 255 * 63 * C < 2^31 for C <= LP_INT8_MAX_COLS), so every level's result equals the
+ * reference bit for bit.
  *
- * Tiles (lp_qweight_int8_pack_tiles): 16 rows interleaved 4 bytes at a time, so one vector
- * holds 4 consecutive int8 of each of 16 (AVX-512) or 8 (AVX2: half a tile) rows, one
+ * Tiles (lp_qweight_quantize_int8_tiles): 16 rows interleaved 4 bytes at a time, so one
+ * vector holds 4 consecutive int8 of each of 16 (AVX-512) or 8 (AVX2: half a tile) rows, one
  * int32 lane each; one broadcast of 4 activation bytes feeds NV weight vectors, each weight
  * vector MR activation rows; nothing is summed across lanes.
  *
- * Exact schemes for the unsigned-by-signed byte products:
- * - VNNI (`vpdpbusd`, the avx512bf16 level): the activations are stored as x + 128 (u8),
- *   the weights stay signed: sum (x + 128) w = sum x w + 128 sum_k w, and the row sums of w
- *   come with the tiles, so one shift and subtract per output vector undoes the offset.
- * - AVX2 and AVX-512 without VNNI (`pmaddubsw`): |w| (at most 127: weights are never -128)
- *   as the unsigned operand, x with w's sign as the signed one; a pair of products is at
- *   most 2 * 127 * 127 = 32258, so maddubs' int16 never saturates; `pmaddwd` by 1 widens
- *   each step to int32.
- * - baseline: plain C over the same tiles. */
+ * The unsigned-by-signed byte products: on every SIMD level the activations are stored as
+ * x + 128 (u8) and the weights stay signed, sum (x + 128) w = sum x w + 128 sum_k w, and the
+ * row sums of w come with the tiles, so one shift and subtract per output vector undoes the
+ * offset.
+ * - VNNI (`vpdpbusd`, the avx512bf16 level): one instruction per 4 products a lane.
+ * - AVX2 and AVX-512 without VNNI (`pmaddubsw`, then `pmaddwd` by 1 to widen to int32 and
+ *   an add): a pair of products is at most 2 * 255 * 63 = 32130, inside int16, because the
+ *   tiles' weights have 7-bit magnitudes (LP_INT8_TILE_QMAX). With 8-bit weights the sign
+ *   of w had to move onto x first (|w| times x * sign(w), a `psignb` more per product
+ *   vector); on Zen 3 that scheme ran at 0.87-0.97x PyTorch's fbgemm, which drops the
+ *   activations' bit instead (reduce_range).
+ * - baseline: plain C over the same tiles, x signed. */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -40,16 +43,11 @@ size_t lp_qweight_int8_tiles_nbytes(int64_t rows, int64_t cols)
     return (size_t)((rows + QT - 1) / QT) * lp_k_int8_tile_bytes(cols);
 }
 
-lp_status lp_qweight_int8_pack_tiles(lp_qweight *q)
+/* Repacks q's rows (codes within LP_INT8_TILE_QMAX) into the tiles, which replace them. */
+static lp_status pack_tiles(lp_qweight *q)
 {
-    if (!q || q->dtype != LP_DTYPE_INT8 || !q->q)
-        return LP_OK;
     const int64_t C = q->cols;
     const size_t n = lp_qweight_int8_tiles_nbytes(q->rows, C), tb = lp_k_int8_tile_bytes(C);
-    if (!n)
-        return lp_err(LP_STATUS_INVALID_ARG,
-                      "i8gemm.c: an int8 weight of %lld columns cannot be tiled (a multiple of 32, at most %d)",
-                      (long long)C, LP_INT8_MAX_COLS);
     uint8_t *tiles = lp_alloc(n, LP_MEM_CATEGORY_QUANTIZED_WEIGHT, "int8 tiles");
     if (!tiles)
         return lp_err(LP_STATUS_NO_MEMORY, "i8gemm.c: no memory for the %zu bytes of int8 tiles", n);
@@ -71,6 +69,19 @@ lp_status lp_qweight_int8_pack_tiles(lp_qweight *q)
     q->q = NULL;
     q->scale = NULL;
     return LP_OK;
+}
+
+lp_status lp_qweight_quantize_int8_tiles(lp_qweight *q, const float *w, int64_t rows, int64_t cols, const char *name)
+{
+    memset(q, 0, sizeof *q);
+    if (rows > 0 && !lp_qweight_int8_tiles_nbytes(rows, cols))
+        return lp_err(LP_STATUS_INVALID_ARG,
+                      "i8gemm.c: %s: an int8 weight of %lld columns cannot be tiled (a multiple of 32, at most %d)",
+                      name ? name : "weight", (long long)cols, LP_INT8_MAX_COLS);
+    lp_status st = lp_k_qweight_quantize_int8(q, w, rows, cols, LP_INT8_TILE_QMAX, name);
+    if (st == LP_OK && (st = pack_tiles(q)) != LP_OK)
+        lp_qweight_free(q);
+    return st;
 }
 
 static lp_status check(const lp_qweight *w, int64_t N, const char *op)
@@ -157,13 +168,16 @@ static inline __attribute__((always_inline)) void tile_rows(float *out, int64_t 
                 VI_DPBUSD_ACC(isum[v][r], xb, wv[v]);
         }
 #else
+        vint wv[NV];
         _Pragma("GCC unroll 8")
-        for (int v = 0; v < nv; v++) {
-            const vint s = VI_LOAD(p + v * vs), u = VI_ABS8(s);
-            const vneg neg = VI_NEGMASK8(s);
+        for (int v = 0; v < nv; v++)
+            wv[v] = VI_LOAD(p + v * vs);
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < mr; r++) {
+            const vint xb = VI_SET1(word(x + r * C, g)); /* x + 128: unsigned */
             _Pragma("GCC unroll 8")
-            for (int r = 0; r < mr; r++) {
-                isum[v][r] = VI_ADD32(isum[v][r], VI_MADD1(VI_MADDUBS(u, VI_FLIP8(VI_SET1(word(x + r * C, g)), neg))));
+            for (int v = 0; v < nv; v++) {
+                isum[v][r] = VI_ADD32(isum[v][r], VI_MADD1(VI_MADDUBS(xb, wv[v])));
                 IN_REG(isum[v][r]);
             }
         }
@@ -172,16 +186,10 @@ static inline __attribute__((always_inline)) void tile_rows(float *out, int64_t 
     _Pragma("GCC unroll 8")
     for (int v = 0; v < nv; v++) {
         const vflt sw = VF_LOAD((const float *)(base + v * vs));
-#if defined(I8_VNNI)
         const vint corr = VI_SLLI32(VI_LOAD(base + 64 + v * vs), 7); /* 128 sum_k w */
-#endif
         _Pragma("GCC unroll 8")
         for (int r = 0; r < mr; r++) {
-#if defined(I8_VNNI)
             const vint s = VI_SUB32(isum[v][r], corr);
-#else
-            const vint s = isum[v][r];
-#endif
             lp_tile_store(out + r * OC + v * VL, VF_FMA(VI_CVT(s), VF_MUL(sw, VF_SET1(d[r])), bias[v]), ob[v]);
         }
     }
@@ -195,7 +203,7 @@ typedef void (*rows_fn)(float *, int64_t, const uint8_t *, int64_t, const int8_t
     static void rows_##mr_##_##nv_(float *out, int64_t OC, const uint8_t *base, int64_t vs, const int8_t *x,         \
                                    const float *d, int64_t C, const vflt *bias, const int *ob)                        \
     {                                                                                                                  \
-        tile_rows(out, OC, base, vs, x, d, C, (mr_) < MR ? (mr_) : MR, nv_, bias, ob);                                 \
+        tile_rows(out, OC, base, vs, x, d, C, (mr_) < MR ? (mr_) : MR, nv_, bias, ob);                               \
     }
 ROWS_FN(1, 1) ROWS_FN(2, 1) ROWS_FN(3, 1) ROWS_FN(4, 1) ROWS_FN(5, 1) ROWS_FN(6, 1)
 ROWS_FN(1, 2) ROWS_FN(2, 2) ROWS_FN(3, 2) ROWS_FN(4, 2) ROWS_FN(5, 2) ROWS_FN(6, 2)
@@ -298,8 +306,8 @@ lp_status lp_k_int8_gemm(float *out, const float *inp, const lp_qweight *w, cons
         return LP_STATUS_NO_MEMORY;
     float *xd = (float *)buf;
     int8_t *xq = (int8_t *)(buf + (size_t)N * sizeof(float));
-#if defined(__AVX2__) && defined(I8_VNNI)
-    const bool offset = true; /* vpdpbusd takes the activations unsigned */
+#if defined(__AVX2__)
+    const bool offset = true; /* vpdpbusd and pmaddubsw take the activations unsigned */
 #else
     const bool offset = false;
 #endif

@@ -1,12 +1,14 @@
 /* int8 weights with one absmax scale per output channel (row): the third base precision
- * beside f32 and NF4. scale = max|w_row| / 127, q = round-half-even(w / scale); an all-zero
- * row has scale 0 and codes 0. Dequantization is one float32 multiply, q * scale. */
+ * beside f32 and NF4. scale = max|w_row| / qmax, q = round-half-even(w / scale) (qmax 127;
+ * 63 for the integer GEMM's tiles, see i8gemm.c); an all-zero row has scale 0 and codes 0.
+ * Dequantization is one float32 multiply, q * scale. */
 #include <math.h>
 
 #include "cpu_kernels.h"
 
-void lp_k_int8_quantize(lp_qweight *q, const float *w)
+void lp_k_int8_quantize(lp_qweight *q, const float *w, int qmax)
 {
+    const float lim = (float)qmax;
     int64_t C = q->cols;
 #pragma omp parallel for schedule(static) if (q->n >= 65536)
     for (int64_t o = 0; o < q->rows; o++) {
@@ -14,11 +16,11 @@ void lp_k_int8_quantize(lp_qweight *q, const float *w)
         float am = 0.0f;
         for (int64_t i = 0; i < C; i++)
             am = fmaxf(am, fabsf(row[i]));
-        float sc = am / 127.0f;
+        float sc = am / lim;
         q->scale[o] = sc;
         for (int64_t i = 0; i < C; i++) {
             float v = sc > 0.0f ? nearbyintf(row[i] / sc) : 0.0f; /* default mode: ties to even */
-            v = v < -127.0f ? -127.0f : v > 127.0f ? 127.0f : v;
+            v = v < -lim ? -lim : v > lim ? lim : v;
             q->q[o * C + i] = (int8_t)v;
         }
     }

@@ -23,8 +23,9 @@ size_t lp_qweight_plan_nbytes(lp_dtype dtype, int64_t rows, int64_t cols, bool d
            (size_t)nested * sizeof(float);
 }
 
-lp_status lp_qweight_quantize(lp_qweight *q, lp_dtype dtype, const float *w, int64_t rows, int64_t cols,
-                              bool double_quant, const char *name)
+/* lp_qweight_quantize, with int8 codes in [-qmax, qmax] */
+static lp_status quantize(lp_qweight *q, lp_dtype dtype, const float *w, int64_t rows, int64_t cols,
+                          bool double_quant, const char *name, int qmax)
 {
     memset(q, 0, sizeof *q);
     if (dtype != LP_DTYPE_NF4 && dtype != LP_DTYPE_INT8)
@@ -76,10 +77,22 @@ lp_status lp_qweight_quantize(lp_qweight *q, lp_dtype dtype, const float *w, int
         t.mem = m;
         t.q = (int8_t *)m;
         t.scale = (float *)(m + qb);
-        lp_k_int8_quantize(&t, w);
+        lp_k_int8_quantize(&t, w, qmax);
     }
     *q = t;
     return LP_OK;
+}
+
+lp_status lp_qweight_quantize(lp_qweight *q, lp_dtype dtype, const float *w, int64_t rows, int64_t cols,
+                              bool double_quant, const char *name)
+{
+    return quantize(q, dtype, w, rows, cols, double_quant, name, 127);
+}
+
+lp_status lp_k_qweight_quantize_int8(lp_qweight *q, const float *w, int64_t rows, int64_t cols, int qmax,
+                                     const char *name)
+{
+    return quantize(q, LP_DTYPE_INT8, w, rows, cols, false, name, qmax);
 }
 
 lp_status lp_k_qweight_alloc_packed(lp_qweight *q, const float *w, int64_t rows, int64_t cols, size_t bytes,
