@@ -1,6 +1,6 @@
 /* Kernel throughput at DistilBERT training shapes (B*T = 2048, C = 768, FFN 3072; attention
  * B=16 H=12 T=128 D=64): sgemm in the three products of a linear layer, fused vs eager
- * attention forward+backward (and a decoder's: B4 T256, 14 query heads over 2 kv heads of 64,
+ * attention forward+backward (MiniLM's heads of 32 too, and a decoder's: B4 T256, 14 query heads over 2 kv heads of 64,
  * causal), LayerNorm and GELU bandwidth. Prints a table (or --json)
  * with each figure as a fraction of this machine's measured FMA peak / triad bandwidth.
  * A figure, never a timed assertion.  Usage: bench_kernels [--json] [--quick] [--ref] */
@@ -108,6 +108,20 @@ int main(int argc, char **argv)
     TIME("attention fused bwd", fb, 0,
          lp_attention_fused_backward(dqkv, dqkv + C, dqkv + 2 * C, dout, out, lse, qkv, qkv + C, qkv + 2 * C, mask, &ga,
                                      NULL));
+    {
+        /* MiniLM's attention: 12 heads of 32, qkv packed as (B,T,3*384) */
+        const int64_t Cm = H * 32;
+        const lp_attn_geom gm = lp_attn_geom_mha(B, T, H, 32, 3 * Cm);
+        const double fm = 4.0 * B * H * T * T * 32, fmb = 2.0 * fm;
+        TIME("attention eager fwd d32", fm, 0, lp_attention_eager_forward(out, att, qkv, qkv + Cm, qkv + 2 * Cm, mask, &gm));
+        TIME("attention eager bwd d32", fmb, 0,
+             lp_attention_eager_backward(dqkv, dqkv + Cm, dqkv + 2 * Cm, datt, dout, att, qkv, qkv + Cm, qkv + 2 * Cm, &gm));
+        TIME("attention fused fwd d32", fm, 0,
+             lp_attention_fused_forward(out, lse, qkv, qkv + Cm, qkv + 2 * Cm, mask, &gm, NULL));
+        TIME("attention fused bwd d32", fmb, 0,
+             lp_attention_fused_backward(dqkv, dqkv + Cm, dqkv + 2 * Cm, dout, out, lse, qkv, qkv + Cm, qkv + 2 * Cm, mask,
+                                         &gm, NULL));
+    }
     {
         /* a decoder's attention (Qwen2-0.5B: 14 query heads over 2 kv heads of 64, causal),
          * qkv packed as (B,T,(H + 2 Hkv) D); useful FLOPs count the visible half only */
