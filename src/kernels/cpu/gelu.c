@@ -59,27 +59,34 @@ void lp_k_gelu_backward_ref(float *dinp, const float *dout, const float *inp, in
 }
 
 #ifdef LP_HAVE_AVX2
-/* erf(x) = sign(x) * (1 - poly(t) * exp(-x^2)), t = 1/(1 + p|x|). */
-static inline __m256 erf256(__m256 x)
+/* The erf form on 8 lanes, the same operations as gelu_erf512: erf(z) = sign(z) (1 - t poly(t)
+ * exp(-z^2)), t = 1 / (1 + p|z|), z = x / sqrt(2); exp(-z^2) is also the exp(-x^2 / 2) of the
+ * derivative's density, so the backward evaluates one exp, not two. Returns gelu(x); gelu'(x)
+ * in *d when d != NULL. */
+static inline __m256 gelu_erf256(__m256 x, __m256 *d)
 {
-    const __m256 sign = _mm256_set1_ps(-0.0f);
-    __m256 ax = _mm256_andnot_ps(sign, x);
-    __m256 t = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(_mm256_set1_ps(ERF_P), ax, _mm256_set1_ps(1.0f)));
+    const __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f), sign = _mm256_set1_ps(-0.0f);
+    __m256 z = _mm256_mul_ps(x, _mm256_set1_ps(SQRT1_2));
+    __m256 az = _mm256_andnot_ps(sign, z);
+    __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(ERF_P), az, one));
     __m256 p = _mm256_set1_ps(ERF_A5);
     p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(ERF_A4));
     p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(ERF_A3));
     p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(ERF_A2));
     p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(ERF_A1));
     p = _mm256_mul_ps(p, t);
-    __m256 e = lp_exp256(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(ax, ax)));
-    __m256 r = _mm256_fnmadd_ps(p, e, _mm256_set1_ps(1.0f));
-    return _mm256_or_ps(r, _mm256_and_ps(sign, x));
+    __m256 e = lp_exp256(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(az, az)));
+    __m256 erf = _mm256_or_ps(_mm256_fnmadd_ps(p, e, one), _mm256_and_ps(sign, z));
+    __m256 cdf = _mm256_mul_ps(half, _mm256_add_ps(one, erf));
+    if (d)
+        *d = _mm256_fmadd_ps(x, _mm256_mul_ps(_mm256_set1_ps(INV_SQRT_2PI), e), cdf);
+    return _mm256_mul_ps(x, cdf);
 }
 
 /* Returns gelu(x) and, when d != NULL, gelu'(x) in *d. */
 static inline __m256 gelu256(__m256 x, lp_gelu_kind kind, __m256 *d)
 {
-    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+    const __m256 one = _mm256_set1_ps(1.0f);
     if (kind == LP_GELU_KIND_TANH) {
         /* 0.5 * (1 + tanh(u)) = s = sigmoid(2u), 1 - tanh(u)^2 = 4 s (1 - s), and
          * 1 - s = e * s with e = exp(-2u): no cancellation in either tail. Past |x| = 10
@@ -100,13 +107,7 @@ static inline __m256 gelu256(__m256 x, lp_gelu_kind kind, __m256 *d)
         __m256 below = _mm256_cmp_ps(x, _mm256_sub_ps(_mm256_setzero_ps(), lim), _CMP_LT_OQ);
         return _mm256_andnot_ps(below, _mm256_mul_ps(x, s));
     }
-    __m256 cdf = _mm256_mul_ps(half, _mm256_add_ps(one, erf256(_mm256_mul_ps(x, _mm256_set1_ps(SQRT1_2)))));
-    if (d) {
-        __m256 pdf = _mm256_mul_ps(_mm256_set1_ps(INV_SQRT_2PI),
-                                   lp_exp256(_mm256_mul_ps(_mm256_set1_ps(-0.5f), _mm256_mul_ps(x, x))));
-        *d = _mm256_fmadd_ps(x, pdf, cdf);
-    }
-    return _mm256_mul_ps(x, cdf);
+    return gelu_erf256(x, d);
 }
 #endif
 
