@@ -203,7 +203,7 @@ typedef void (*rows_fn)(float *, int64_t, const uint8_t *, int64_t, const int8_t
     static void rows_##mr_##_##nv_(float *out, int64_t OC, const uint8_t *base, int64_t vs, const int8_t *x,         \
                                    const float *d, int64_t C, const vflt *bias, const int *ob)                        \
     {                                                                                                                  \
-        tile_rows(out, OC, base, vs, x, d, C, (mr_) < MR ? (mr_) : MR, nv_, bias, ob);                               \
+        tile_rows(out, OC, base, vs, x, d, C, (mr_) < MR ? (mr_) : MR, nv_, bias, ob);                                 \
     }
 ROWS_FN(1, 1) ROWS_FN(2, 1) ROWS_FN(3, 1) ROWS_FN(4, 1) ROWS_FN(5, 1) ROWS_FN(6, 1)
 ROWS_FN(1, 2) ROWS_FN(2, 2) ROWS_FN(3, 2) ROWS_FN(4, 2) ROWS_FN(5, 2) ROWS_FN(6, 2)
