@@ -232,8 +232,8 @@ ALWAYS_INLINE void acc_rows4(float *const a[4], const float *const w[4], int64_t
 
 /* Six rows at once (AVX2 only): a_i[0..D) += sum_{c<n} w_i[c*ws] * X[c*ldx + 0..D) for i < 6.
  * With 16 ymm registers acc_rows4 keeps 8 accumulators, exactly the FMAs in flight two pipes
- * of latency 4 need; 6 rows x 2 vectors keep 12 (and each load of X feeds six FMAs). The
- * prefill forward's score and P@V products go through it; tails go to acc_rows. */
+ * of latency 4 need; 6 rows x 2 vectors keep 12 (and each load of X feeds six FMAs). Every
+ * product of both directions goes through it (acc_block); tails go to acc_rows. */
 ALWAYS_INLINE void acc_rows6(float *const a[6], const float *const w[6], int64_t ws, const float *X, int64_t ldx,
                              int64_t n, int64_t D, bool zero)
 {
