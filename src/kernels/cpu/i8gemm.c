@@ -139,6 +139,18 @@ static inline int32_t word(const int8_t *q, int64_t g)
  * the step adds and spills; see qgemm_ggml.c). */
 #define IN_REG(x) __asm__("" : "+v"(x))
 
+/* acc (int32 lanes) += the 4 products a lane of u8 a and s8 b: one vpdpbusd, or pmaddubsw
+ * (pairs within int16: the tiles' weights are 7-bit), pmaddwd by 1 and an add. */
+#if defined(I8_VNNI)
+#define I8_STEP(acc, a, b) VI_DPBUSD_ACC(acc, a, b)
+#else
+#define I8_STEP(acc, a, b)                                                                                   \
+    do {                                                                                                     \
+        (acc) = VI_ADD32((acc), VI_MADD1(VI_MADDUBS((a), (b))));                                             \
+        IN_REG(acc);                                                                                         \
+    } while (0)
+#endif
+
 /* Activation rows 0 .. mr-1 of x (quantized, C bytes apart; d their scales) against the nv
  * weight vectors starting at `base` (vector v's header and steps vs bytes after v - 1's):
  * out rows OC apart, ob[v] of vector v's VL outputs real. mr and nv are constants at every
@@ -155,7 +167,6 @@ static inline __attribute__((always_inline)) void tile_rows(float *out, int64_t 
             isum[v][r] = VI_ZERO();
     const uint8_t *p = base + HDR;
     for (int64_t g = 0; g < C / 4; g++, p += 64) {
-#if defined(I8_VNNI)
         vint wv[NV];
         _Pragma("GCC unroll 8")
         for (int v = 0; v < nv; v++)
@@ -165,23 +176,8 @@ static inline __attribute__((always_inline)) void tile_rows(float *out, int64_t 
             const vint xb = VI_SET1(word(x + r * C, g)); /* x + 128: unsigned */
             _Pragma("GCC unroll 8")
             for (int v = 0; v < nv; v++)
-                VI_DPBUSD_ACC(isum[v][r], xb, wv[v]);
+                I8_STEP(isum[v][r], xb, wv[v]);
         }
-#else
-        vint wv[NV];
-        _Pragma("GCC unroll 8")
-        for (int v = 0; v < nv; v++)
-            wv[v] = VI_LOAD(p + v * vs);
-        _Pragma("GCC unroll 8")
-        for (int r = 0; r < mr; r++) {
-            const vint xb = VI_SET1(word(x + r * C, g)); /* x + 128: unsigned */
-            _Pragma("GCC unroll 8")
-            for (int v = 0; v < nv; v++) {
-                isum[v][r] = VI_ADD32(isum[v][r], VI_MADD1(VI_MADDUBS(xb, wv[v])));
-                IN_REG(isum[v][r]);
-            }
-        }
-#endif
     }
     _Pragma("GCC unroll 8")
     for (int v = 0; v < nv; v++) {
