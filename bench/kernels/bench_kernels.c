@@ -1,7 +1,7 @@
 /* Kernel throughput at DistilBERT training shapes (B*T = 2048, C = 768, FFN 3072; attention
  * B=16 H=12 T=128 D=64): sgemm in the three products of a linear layer, fused vs eager
  * attention forward+backward (MiniLM's heads of 32 too, and a decoder's: B4 T256, 14 query heads over 2 kv heads of 64,
- * causal), LayerNorm and GELU bandwidth. Prints a table (or --json)
+ * causal), LayerNorm, GELU, softmax and cross-entropy bandwidth. Prints a table (or --json)
  * with each figure as a fraction of this machine's measured FMA peak / triad bandwidth.
  * A figure, never a timed assertion.  Usage: bench_kernels [--json] [--quick] [--ref] */
 #include <math.h>
@@ -146,6 +146,24 @@ int main(int argc, char **argv)
     TIME("gelu fwd 2048x3072", 12.0 * N * F, 4.0 * 2 * N * F, lp_gelu_forward(y, x, N * F, LP_GELU_ERF));
     TIME("gelu bwd 2048x3072", 20.0 * N * F, 4.0 * 3 * N * F, lp_gelu_backward(dx, dy, x, N * F, LP_GELU_ERF));
     TIME("softmax fwd 192x128x128", 5.0 * B * H * T * T, 4.0 * 2 * B * H * T * T, lp_softmax_forward(att, datt, B * H * T, T));
+    {
+        /* a decoder LM head's loss: 128 tokens over SmolLM2's 49152-entry vocabulary (x's
+         * 6.3 M values as logits); the forward reads the logits twice (max, then exp-sum) */
+        const int64_t Nt = 128, V = 49152;
+        int32_t *tg = lp_alloc((size_t)Nt * sizeof(int32_t), LP_MEM_CATEGORY_INPUT, "targets");
+        for (int64_t i = 0; i < Nt; i++)
+            tg[i] = (int32_t)((i * 7919) % V);
+        float loss;
+        TIME("cross-entropy fwd 128x49152", 0, 4.0 * 2 * Nt * V, {
+            if (lp_cross_entropy_forward(&loss, lse, x, tg, Nt, V, -100) != LP_OK) {
+                fprintf(stderr, "bench_kernels: %s\n", lp_err_msg());
+                return 1;
+            }
+        });
+        TIME("cross-entropy bwd 128x49152", 0, 4.0 * 2 * Nt * V,
+             lp_cross_entropy_backward(dx, x, lse, tg, Nt, V, -100, 1.0f));
+        lp_free(tg);
+    }
     TIME("adamw 66M params (1/10)", 14.0 * F * C, 4.0 * 7 * F * C, lp_adamw_step(w, dy, x, dx, F * C, 1e-4, 0.9, 0.999, 1e-8, 0.01, 3));
 
     if (json) {

@@ -8,7 +8,10 @@ at the same shapes and thread count in this process, best of the same number of 
   v as strided views of one packed (B, T, 3C) tensor, the padding mask bench_kernels uses
   (sample b has its last 3b tokens padded): `F.scaled_dot_product_attention` forward, and its
   backward (grad of q, k, v for a given dout) against loupe's fused kernels;
-- GELU (erf) on 2048 x 3072: `F.gelu` forward, and its backward through autograd.
+- GELU (erf) on 2048 x 3072: `F.gelu` forward, and its backward through autograd;
+- softmax over rows of 128 (the eager attention's 192 x 128 x 128 probabilities): `torch.softmax`;
+- cross-entropy of 128 tokens over a 49152-entry vocabulary (SmolLM2's LM head): `F.cross_entropy`
+  forward, and its backward through autograd.
 
 Prints loupe ms, PyTorch ms and PyTorch / loupe (> 1: loupe faster). A figure, not a test.
 Usage: vs_torch.py [--build build] [--threads 2] [--reps 10]
@@ -72,6 +75,20 @@ def torch_rows(threads, reps):
         y.backward(dy, retain_graph=True)
 
     rows["gelu bwd 2048x3072"] = best(gbwd, reps)
+    att = torch.rand(B * H * T, T) * 8 - 4
+    with torch.no_grad():
+        rows["softmax fwd 192x128x128"] = best(lambda: torch.softmax(att, -1), reps)
+    logits = (torch.rand(128, 49152) * 2 - 1).requires_grad_(True)
+    tg = torch.arange(128) * 7919 % 49152
+    with torch.no_grad():
+        rows["cross-entropy fwd 128x49152"] = best(lambda: F.cross_entropy(logits, tg), reps)
+    loss = F.cross_entropy(logits, tg)
+
+    def cbwd():
+        logits.grad = None
+        loss.backward(retain_graph=True)
+
+    rows["cross-entropy bwd 128x49152"] = best(cbwd, reps)
     return rows, torch.__version__
 
 

@@ -395,7 +395,7 @@ static inline float exp_sum(float *s, int64_t n, float mul, float sub)
 #ifdef LP_HAVE_AVX512
     __m512 ws = _mm512_setzero_ps(), wmul = _mm512_set1_ps(mul), wsub = _mm512_set1_ps(sub);
     for (; c + 16 <= n; c += 16) {
-        __m512 e = lp_exp512(_mm512_fmsub_ps(_mm512_loadu_ps(s + c), wmul, wsub));
+        __m512 e = lp_exp_nonpos512(_mm512_fmsub_ps(_mm512_loadu_ps(s + c), wmul, wsub));
         _mm512_storeu_ps(s + c, e);
         ws = _mm512_add_ps(ws, e);
     }
@@ -404,7 +404,7 @@ static inline float exp_sum(float *s, int64_t n, float mul, float sub)
 #ifdef LP_HAVE_AVX2
     __m256 vs = _mm256_setzero_ps(), vmul = _mm256_set1_ps(mul), vsub = _mm256_set1_ps(sub);
     for (; c + 8 <= n; c += 8) {
-        __m256 e = lp_exp256(_mm256_fmsub_ps(_mm256_loadu_ps(s + c), vmul, vsub));
+        __m256 e = lp_exp_nonpos256(_mm256_fmsub_ps(_mm256_loadu_ps(s + c), vmul, vsub));
         _mm256_storeu_ps(s + c, e);
         vs = _mm256_add_ps(vs, e);
     }

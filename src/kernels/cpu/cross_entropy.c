@@ -85,12 +85,12 @@ lp_status lp_k_cross_entropy_forward_opt(float *loss, float *lse, const float *l
 #if defined(LP_HAVE_AVX512)
         __m512 vs = _mm512_setzero_ps(), vm = _mm512_set1_ps(m);
         for (; c + 16 <= V; c += 16)
-            vs = _mm512_add_ps(vs, lp_exp512(_mm512_sub_ps(_mm512_loadu_ps(x + c), vm)));
+            vs = _mm512_add_ps(vs, lp_exp_nonpos512(_mm512_sub_ps(_mm512_loadu_ps(x + c), vm)));
         s = _mm512_reduce_add_ps(vs);
 #elif defined(LP_HAVE_AVX2)
         __m256 vs = _mm256_setzero_ps(), vm = _mm256_set1_ps(m);
         for (; c + 8 <= V; c += 8)
-            vs = _mm256_add_ps(vs, lp_exp256(_mm256_sub_ps(_mm256_loadu_ps(x + c), vm)));
+            vs = _mm256_add_ps(vs, lp_exp_nonpos256(_mm256_sub_ps(_mm256_loadu_ps(x + c), vm)));
         s = lp_hsum256(vs);
 #endif
         for (; c < V; c++)
@@ -145,7 +145,7 @@ void lp_k_cross_entropy_backward_opt(float *dlogits, const float *logits, const 
 #ifdef LP_HAVE_AVX2
         __m256 vl = _mm256_set1_ps(lse[i]), vg = _mm256_set1_ps(g);
         for (; c + 8 <= V; c += 8)
-            _mm256_storeu_ps(d + c, _mm256_mul_ps(vg, lp_exp256(_mm256_sub_ps(_mm256_loadu_ps(x + c), vl))));
+            _mm256_storeu_ps(d + c, _mm256_mul_ps(vg, lp_exp_nonpos256(_mm256_sub_ps(_mm256_loadu_ps(x + c), vl))));
 #endif
         for (; c < V; c++)
             d[c] = g * expf(x[c] - lse[i]);

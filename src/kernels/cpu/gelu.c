@@ -61,8 +61,9 @@ void lp_k_gelu_backward_ref(float *dinp, const float *dout, const float *inp, in
 #ifdef LP_HAVE_AVX2
 /* The erf form on 8 lanes, the same operations as gelu_erf512: erf(z) = sign(z) (1 - t poly(t)
  * exp(-z^2)), t = 1 / (1 + p|z|), z = x / sqrt(2); exp(-z^2) is also the exp(-x^2 / 2) of the
- * derivative's density, so the backward evaluates one exp, not two. Returns gelu(x); gelu'(x)
- * in *d when d != NULL. */
+ * derivative's density, so the backward evaluates one exp, not two; its argument is never
+ * positive, so the exp without the overflow half (a quarter of the forward's time). Returns
+ * gelu(x); gelu'(x) in *d when d != NULL. */
 static inline __m256 gelu_erf256(__m256 x, __m256 *d)
 {
     const __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f), sign = _mm256_set1_ps(-0.0f);
@@ -75,7 +76,7 @@ static inline __m256 gelu_erf256(__m256 x, __m256 *d)
     p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(ERF_A2));
     p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(ERF_A1));
     p = _mm256_mul_ps(p, t);
-    __m256 e = lp_exp256(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(az, az)));
+    __m256 e = lp_exp_nonpos256(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(az, az)));
     __m256 erf = _mm256_or_ps(_mm256_fnmadd_ps(p, e, one), _mm256_and_ps(sign, z));
     __m256 cdf = _mm256_mul_ps(half, _mm256_add_ps(one, erf));
     if (d)
@@ -127,7 +128,7 @@ static inline __m512 gelu_erf512(__m512 x, __m512 *d)
     p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(ERF_A2));
     p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(ERF_A1));
     p = _mm512_mul_ps(p, t);
-    __m512 e = lp_exp512(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(az, az)));
+    __m512 e = lp_exp_nonpos512(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(az, az)));
     __m512 r = _mm512_fnmadd_ps(p, e, one);
     __m512 erf = _mm512_castsi512_ps(
         _mm512_or_si512(_mm512_castps_si512(r), _mm512_and_si512(_mm512_castps_si512(z), sign)));

@@ -63,8 +63,9 @@ static inline __m256 lp_exp256(__m256 x)
     return _mm256_blendv_ps(y, x, isnan);
 }
 
-/* lp_exp256 for x <= 0 or -inf (a score minus its row's running max), without what only
- * x > 0 needs (the overflow clamp, 2^n split in two): n >= -126 scales in one multiply.
+/* lp_exp256 for x <= 0 or -inf (a value minus its row's max or log-sum-exp), without what
+ * only large x needs (the overflow clamp, 2^n split in two): n >= -126 scales in one
+ * multiply, and a rounding above 0 is still exact (2^n fits the exponent up to x ~ 87.9).
  * Exactly 0 below -87.3, as there; NaN stays NaN (the clamp keeps its NaN operand). */
 static inline __m256 lp_exp_nonpos256(__m256 x)
 {

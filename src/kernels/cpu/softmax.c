@@ -40,7 +40,7 @@ void lp_k_softmax_row(float *out, const float *x, int64_t C)
 #ifdef LP_HAVE_AVX2
     __m256 vs = _mm256_setzero_ps(), vmax = _mm256_set1_ps(m);
     for (; c + 8 <= C; c += 8) {
-        __m256 e = lp_exp256(_mm256_sub_ps(_mm256_loadu_ps(x + c), vmax));
+        __m256 e = lp_exp_nonpos256(_mm256_sub_ps(_mm256_loadu_ps(x + c), vmax));
         _mm256_storeu_ps(out + c, e);
         vs = _mm256_add_ps(vs, e);
     }
