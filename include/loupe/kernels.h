@@ -747,17 +747,19 @@ size_t lp_qweight_plan_nbytes(lp_dtype dtype, int64_t rows, int64_t cols, bool d
  * (q->tiles, with q->q and q->scale NULL, q->mem == q->tiles). Per tile: f32 scale[16],
  * int32 row sums of q [16], then cols / 4 steps of 64 bytes, step g holding
  * q[row][4g .. 4g+3] of each row at 4 * (row % 16); padding rows zero. The forward
- * (lp_qmatmul_forward) quantizes each activation row per call (d = max|x| / 127, round to
- * nearest even, [-127, 127]), sums the int8 products of a row over all of cols in int32
- * (exact: |sum| <= 255 * 63 * cols < 2^31 for cols <= LP_INT8_MAX_COLS) and scales each
- * output once: out = fma((float)sum, scale[o] * d[i], bias[o]), bit-identical at every ISA
- * level. Why 63: the AVX2 kernel multiplies the activations as unsigned bytes (x + 128, at
- * most 255) by the signed weights with `pmaddubsw`, whose pairs of products then stay within
- * int16 (2 * 255 * 63 = 32130), one instruction fewer per step than moving the weights'
- * sign onto 8-bit activations (as PyTorch's fbgemm drops a bit of the activations instead).
+ * (lp_qmatmul_forward) quantizes each activation row per call to 7 bits too (d = max|x| /
+ * 63, round to nearest even, [-63, 63]), sums the int8 products of a row over all of cols
+ * in int32 (exact: |sum| <= 127 * 63 * cols < 2^31 for cols <= LP_INT8_MAX_COLS, with the
+ * kernels' +64 offset) and scales each output once: out = fma((float)sum, scale[o] * d[i],
+ * bias[o]), bit-identical at every ISA level. Why 7 bits on both sides: the AVX2 kernel
+ * multiplies the activations as unsigned bytes (x + 64, at most 127) by the signed weights
+ * with `pmaddubsw`, whose pairs of products (at most 16002) then add across two steps
+ * within int16 before one widening: 5 instructions per 64 products against 4 per 32 with
+ * 8-bit weights. PyTorch's fbgemm drops the activations' bit as well (reduce_range).
  * cols must be a multiple of 32. */
 #define LP_INT8_MAX_COLS 65536
 #define LP_INT8_TILE_QMAX 63
+#define LP_INT8_ACT_QMAX 63
 /* Quantizes w (rows, cols) as above into *q. Errors: LP_STATUS_INVALID_ARG (shape; cols not
  * a multiple of 32 or above LP_INT8_MAX_COLS), LP_STATUS_NUMERIC (a non-finite weight),
  * LP_STATUS_NO_MEMORY; on error *q is zeroed. */

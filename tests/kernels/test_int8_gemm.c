@@ -7,12 +7,13 @@
  *   products are summed exactly in int32 and each output is fma((float)sum, scale_w *
  *   scale_x, bias) on every level, so any difference is a bug (tolerance 0: memcmp);
  * - against f32 arithmetic on the dequantized weight, to the activation rounding bound:
- *   each element of a row moves by at most d / 2 (d = max|x_row| / 127), so an output by
+ *   each element of a row moves by at most d / 2 (d = max|x_row| / 63), so an output by
  *   d / 2 * sum |w|, plus 1e-5 * sum |w x| for f32 rounding of the scale products; a wrong
  *   scale, sign or offset misses it by orders of magnitude;
  * - adversarial sums at C = LP_INT8_MAX_COLS: rows of +-63 against activations of +-1 at
- *   full scale, the largest |sum| the x + 128 offset (255 * 63: the pmaddubsw pairs' int16
- *   bound, 2 * 255 * 63 = 32130) produces: exact, so against the closed form too;
+ *   full scale, the largest |sum| the x + 64 offset produces (127 * 63 a product; the
+ *   pmaddubsw pairs of two steps, added in int16, reach 4 * 127 * 63 = 32004): exact, so
+ *   against the closed form too;
  * - 1 and 3 threads equal bit for bit; the shapes and weights quantizing refuses. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -98,7 +99,7 @@ static int run_shape(int64_t N, int64_t C, int64_t OC, bool with_bias)
                 wsum += fabs((double)wf[o * C + k]);
                 mag += fabs((double)wf[o * C + k] * x[i * C + k]);
             }
-            const double b = amax / 127.0 / 2.0 * wsum * 1.0001 + 1e-5 * (mag + (bias ? fabs(bias[o]) : 0.0)) + 1e-30;
+            const double b = amax / LP_INT8_ACT_QMAX / 2.0 * wsum * 1.0001 + 1e-5 * (mag + (bias ? fabs(bias[o]) : 0.0)) + 1e-30;
             if (!(fabs(o1[i * OC + o] - exact) <= b) && bad++ < 3)
                 fprintf(stderr, "  %s: out[%lld,%lld] %.9g vs f32 %.9g (bound %.3g)\n", what, (long long)i,
                         (long long)o, (double)o1[i * OC + o], exact, b);
@@ -124,10 +125,10 @@ static void test_shapes(void **state)
 }
 
 /* C = LP_INT8_MAX_COLS, weight rows all +1 or all -1 (q = +-63, scale 1/63), activation
- * rows all +1 or all -1 (q = +-127, d = 1/127): every output is +-63 * 127 * C exactly in
- * integers (the offset path's raw sum reaches 255 * 63 * C = 1.05e9 < 2^31). The result must
- * equal the reference bit for bit and fma((float)(+-63 * 127 * C), (1/63) (1/127) in f32, 0)
- * exactly. */
+ * rows all +1 or all -1 (q = +-63, d = 1/63): every output is +-63 * 63 * C exactly in
+ * integers (the offset path's raw sum reaches 127 * 63 * C = 5.2e8 < 2^31, its int16 pairs
+ * of two steps +-32004). The result must equal the reference bit for bit and
+ * fma((float)(+-63 * 63 * C), (1/63) (1/63) in f32, 0) exactly. */
 static void test_adversarial(void **state)
 {
     (void)state;
@@ -145,11 +146,11 @@ static void test_adversarial(void **state)
     assert_int_equal(R->qmatmul_forward(o0, x, &q, NULL, N, C, OC), LP_OK);
     assert_int_equal(O->qmatmul_forward(o1, x, &q, NULL, N, C, OC), LP_OK);
     assert_memory_equal(o0, o1, (size_t)(N * OC) * sizeof(float));
-    const float sc = (1.0f / 63.0f) * (1.0f / 127.0f); /* scale_w * d as the kernels form it */
+    const float sc = (1.0f / 63.0f) * (1.0f / 63.0f); /* scale_w * d as the kernels form it */
     for (int64_t i = 0; i < N; i++)
         for (int64_t o = 0; o < OC; o++) {
             const int64_t sign = (o % 2 ? -1 : 1) * (i % 3 ? 1 : -1);
-            const float want = fmaf((float)(sign * 63 * 127 * C), sc, 0.0f);
+            const float want = fmaf((float)(sign * 63 * 63 * C), sc, 0.0f);
             if (o1[i * OC + o] != want)
                 fail_msg("out[%lld,%lld] %.9g, want %.9g", (long long)i, (long long)o, (double)o1[i * OC + o],
                          (double)want);

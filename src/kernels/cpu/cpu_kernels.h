@@ -213,10 +213,10 @@ static inline int8_t lp_k_int8_tile_q(const lp_qweight *w, int64_t o, int64_t k)
     return (int8_t)w->tiles[(size_t)(o / LP_I8_QT) * lp_k_int8_tile_bytes(w->cols) + LP_I8_HDR + 64 * (size_t)(k / 4) +
                             4 * (size_t)(o % LP_I8_QT) + (size_t)(k % 4)];
 }
-/* q (n, a multiple of 32) = x quantized per row as the int8 GEMM does (d = max|x| / 127,
- * round to nearest even, [-127, 127]); returns d. offset: store q + 128 as unsigned bytes
- * (the VNNI kernel's operand; the same bits as q ^ 0x80). qact.c. */
-float lp_k_quantize_i8(int8_t *q, const float *x, int64_t n, bool offset);
+/* q (n, a multiple of 32) = x quantized per row as the int8 GEMM does (d = max|x| / qmax,
+ * round to nearest even, [-qmax, qmax]); returns d. Each byte stores q + off (mod 256: off
+ * 64 or 128 makes q an unsigned operand of vpdpbusd / pmaddubsw). qact.c. */
+float lp_k_quantize_i8(int8_t *q, const float *x, int64_t n, int qmax, uint8_t off);
 /* out (N, w->rows) = inp (N, w->cols) @ W^T + bias: the reference (plain loops over the
  * tiles' elements) and this level's kernel (VNNI / AVX2 / AVX-512 / portable C), equal bit
  * for bit. Scratch: lp_k_int8_gemm_scratch_nbytes (one TEMPORARY block, the quantized rows). */

@@ -8,25 +8,27 @@
  * (bench/int8/README.md: a ceiling of 826 of 1032 int8 GOP/s). With one scale per row on
  * both sides the int8 products are summed in int32 over all of C and each output is scaled
  * once: out = fma((float)sum, scale[o] * d[i], bias[o]). The sum is exact (|sum| <=
- * 255 * 63 * C < 2^31 for C <= LP_INT8_MAX_COLS), so every level's result equals the
- * reference bit for bit.
+ * 127 * 63 * C < 2^31 for C <= LP_INT8_MAX_COLS, offset included), so every level's result
+ * equals the reference bit for bit.
  *
  * Tiles (lp_qweight_quantize_int8_tiles): 16 rows interleaved 4 bytes at a time, so one
  * vector holds 4 consecutive int8 of each of 16 (AVX-512) or 8 (AVX2: half a tile) rows, one
  * int32 lane each; one broadcast of 4 activation bytes feeds NV weight vectors, each weight
  * vector MR activation rows; nothing is summed across lanes.
  *
- * The unsigned-by-signed byte products: on every SIMD level the activations are stored as
- * x + 128 (u8) and the weights stay signed, sum (x + 128) w = sum x w + 128 sum_k w, and the
- * row sums of w come with the tiles, so one shift and subtract per output vector undoes the
- * offset.
+ * Both sides are 7-bit: weights in [-63, 63] (LP_INT8_TILE_QMAX), activations in [-63, 63]
+ * (LP_INT8_ACT_QMAX, one bit fewer than the weights of lp_qweight_quantize, as PyTorch's
+ * fbgemm drops the activations' bit: reduce_range). On every SIMD level the activations are
+ * stored as x + 64 (u8, at most 127) and the weights stay signed; sum (x + 64) w = sum x w +
+ * 64 sum_k w, and the row sums of w come with the tiles, so one shift and subtract per
+ * output vector undoes the offset.
  * - VNNI (`vpdpbusd`, the avx512bf16 level): one instruction per 4 products a lane.
- * - AVX2 and AVX-512 without VNNI (`pmaddubsw`, then `pmaddwd` by 1 to widen to int32 and
- *   an add): a pair of products is at most 2 * 255 * 63 = 32130, inside int16, because the
- *   tiles' weights have 7-bit magnitudes (LP_INT8_TILE_QMAX). With 8-bit weights the sign
- *   of w had to move onto x first (|w| times x * sign(w), a `psignb` more per product
- *   vector); on Zen 3 that scheme ran at 0.87-0.97x PyTorch's fbgemm, which drops the
- *   activations' bit instead (reduce_range).
+ * - AVX2 and AVX-512 without VNNI: `pmaddubsw` gives pairs of products in int16; a pair is
+ *   at most 2 * 127 * 63 = 16002, so the pairs of two steps add in int16 (32004) before one
+ *   `pmaddwd` by 1 widens them to int32 and one add accumulates: 5 instructions per 64
+ *   products a lane (3 on the multiply pipes). History on Zen 3 (bench/int8/README.md):
+ *   8-bit weights with their sign moved onto x (`psignb`, 4 per 32) ran at 0.87-0.97x
+ *   PyTorch's int8; 7-bit weights, 8-bit activations (3 per 32) at 1.17-1.31x.
  * - baseline: plain C over the same tiles, x signed. */
 #include <math.h>
 #include <omp.h>
@@ -101,7 +103,7 @@ lp_status lp_k_int8_gemm_ref(float *out, const float *inp, const lp_qweight *w, 
     if (!xq)
         return LP_STATUS_NO_MEMORY;
     for (int64_t i = 0; i < N; i++) {
-        const float d = lp_k_quantize_i8(xq, inp + i * C, C, false);
+        const float d = lp_k_quantize_i8(xq, inp + i * C, C, LP_INT8_ACT_QMAX, 0);
         for (int64_t o = 0; o < OC; o++) {
             int32_t s = 0;
             for (int64_t k = 0; k < C; k++)
@@ -139,14 +141,19 @@ static inline int32_t word(const int8_t *q, int64_t g)
  * the step adds and spills; see qgemm_ggml.c). */
 #define IN_REG(x) __asm__("" : "+v"(x))
 
-/* acc (int32 lanes) += the 4 products a lane of u8 a and s8 b: one vpdpbusd, or pmaddubsw
- * (pairs within int16: the tiles' weights are 7-bit), pmaddwd by 1 and an add. */
+/* acc (int32 lanes) += the 8 products a lane of two steps, u8 a0 by s8 b0 and a1 by b1: two
+ * vpdpbusd, or two pmaddubsw added in int16 (each pair of products is at most 2 * 127 * 63
+ * = 16002, two of them 32004: both sides are 7-bit), pmaddwd by 1 and one add. */
 #if defined(I8_VNNI)
-#define I8_STEP(acc, a, b) VI_DPBUSD_ACC(acc, a, b)
-#else
-#define I8_STEP(acc, a, b)                                                                                   \
+#define I8_STEP2(acc, a0, b0, a1, b1)                                                                        \
     do {                                                                                                     \
-        (acc) = VI_ADD32((acc), VI_MADD1(VI_MADDUBS((a), (b))));                                             \
+        VI_DPBUSD_ACC(acc, a0, b0);                                                                          \
+        VI_DPBUSD_ACC(acc, a1, b1);                                                                          \
+    } while (0)
+#else
+#define I8_STEP2(acc, a0, b0, a1, b1)                                                                        \
+    do {                                                                                                     \
+        (acc) = VI_ADD32((acc), VI_MADD1(VI_ADD16(VI_MADDUBS((a0), (b0)), VI_MADDUBS((a1), (b1)))));         \
         IN_REG(acc);                                                                                         \
     } while (0)
 #endif
@@ -166,23 +173,25 @@ static inline __attribute__((always_inline)) void tile_rows(float *out, int64_t 
         for (int r = 0; r < mr; r++)
             isum[v][r] = VI_ZERO();
     const uint8_t *p = base + HDR;
-    for (int64_t g = 0; g < C / 4; g++, p += 64) {
-        vint wv[NV];
+    for (int64_t g = 0; g < C / 4; g += 2, p += 128) { /* two steps of 4 columns */
+        vint w0[NV], w1[NV];
         _Pragma("GCC unroll 8")
-        for (int v = 0; v < nv; v++)
-            wv[v] = VI_LOAD(p + v * vs);
+        for (int v = 0; v < nv; v++) {
+            w0[v] = VI_LOAD(p + v * vs);
+            w1[v] = VI_LOAD(p + 64 + v * vs);
+        }
         _Pragma("GCC unroll 8")
-        for (int r = 0; r < mr; r++) {
-            const vint xb = VI_SET1(word(x + r * C, g)); /* x + 128: unsigned */
+        for (int r = 0; r < mr; r++) { /* x + 64: unsigned */
+            const vint x0 = VI_SET1(word(x + r * C, g)), x1 = VI_SET1(word(x + r * C, g + 1));
             _Pragma("GCC unroll 8")
             for (int v = 0; v < nv; v++)
-                I8_STEP(isum[v][r], xb, wv[v]);
+                I8_STEP2(isum[v][r], x0, w0[v], x1, w1[v]);
         }
     }
     _Pragma("GCC unroll 8")
     for (int v = 0; v < nv; v++) {
         const vflt sw = VF_LOAD((const float *)(base + v * vs));
-        const vint corr = VI_SLLI32(VI_LOAD(base + 64 + v * vs), 7); /* 128 sum_k w */
+        const vint corr = VI_SLLI32(VI_LOAD(base + 64 + v * vs), 6); /* 64 sum_k w */
         _Pragma("GCC unroll 8")
         for (int r = 0; r < mr; r++) {
             const vint s = VI_SUB32(isum[v][r], corr);
@@ -303,14 +312,14 @@ lp_status lp_k_int8_gemm(float *out, const float *inp, const lp_qweight *w, cons
     float *xd = (float *)buf;
     int8_t *xq = (int8_t *)(buf + (size_t)N * sizeof(float));
 #if defined(__AVX2__)
-    const bool offset = true; /* vpdpbusd and pmaddubsw take the activations unsigned */
+    const uint8_t off = 64; /* vpdpbusd and pmaddubsw take the activations unsigned */
 #else
-    const bool offset = false;
+    const uint8_t off = 0;
 #endif
     const bool par = (double)w->rows * (double)C >= 65536.0;
 #pragma omp parallel for schedule(static) if (par && N > 1)
     for (int64_t i = 0; i < N; i++)
-        xd[i] = lp_k_quantize_i8(xq + i * C, inp + i * C, C, offset);
+        xd[i] = lp_k_quantize_i8(xq + i * C, inp + i * C, C, LP_INT8_ACT_QMAX, off);
     gemm_tiles(out, xq, xd, w, bias, N, par);
     lp_free(buf);
     return LP_OK;

@@ -1,14 +1,15 @@
 /* Activations quantized per block for the integer dot products (see lp_q8a / lp_q8k in
  * cpu_kernels.h): d = max|x| / 127, q = round-to-nearest-even(x / d) clamped to
- * [-127, 127] (an all-zero block has d = 0 and q = 0). The rounding error of each element
+ * [-127, 127] (an all-zero block has d = 0 and q = 0); the int8 GEMM's rows the same with
+ * 63 (LP_INT8_ACT_QMAX). The rounding error of each element
  * is at most d / 2: the bound the tests hold the quantized GEMM to. */
 #include <math.h>
 
 #include "qdot.h"
 
-/* q (len) from x, each byte stored xor flip (0x80: q + 128 as unsigned, for vpdpbusd);
- * returns d and the sum of q. */
-static float quantize_run(int8_t *q, const float *x, int len, int32_t *sum, uint8_t flip)
+/* q (len) in [-qmax, qmax] from x, each byte stored as q + off (mod 256: off 128 or 64 makes
+ * q unsigned for vpdpbusd / pmaddubsw); returns d = max|x| / qmax and the sum of q. */
+static float quantize_run(int8_t *q, const float *x, int len, int32_t *sum, int qmax, uint8_t off)
 {
     float amax = 0.0f;
 #if defined(__AVX2__)
@@ -24,10 +25,10 @@ static float quantize_run(int8_t *q, const float *x, int len, int32_t *sum, uint
     for (int j = 0; j < len; j++)
         amax = fmaxf(amax, fabsf(x[j]));
 #endif
-    const float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    const float fq = (float)qmax, d = amax / fq, id = amax > 0.0f ? fq / amax : 0.0f;
     int32_t s = 0;
 #if defined(__AVX2__)
-    const __m256 vid = _mm256_set1_ps(id), lim = _mm256_set1_ps(127.0f);
+    const __m256 vid = _mm256_set1_ps(id), lim = _mm256_set1_ps(fq);
     __m256i acc = _mm256_setzero_si256();
     for (int j = 0; j < len; j += 32) {
         __m256i v[4];
@@ -41,7 +42,7 @@ static float quantize_run(int8_t *q, const float *x, int len, int32_t *sum, uint
         __m256i a = _mm256_packs_epi32(v[0], v[1]), b = _mm256_packs_epi32(v[2], v[3]);
         __m256i c = _mm256_packs_epi16(a, b);
         c = _mm256_permutevar8x32_epi32(c, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-        _mm256_storeu_si256((__m256i *)(q + j), _mm256_xor_si256(c, _mm256_set1_epi8((char)flip)));
+        _mm256_storeu_si256((__m256i *)(q + j), _mm256_add_epi8(c, _mm256_set1_epi8((char)off)));
     }
     __m128i t = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
     t = _mm_hadd_epi32(t, t);
@@ -50,9 +51,9 @@ static float quantize_run(int8_t *q, const float *x, int len, int32_t *sum, uint
 #else
     for (int j = 0; j < len; j++) {
         float v = nearbyintf(x[j] * id);
-        v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
+        v = v > fq ? fq : v < -fq ? -fq : v;
         s += (int32_t)v;
-        q[j] = (int8_t)((uint8_t)(int8_t)v ^ flip);
+        q[j] = (int8_t)(uint8_t)((uint8_t)(int8_t)v + off);
     }
 #endif
     *sum = s;
@@ -63,7 +64,7 @@ void lp_k_quantize_q8a(lp_q8a *y, const float *x, int64_t n)
 {
     for (int64_t b = 0; b < n / 32; b++) {
         int32_t s;
-        y[b].d = quantize_run(y[b].q, x + 32 * b, 32, &s, 0);
+        y[b].d = quantize_run(y[b].q, x + 32 * b, 32, &s, 127, 0);
         y[b].s = y[b].d * (float)s;
     }
 }
@@ -72,7 +73,7 @@ void lp_k_quantize_q8k(lp_q8k *y, const float *x, int64_t n)
 {
     for (int64_t b = 0; b < n / 256; b++) {
         int32_t s;
-        y[b].d = quantize_run(y[b].q, x + 256 * b, 256, &s, 0);
+        y[b].d = quantize_run(y[b].q, x + 256 * b, 256, &s, 127, 0);
         for (int g = 0; g < 16; g++) {
             int sum = 0;
             for (int j = 0; j < 16; j++)
@@ -82,8 +83,8 @@ void lp_k_quantize_q8k(lp_q8k *y, const float *x, int64_t n)
     }
 }
 
-float lp_k_quantize_i8(int8_t *q, const float *x, int64_t n, bool offset)
+float lp_k_quantize_i8(int8_t *q, const float *x, int64_t n, int qmax, uint8_t off)
 {
     int32_t s;
-    return quantize_run(q, x, (int)n, &s, offset ? 0x80 : 0); /* q + 128 as a byte: q with its top bit flipped */
+    return quantize_run(q, x, (int)n, &s, qmax, off);
 }
