@@ -98,6 +98,7 @@ typedef struct lp_st_tensor {
     uint64_t offset;                 /* start within the data section */
     const void *data;                /* view, never a copy; 8-byte aligned if the header is */
     const char *file;                /* path (or label) of the file holding it */
+    uint64_t file_pos;               /* where data starts in that file (8 + header + offset) */
 } lp_st_tensor;
 
 typedef struct lp_st_file lp_st_file;

@@ -138,6 +138,14 @@ typedef struct lp_model_options {
                                    outputs; f32 master weights, gradients and optimizer state; a
                                    bf16 copy of each trained weight, repacked after
                                    lp_model_weights_changed; with LoRA set lora.base_dtype bf16) */
+    bool lazy_embedding;        /* with no_grad, for a run that only does forward passes and
+                                   generation: a decoder's token embedding table, when nothing
+                                   but the lookup reads it (no tied LM head), is read from the
+                                   safetensors file a row at a time as tokens first appear, so
+                                   memory holds the rows seen, not the table (Qwen2.5-0.5B:
+                                   545 MB of f32). Its parameter's rows not yet seen read 0:
+                                   not for a model that is saved or whose parameters are read.
+                                   The load still checks every row is finite. */
     int32_t lm_head_chunk;      /* a causal LM's loss: rows of logits computed at a time (the
                                    whole (B*T, vocab) logits are never held); 0 = the default:
                                    at least 512 rows (fewer re-reads of the head's weight), more

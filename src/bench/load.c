@@ -56,6 +56,7 @@ static void base_options(const lp_bench_config *c, lp_model_options *o)
     lp_model_options_init(o);
     o->task = LP_MODEL_TASK_SEQ_CLS;
     o->no_grad = true;
+    o->lazy_embedding = true; /* forward passes only: the rows of the tokens met */
     o->exec = c->exec;
     o->seed = c->seed;
     o->quiet = true;

@@ -122,6 +122,7 @@ int lp_cmd_bench_gen(int argc, char **argv)
     lp_model_options mo;
     lp_model_options_init(&mo);
     mo.no_grad = true;
+    mo.lazy_embedding = true; /* forward and generation only: the rows of the tokens met */
     mo.quiet = true;
     mo.exec = LP_EXEC_MODE_FUSED;
     mo.weights = weights;

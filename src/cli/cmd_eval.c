@@ -116,6 +116,7 @@ static lp_status open_model(eval_run *E)
     lp_model_options_init(&mo);
     mo.task = task;
     mo.no_grad = true;
+    mo.lazy_embedding = true; /* forward and generation only: the rows of the tokens met */
     mo.quiet = true;
     mo.exec = LP_EXEC_MODE_FUSED;
     mo.weights = a->weights;

@@ -305,6 +305,7 @@ static lp_status open_model(gen_run *R)
     lp_model_options mo;
     lp_model_options_init(&mo);
     mo.no_grad = true;
+    mo.lazy_embedding = true; /* forward and generation only: the rows of the tokens met */
     mo.quiet = true;
     mo.exec = LP_EXEC_MODE_FUSED;
     if (a->adapter) {

@@ -391,8 +391,10 @@ static lp_status parse(lp_st_file *f)
         goto out;
     }
     const uint8_t *data = f->base + 8 + hn;
-    for (size_t i = 0; i < f->n; i++)
+    for (size_t i = 0; i < f->n; i++) {
         f->tensors[i].data = data + f->tensors[i].offset;
+        f->tensors[i].file_pos = 8 + hn + f->tensors[i].offset;
+    }
     /* by_name indexed the pre-sort order; rebuild it over the final order */
     for (size_t i = 0; i < f->n; i++)
         f->by_name[i] = i;

@@ -35,7 +35,7 @@ lp_status lp_model__check_finite(const lp_model *m)
     for (size_t i = 0; i < m->n_params; i++) {
         const lp_st_tensor *src = m->slots[i].src;
         const float *w = m->params[i].data;
-        if (!src || !w)
+        if (!src || !w || m->slots[i].lazy) /* a lazy table was checked as it loaded */
             continue;
         int64_t count = 0, at = -1;
         for (int64_t k = 0; k < m->params[i].numel; k++)

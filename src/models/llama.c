@@ -178,6 +178,7 @@ static lp_status wire(lp_model *m, const lp_st_set *w, const lp_param_map *map)
     TRY(lp_model__add_param(m, n, 2, ls->V, C, &ls->wte, &ls->dwte, src_of(map, LP_PARAM_ROLE_WORD_EMB, -1),
                             LP_INIT_NORMAL, false));
     m->slots[m->n_params - 1].pad_row = ls->pad_id;
+    m->slots[m->n_params - 1].gather_only = !(m->task == LP_MODEL_TASK_CAUSAL_LM && c->tie_word_embeddings);
     snprintf(mod, sizeof mod, "%sembed_tokens", pfx);
     ls->emb_fwd = lp_model__prof_name(fam, mod, "forward", &st);
     ls->emb_bwd = lp_model__prof_name(fam, mod, "backward", &st);
@@ -432,7 +433,9 @@ static lp_status llama_embed_forward(lp_model *m, const lp_nn_ctx *ctx, int64_t 
         ls->last[b] = last;
     }
     lp_model__range_push(ls->emb_fwd);
-    lp_status st = lp_embedding_forward(ls->emb, m->ids, NULL, ls->wte, NULL, NULL, B, T, ls->C, ls->V, 0, 0, 0);
+    lp_status st = lp_model__lazy_fetch(m, m->ids, B * T);
+    if (st == LP_OK)
+        st = lp_embedding_forward(ls->emb, m->ids, NULL, ls->wte, NULL, NULL, B, T, ls->C, ls->V, 0, 0, 0);
     lp_model__range_pop(ls->emb_fwd);
     if (st != LP_OK)
         return st;
@@ -571,7 +574,9 @@ static lp_status llama_decode_step(lp_model *m, lp_kv_cache *kv, const int32_t *
     lp_model__bf16_refresh(m);
     m->pass_ctx = (lp_nn_ctx){.training = false, .exec = m->exec, .rng = NULL, .status = &m->pass_status};
     lp_model__range_push(ls->emb_fwd);
-    lp_status st = lp_embedding_forward(ls->emb, ids, NULL, ls->wte, NULL, NULL, B, 1, C, ls->V, 0, 0, 0);
+    lp_status st = lp_model__lazy_fetch(m, ids, B);
+    if (st == LP_OK)
+        st = lp_embedding_forward(ls->emb, ids, NULL, ls->wte, NULL, NULL, B, 1, C, ls->V, 0, 0, 0);
     lp_model__range_pop(ls->emb_fwd);
     if (st != LP_OK)
         return st;

@@ -211,6 +211,7 @@ void lp_model_free(lp_model *m)
         return;
     lp_model__bf16_free(m);
     lp_model__peft_free(m);
+    lp_model__lazy_free(m);
     if (m->fam && m->fam->free)
         m->fam->free(m);
     lp_free(m->param_block);

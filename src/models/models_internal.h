@@ -27,6 +27,9 @@ typedef struct lp_model_pslot {
     int64_t pad_row;         /* embedding row zeroed at init (-1: none) */
     int64_t goff;            /* floats into the gradient block, -1 when it has no gradient */
     uint64_t rng_at;         /* with lp_model.n_replay: the init stream's block its draw starts at */
+    bool gather_only;        /* a token embedding only looked up (no tied head reads it): may
+                                be read lazily (opt.lazy_embedding, lazy_rows.c) */
+    bool lazy;               /* it is: its rows are read as tokens appear (checked at load) */
 } lp_model_pslot;
 
 /* INIT_KAIMING: U(-1/sqrt(in), 1/sqrt(in)) over a (out,in) matrix, PyTorch's default Linear
@@ -188,6 +191,7 @@ struct lp_model {
     lp_gguf_file *qgguf;       /* STORED weights: the GGUF, open from quant_setup to quant_finish */
     lp_nn_linear *lm_head;     /* a causal LM's head (set by the family), or NULL */
     const char *lm_fwd, *lm_bwd; /* its profiler ranges (set by the family), or NULL */
+    struct lp_lazy_rows *lazy; /* opt.lazy_embedding: the table read as tokens appear, or NULL */
     lp_qweight *head_q;        /* inference with quantized weights: the LM head's quantized copy
                                   (owned; the f32 weight stays for the embedding lookup) */
     lp_status pass_status;     /* first kernel error of the current pass (pass_ctx.status) */
@@ -318,8 +322,22 @@ lp_status lp_model__layout_grads(lp_model *m);
 const float *lp_model__saved_weight(const lp_model *m, size_t i, float **buf);
 /* True when the parameter's module is in modules_to_save (PEFT's endswith rule). */
 bool lp_model__in_modules_to_save(const lp_model *m, const char *param);
-/* Converts a float checkpoint tensor (f32, f16, bf16, f64) into dst (numel floats). */
+/* Converts a float checkpoint tensor (f32, f16, bf16, f64) into dst (numel floats); _n: n
+ * values of that dtype at src. */
 void lp_model__convert(float *dst, const lp_st_tensor *t);
+void lp_model__convert_n(float *dst, const void *src, lp_st_dtype dtype, int64_t n);
+/* ---- lazy_rows.c: an inference load's token embedding read a row at a time ---- */
+/* Whether params[i] is read lazily under m's options (a gather-only table from a
+ * safetensors file, no_grad, no adapters, on the CPU). */
+bool lp_model__lazy_wanted(const lp_model *m, size_t i);
+/* Instead of converting params[i] (lp_model__lazy_wanted): checks every value of its source
+ * is finite, keeps the file open, and returns the table's pages to the system. */
+lp_status lp_model__lazy_open(lp_model *m, size_t i);
+/* Reads the rows of ids[0..n) not read yet (ids outside the table are left to the lookup's
+ * own check). Errors: IO (the file shorter or unreadable now), NUMERIC (a row changed to
+ * non-finite values since the load). */
+lp_status lp_model__lazy_fetch(lp_model *m, const int32_t *ids, int64_t n);
+void lp_model__lazy_free(lp_model *m);
 /* The f32 weight an encoder Linear is saved with: dequantized when quantized, plus
  * scale * B @ A when adapted. *buf as lp_model__saved_weight. */
 const float *lp_model__linear_weight(const lp_model *m, const lp_model_linear *ml, float **buf);

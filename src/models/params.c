@@ -73,19 +73,23 @@ const char *lp_model__prof_name(const char *fam, const char *mid, const char *di
 
 void lp_model__convert(float *dst, const lp_st_tensor *t)
 {
-    int64_t n = (int64_t)t->numel;
-    switch (t->dtype) {
+    lp_model__convert_n(dst, t->data, t->dtype, (int64_t)t->numel);
+}
+
+void lp_model__convert_n(float *dst, const void *src, lp_st_dtype dtype, int64_t n)
+{
+    switch (dtype) {
     case LP_ST_DTYPE_F32:
-        memcpy(dst, t->data, (size_t)n * sizeof(float));
+        memcpy(dst, src, (size_t)n * sizeof(float));
         break;
     case LP_ST_DTYPE_F16:
-        lp_f16_to_f32_n(dst, t->data, n);
+        lp_f16_to_f32_n(dst, src, n);
         break;
     case LP_ST_DTYPE_BF16:
-        lp_bf16_to_f32_n(dst, t->data, n);
+        lp_bf16_to_f32_n(dst, src, n);
         break;
     default: {
-        const unsigned char *s = t->data;
+        const unsigned char *s = src;
         for (int64_t i = 0; i < n; i++) {
             double d;
             memcpy(&d, s + 8 * i, 8);
@@ -129,6 +133,12 @@ lp_status lp_model__fill_params(lp_model *m)
         lp_model_pslot *s = &m->slots[i];
         if (m->n_replay) /* a packed LoRA base: each draw where the f32 model makes it */
             rng.offset = i < m->n_replay ? s->rng_at : i == m->n_replay ? m->rng_end : rng.offset;
+        if (s->src && lp_model__lazy_wanted(m, i)) {
+            if ((st = lp_model__lazy_open(m, i)) != LP_OK)
+                return st;
+            s->lazy = true;
+            continue;
+        }
         if (s->src) {
             lp_model__convert(p->data, s->src);
             continue;
