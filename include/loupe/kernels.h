@@ -754,8 +754,9 @@ size_t lp_qweight_plan_nbytes(lp_dtype dtype, int64_t rows, int64_t cols, bool d
  * bias[o]), bit-identical at every ISA level. Why 7 bits on both sides: the AVX2 kernel
  * multiplies the activations as unsigned bytes (x + 64, at most 127) by the signed weights
  * with `pmaddubsw`, whose pairs of products (at most 16002) then add across two steps
- * within int16 before one widening: 5 instructions per 64 products against 4 per 32 with
- * 8-bit weights. PyTorch's fbgemm drops the activations' bit as well (reduce_range).
+ * within int16 before one widening: 5 instructions per 64 products (3 per 32 with 8-bit
+ * activations, 4 with 8-bit weights). PyTorch's fbgemm drops the activations' bit as well
+ * (reduce_range).
  * cols must be a multiple of 32. */
 #define LP_INT8_MAX_COLS 65536
 #define LP_INT8_TILE_QMAX 63

@@ -26,15 +26,20 @@
 #include "loupe/io.h"
 #include "loupe/models.h"
 
-static lp_model *load(const char *dir, bool lazy, bool no_grad)
+static lp_status open_model(const char *dir, bool lazy, bool no_grad, lp_model **m)
 {
     lp_model_options o;
     lp_model_options_init(&o);
     o.quiet = true;
     o.no_grad = no_grad;
     o.lazy_embedding = lazy;
+    return lp_model_load(dir, &o, m);
+}
+
+static lp_model *load(const char *dir, bool lazy, bool no_grad)
+{
     lp_model *m = NULL;
-    if (lp_model_load(dir, &o, &m) != LP_OK)
+    if (open_model(dir, lazy, no_grad, &m) != LP_OK)
         fail_msg("%s: %s", dir, lp_err_msg());
     return m;
 }
@@ -179,13 +184,8 @@ static void test_bad_files(void **state)
     assert_int_equal(fseek(f, (long)(pos + 77 * rb + 3 * sizeof(float)), SEEK_SET), 0);
     assert_int_equal(fwrite(&nan, sizeof nan, 1, f), 1);
     fclose(f);
-    lp_model_options o;
-    lp_model_options_init(&o);
-    o.quiet = true;
-    o.no_grad = true;
-    o.lazy_embedding = true;
     lp_model *m = NULL;
-    assert_int_equal(lp_model_load(dir, &o, &m), LP_STATUS_NUMERIC);
+    assert_int_equal(open_model(dir, true, true, &m), LP_STATUS_NUMERIC);
     assert_null(m);
     assert_non_null(strstr(lp_err_msg(), "embed_tokens"));
     assert_non_null(strstr(lp_err_msg(), "model.safetensors"));
@@ -193,7 +193,7 @@ static void test_bad_files(void **state)
     /* the file cut short after the load: rows read before still serve, a new one is an IO
      * error naming the file */
     pos = copy_model(&rb);
-    assert_int_equal(lp_model_load(dir, &o, &m), LP_OK);
+    assert_int_equal(open_model(dir, true, true, &m), LP_OK);
     const int32_t ids[4] = {1, 2, 3, 4}, later[4] = {1, 2, 3, 120};
     float out[4 * 16];
     assert_int_equal(lp_model_forward(m, ids, NULL, NULL, 1, 4, out), LP_OK);

@@ -140,6 +140,20 @@ static lp_status load_model(const void *arg, void **out)
 
 static void free_model(void *m) { lp_model_free(m); }
 
+/* an inference load reading the token embedding as tokens appear (lazy_rows.c): arg the dir */
+static lp_status load_lazy(const void *arg, void **out)
+{
+    lp_model_options o;
+    lp_model_options_init(&o);
+    o.quiet = true;
+    o.no_grad = true;
+    o.lazy_embedding = true;
+    lp_model *m = NULL;
+    lp_status st = lp_model_load(arg, &o, &m);
+    *out = m;
+    return st;
+}
+
 static void torture(const tcase *c) { torture_subject(&(subject){c->name, load_model, free_model, c}); }
 
 static void test_config_only(void **state)
@@ -166,6 +180,7 @@ static void test_peft(void **state)
                      "tests/golden/qlora_distilbert/peft_adapter", true, LP_DTYPE_NF4, LP_WEIGHT_FORMAT_F32});
     /* the llama family: GQA, llama3 rope, tied embeddings, an all-linear adapter over NF4 */
     torture(&(tcase){"llama_lm", "tests/golden/llama_lm", NULL, false, LP_DTYPE_F32, LP_WEIGHT_FORMAT_F32});
+    torture_subject(&(subject){"qwen2_cls, embedding read lazily", load_lazy, free_model, "tests/golden/qwen2_cls"});
     torture(&(tcase){"smollm_lm (tied)", "tests/golden/smollm_lm", NULL, false, LP_DTYPE_F32, LP_WEIGHT_FORMAT_F32});
     torture(&(tcase){"qlora_llama_lm + PEFT adapter", "tests/golden/qlora_llama_lm",
                      "tests/golden/qlora_llama_lm/peft_adapter", true, LP_DTYPE_NF4, LP_WEIGHT_FORMAT_F32});
