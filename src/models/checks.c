@@ -28,19 +28,46 @@ bool lp_model__batch_sizes_ok(const lp_model *m, int64_t B, int64_t T)
     return !ovf && all <= ((int64_t)1 << 59); /* x 4 bytes, x 2 blocks, still in int64 */
 }
 
+/* Non-finite values among w[0..n), counted into *count; the first's index (+ base) in *at. */
+static void count_bad(const float *w, int64_t n, int64_t base, int64_t *count, int64_t *at)
+{
+    for (int64_t k = 0; k < n; k++)
+        if (!isfinite(w[k]) && (*count)++ == 0)
+            *at = base + k;
+}
+
+/* A lazy table (lazy_rows.c) reads 0 until its rows are used: its source is checked instead,
+ * converted a slab of rows at a time as the eager load would have converted it. */
+static lp_status count_bad_source(const lp_st_tensor *t, int64_t rows, int64_t cols, int64_t *count, int64_t *at)
+{
+    enum { SLAB = 64 };
+    float *tmp = lp_alloc((size_t)(SLAB * cols) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "embedding check");
+    if (!tmp)
+        return LP_STATUS_NO_MEMORY;
+    const size_t esz = lp_st_dtype_size(t->dtype);
+    for (int64_t r0 = 0; r0 < rows; r0 += SLAB) {
+        const int64_t n = (rows - r0 < SLAB ? rows - r0 : SLAB) * cols;
+        lp_model__convert_n(tmp, (const uint8_t *)t->data + (size_t)(r0 * cols) * esz, t->dtype, n);
+        count_bad(tmp, n, r0 * cols, count, at);
+    }
+    lp_free(tmp);
+    return LP_OK;
+}
+
 lp_status lp_model__check_finite(const lp_model *m)
 {
     size_t bad_tensors = 0, first = 0;
     int64_t first_count = 0, first_at = -1;
     for (size_t i = 0; i < m->n_params; i++) {
         const lp_st_tensor *src = m->slots[i].src;
-        const float *w = m->params[i].data;
-        if (!src || !w || m->slots[i].lazy) /* a lazy table was checked as it loaded */
+        const lp_model_param *p = &m->params[i];
+        if (!src || !p->data)
             continue;
         int64_t count = 0, at = -1;
-        for (int64_t k = 0; k < m->params[i].numel; k++)
-            if (!isfinite(w[k]) && count++ == 0)
-                at = k;
+        if (!m->slots[i].lazy)
+            count_bad(p->data, p->numel, 0, &count, &at);
+        else if (count_bad_source(src, p->shape[0], p->shape[1], &count, &at) != LP_OK)
+            return LP_STATUS_NO_MEMORY;
         if (count && bad_tensors++ == 0) {
             first = i;
             first_count = count;

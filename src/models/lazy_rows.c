@@ -1,11 +1,11 @@
 /* An inference load's token embedding read a row at a time (lp_model_options.lazy_embedding).
  * A classifier, or a decoder whose LM head is not the embedding, looks up only the rows of
  * the tokens it meets, so the table (Qwen2.5-0.5B: 151,936 x 896 floats, 545 MB of the
- * model's 1983 MB) need not be resident. The load checks every value of the table is finite,
- * as it does for every tensor, then hands the table's pages back to the system (they read
- * as zero and take no memory until written); each forward first reads the rows of its ids
- * not read yet with pread from the checkpoint, which stays open. The parameter block keeps
- * the table's place, so the memory plan is unchanged: what changes is what is resident. */
+ * model's 1983 MB) need not be resident. The load hands the table's pages back to the
+ * system (they read as zero and take no memory until written); each forward first reads the
+ * rows of its ids not read yet with pread from the checkpoint, which stays open. The parameter block keeps
+ * the table's place, so the memory plan is unchanged: what changes is what is resident.
+ * lp_model__check_finite still checks every value of the table, from its source. */
 #define _GNU_SOURCE /* MADV_NOHUGEPAGE under -std=c11 */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,39 +36,11 @@ bool lp_model__lazy_wanted(const lp_model *m, size_t i)
            m->params[i].ndim == 2 && !lp_path_is_gguf(m->dir) && lp_kernels_device() == LP_DEVICE_CPU && !m->lazy;
 }
 
-/* Every value of t finite, converted a slab of rows at a time (as the eager load would
- * have converted it, so the same values are refused). */
-static lp_status check_finite(const lp_st_tensor *t, int64_t rows, int64_t cols)
-{
-    enum { SLAB = 64 };
-    float *tmp = lp_alloc((size_t)(SLAB * cols) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "embedding check");
-    if (!tmp)
-        return LP_STATUS_NO_MEMORY;
-    const size_t esz = lp_st_dtype_size(t->dtype);
-    int64_t count = 0, first = -1;
-    for (int64_t r0 = 0; r0 < rows; r0 += SLAB) {
-        const int64_t n = (rows - r0 < SLAB ? rows - r0 : SLAB) * cols;
-        lp_model__convert_n(tmp, (const uint8_t *)t->data + (size_t)(r0 * cols) * esz, t->dtype, n);
-        for (int64_t k = 0; k < n; k++)
-            if (!isfinite(tmp[k]) && count++ == 0)
-                first = r0 * cols + k;
-    }
-    lp_free(tmp);
-    if (count)
-        return lp_err(LP_STATUS_NUMERIC,
-                      "%s: tensor '%s' holds %lld non-finite values (NaN or Inf; the first at flat index %lld)",
-                      t->file, t->name, (long long)count, (long long)first);
-    return LP_OK;
-}
-
 lp_status lp_model__lazy_open(lp_model *m, size_t i)
 {
     const lp_st_tensor *t = m->slots[i].src;
     const lp_model_param *p = &m->params[i];
     const int64_t rows = p->shape[0], cols = p->shape[1];
-    lp_status st = check_finite(t, rows, cols);
-    if (st != LP_OK)
-        return st;
     lp_lazy_rows *z = lp_calloc(1, sizeof *z);
     if (!z)
         return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", m->dir);

@@ -404,6 +404,18 @@ static void llama_bind(lp_model *m, int64_t B, int64_t T, bool shared)
 
 /* ---- passes ----------------------------------------------------------------------------- */
 
+/* ls->emb (B*T, C) = the embedding rows of ids, read first where the table is lazy */
+static lp_status lookup(lp_model *m, const int32_t *ids, int64_t B, int64_t T)
+{
+    llama_state *ls = st_of(m);
+    lp_model__range_push(ls->emb_fwd);
+    lp_status st = lp_model__lazy_fetch(m, ids, B * T);
+    if (st == LP_OK)
+        st = lp_embedding_forward(ls->emb, ids, NULL, ls->wte, NULL, NULL, B, T, ls->C, ls->V, 0, 0, 0);
+    lp_model__range_pop(ls->emb_fwd);
+    return st;
+}
+
 static lp_status llama_embed_forward(lp_model *m, const lp_nn_ctx *ctx, int64_t B, int64_t T, const float **x)
 {
     (void)ctx;
@@ -432,11 +444,7 @@ static lp_status llama_embed_forward(lp_model *m, const lp_nn_ctx *ctx, int64_t 
         }
         ls->last[b] = last;
     }
-    lp_model__range_push(ls->emb_fwd);
-    lp_status st = lp_model__lazy_fetch(m, m->ids, B * T);
-    if (st == LP_OK)
-        st = lp_embedding_forward(ls->emb, m->ids, NULL, ls->wte, NULL, NULL, B, T, ls->C, ls->V, 0, 0, 0);
-    lp_model__range_pop(ls->emb_fwd);
+    lp_status st = lookup(m, m->ids, B, T);
     if (st != LP_OK)
         return st;
     lp_rope_cache(ls->cos, ls->sin, m->pos, ls->inv_freq, ls->attn_factor, B * T, ls->D);
@@ -573,11 +581,7 @@ static lp_status llama_decode_step(lp_model *m, lp_kv_cache *kv, const int32_t *
     m->pass_status = LP_OK;
     lp_model__bf16_refresh(m);
     m->pass_ctx = (lp_nn_ctx){.training = false, .exec = m->exec, .rng = NULL, .status = &m->pass_status};
-    lp_model__range_push(ls->emb_fwd);
-    lp_status st = lp_model__lazy_fetch(m, ids, B);
-    if (st == LP_OK)
-        st = lp_embedding_forward(ls->emb, ids, NULL, ls->wte, NULL, NULL, B, 1, C, ls->V, 0, 0, 0);
-    lp_model__range_pop(ls->emb_fwd);
+    lp_status st = lookup(m, ids, B, 1);
     if (st != LP_OK)
         return st;
     lp_rope_cache(ls->cos, ls->sin, kv->pos, ls->inv_freq, ls->attn_factor, B, ls->D);

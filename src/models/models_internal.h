@@ -29,7 +29,7 @@ typedef struct lp_model_pslot {
     uint64_t rng_at;         /* with lp_model.n_replay: the init stream's block its draw starts at */
     bool gather_only;        /* a token embedding only looked up (no tied head reads it): may
                                 be read lazily (opt.lazy_embedding, lazy_rows.c) */
-    bool lazy;               /* it is: its rows are read as tokens appear (checked at load) */
+    bool lazy;               /* it is: its rows are read as tokens appear */
 } lp_model_pslot;
 
 /* INIT_KAIMING: U(-1/sqrt(in), 1/sqrt(in)) over a (out,in) matrix, PyTorch's default Linear
@@ -330,8 +330,8 @@ void lp_model__convert_n(float *dst, const void *src, lp_st_dtype dtype, int64_t
 /* Whether params[i] is read lazily under m's options (a gather-only table from a
  * safetensors file, no_grad, no adapters, on the CPU). */
 bool lp_model__lazy_wanted(const lp_model *m, size_t i);
-/* Instead of converting params[i] (lp_model__lazy_wanted): checks every value of its source
- * is finite, keeps the file open, and returns the table's pages to the system. */
+/* Instead of converting params[i] (lp_model__lazy_wanted): keeps the file open and returns
+ * the table's pages to the system (lp_model__check_finite checks the source). */
 lp_status lp_model__lazy_open(lp_model *m, size_t i);
 /* Reads the rows of ids[0..n) not read yet (ids outside the table are left to the lookup's
  * own check). Errors: IO (the file shorter or unreadable now), NUMERIC (a row changed to

@@ -133,7 +133,7 @@ lp_status lp_model__fill_params(lp_model *m)
         lp_model_pslot *s = &m->slots[i];
         if (m->n_replay) /* a packed LoRA base: each draw where the f32 model makes it */
             rng.offset = i < m->n_replay ? s->rng_at : i == m->n_replay ? m->rng_end : rng.offset;
-        if (s->src && lp_model__lazy_wanted(m, i)) {
+        if (lp_model__lazy_wanted(m, i)) {
             if ((st = lp_model__lazy_open(m, i)) != LP_OK)
                 return st;
             s->lazy = true;
