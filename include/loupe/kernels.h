@@ -121,7 +121,8 @@ typedef struct lp_qweight {
     uint8_t *tiles;
     /* BF16: W packed in panels of LP_BF16_PANEL output channels, k in adjacent pairs:
      * W[o, k] at ((o / 32 * cpad / 2 + k / 2) * 32 + o % 32) * 2 + k % 2; rows padded to
-     * whole panels and cols to cpad (even) with zeros */
+     * whole panels and cols to cpad (even) with zeros. On a CUDA device (--dtype bf16's
+     * copy, lp_kernels_qweight_bf16_train) one row-major (rows, cols) array instead, cpad = cols */
     uint16_t *bf16;
     int64_t cpad;         /* cols rounded up to even */
     /* BF16 for training (lp_qweight_pack_bf16_train), else NULL: W^T (cols, rows) in the
@@ -385,6 +386,13 @@ LP_WARN_UNUSED lp_status lp_kernels_upload(void *dst, const void *src, size_t by
 LP_WARN_UNUSED lp_status lp_kernels_download(void *dst, const void *src, size_t bytes);
 void lp_kernels_copy(void *dst, const void *src, size_t bytes);
 void lp_kernels_memset(void *dst, int value, size_t bytes);
+/* --dtype bf16's copy of a trained weight w (rows, cols; the active device's memory) in the
+ * layout the active device's bf16 GEMMs read: lp_qweight_pack_bf16_train's panels on the
+ * CPU, one row-major device array on CUDA. lp_qweight_repack_bf16 rounds it again after an
+ * optimizer step; release with lp_kernels_qweight_free. Errors as the pack's. */
+LP_WARN_UNUSED lp_status lp_kernels_qweight_bf16_train(lp_qweight *q, const float *w, int64_t rows, int64_t cols,
+                                                       const char *name);
+void lp_kernels_qweight_free(lp_qweight *q);
 /* Waits for the device; the first error kept since the last sync (LP_OK on the CPU). */
 LP_WARN_UNUSED lp_status lp_kernels_sync(void);
 /* CUDA: f32 GEMMs on TF32 tensor cores (inputs rounded to 10 mantissa bits); no-op on the CPU. */

@@ -3,7 +3,8 @@
  * bf16 copy packed for the bf16 GEMMs (both orientations, lp_qweight_pack_bf16_train) that
  * its forward and backward read. The copy is rounded again once per optimizer step: the
  * trainer calls lp_model_weights_changed after writing the weights and the next forward
- * repacks. (With LoRA the base is frozen: peft_setup.c packs it once as a bf16 base and
+ * repacks. On a device the copy lives there, in its layout (lp_kernels_qweight_bf16_train),
+ * made once the weights are uploaded. (With LoRA the base is frozen: peft_setup.c packs it once as a bf16 base and
  * drops the f32 copy.) */
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,6 +24,8 @@ uint64_t lp_model__bf16_cache_nbytes(const lp_model *m, const lp_model_linear *m
 
 lp_status lp_model__bf16_setup(lp_model *m)
 {
+    if (lp_kernels_device() != LP_DEVICE_CPU && !m->dev)
+        return LP_OK; /* packed by lp_model__to_device, in the device's layout, once the weights are there */
     for (size_t i = 0; i < m->n_lins; i++) {
         lp_model_linear *ml = &m->lins[i];
         if (!cached(m, ml))
@@ -31,7 +34,7 @@ lp_status lp_model__bf16_setup(lp_model *m)
             return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory for the bf16 copy of %s", m->dir,
                           ml->module);
         lp_status st =
-            lp_qweight_pack_bf16_train(ml->bf16, ml->lin->w, ml->lin->out, ml->lin->in, ml->module);
+            lp_kernels_qweight_bf16_train(ml->bf16, ml->lin->w, ml->lin->out, ml->lin->in, ml->module);
         if (st != LP_OK)
             return lp_err_wrap(st, "%s: packing %s.weight as bf16", m->dir, ml->module);
         ml->lin->bf16 = ml->bf16;
@@ -54,7 +57,7 @@ void lp_model__bf16_free(lp_model *m)
 {
     for (size_t i = 0; m->lins && i < m->n_lins; i++)
         if (m->lins[i].bf16) {
-            lp_qweight_free(m->lins[i].bf16);
+            lp_kernels_qweight_free(m->lins[i].bf16);
             free(m->lins[i].bf16);
             m->lins[i].bf16 = NULL;
             m->lins[i].lin->bf16 = NULL;

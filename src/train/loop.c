@@ -89,7 +89,8 @@ static lp_status check_config(const lp_train_config *c)
                          : c->resume && *c->resume ? "--resume"
                          : c->method == LP_TRAIN_METHOD_QLORA ? "--method qlora (an NF4 base)"
                          : c->base_dtype != LP_DTYPE_F32 ? "--base-dtype int8/nf4"
-                         : c->dtype != LP_DTYPE_F32 ? "--dtype bf16"
+                         : c->dtype != LP_DTYPE_F32 && c->method != LP_TRAIN_METHOD_FULL
+                             ? "--dtype bf16 with LoRA (a bf16 frozen base; --method full runs bf16)"
                          : c->exec != LP_EXEC_MODE_FUSED ? "--exec eager (the GPU has fused attention only)"
                                                          : NULL;
         if (no)
@@ -385,7 +386,9 @@ static lp_status write_run_files(run *R, bool interrupted, const char *stop_reas
         st = lp_rundir_write_epochs(p, &R->h);
     lp_summary_in in = {.c = R->c, .model = R->model, .h = &R->h, .pf = &R->pf, .run_id = R->run_id,
                         .peak_gflops = peak, .peak_source = peak_src, .interrupted = interrupted,
-                        .stop_reason = stop_reason, .busy = &R->busy};
+                        .stop_reason = stop_reason,
+                        /* on a GPU the host waits for the device: a low CPU share says nothing */
+                        .busy = R->c->device == LP_DEVICE_CPU ? &R->busy : NULL};
     snprintf(p, sizeof p, "%s/summary.json", R->run_dir);
     if (st == LP_OK)
         st = lp_rundir_write_summary(p, &in);
@@ -717,7 +720,8 @@ lp_status lp_train_run(const lp_train_config *c0, lp_train_result *res)
             break;
         }
         step++;
-        if (lp_contention_add(&R.busy, rec.step_ms / 1e3, lp_cpu_time_s() - cpu0) && lead) {
+        if (c->device == LP_DEVICE_CPU && lp_contention_add(&R.busy, rec.step_ms / 1e3, lp_cpu_time_s() - cpu0) &&
+            lead) {
             char note[512];
             lp_progress_end(&pg);
             fprintf(stderr, "loupe train: step %lld: %s\n", (long long)step,

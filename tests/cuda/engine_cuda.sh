@@ -128,10 +128,11 @@ run() {
   "$L" train --model "$model" --train "$TRAIN" --eval "$DEV" --max-steps 20 --batch-size 16 --seed 42 \
     --device "$([ "$dev" = cuda ] && echo "$GD" || echo cpu)" --quiet --output-dir "$T/runs" --run-id "$name" "$@" >"$T/$name.out" 2>"$T/$name.err"
 }
-cmp_runs() { # name: $T/runs/name-cpu against name-cuda
-  python3 - "$T/runs/$1-cpu" "$T/runs/$1-cuda" "$1" "$GD" <<'PY'
+cmp_runs() { # name [loss tolerance [accuracy tolerance]]: $T/runs/name-cpu against name-cuda
+  python3 - "$T/runs/$1-cpu" "$T/runs/$1-cuda" "$1" "$GD" "${2:-1e-4}" "${3:-0}" <<'PY'
 import csv, json, os, struct, sys
 cpu, gpu, what = sys.argv[1], sys.argv[2], sys.argv[3]
+tol, acc_tol = float(sys.argv[5]), float(sys.argv[6])
 ok = True
 a = list(csv.DictReader(open(cpu + "/steps.csv")))
 b = list(csv.DictReader(open(gpu + "/steps.csv")))
@@ -139,13 +140,13 @@ if len(a) != 20 or len(b) != 20:
     print(f"{what}: {len(a)} and {len(b)} steps, wanted 20"); sys.exit(1)
 worst = max(abs(float(x["loss"]) - float(y["loss"])) / abs(float(x["loss"])) for x, y in zip(a, b))
 gn = max(abs(float(x["grad_norm"]) - float(y["grad_norm"])) / abs(float(x["grad_norm"])) for x, y in zip(a, b))
-print(f"{what}: per-step loss worst relative difference {worst:.3e} (tolerance 1e-4); grad norm {gn:.3e} (reported only)")
+print(f"{what}: per-step loss worst relative difference {worst:.3e} (tolerance {tol:g}); grad norm {gn:.3e} (reported only)")
 print(f"  losses cpu {float(a[0]['loss']):.6f} .. {float(a[-1]['loss']):.6f}, cuda {float(b[0]['loss']):.6f} .. {float(b[-1]['loss']):.6f}")
-ok &= worst <= 1e-4
+ok &= worst <= tol
 sa, sb = json.load(open(cpu + "/summary.json")), json.load(open(gpu + "/summary.json"))
 acc_a, acc_b = sa["eval"]["accuracy"], sb["eval"]["accuracy"]
-print(f"  eval accuracy cpu {acc_a}, cuda {acc_b} (must be equal)")
-ok &= acc_a == acc_b
+print(f"  eval accuracy cpu {acc_a}, cuda {acc_b} (" + (f"within {acc_tol:g})" if acc_tol else "must be equal)"))
+ok &= abs(acc_a - acc_b) <= acc_tol + 1e-12
 dm = sb.get("device_memory", {}).get("peak_allocated_by_category", {})
 print(f"  summary: device {sb.get('device')} / {sb.get('device_name')}, device peak allocated {sb.get('device_memory', {}).get('peak_allocated_bytes')} B, by category {dm}")
 if sys.argv[4] == "cpu":  # the dry run
@@ -205,11 +206,22 @@ for dev in cpu cuda; do
   run "lora-$dev" "$dev" "$DB" --method lora --rank 8 --lora-dropout 0.1 --save-adapter "$T/lora-$dev.adapter" ||
     bad "train lora --device $dev: $(tail -n 3 "$T/lora-$dev.err")"
   run "ckpt-$dev" "$dev" "$DB" --gradient-checkpointing || bad "train full --gradient-checkpointing --device $dev: $(tail -n 3 "$T/ckpt-$dev.err")"
+  run "bf16-$dev" "$dev" "$BERT" --dtype bf16 || bad "train --dtype bf16 --device $dev: $(tail -n 3 "$T/bf16-$dev.err")"
 done
 for name in full lora ckpt; do
   [ -f "$T/runs/$name-cpu/steps.csv" ] && [ -f "$T/runs/$name-cuda/steps.csv" ] || continue
   cmp_runs "$name" || bad "train $name: cuda against cpu"
 done
+# --dtype bf16 (full fine-tuning of the BERT): both sides multiply the same bf16-rounded
+# operands with f32 accumulation, so they differ by summation order, except where an f32 value
+# within ~1e-6 relative of a bf16 rounding boundary rounds the other way (about 1 element in
+# 2000, off by 2^-8 relative): losses drift apart faster than f32's. Tolerance 3e-3 relative per
+# step, an estimate until a GPU run measures it (the stand-in device runs the CPU's kernels and
+# matches exactly); a dev prediction may flip (accuracy within 2 of 500 rows).
+if [ -f "$T/runs/bf16-cpu/steps.csv" ] && [ -f "$T/runs/bf16-cuda/steps.csv" ]; then
+  cmp_runs bf16 3e-3 0.004 || bad "train --dtype bf16: cuda against cpu"
+  grep -q '"bf16_path"' "$T/runs/bf16-cuda/summary.json" || bad "train --dtype bf16 on cuda: summary.json names no bf16_path"
+fi
 [ -f "$T/full-cuda.model/model.safetensors" ] && cmp_st "$T/full-cpu.model/model.safetensors" \
   "$T/full-cuda.model/model.safetensors" 1e-4 "saved model (full)" "$T/runs/full-cpu/config.json" || bad "--save-model on cuda"
 [ -f "$T/lora-cuda.adapter/adapter_model.safetensors" ] && cmp_st "$T/lora-cpu.adapter/adapter_model.safetensors" \

@@ -111,6 +111,84 @@ static void test_gemm_bf16(void)
     gemm_bf16_case(false, true, 512, 3072, 768);
 }
 
+/* ---- --dtype bf16's entries (cuda_bf16.c) against the CPU reference's (bf16_train.c) ----
+ * The device copy of W (lp_cuda_qweight_bf16_train, and bf16_repack after a change) is the
+ * CPU's rounding bit for bit (tolerance 0). The GEMMs round their activation / gradient
+ * operand with the same rule, so both sides multiply the same bf16 values exactly and differ
+ * by f32 summation order only: the f32 GEMM's tolerance, atol 2e-6 sqrt(K) (inputs in
+ * [-1, 1]), rtol 1e-5; dW accumulates onto a nonzero start, as a gradient does. */
+static void bf16_copy_check(const char *op, const char *shape, const lp_qweight *dq, const float *w, int64_t n)
+{
+    uint16_t *h = kt_alloc((size_t)n * 2);
+    float *want = kt_nan(n), *got = kt_nan(n);
+    lp_f32_to_bf16_n(h, w, n);
+    lp_bf16_to_f32_n(want, h, n);
+    ct_down_bytes(h, dq->bf16, (size_t)n * 2);
+    lp_bf16_to_f32_n(got, h, n);
+    CASE(op, shape, got, want, n, 0, 0, 0.0);
+}
+
+static void bf16_train_case(int64_t N, int64_t C, int64_t OC, bool with_bias)
+{
+    float *x = kt_rand_f(N * C, -1, 1), *w = kt_rand_f(OC * C, -1, 1), *dy = kt_rand_f(N * OC, -1, 1),
+          *dw0 = kt_rand_f(OC * C, -1, 1), *b = with_bias ? kt_rand_f(OC, -1, 1) : NULL;
+    char shape[64];
+    snprintf(shape, sizeof shape, "N%lld C%lld OC%lld%s", (long long)N, (long long)C, (long long)OC,
+             with_bias ? " bias" : "");
+    lp_qweight hq, dq;
+    if (lp_qweight_pack_bf16_train(&hq, w, OC, C, "test weight") != LP_OK)
+        ct_die("bf16 pack");
+    float *dW = ct_up(w, OC * C);
+    if (lp_cuda_qweight_bf16_train(ct_be, &dq, dW, OC, C, "test weight") != LP_OK)
+        ct_die("device bf16 copy");
+    bf16_copy_check("bf16 copy", shape, &dq, w, OC * C);
+
+    float *want = kt_nan(N * OC), *got = kt_nan(N * OC);
+    if (ct_ref->bf16_matmul_forward(want, x, &hq, b, N, C, OC) != LP_OK)
+        ct_die("cpu bf16_matmul_forward");
+    float *dx = ct_up(x, N * C), *db = b ? ct_up(b, OC) : NULL, *dout = ct_dnan(N * OC);
+    if (ct_be->ops->bf16_matmul_forward(dout, dx, &dq, db, N, C, OC) != LP_OK)
+        printf("    error: %s\n", lp_err_msg());
+    ct_down(got, dout, N * OC);
+    double ms;
+    lp_status gst = LP_OK;
+    CT_TIME(ms, gst |= ct_be->ops->bf16_matmul_forward(dout, dx, &dq, db, N, C, OC));
+    CASE("bf16_matmul_forward", shape, got, want, N * OC, 2e-6 * sqrt((double)C), 1e-5, ms);
+
+    float *want_dx = kt_nan(N * C), *got_dx = kt_nan(N * C), *want_dw = kt_copy(dw0, OC * C),
+          *got_dw = kt_nan(OC * C);
+    if (ct_ref->bf16_matmul_backward(want_dx, want_dw, dy, x, &hq, N, C, OC) != LP_OK)
+        ct_die("cpu bf16_matmul_backward");
+    float *ddy = ct_up(dy, N * OC), *ddx = ct_dnan(N * C), *ddw = ct_up(dw0, OC * C);
+    if (ct_be->ops->bf16_matmul_backward(ddx, ddw, ddy, dx, &dq, N, C, OC) != LP_OK)
+        printf("    error: %s\n", lp_err_msg());
+    ct_down(got_dx, ddx, N * C);
+    ct_down(got_dw, ddw, OC * C);
+    CT_TIME(ms, gst |= ct_be->ops->bf16_matmul_backward(ddx, ddw, ddy, dx, &dq, N, C, OC));
+    (void)gst; /* a failure shows as the cases' FAIL */
+    CASE("bf16_matmul_backward dinp", shape, got_dx, want_dx, N * C, 2e-6 * sqrt((double)OC), 1e-5, ms);
+    CASE("bf16_matmul_backward dw", shape, got_dw, want_dw, OC * C, 2e-6 * sqrt((double)N), 1e-5, 0.0);
+
+    for (int64_t i = 0; i < OC * C; i++) /* an optimizer step's change, then the repack */
+        w[i] = w[i] * 0.75f + 1e-3f;
+    float *dW2 = ct_up(w, OC * C);
+    ct_be->ops->bf16_repack(&dq, dW2);
+    bf16_copy_check("bf16_repack", shape, &dq, w, OC * C);
+    lp_cuda_qweight_free(ct_be, &dq);
+    lp_qweight_free(&hq);
+    ct_free_all();
+    fails += kt_release("bf16 train");
+}
+
+static void test_bf16_train(void)
+{
+    bf16_train_case(1, 1, 1, true);
+    bf16_train_case(7, 33, 5, false); /* odd shapes: the unaligned rounding path */
+    bf16_train_case(37, 130, 70, true);
+    bf16_train_case(512, 768, 768, true);
+    bf16_train_case(512, 768, 3072, true); /* DistilBERT's FFN up, 512 tokens */
+}
+
 /* ---- GELU ----
  * f32 erff / tanhf / expf against the double reference. CUDA's erff and tanhf are within
  * 2 ulp; near -1 that is 2.4e-7 absolute, which 1 + erf keeps (cancellation) and 0.5 x
@@ -533,6 +611,7 @@ int main(void)
     test_device_memory();
     test_sgemm();
     test_gemm_bf16();
+    test_bf16_train();
     test_gelu();
     test_rest();
     printf("%d of %d cases passed\n", cases - fails, cases);

@@ -322,6 +322,9 @@ size_t lp_qweight_bf16_train_scratch_nbytes(int64_t N, int64_t C, int64_t OC, bo
 
 const char *lp_bf16_gemm_path(void)
 {
+    const char *dev = lp_kernels_device_label(); /* NULL on the CPU; the stand-in device runs these kernels */
+    if (dev && strncmp(dev, "fake", 4) != 0)
+        return "cuBLASLt on the tensor cores (bf16 inputs, f32 accumulation)";
     switch (lp_kernels_isa()) {
     case LP_ISA_AVX512BF16:
         return "native (vdpbf16ps, AVX512_BF16)";

@@ -93,9 +93,6 @@ static const lp_backend *fake_device(void)
     fake_table.lora_backward = NULL;
     fake_table.kv_write = NULL;
     fake_table.attention_decode = NULL;
-    fake_table.bf16_matmul_forward = NULL;
-    fake_table.bf16_matmul_backward = NULL;
-    fake_table.bf16_repack = NULL;
     fake_table.f32_matmul_forward = NULL;
     fake_table.f32_matmul_backward = NULL;
     fake_backend = *host(); /* host memory, separate buffers: the CPU backend's */
@@ -185,6 +182,21 @@ void lp_kernels_memset(void *dst, int value, size_t bytes)
         memset(dst, value, bytes);
     else if (bytes)
         (void)dev->memset(dev->ctx, dst, value, bytes); /* kept for the next sync */
+}
+
+lp_status lp_kernels_qweight_bf16_train(lp_qweight *q, const float *w, int64_t rows, int64_t cols, const char *name)
+{
+    if (dev && dev != &fake_backend) /* the stand-in keeps the CPU's panels, in its host memory */
+        return lp_cuda_qweight_bf16_train(dev, q, w, rows, cols, name);
+    return lp_qweight_pack_bf16_train(q, w, rows, cols, name);
+}
+
+void lp_kernels_qweight_free(lp_qweight *q)
+{
+    if (dev && dev != &fake_backend)
+        lp_cuda_qweight_free(dev, q);
+    else
+        lp_qweight_free(q);
 }
 
 lp_status lp_kernels_sync(void)

@@ -39,6 +39,10 @@ static lp_kernel_table table = {
     .dropout_forward = lp_cu_dropout_forward,
     .dropout_backward = lp_cu_dropout_backward,
     .qweight_dequantize = lp_cu_qweight_dequantize,
+    /* --dtype bf16 (cuda_bf16.c) */
+    .bf16_matmul_forward = lp_cu_bf16_matmul_forward,
+    .bf16_matmul_backward = lp_cu_bf16_matmul_backward,
+    .bf16_repack = lp_cu_bf16_repack,
     /* cukern's NN ops (cu_*.cu) */
     LP_CU_NN_TABLE_ENTRIES
     /* fused kernels or GEMMs on the tensor cores (cuda_attention.c) */

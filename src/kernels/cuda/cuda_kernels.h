@@ -89,6 +89,16 @@ lp_status lp_cu_sgemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, 
 lp_status lp_cu_gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
                           int64_t lda, const uint16_t *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
+/* ---- --dtype bf16 (bf16.cu: the rounding; cuda_bf16.c: the table's bf16 entries) ----
+ * out (n) = x rounded to bf16 bits, nearest even (the CPU's rule) */
+void lp_cu_round_bf16(uint16_t *out, const float *x, int64_t n);
+/* w: a bf16 copy from lp_cuda_qweight_bf16_train (one row-major (OC, C) device array) */
+lp_status lp_cu_bf16_matmul_forward(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N,
+                                    int64_t C, int64_t OC);
+lp_status lp_cu_bf16_matmul_backward(float *dinp, float *dweight, const float *dout, const float *inp,
+                                     const lp_qweight *w, int64_t N, int64_t C, int64_t OC);
+void lp_cu_bf16_repack(lp_qweight *q, const float *w);
+
 /* ---- elementwise (elementwise.cu) ---- */
 void lp_cu_bias_add_forward(float *out, const float *bias, int64_t N, int64_t C);
 void lp_cu_bias_broadcast(float *out, const float *bias, int64_t N, int64_t C);
