@@ -4,10 +4,12 @@
 # batch 32 x seq 128 (synthetic rows of >= 128 tokens, so every batch is full length), full
 # fine-tuning and LoRA (r 8 on q_lin, v_lin, as PEFT's default; --lora-dropout 0.1), f32 and
 # TF32, and full fine-tuning in bf16 (--dtype bf16 --tf32: the layer Linears' GEMMs in bf16
-# with f32 accumulation, as autocast; attention and the head in TF32). Per config: 13 optimizer steps, the first 3 warm-ups, samples/s over the other 10 from
+# with f32 accumulation, as autocast; attention and the head in TF32). Per config: 13
+# optimizer steps, the first 3 warm-ups, samples/s over the other 10 from
 # steps.csv (each step ends with a device sync, so step_ms is the GPU's time), the device
 # allocator's peak allocated / reserved from summary.json, and MFU against `loupe peak --device
-# cuda`'s figures: the card's dense bf16 peak (the issue's yardstick) and the measured TF32 GEMM.
+# cuda`'s figures: the card's dense bf16 peak (the issue's yardstick) and the measured GEMM of
+# the config's precision.
 # Model FLOPs per step: forward = per sequence L (8 T C^2 + 4 T C I) + 4 L T^2 C + the head;
 # full = 3 x forward, LoRA = 2 x forward (no weight gradients for the frozen base; the
 # adapters' own FLOPs are < 1 % and left out). One JSON line per config on stdout (and
