@@ -385,6 +385,10 @@ void lp_kernels_dev_free(void *p);
 LP_WARN_UNUSED lp_status lp_kernels_upload(void *dst, const void *src, size_t bytes);
 LP_WARN_UNUSED lp_status lp_kernels_download(void *dst, const void *src, size_t bytes);
 void lp_kernels_copy(void *dst, const void *src, size_t bytes);
+/* rows x row_bytes, rows dst_stride / src_stride bytes apart (strides >= row_bytes), in one
+ * device call: a gather or scatter of rows without a host loop of copies. */
+void lp_kernels_copy_rows(void *dst, size_t dst_stride, const void *src, size_t src_stride, size_t row_bytes,
+                          size_t rows);
 void lp_kernels_memset(void *dst, int value, size_t bytes);
 /* --dtype bf16's copy of a trained weight w (rows, cols; the active device's memory) in the
  * layout the active device's bf16 GEMMs read: lp_qweight_pack_bf16_train's panels on the

@@ -42,6 +42,10 @@ typedef struct lp_backend {
     lp_status (*upload)(void *ctx, void *dst, const void *src, size_t bytes);
     lp_status (*download)(void *ctx, void *dst, const void *src, size_t bytes);
     lp_status (*copy)(void *ctx, void *dst, const void *src, size_t bytes);
+    /* rows x row_bytes inside the backend, rows dst_stride / src_stride bytes apart (one
+     * cudaMemcpy2DAsync on CUDA: a gather of B rows is one call, not B) */
+    lp_status (*copy_rows)(void *ctx, void *dst, size_t dst_stride, const void *src, size_t src_stride,
+                           size_t row_bytes, size_t rows);
     lp_status (*memset)(void *ctx, void *dst, int value, size_t bytes);
     lp_status (*sync)(void *ctx);
     /* Whether ops has the op at offset LP_BACKEND_OP(name): a device backend may leave

@@ -58,8 +58,8 @@ void lp_nn_cls_head_forward(const lp_nn_cls_head *h, const lp_nn_ctx *ctx, lp_nn
     if (h->kind == LP_NN_HEAD_KIND_MEAN)
         lp_mean_pool_forward(act->pooled, hidden, mask, B, T, C);
     else
-        for (int64_t b = 0; b < B; b++) // the first token ([CLS]) of each row
-            lp_kernels_copy(act->pooled + b * C, hidden + b * T * C, (size_t)C * sizeof(float));
+        lp_kernels_copy_rows(act->pooled, (size_t)C * sizeof(float), hidden, (size_t)(T * C) * sizeof(float),
+                             (size_t)C * sizeof(float), (size_t)B); // the first token ([CLS]) of each row
     if (h->kind == LP_NN_HEAD_KIND_BERT || h->kind == LP_NN_HEAD_KIND_DISTILBERT) {
         lp_nn_linear_forward(&h->pre, act->pre, act->pooled, B);
         const bool bert = h->kind == LP_NN_HEAD_KIND_BERT;
@@ -98,8 +98,8 @@ void lp_nn_cls_head_backward(const lp_nn_cls_head *h, const lp_nn_head_act *act,
         lp_mean_pool_backward(dhidden, dpooled, mask, B, T, C);
     } else {
         lp_kernels_memset(dhidden, 0, (size_t)(B * T * C) * sizeof(float));
-        for (int64_t b = 0; b < B; b++)
-            lp_kernels_copy(dhidden + b * T * C, dpooled + b * C, (size_t)C * sizeof(float));
+        lp_kernels_copy_rows(dhidden, (size_t)(T * C) * sizeof(float), dpooled, (size_t)C * sizeof(float),
+                             (size_t)C * sizeof(float), (size_t)B);
     }
     lp_nn__pop(h->bwd_name);
 }

@@ -171,6 +171,18 @@ static void test_cpu_backend(void **state)
     assert_int_equal(be->download(be->ctx, back, a, sizeof back), LP_OK);
     for (int i = 0; i < N; i++)
         assert_true(i < N / 2 ? back[i] == 0.0f : back[i] == host[i]);
+    /* copy_rows: rows 1, 4, 7 (stride 3 x 5 floats) of a, 5 floats each, gathered dense, then
+     * scattered back to stride 2 x 5 through lp_kernels_copy_rows (the CPU device's) */
+    assert_int_equal(be->upload(be->ctx, a, host, sizeof host), LP_OK);
+    assert_int_equal(be->copy_rows(be->ctx, b, 5 * sizeof(float), a + 5, 15 * sizeof(float), 5 * sizeof(float), 3),
+                     LP_OK);
+    assert_int_equal(be->download(be->ctx, back, b, 15 * sizeof(float)), LP_OK);
+    for (int r = 0; r < 3; r++)
+        assert_memory_equal(back + 5 * r, host + 5 + 15 * r, 5 * sizeof(float));
+    lp_kernels_copy_rows(a, 10 * sizeof(float), b, 5 * sizeof(float), 5 * sizeof(float), 3);
+    for (int r = 0; r < 3; r++)
+        assert_memory_equal(a + 10 * r, host + 5 + 15 * r, 5 * sizeof(float));
+    assert_memory_equal(a + 5, host + 5, 5 * sizeof(float)); /* between the rows: untouched */
     be->free(be->ctx, a);
     be->free(be->ctx, b);
 }

@@ -32,6 +32,15 @@ static lp_status cpu_copy(void *ctx, void *dst, const void *src, size_t bytes)
     return LP_OK;
 }
 
+static lp_status cpu_copy_rows(void *ctx, void *dst, size_t dst_stride, const void *src, size_t src_stride,
+                               size_t row_bytes, size_t rows)
+{
+    (void)ctx;
+    for (size_t r = 0; r < rows && row_bytes; r++)
+        memmove((char *)dst + r * dst_stride, (const char *)src + r * src_stride, row_bytes);
+    return LP_OK;
+}
+
 static lp_status cpu_memset(void *ctx, void *dst, int value, size_t bytes)
 {
     (void)ctx;
@@ -56,10 +65,10 @@ bool lp_backend_table_supports(const lp_backend *b, size_t op)
 }
 
 #define CPU_BACKEND                                                                                            \
-    {                                                                                                        \
-        .name = "cpu", .alloc = cpu_alloc, .alloc_tagged = cpu_alloc_tagged, .free = cpu_free,               \
-        .upload = cpu_copy, .download = cpu_copy, .copy = cpu_copy, .memset = cpu_memset, .sync = cpu_sync,  \
-        .supports = lp_backend_table_supports                                                                             \
+    {                                                                                                          \
+        .name = "cpu", .alloc = cpu_alloc, .alloc_tagged = cpu_alloc_tagged, .free = cpu_free,                 \
+        .upload = cpu_copy, .download = cpu_copy, .copy = cpu_copy, .copy_rows = cpu_copy_rows,                \
+        .memset = cpu_memset, .sync = cpu_sync, .supports = lp_backend_table_supports                          \
     }
 
 static lp_backend cpu[LP_ISA_COUNT] = {CPU_BACKEND, CPU_BACKEND, CPU_BACKEND, CPU_BACKEND};

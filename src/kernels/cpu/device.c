@@ -176,6 +176,13 @@ void lp_kernels_copy(void *dst, const void *src, size_t bytes)
         (void)(dev ? dev : host())->copy(dev ? dev->ctx : NULL, dst, src, bytes);
 }
 
+void lp_kernels_copy_rows(void *dst, size_t dst_stride, const void *src, size_t src_stride, size_t row_bytes,
+                          size_t rows)
+{
+    if (rows && row_bytes) /* on a device a failure is kept for the next sync */
+        (void)(dev ? dev : host())->copy_rows(dev ? dev->ctx : NULL, dst, dst_stride, src, src_stride, row_bytes, rows);
+}
+
 void lp_kernels_memset(void *dst, int value, size_t bytes)
 {
     if (!dev)

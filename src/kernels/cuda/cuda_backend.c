@@ -162,6 +162,15 @@ static lp_status cu_copy(void *c, void *dst, const void *src, size_t bytes)
     return LP_OK;
 }
 
+static lp_status cu_copy_rows(void *c, void *dst, size_t dst_stride, const void *src, size_t src_stride,
+                              size_t row_bytes, size_t rows)
+{
+    if (rows && row_bytes)
+        LP_CU_TRY("copy_rows", cudaMemcpy2DAsync(dst, dst_stride, src, src_stride, row_bytes, rows,
+                                                 cudaMemcpyDeviceToDevice, ((lp_cuda_ctx *)c)->stream));
+    return LP_OK;
+}
+
 static lp_status cu_memset(void *c, void *dst, int value, size_t bytes)
 {
     if (bytes)
@@ -261,7 +270,7 @@ static lp_status make_ctx(void)
     table.isa = level;
     backend = (lp_backend){.name = "cuda", .level = level, .ctx = &ctx, .alloc = cu_alloc,
                            .alloc_tagged = cu_alloc_tagged, .free = cu_free, .upload = cu_upload,
-                           .download = cu_download, .copy = cu_copy, .memset = cu_memset, .sync = cu_sync,
+                           .download = cu_download, .copy = cu_copy, .copy_rows = cu_copy_rows, .memset = cu_memset, .sync = cu_sync,
                            .supports = lp_backend_table_supports, .ops = &table};
     ctx_ready = true;
     (void)lp_cu_nn_error_slot(); /* the NN kernels' error record, made now: not during a graph capture */

@@ -37,6 +37,24 @@ static inline float4 make_float4(float x, float y, float z, float w)
     return r;
 }
 
+struct alignas(8) uint2 {
+    unsigned x, y;
+};
+
+static inline uint2 make_uint2(unsigned x, unsigned y)
+{
+    uint2 r;
+    r.x = x, r.y = y;
+    return r;
+}
+
+static inline unsigned __float_as_uint(float f)
+{
+    unsigned u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
 /* a device-side assertion failure: the emulator stops */
 [[noreturn]] void __trap(void);
 

@@ -83,6 +83,12 @@ static lp_status e_copy(void *, void *d, const void *s, size_t b)
     memmove(d, s, b);
     return LP_OK;
 }
+static lp_status e_copy_rows(void *, void *d, size_t ds, const void *src, size_t ss, size_t rb, size_t rows)
+{
+    for (size_t r = 0; r < rows; r++)
+        memmove((char *)d + r * ds, (const char *)src + r * ss, rb);
+    return LP_OK;
+}
 static lp_status e_memset(void *, void *d, int v, size_t b)
 {
     memset(d, v, b);
@@ -131,6 +137,9 @@ extern "C" lp_status lp_backend_cuda(const lp_backend **out)
     table.dropout_forward = lp_cu_dropout_forward;
     table.dropout_backward = lp_cu_dropout_backward;
     table.qweight_dequantize = lp_cu_qweight_dequantize;
+    table.bf16_matmul_forward = lp_cu_bf16_matmul_forward;
+    table.bf16_matmul_backward = lp_cu_bf16_matmul_backward;
+    table.bf16_repack = lp_cu_bf16_repack;
     lp_cu_alloc_init(&ctx.alloc, raw_alloc, raw_free, NULL);
     snprintf(ctx.info.name, sizeof ctx.info.name, "CPU emulator");
     ctx.info.sm_count = 132;
@@ -147,6 +156,7 @@ extern "C" lp_status lp_backend_cuda(const lp_backend **out)
     be.upload = e_copy;
     be.download = e_copy;
     be.copy = e_copy;
+    be.copy_rows = e_copy_rows;
     be.memset = e_memset;
     be.sync = e_sync;
     be.supports = e_supports;
@@ -171,6 +181,11 @@ extern "C" lp_status lp_cuda_gemm_bf16(const lp_backend *, bool ta, bool tb, int
     free(a);
     free(b);
     return LP_OK;
+}
+extern "C" lp_status lp_cu_gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
+                                     int64_t lda, const uint16_t *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    return lp_cuda_gemm_bf16(&be, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 extern "C" lp_status lp_cuda_timer_start(const lp_backend *)
 {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# This backend's kernels (src/kernels/cuda/{elementwise,reduce,rows,adamw,dropout,nf4}.cu) on
+# This backend's kernels (src/kernels/cuda/{elementwise,reduce,rows,adamw,dropout,nf4,bf16}.cu,
+# and cuda_bf16.c's launchers over them) on
 # the CPU emulator of tests/kernels/cuda_emu (cukern's), through test_cuda_ops.c and an
 # emulated backend: how they were checked before any GPU ran them. The .cu files are copied
 # with each `k<<<grid, block, smem, stream>>>(args)` rewritten as an emulator launch, built
@@ -30,7 +31,7 @@ def split_top(s):  # the launch configuration's arguments, commas inside parenth
         else:
             cur += ch
     return parts + [cur.strip()]
-for name in ['elementwise', 'reduce', 'rows', 'adamw', 'dropout', 'nf4']:
+for name in ['elementwise', 'reduce', 'rows', 'adamw', 'dropout', 'nf4', 'bf16']:
     s, o, i = open(f'{src}/{name}.cu').read(), '', 0
     while (j := s.find('<<<', i)) >= 0:
         k = re.search(r'(\w+)$', s[i:j]).group(1)
@@ -42,6 +43,8 @@ for name in ['elementwise', 'reduce', 'rows', 'adamw', 'dropout', 'nf4']:
 PY
 inc="-I$tmp -I$emu -I$root/include -I$root/src/kernels -I$root/tests"
 objs=()
+# the bf16 entries' plain-C launchers, as C++ beside the stand-in cuda_kernels.h
+cp "$root/src/kernels/cuda/cuda_bf16.c" "$tmp/cuda_bf16.cpp"
 for f in "$tmp"/*.cpp "$emu/cuda_emu.cpp" "$root/tests/kernels/cuda_emu_ops/emu_backend.cpp"; do
   o="$tmp/$(basename "$f" .cpp).o"
   g++ -O2 -std=c++17 -fpermissive -w -DLP_CUDA_EMU $inc -c "$f" -o "$o"
