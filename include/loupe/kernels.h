@@ -394,8 +394,8 @@ void lp_kernels_memset(void *dst, int value, size_t bytes);
  * layout the active device's bf16 GEMMs read: lp_qweight_pack_bf16_train's panels on the
  * CPU, one row-major device array on CUDA. lp_qweight_repack_bf16 rounds it again after an
  * optimizer step; release with lp_kernels_qweight_free. Errors as the pack's. */
-LP_WARN_UNUSED lp_status lp_kernels_qweight_bf16_train(lp_qweight *q, const float *w, int64_t rows, int64_t cols,
-                                                       const char *name);
+LP_WARN_UNUSED lp_status lp_kernels_qweight_bf16_train(lp_qweight *q, const float *w, int64_t rows,
+                                                       int64_t cols, const char *name);
 void lp_kernels_qweight_free(lp_qweight *q);
 /* Waits for the device; the first error kept since the last sync (LP_OK on the CPU). */
 LP_WARN_UNUSED lp_status lp_kernels_sync(void);

@@ -131,8 +131,8 @@ LP_WARN_UNUSED lp_status lp_cuda_qweight_upload(const lp_backend *b, const lp_qw
  * array) rounded to bf16 into one row-major device array (category QUANTIZED_WEIGHT), the
  * layout the CUDA table's bf16 entries read; its bf16_repack rounds it again. Errors:
  * INVALID_ARG (not CUDA, shape), NO_MEMORY; *q zeroed on error. Free with lp_cuda_qweight_free. */
-LP_WARN_UNUSED lp_status lp_cuda_qweight_bf16_train(const lp_backend *b, lp_qweight *q, const float *w, int64_t rows,
-                                                    int64_t cols, const char *name);
+LP_WARN_UNUSED lp_status lp_cuda_qweight_bf16_train(const lp_backend *b, lp_qweight *q, const float *w,
+                                                    int64_t rows, int64_t cols, const char *name);
 void lp_cuda_qweight_free(const lp_backend *b, lp_qweight *d);
 /* The caching allocator's counters (cuda/cuda_alloc.h: lp_cu_alloc_stats, per category),
  * and returning its cached blocks to the device. */

@@ -33,10 +33,11 @@ static lp_status refuse(const lp_model *m)
                       m->dir, dev);
     if (m->opt.compute == LP_DTYPE_BF16 && m->lora.enabled)
         return lp_err(LP_STATUS_UNSUPPORTED,
-                      "%s: --device %s runs --dtype bf16 with --method full only (no bf16 LoRA base yet)", m->dir,
-                      dev);
+                      "%s: --device %s runs --dtype bf16 with --method full only (no bf16 LoRA base yet)",
+                      m->dir, dev);
     if (m->opt.compute == LP_DTYPE_BF16 && !lp_kernels_active()->bf16_matmul_forward)
-        return lp_err(LP_STATUS_UNSUPPORTED, "%s: --device %s has no bf16 GEMMs (no --dtype bf16)", m->dir, dev);
+        return lp_err(LP_STATUS_UNSUPPORTED, "%s: --device %s has no bf16 GEMMs (no --dtype bf16)", m->dir,
+                      dev);
     if (m->opt.weights != LP_WEIGHT_FORMAT_F32)
         return lp_err(LP_STATUS_UNSUPPORTED, "%s: --device %s runs f32 weights only (no --quantize %s)",
                       m->dir, dev, lp_weight_format_name(m->opt.weights));
@@ -72,7 +73,8 @@ lp_status lp_model__to_device(lp_model *m)
     if ((st = lp_kernels_upload(m->param_dev, m->param_block, pbytes)) != LP_OK)
         return lp_err_wrap(st, "%s: uploading the parameters", m->dir);
     point_params(m, m->param_dev);
-    if ((st = lp_model__bf16_setup(m)) != LP_OK) // --dtype bf16: the Linears' copies, made from the device's weights
+    // --dtype bf16: the Linears' copies, made from the device's weights
+    if ((st = lp_model__bf16_setup(m)) != LP_OK)
         return st;
     // the gradient block again, on the device (lp_model__layout_grads allocates through
     // lp_model__blk_alloc now); what was accumulated on the host (nothing after a load) is lost

@@ -84,11 +84,11 @@ static lp_status check_config(const lp_train_config *c)
     if (c->tf32 && c->device != LP_DEVICE_CUDA)
         return lp_err(LP_STATUS_INVALID_ARG, "--tf32 needs --device cuda");
     if (c->device != LP_DEVICE_CPU) { /* what a GPU run does not do yet, said before any work */
-        const char *no = world > 1 ? "data parallelism (one process, one GPU)"
-                         : c->detect_anomaly ? "--detect-anomaly"
-                         : c->resume && *c->resume ? "--resume"
+        const char *no = world > 1                            ? "data parallelism (one process, one GPU)"
+                         : c->detect_anomaly                  ? "--detect-anomaly"
+                         : c->resume && *c->resume            ? "--resume"
                          : c->method == LP_TRAIN_METHOD_QLORA ? "--method qlora (an NF4 base)"
-                         : c->base_dtype != LP_DTYPE_F32 ? "--base-dtype int8/nf4"
+                         : c->base_dtype != LP_DTYPE_F32      ? "--base-dtype int8/nf4"
                          : c->dtype != LP_DTYPE_F32 && c->method != LP_TRAIN_METHOD_FULL
                              ? "--dtype bf16 with LoRA (a bf16 frozen base; --method full runs bf16)"
                          : c->exec != LP_EXEC_MODE_FUSED ? "--exec eager (the GPU has fused attention only)"
@@ -384,8 +384,14 @@ static lp_status write_run_files(run *R, bool interrupted, const char *stop_reas
     snprintf(p, sizeof p, "%s/epoch_results.csv", R->run_dir);
     if (st == LP_OK)
         st = lp_rundir_write_epochs(p, &R->h);
-    lp_summary_in in = {.c = R->c, .model = R->model, .h = &R->h, .pf = &R->pf, .run_id = R->run_id,
-                        .peak_gflops = peak, .peak_source = peak_src, .interrupted = interrupted,
+    lp_summary_in in = {.c = R->c,
+                        .model = R->model,
+                        .h = &R->h,
+                        .pf = &R->pf,
+                        .run_id = R->run_id,
+                        .peak_gflops = peak,
+                        .peak_source = peak_src,
+                        .interrupted = interrupted,
                         .stop_reason = stop_reason,
                         /* on a GPU the host waits for the device: a low CPU share says nothing */
                         .busy = R->c->device == LP_DEVICE_CPU ? &R->busy : NULL};
@@ -720,8 +726,8 @@ lp_status lp_train_run(const lp_train_config *c0, lp_train_result *res)
             break;
         }
         step++;
-        if (c->device == LP_DEVICE_CPU && lp_contention_add(&R.busy, rec.step_ms / 1e3, lp_cpu_time_s() - cpu0) &&
-            lead) {
+        if (c->device == LP_DEVICE_CPU &&
+            lp_contention_add(&R.busy, rec.step_ms / 1e3, lp_cpu_time_s() - cpu0) && lead) {
             char note[512];
             lp_progress_end(&pg);
             fprintf(stderr, "loupe train: step %lld: %s\n", (long long)step,

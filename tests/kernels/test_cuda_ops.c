@@ -117,7 +117,8 @@ static void test_gemm_bf16(void)
  * operand with the same rule, so both sides multiply the same bf16 values exactly and differ
  * by f32 summation order only: the f32 GEMM's tolerance, atol 2e-6 sqrt(K) (inputs in
  * [-1, 1]), rtol 1e-5; dW accumulates onto a nonzero start, as a gradient does. */
-static void bf16_copy_check(const char *op, const char *shape, const lp_qweight *dq, const float *w, int64_t n)
+static void bf16_copy_check(const char *op, const char *shape, const lp_qweight *dq, const float *w,
+                            int64_t n)
 {
     uint16_t *h = kt_alloc((size_t)n * 2);
     float *want = kt_nan(n), *got = kt_nan(n);

@@ -174,8 +174,8 @@ static void test_cpu_backend(void **state)
     /* copy_rows: rows 1, 4, 7 (stride 3 x 5 floats) of a, 5 floats each, gathered dense, then
      * scattered back to stride 2 x 5 through lp_kernels_copy_rows (the CPU device's) */
     assert_int_equal(be->upload(be->ctx, a, host, sizeof host), LP_OK);
-    assert_int_equal(be->copy_rows(be->ctx, b, 5 * sizeof(float), a + 5, 15 * sizeof(float), 5 * sizeof(float), 3),
-                     LP_OK);
+    assert_int_equal(
+        be->copy_rows(be->ctx, b, 5 * sizeof(float), a + 5, 15 * sizeof(float), 5 * sizeof(float), 3), LP_OK);
     assert_int_equal(be->download(be->ctx, back, b, 15 * sizeof(float)), LP_OK);
     for (int r = 0; r < 3; r++)
         assert_memory_equal(back + 5 * r, host + 5 + 15 * r, 5 * sizeof(float));

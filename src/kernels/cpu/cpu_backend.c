@@ -64,11 +64,11 @@ bool lp_backend_table_supports(const lp_backend *b, size_t op)
     return fn != NULL;
 }
 
-#define CPU_BACKEND                                                                                            \
-    {                                                                                                          \
-        .name = "cpu", .alloc = cpu_alloc, .alloc_tagged = cpu_alloc_tagged, .free = cpu_free,                 \
-        .upload = cpu_copy, .download = cpu_copy, .copy = cpu_copy, .copy_rows = cpu_copy_rows,                \
-        .memset = cpu_memset, .sync = cpu_sync, .supports = lp_backend_table_supports                          \
+#define CPU_BACKEND                                                                                          \
+    {                                                                                                        \
+        .name = "cpu", .alloc = cpu_alloc, .alloc_tagged = cpu_alloc_tagged, .free = cpu_free,               \
+        .upload = cpu_copy, .download = cpu_copy, .copy = cpu_copy, .copy_rows = cpu_copy_rows,              \
+        .memset = cpu_memset, .sync = cpu_sync, .supports = lp_backend_table_supports                        \
     }
 
 static lp_backend cpu[LP_ISA_COUNT] = {CPU_BACKEND, CPU_BACKEND, CPU_BACKEND, CPU_BACKEND};

@@ -180,7 +180,8 @@ void lp_kernels_copy_rows(void *dst, size_t dst_stride, const void *src, size_t 
                           size_t rows)
 {
     if (rows && row_bytes) /* on a device a failure is kept for the next sync */
-        (void)(dev ? dev : host())->copy_rows(dev ? dev->ctx : NULL, dst, dst_stride, src, src_stride, row_bytes, rows);
+        (void)(dev ? dev : host())
+            ->copy_rows(dev ? dev->ctx : NULL, dst, dst_stride, src, src_stride, row_bytes, rows);
 }
 
 void lp_kernels_memset(void *dst, int value, size_t bytes)
@@ -191,7 +192,8 @@ void lp_kernels_memset(void *dst, int value, size_t bytes)
         (void)dev->memset(dev->ctx, dst, value, bytes); /* kept for the next sync */
 }
 
-lp_status lp_kernels_qweight_bf16_train(lp_qweight *q, const float *w, int64_t rows, int64_t cols, const char *name)
+lp_status lp_kernels_qweight_bf16_train(lp_qweight *q, const float *w, int64_t rows, int64_t cols,
+                                        const char *name)
 {
     if (dev && dev != &fake_backend) /* the stand-in keeps the CPU's panels, in its host memory */
         return lp_cuda_qweight_bf16_train(dev, q, w, rows, cols, name);

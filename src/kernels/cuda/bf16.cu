@@ -5,8 +5,9 @@
 #include "cuda_kernels.h"
 
 #define THREADS 256
-#define GRID_STRIDE(i, n)                                                                                      \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+#define GRID_STRIDE(i, n)                                                                                    \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                                \
+         i += (int64_t)gridDim.x * blockDim.x)
 
 static __device__ __forceinline__ uint32_t rnd(float f)
 {
@@ -36,11 +37,12 @@ extern "C" void lp_cu_round_bf16(uint16_t *out, const float *x, int64_t n)
     int64_t done = 0;
     if (((uintptr_t)x & 15) == 0 && ((uintptr_t)out & 7) == 0 && n >= 4) {
         const int64_t n4 = n / 4;
-        round_bf16_v4_k<<<lp_cu_blocks(n4, THREADS), THREADS, 0, lp_cu_stream()>>>((uint2 *)out, (const float4 *)x,
-                                                                                    n4);
+        round_bf16_v4_k<<<lp_cu_blocks(n4, THREADS), THREADS, 0, lp_cu_stream()>>>((uint2 *)out,
+                                                                                   (const float4 *)x, n4);
         done = n4 * 4;
     }
     if (done < n)
-        round_bf16_k<<<lp_cu_blocks(n - done, THREADS), THREADS, 0, lp_cu_stream()>>>(out + done, x + done, n - done);
+        round_bf16_k<<<lp_cu_blocks(n - done, THREADS), THREADS, 0, lp_cu_stream()>>>(out + done, x + done,
+                                                                                      n - done);
     lp_cu_check("round_bf16");
 }

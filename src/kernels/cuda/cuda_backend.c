@@ -45,8 +45,8 @@ static lp_kernel_table table = {
     .bf16_repack = lp_cu_bf16_repack,
     /* cukern's NN ops (cu_*.cu) */
     LP_CU_NN_TABLE_ENTRIES
-    /* fused kernels or GEMMs on the tensor cores (cuda_attention.c) */
-    .attention_fused_forward = lp_cu_attention_forward,
+        /* fused kernels or GEMMs on the tensor cores (cuda_attention.c) */
+        .attention_fused_forward = lp_cu_attention_forward,
     .attention_fused_backward = lp_cu_attention_backward,
 };
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -268,10 +268,20 @@ static lp_status make_ctx(void)
         return lp_err_wrap(LP_STATUS_NO_MEMORY, "cuda: cuBLASLt workspace");
     snprintf(level, sizeof level, "sm_%d%d", d->cc_major, d->cc_minor);
     table.isa = level;
-    backend = (lp_backend){.name = "cuda", .level = level, .ctx = &ctx, .alloc = cu_alloc,
-                           .alloc_tagged = cu_alloc_tagged, .free = cu_free, .upload = cu_upload,
-                           .download = cu_download, .copy = cu_copy, .copy_rows = cu_copy_rows, .memset = cu_memset, .sync = cu_sync,
-                           .supports = lp_backend_table_supports, .ops = &table};
+    backend = (lp_backend){.name = "cuda",
+                           .level = level,
+                           .ctx = &ctx,
+                           .alloc = cu_alloc,
+                           .alloc_tagged = cu_alloc_tagged,
+                           .free = cu_free,
+                           .upload = cu_upload,
+                           .download = cu_download,
+                           .copy = cu_copy,
+                           .copy_rows = cu_copy_rows,
+                           .memset = cu_memset,
+                           .sync = cu_sync,
+                           .supports = lp_backend_table_supports,
+                           .ops = &table};
     ctx_ready = true;
     (void)lp_cu_nn_error_slot(); /* the NN kernels' error record, made now: not during a graph capture */
     return LP_OK;

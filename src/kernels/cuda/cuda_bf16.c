@@ -37,8 +37,8 @@ static void put(void *p)
         (void)lp_cu_alloc_put(&lp_cu_ctx()->alloc, p); /* reused only by work queued after this */
 }
 
-lp_status lp_cu_bf16_matmul_forward(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N,
-                                    int64_t C, int64_t OC)
+lp_status lp_cu_bf16_matmul_forward(float *out, const float *inp, const lp_qweight *w, const float *bias,
+                                    int64_t N, int64_t C, int64_t OC)
 {
     if (!weight_ok(w, C, OC))
         return bad_weight("bf16_matmul_forward", C, OC);
@@ -68,15 +68,15 @@ lp_status lp_cu_bf16_matmul_backward(float *dinp, float *dweight, const float *d
         return LP_OK;
     uint16_t *db = rounded(dout, N * OC, "bf16 matmul output gradient"), *xb = NULL;
     if (!db)
-        return lp_err_wrap(LP_STATUS_NO_MEMORY, "cuda bf16_matmul_backward: %lld x %lld gradient", (long long)N,
-                           (long long)OC);
+        return lp_err_wrap(LP_STATUS_NO_MEMORY, "cuda bf16_matmul_backward: %lld x %lld gradient",
+                           (long long)N, (long long)OC);
     lp_status st = LP_OK;
     if (dinp) /* dX (N,C) = dY (N,OC) @ W (OC,C) */
         st = lp_cu_gemm_bf16(false, false, N, C, OC, 1.0f, db, OC, w->bf16, C, 0.0f, dinp, C);
     if (st == LP_OK && dweight) { /* dW (OC,C) += dY^T (OC,N) @ X (N,C) */
         if (!(xb = rounded(inp, N * C, "bf16 matmul input")))
-            st = lp_err_wrap(LP_STATUS_NO_MEMORY, "cuda bf16_matmul_backward: %lld x %lld input", (long long)N,
-                             (long long)C);
+            st = lp_err_wrap(LP_STATUS_NO_MEMORY, "cuda bf16_matmul_backward: %lld x %lld input",
+                             (long long)N, (long long)C);
         else
             st = lp_cu_gemm_bf16(true, false, OC, C, N, 1.0f, db, OC, xb, C, 1.0f, dweight, C);
     }

@@ -93,8 +93,8 @@ lp_status lp_cu_gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int6
  * out (n) = x rounded to bf16 bits, nearest even (the CPU's rule) */
 void lp_cu_round_bf16(uint16_t *out, const float *x, int64_t n);
 /* w: a bf16 copy from lp_cuda_qweight_bf16_train (one row-major (OC, C) device array) */
-lp_status lp_cu_bf16_matmul_forward(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N,
-                                    int64_t C, int64_t OC);
+lp_status lp_cu_bf16_matmul_forward(float *out, const float *inp, const lp_qweight *w, const float *bias,
+                                    int64_t N, int64_t C, int64_t OC);
 lp_status lp_cu_bf16_matmul_backward(float *dinp, float *dweight, const float *dout, const float *inp,
                                      const lp_qweight *w, int64_t N, int64_t C, int64_t OC);
 void lp_cu_bf16_repack(lp_qweight *q, const float *w);

@@ -72,17 +72,18 @@ lp_status lp_cuda_qweight_upload(const lp_backend *b, const lp_qweight *h, lp_qw
     return LP_OK;
 }
 
-lp_status lp_cuda_qweight_bf16_train(const lp_backend *b, lp_qweight *q, const float *w, int64_t rows, int64_t cols,
-                                     const char *name)
+lp_status lp_cuda_qweight_bf16_train(const lp_backend *b, lp_qweight *q, const float *w, int64_t rows,
+                                     int64_t cols, const char *name)
 {
     memset(q, 0, sizeof *q);
     if (!b || strcmp(b->name, "cuda") != 0 || !b->ops->bf16_repack)
-        return lp_err(LP_STATUS_INVALID_ARG, "lp_cuda_qweight_bf16_train: not a CUDA backend with bf16 GEMMs");
+        return lp_err(LP_STATUS_INVALID_ARG,
+                      "lp_cuda_qweight_bf16_train: not a CUDA backend with bf16 GEMMs");
     if (rows <= 0 || cols <= 0 || rows > INT64_MAX / 2 / cols)
         return lp_err(LP_STATUS_INVALID_ARG, "lp_cuda_qweight_bf16_train: %s: bad shape [%lld, %lld]",
                       name ? name : "?", (long long)rows, (long long)cols);
-    uint16_t *mem = b->alloc_tagged(b->ctx, (size_t)(rows * cols) * sizeof(uint16_t), LP_MEM_CATEGORY_QUANTIZED_WEIGHT,
-                                    name ? name : "bf16 weight");
+    uint16_t *mem = b->alloc_tagged(b->ctx, (size_t)(rows * cols) * sizeof(uint16_t),
+                                    LP_MEM_CATEGORY_QUANTIZED_WEIGHT, name ? name : "bf16 weight");
     if (!mem)
         return lp_err_wrap(LP_STATUS_NO_MEMORY, "lp_cuda_qweight_bf16_train: %s", name ? name : "?");
     q->dtype = LP_DTYPE_BF16;

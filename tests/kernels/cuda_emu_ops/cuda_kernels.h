@@ -32,10 +32,11 @@ lp_status lp_cu_pend(lp_status st);
  * (elementwise.cu) and the bf16 GEMM (the CPU reference here, emu_backend.cpp) */
 void lp_cu_round_bf16(uint16_t *out, const float *x, int64_t n);
 void lp_cu_bias_add_forward(float *out, const float *bias, int64_t N, int64_t C);
-lp_status lp_cu_gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
-                          int64_t lda, const uint16_t *B, int64_t ldb, float beta, float *C, int64_t ldc);
-lp_status lp_cu_bf16_matmul_forward(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N,
-                                    int64_t C, int64_t OC);
+lp_status lp_cu_gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                          const uint16_t *A, int64_t lda, const uint16_t *B, int64_t ldb, float beta,
+                          float *C, int64_t ldc);
+lp_status lp_cu_bf16_matmul_forward(float *out, const float *inp, const lp_qweight *w, const float *bias,
+                                    int64_t N, int64_t C, int64_t OC);
 lp_status lp_cu_bf16_matmul_backward(float *dinp, float *dweight, const float *dout, const float *inp,
                                      const lp_qweight *w, int64_t N, int64_t C, int64_t OC);
 void lp_cu_bf16_repack(lp_qweight *q, const float *w);

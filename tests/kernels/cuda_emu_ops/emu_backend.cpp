@@ -182,8 +182,9 @@ extern "C" lp_status lp_cuda_gemm_bf16(const lp_backend *, bool ta, bool tb, int
     free(b);
     return LP_OK;
 }
-extern "C" lp_status lp_cu_gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
-                                     int64_t lda, const uint16_t *B, int64_t ldb, float beta, float *C, int64_t ldc)
+extern "C" lp_status lp_cu_gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                                     const uint16_t *A, int64_t lda, const uint16_t *B, int64_t ldb,
+                                     float beta, float *C, int64_t ldc)
 {
     return lp_cuda_gemm_bf16(&be, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
