@@ -32,6 +32,13 @@
 extern "C" {
 #endif
 
+/* The classification heads' activations (lp_act_forward): BERT's pooler tanh, DistilBERT's
+ * pre_classifier ReLU. */
+typedef enum lp_act_kind {
+    LP_ACT_TANH = 0,
+    LP_ACT_RELU,
+} lp_act_kind;
+
 typedef enum lp_gelu_kind {
     LP_GELU_KIND_ERF = 0, /* x * Phi(x), exact (HF "gelu") */
     LP_GELU_KIND_TANH,    /* tanh approximation (HF "gelu_new", "gelu_pytorch_tanh") */
@@ -239,6 +246,9 @@ typedef struct lp_kernel_table {
                                const float *weight, const float *mean, const float *rstd, int64_t N, int64_t C);
     void (*gelu_forward)(float *out, const float *inp, int64_t n, lp_gelu_kind kind);
     void (*gelu_backward)(float *dinp, const float *dout, const float *inp, int64_t n, lp_gelu_kind kind);
+    void (*act_forward)(float *out, const float *inp, int64_t n, lp_act_kind kind);
+    void (*act_backward)(float *dinp, const float *dout, const float *inp, const float *out, int64_t n,
+                         lp_act_kind kind);
     void (*softmax_forward)(float *out, const float *inp, int64_t N, int64_t C);
     void (*softmax_backward)(float *dinp, const float *dout, const float *out, int64_t N, int64_t C);
     void (*attention_eager_forward)(float *out, float *att, const float *q, const float *k, const float *v,
@@ -458,6 +468,12 @@ void lp_layernorm_backward(float *dinp, float *dweight, float *dbias, const floa
 
 /* ---- activations, softmax, dropout ---------------------------------------------------- */
 
+/* out (n) = tanh(inp) or max(inp, 0); in place allowed. */
+void lp_act_forward(float *out, const float *inp, int64_t n, lp_act_kind kind);
+/* dinp (n) = dout * act'(x): tanh's from out (1 - out^2), ReLU's from inp (inp > 0); dinp may
+ * alias dout. */
+void lp_act_backward(float *dinp, const float *dout, const float *inp, const float *out, int64_t n,
+                     lp_act_kind kind);
 /* out (n) = gelu(inp (n)); in place (out == inp) allowed. */
 void lp_gelu_forward(float *out, const float *inp, int64_t n, lp_gelu_kind kind);
 /* dinp (n) = dout * gelu'(inp); dinp may alias dout. */

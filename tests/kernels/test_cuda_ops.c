@@ -221,8 +221,41 @@ static void gelu_case(int64_t n, lp_gelu_kind kind)
     fails += kt_release("gelu");
 }
 
+/* ---- the heads' activations (tanh, ReLU): CUDA's tanhf within 2 ulp of the double reference
+ * (values in [-1, 1]: atol 3e-7); ReLU's select exact; tanh's 1 - y^2 may contract to an FMA
+ * on either side (atol 1e-7 on |dout| <= 1) ---- */
+static void act_case(int64_t n, lp_act_kind kind)
+{
+    float *x = kt_rand_f(n, -4, 4), *dout = kt_rand_f(n, -1, 1), *want = kt_nan(n), *got = kt_nan(n),
+          *gwant = kt_nan(n), *ggot = kt_nan(n);
+    ct_ref->act_forward(want, x, n, kind);
+    ct_ref->act_backward(gwant, dout, x, want, n, kind);
+    float *dx = ct_up(x, n), *dy = ct_dnan(n), *dd = ct_up(dout, n), *dg = ct_dnan(n),
+          *dwant = ct_up(want, n);
+    ct_be->ops->act_forward(dy, dx, n, kind);
+    ct_be->ops->act_backward(dg, dd, dx, dwant, n, kind);
+    ct_down(got, dy, n);
+    ct_down(ggot, dg, n);
+    double ms;
+    CT_TIME(ms, ct_be->ops->act_forward(dy, dx, n, kind));
+    char shape[32];
+    snprintf(shape, sizeof shape, "n=%lld", (long long)n);
+    const bool tanh_form = kind == LP_ACT_TANH;
+    CASE(tanh_form ? "act_forward tanh" : "act_forward relu", shape, got, want, n, tanh_form ? 3e-7 : 0, 0,
+         ms);
+    CASE(tanh_form ? "act_backward tanh" : "act_backward relu", shape, ggot, gwant, n, tanh_form ? 1e-7 : 0,
+         0, 0.0);
+    ct_free_all();
+    fails += kt_release("act");
+}
+
 static void test_gelu(void)
 {
+    for (int kind = 0; kind < 2; kind++) {
+        act_case(1, (lp_act_kind)kind);
+        act_case(32 * 768, (lp_act_kind)kind); /* DistilBERT's head at batch 32 */
+        act_case(65537, (lp_act_kind)kind);
+    }
     static const int64_t ns[] = {1, 31, 1000, 65537, (1 << 22) + 3};
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
         gelu_case(ns[i], LP_GELU_KIND_ERF);

@@ -169,6 +169,34 @@ static int run_gelu(const int64_t *d)
     return f;
 }
 
+/* the heads' tanh and ReLU: the optimized tanhf within 1 ulp of the double reference (atol
+ * 1e-7 on values in [-1, 1]); ReLU and both derivatives the same expressions (tolerance 0
+ * but for tanh's, whose 1 - y^2 may contract to an FMA: 1e-7) */
+static int run_act(const int64_t *d)
+{
+    int64_t n = d[0];
+    int f = 0;
+    for (int kind = 0; kind < 2; kind++) {
+        float *x = kt_rand_f(n, -4, 4), *dout = kt_rand_f(n, -1, 1);
+        if (n > 3)
+            x[0] = 0.0f, x[1] = -0.0f, x[2] = 30.0f, x[3] = -30.0f; /* ReLU's edge, tanh's saturation */
+        float *o0 = kt_nan(n), *o1 = kt_nan(n), *g0 = kt_nan(n), *g1 = kt_nan(n);
+        R->act_forward(o0, x, n, (lp_act_kind)kind);
+        O->act_forward(o1, x, n, (lp_act_kind)kind);
+        R->act_backward(g0, dout, x, o0, n, (lp_act_kind)kind);
+        O->act_backward(g1, dout, x, o0, n, (lp_act_kind)kind);
+        f += kt_close(kind ? "relu out" : "tanh out", o1, o0, n, kind ? 0 : 1e-7, kind ? 0 : 1e-6);
+        f += kt_close(kind ? "relu dinp" : "tanh dinp", g1, g0, n, kind ? 0 : 1e-7, kind ? 0 : 1e-6);
+        float *y = kt_copy(x, n), *g = kt_copy(dout, n); /* in place, as the head calls them */
+        O->act_forward(y, y, n, (lp_act_kind)kind);
+        O->act_backward(g, g, x, o0, n, (lp_act_kind)kind);
+        f += kt_close("act in place", y, o1, n, 0, 0);
+        f += kt_close("act_backward in place", g, g1, n, 0, 0);
+        f += kt_release("act");
+    }
+    return f;
+}
+
 static int run_softmax(const int64_t *d)
 {
     int64_t N = d[0], C = d[1];
@@ -801,6 +829,9 @@ static const op_case cases[] = {
     {"gelu", run_gelu, {17}},
     {"gelu", run_gelu, {63}},
     {"gelu", run_gelu, {100003}},
+    {"act", run_act, {1}},
+    {"act", run_act, {77}},
+    {"act", run_act, {100003}},
     {"softmax", run_softmax, {1, 1}},
     {"softmax", run_softmax, {3, 17}},
     {"softmax", run_softmax, {63, 128}},
@@ -814,8 +845,8 @@ static const op_case cases[] = {
     {"attention", run_attention, {2, 128, 2, 64, 1, 1}},
     {"attention", run_attention, {2, 70, 1, 64, 0, 2}},
     {"attention", run_attention, {1, 130, 1, 128, 1, 1}},
-    {"attention", run_attention, {1, 70, 2, 96, 0, 1}}, /* head dim 64 + 32 */
-    {"attention", run_attention, {1, 33, 1, 48, 1, 0}}, /* head dim 32 + 16 */
+    {"attention", run_attention, {1, 70, 2, 96, 0, 1}},  /* head dim 64 + 32 */
+    {"attention", run_attention, {1, 33, 1, 48, 1, 0}},  /* head dim 32 + 16 */
     {"attention", run_attention, {2, 128, 2, 64, 1, 3}}, /* padded keys far above the real ones */
     {"attention", run_attention, {3, 40, 2, 32, 0, 3}},
     {"dropout", run_dropout, {1}},
@@ -849,22 +880,22 @@ static const op_case cases[] = {
     {"rope", run_rope, {1, 1, 8, 0}},
     {"rope", run_rope, {3, 2, 8, 5}},
     {"rope", run_rope, {17, 3, 64, 0}},
-    {"rope", run_rope, {17, 14, 64, 128}},  /* q of a packed (q, k, v) row with 2 kv heads */
+    {"rope", run_rope, {17, 14, 64, 128}}, /* q of a packed (q, k, v) row with 2 kv heads */
     {"rope", run_rope, {3, 2, 128, 256}},
     {"rope", run_rope, {17, 7, 128, 3}},
-    {"rope", run_rope, {3, 2, 2, 1}},       /* D/2 = 1 */
-    {"rope", run_rope, {17, 3, 34, 0}},     /* D/2 = 17: vector + tail */
-    {"rope", run_rope, {300, 4, 64, 64}},   /* parallel */
+    {"rope", run_rope, {3, 2, 2, 1}},     /* D/2 = 1 */
+    {"rope", run_rope, {17, 3, 34, 0}},   /* D/2 = 17: vector + tail */
+    {"rope", run_rope, {300, 4, 64, 64}}, /* parallel */
     {"pool", run_pool, {1, 1, 1}},
     {"pool", run_pool, {3, 7, 5}},
-    {"pool", run_pool, {4, 128, 384}},        /* parallel: MiniLM's sentence embeddings */
+    {"pool", run_pool, {4, 128, 384}}, /* parallel: MiniLM's sentence embeddings */
     {"pool", run_pool, {2, 65, 130}},
     {"rows", run_rows, {1, 1, 1}},
     {"rows", run_rows, {3, 7, 5}},
     {"rows", run_rows, {17, 64, 20}},
     {"rows", run_rows, {17, 896, 4}},
     {"rows", run_rows, {3, 4864, 17}},
-    {"rows", run_rows, {64, 896, 64}},       /* parallel scatter */
+    {"rows", run_rows, {64, 896, 64}}, /* parallel scatter */
 };
 
 /* Decoder geometries: GQA (H=4 over 2 kv heads, and MQA over 1), causal, causal + sliding

@@ -38,6 +38,9 @@ static inline lp_status lp_k_packed_weight_check(const lp_qweight *w, lp_dtype d
 LP_DECLARE_BOTH(void, sgemm, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                 int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 LP_DECLARE_BOTH(void, bias_add_forward, float *out, const float *bias, int64_t N, int64_t C)
+LP_DECLARE_BOTH(void, act_forward, float *out, const float *inp, int64_t n, lp_act_kind kind)
+LP_DECLARE_BOTH(void, act_backward, float *dinp, const float *dout, const float *inp, const float *out,
+                int64_t n, lp_act_kind kind)
 /* out (N,C) = bias (C) in every row: the C a GEMM then accumulates into (beta 1) */
 LP_DECLARE_BOTH(void, bias_broadcast, float *out, const float *bias, int64_t N, int64_t C)
 LP_DECLARE_BOTH(void, bias_backward, float *dbias, const float *dout, int64_t N, int64_t C)

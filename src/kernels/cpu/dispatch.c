@@ -13,27 +13,29 @@
 
 #define ENTRY(impl, name) .name = lp_k_##name##_##impl
 /* impl: ref, opt (the baseline copy) or opt_<level>; isa: the level's name. */
-#define TABLE(impl, nm, isa_)                                                                                       \
-    {                                                                                                               \
-        .name = nm, .isa = isa_, ENTRY(impl, sgemm), ENTRY(impl, bias_add_forward), ENTRY(impl, bias_broadcast),              \
-        ENTRY(impl, bias_backward), ENTRY(impl, embedding_forward), ENTRY(impl, embedding_backward),               \
-        ENTRY(impl, layernorm_forward), ENTRY(impl, layernorm_backward), ENTRY(impl, gelu_forward),                 \
-        ENTRY(impl, gelu_backward),                                                                                 \
-        ENTRY(impl, softmax_forward), ENTRY(impl, softmax_backward), ENTRY(impl, attention_eager_forward),          \
-        ENTRY(impl, attention_eager_backward), ENTRY(impl, attention_fused_forward),                                \
-        ENTRY(impl, attention_fused_backward), ENTRY(impl, dropout_forward), ENTRY(impl, dropout_backward),         \
-        ENTRY(impl, cross_entropy_forward), ENTRY(impl, cross_entropy_backward), ENTRY(impl, adamw_step),           \
-        ENTRY(impl, sum_squares), ENTRY(impl, scale),                                                               \
-        ENTRY(impl, rmsnorm_forward), ENTRY(impl, rmsnorm_backward), ENTRY(impl, swiglu_forward),                   \
-        ENTRY(impl, swiglu_backward), ENTRY(impl, rope_cache), ENTRY(impl, rope_forward),                           \
-        ENTRY(impl, rope_backward), ENTRY(impl, rows_gather), ENTRY(impl, rows_scatter_add), /* decoder ops */     \
-        ENTRY(impl, mean_pool_forward), ENTRY(impl, mean_pool_backward), ENTRY(impl, l2_normalize), /* pooling */   \
-        ENTRY(impl, qweight_dequantize), ENTRY(impl, qmatmul_forward), ENTRY(impl, qmatmul_backward),               \
-        ENTRY(impl, add_inplace), ENTRY(impl, lora_forward), ENTRY(impl, lora_backward), /* quant section */        \
-        ENTRY(impl, kv_write), ENTRY(impl, attention_decode), /* KV-cache decoding */                                 \
-        ENTRY(impl, bf16_matmul_forward), /* bf16 weights */                                                        \
-        ENTRY(impl, bf16_matmul_backward), ENTRY(impl, bf16_repack), /* bf16 training */                           \
-        ENTRY(impl, f32_matmul_forward), ENTRY(impl, f32_matmul_backward), /* packed f32 weights */              \
+#define TABLE(impl, nm, isa_)                                                                                \
+    {                                                                                                        \
+        .name = nm, .isa = isa_, ENTRY(impl, sgemm), ENTRY(impl, bias_add_forward),                          \
+        ENTRY(impl, bias_broadcast), ENTRY(impl, bias_backward), ENTRY(impl, embedding_forward),             \
+        ENTRY(impl, embedding_backward), ENTRY(impl, layernorm_forward), ENTRY(impl, layernorm_backward),    \
+        ENTRY(impl, gelu_forward), ENTRY(impl, gelu_backward), ENTRY(impl, act_forward),                     \
+        ENTRY(impl, act_backward), ENTRY(impl, softmax_forward), ENTRY(impl, softmax_backward),              \
+        ENTRY(impl, attention_eager_forward), ENTRY(impl, attention_eager_backward),                         \
+        ENTRY(impl, attention_fused_forward), ENTRY(impl, attention_fused_backward),                         \
+        ENTRY(impl, dropout_forward), ENTRY(impl, dropout_backward), ENTRY(impl, cross_entropy_forward),     \
+        ENTRY(impl, cross_entropy_backward), ENTRY(impl, adamw_step), ENTRY(impl, sum_squares),              \
+        ENTRY(impl, scale), ENTRY(impl, rmsnorm_forward), ENTRY(impl, rmsnorm_backward),                     \
+        ENTRY(impl, swiglu_forward), ENTRY(impl, swiglu_backward), ENTRY(impl, rope_cache),                  \
+        ENTRY(impl, rope_forward), ENTRY(impl, rope_backward), ENTRY(impl, rows_gather),                     \
+        ENTRY(impl, rows_scatter_add), /* decoder ops */                                                     \
+            ENTRY(impl, mean_pool_forward), ENTRY(impl, mean_pool_backward),                                 \
+        ENTRY(impl, l2_normalize), /* pooling */                                                             \
+            ENTRY(impl, qweight_dequantize), ENTRY(impl, qmatmul_forward), ENTRY(impl, qmatmul_backward),    \
+        ENTRY(impl, add_inplace), ENTRY(impl, lora_forward), ENTRY(impl, lora_backward), /* quant section */ \
+            ENTRY(impl, kv_write), ENTRY(impl, attention_decode),              /* KV-cache decoding */       \
+            ENTRY(impl, bf16_matmul_forward),                                  /* bf16 weights */            \
+            ENTRY(impl, bf16_matmul_backward), ENTRY(impl, bf16_repack),       /* bf16 training */           \
+            ENTRY(impl, f32_matmul_forward), ENTRY(impl, f32_matmul_backward), /* packed f32 weights */      \
     }
 
 static const lp_kernel_table table_ref = TABLE(ref, "ref", "baseline");
@@ -233,6 +235,21 @@ void lp_layernorm_backward(float *dinp, float *dweight, float *dbias, const floa
 {
     LP_OP_BEGIN("lp::layernorm_backward", 14.0 * N * C, 4.0 * (5 * N * C + 3 * C + 2 * N), 2, N, C);
     K->layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+    LP_OP_END();
+}
+
+void lp_act_forward(float *out, const float *inp, int64_t n, lp_act_kind kind)
+{
+    LP_OP_BEGIN("lp::act_forward", (kind == LP_ACT_TANH ? 10.0 : 1.0) * n, 8.0 * n, 1, n);
+    K->act_forward(out, inp, n, kind);
+    LP_OP_END();
+}
+
+void lp_act_backward(float *dinp, const float *dout, const float *inp, const float *out, int64_t n,
+                     lp_act_kind kind)
+{
+    LP_OP_BEGIN("lp::act_backward", 3.0 * n, 12.0 * n, 1, n);
+    K->act_backward(dinp, dout, inp, out, n, kind);
     LP_OP_END();
 }
 

@@ -104,6 +104,9 @@ void lp_cu_bias_add_forward(float *out, const float *bias, int64_t N, int64_t C)
 void lp_cu_bias_broadcast(float *out, const float *bias, int64_t N, int64_t C);
 void lp_cu_gelu_forward(float *out, const float *inp, int64_t n, lp_gelu_kind kind);
 void lp_cu_gelu_backward(float *dinp, const float *dout, const float *inp, int64_t n, lp_gelu_kind kind);
+void lp_cu_act_forward(float *out, const float *inp, int64_t n, lp_act_kind kind);
+void lp_cu_act_backward(float *dinp, const float *dout, const float *inp, const float *out, int64_t n,
+                        lp_act_kind kind);
 void lp_cu_swiglu_forward(float *out, const float *gate, const float *up, int64_t N, int64_t F, int64_t ld);
 void lp_cu_swiglu_backward(float *dgate, float *dup, const float *dout, const float *gate, const float *up, int64_t N,
                            int64_t F, int64_t ld);

@@ -160,6 +160,47 @@ extern "C" void lp_cu_gelu_backward(float *dinp, const float *dout, const float 
     lp_cu_check("gelu_backward");
 }
 
+// The heads' activations (lp_act_kind) on (B, C) operands: one element per thread. ReLU's
+// derivative selects (0, not NaN, where dout is not finite and x <= 0), as the CPU's does.
+static __global__ void act_fwd_k(float *out, const float *inp, int64_t n, bool tanh_form)
+{
+    GRID_STRIDE(i, n)
+    {
+        const float x = inp[i];
+        out[i] = tanh_form ? tanhf(x) : x > 0.0f ? x : 0.0f;
+    }
+}
+
+static __global__ void act_bwd_k(float *dinp, const float *dout, const float *inp, const float *out,
+                                 int64_t n, bool tanh_form)
+{
+    GRID_STRIDE(i, n)
+    {
+        if (tanh_form)
+            dinp[i] = dout[i] * (1.0f - out[i] * out[i]);
+        else
+            dinp[i] = inp[i] > 0.0f ? dout[i] : 0.0f;
+    }
+}
+
+extern "C" void lp_cu_act_forward(float *out, const float *inp, int64_t n, lp_act_kind kind)
+{
+    if (n == 0)
+        return;
+    act_fwd_k<<<lp_cu_blocks(n, THREADS), THREADS, 0, lp_cu_stream()>>>(out, inp, n, kind == LP_ACT_TANH);
+    lp_cu_check("act_forward");
+}
+
+extern "C" void lp_cu_act_backward(float *dinp, const float *dout, const float *inp, const float *out,
+                                   int64_t n, lp_act_kind kind)
+{
+    if (n == 0)
+        return;
+    act_bwd_k<<<lp_cu_blocks(n, THREADS), THREADS, 0, lp_cu_stream()>>>(dinp, dout, inp, out, n,
+                                                                        kind == LP_ACT_TANH);
+    lp_cu_check("act_backward");
+}
+
 // silu as the CPU kernels take it: exp(-g) overflowing gives s = 0, never inf / inf
 static __device__ __forceinline__ float sigmoid1(float g)
 {
