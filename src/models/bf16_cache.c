@@ -4,8 +4,8 @@
  * its forward and backward read. The copy is rounded again once per optimizer step: the
  * trainer calls lp_model_weights_changed after writing the weights and the next forward
  * repacks. On a device the copy lives there, in its layout (lp_kernels_qweight_bf16_train),
- * made once the weights are uploaded. (With LoRA the base is frozen: peft_setup.c packs it once as a bf16
- * base and drops the f32 copy.) */
+ * made once the weights are uploaded. (With LoRA the base is frozen: peft_setup.c packs it
+ * once as a bf16 base and drops the f32 copy.) */
 #include <stdint.h>
 #include <stdlib.h>
 

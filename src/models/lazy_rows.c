@@ -3,9 +3,10 @@
  * the tokens it meets, so the table (Qwen2.5-0.5B: 151,936 x 896 floats, 545 MB of the
  * model's 1983 MB) need not be resident. The load hands the table's pages back to the
  * system (they read as zero and take no memory until written); each forward first reads the
- * rows of its ids not read yet with pread from the checkpoint, which stays open. The parameter block keeps
- * the table's place, so the memory plan is unchanged: what changes is what is resident.
- * lp_model__check_finite still checks every value of the table, from its source. */
+ * rows of its ids not read yet with pread from the checkpoint, which stays open. The
+ * parameter block keeps the table's place, so the memory plan is unchanged: what changes is
+ * what is resident. lp_model__check_finite still checks every value of the table, from its
+ * source. */
 #define _GNU_SOURCE /* MADV_NOHUGEPAGE under -std=c11 */
 #include <errno.h>
 #include <fcntl.h>

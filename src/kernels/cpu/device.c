@@ -68,6 +68,12 @@ static void fake_attention_backward(float *dq, float *dk, float *dv, const float
 }
 
 /* host memory: the CPU backend's functions (lp_alloc, memmove, memset), also the stand-in's */
+/* Whether the wrappers run on the CUDA backend itself (not the CPU, not the stand-in). */
+static bool on_cuda(void)
+{
+    return dev && dev != &fake_backend;
+}
+
 static const lp_backend *host(void)
 {
     return lp_backend_cpu(LP_ISA_BASELINE);
@@ -195,14 +201,14 @@ void lp_kernels_memset(void *dst, int value, size_t bytes)
 lp_status lp_kernels_qweight_bf16_train(lp_qweight *q, const float *w, int64_t rows, int64_t cols,
                                         const char *name)
 {
-    if (dev && dev != &fake_backend) /* the stand-in keeps the CPU's panels, in its host memory */
+    if (on_cuda()) /* the stand-in keeps the CPU's panels, in its host memory */
         return lp_cuda_qweight_bf16_train(dev, q, w, rows, cols, name);
     return lp_qweight_pack_bf16_train(q, w, rows, cols, name);
 }
 
 void lp_kernels_qweight_free(lp_qweight *q)
 {
-    if (dev && dev != &fake_backend)
+    if (on_cuda())
         lp_cuda_qweight_free(dev, q);
     else
         lp_qweight_free(q);
@@ -224,7 +230,7 @@ void lp_kernels_set_tf32(bool on)
 void lp_kernels_device_mem(lp_mem_category cat, lp_device_mem *out)
 {
     memset(out, 0, sizeof *out);
-    if (!dev || dev == &fake_backend || (unsigned)cat >= LP_MEM_CATEGORY__COUNT)
+    if (!on_cuda() || (unsigned)cat >= LP_MEM_CATEGORY__COUNT)
         return;
     lp_cu_alloc_stats s;
     lp_cuda_alloc_stats(dev, &s);
@@ -234,7 +240,7 @@ void lp_kernels_device_mem(lp_mem_category cat, lp_device_mem *out)
 void lp_kernels_device_mem_total(lp_device_mem *out)
 {
     memset(out, 0, sizeof *out);
-    if (!dev || dev == &fake_backend)
+    if (!on_cuda())
         return;
     lp_cu_alloc_stats s;
     lp_cuda_alloc_stats(dev, &s);

@@ -12,31 +12,38 @@
 #include "op_record.h"
 
 #define ENTRY(impl, name) .name = lp_k_##name##_##impl
-/* impl: ref, opt (the baseline copy) or opt_<level>; isa: the level's name. */
+/* impl: ref, opt (the baseline copy) or opt_<level>; isa: the level's name. One line per
+ * group of ops, as written: */
+/* clang-format off */
 #define TABLE(impl, nm, isa_)                                                                                \
     {                                                                                                        \
-        .name = nm, .isa = isa_, ENTRY(impl, sgemm), ENTRY(impl, bias_add_forward),                          \
-        ENTRY(impl, bias_broadcast), ENTRY(impl, bias_backward), ENTRY(impl, embedding_forward),             \
-        ENTRY(impl, embedding_backward), ENTRY(impl, layernorm_forward), ENTRY(impl, layernorm_backward),    \
+        .name = nm, .isa = isa_,                                                                             \
+        ENTRY(impl, sgemm), ENTRY(impl, bias_add_forward), ENTRY(impl, bias_broadcast),                      \
+        ENTRY(impl, bias_backward), ENTRY(impl, embedding_forward), ENTRY(impl, embedding_backward),         \
+        ENTRY(impl, layernorm_forward), ENTRY(impl, layernorm_backward),                                     \
         ENTRY(impl, gelu_forward), ENTRY(impl, gelu_backward), ENTRY(impl, act_forward),                     \
         ENTRY(impl, act_backward), ENTRY(impl, softmax_forward), ENTRY(impl, softmax_backward),              \
         ENTRY(impl, attention_eager_forward), ENTRY(impl, attention_eager_backward),                         \
         ENTRY(impl, attention_fused_forward), ENTRY(impl, attention_fused_backward),                         \
         ENTRY(impl, dropout_forward), ENTRY(impl, dropout_backward), ENTRY(impl, cross_entropy_forward),     \
         ENTRY(impl, cross_entropy_backward), ENTRY(impl, adamw_step), ENTRY(impl, sum_squares),              \
-        ENTRY(impl, scale), ENTRY(impl, rmsnorm_forward), ENTRY(impl, rmsnorm_backward),                     \
-        ENTRY(impl, swiglu_forward), ENTRY(impl, swiglu_backward), ENTRY(impl, rope_cache),                  \
-        ENTRY(impl, rope_forward), ENTRY(impl, rope_backward), ENTRY(impl, rows_gather),                     \
-        ENTRY(impl, rows_scatter_add), /* decoder ops */                                                     \
-            ENTRY(impl, mean_pool_forward), ENTRY(impl, mean_pool_backward),                                 \
-        ENTRY(impl, l2_normalize), /* pooling */                                                             \
-            ENTRY(impl, qweight_dequantize), ENTRY(impl, qmatmul_forward), ENTRY(impl, qmatmul_backward),    \
-        ENTRY(impl, add_inplace), ENTRY(impl, lora_forward), ENTRY(impl, lora_backward), /* quant section */ \
-            ENTRY(impl, kv_write), ENTRY(impl, attention_decode),              /* KV-cache decoding */       \
-            ENTRY(impl, bf16_matmul_forward),                                  /* bf16 weights */            \
-            ENTRY(impl, bf16_matmul_backward), ENTRY(impl, bf16_repack),       /* bf16 training */           \
-            ENTRY(impl, f32_matmul_forward), ENTRY(impl, f32_matmul_backward), /* packed f32 weights */      \
+        ENTRY(impl, scale),                                                                                  \
+        /* decoder ops */                                                                                    \
+        ENTRY(impl, rmsnorm_forward), ENTRY(impl, rmsnorm_backward), ENTRY(impl, swiglu_forward),            \
+        ENTRY(impl, swiglu_backward), ENTRY(impl, rope_cache), ENTRY(impl, rope_forward),                    \
+        ENTRY(impl, rope_backward), ENTRY(impl, rows_gather), ENTRY(impl, rows_scatter_add),                 \
+        /* pooling */                                                                                        \
+        ENTRY(impl, mean_pool_forward), ENTRY(impl, mean_pool_backward), ENTRY(impl, l2_normalize),          \
+        /* quant section */                                                                                  \
+        ENTRY(impl, qweight_dequantize), ENTRY(impl, qmatmul_forward), ENTRY(impl, qmatmul_backward),        \
+        ENTRY(impl, add_inplace), ENTRY(impl, lora_forward), ENTRY(impl, lora_backward),                     \
+        /* KV-cache decoding */                                                                              \
+        ENTRY(impl, kv_write), ENTRY(impl, attention_decode),                                                \
+        /* bf16 weights and training; packed f32 weights */                                                  \
+        ENTRY(impl, bf16_matmul_forward), ENTRY(impl, bf16_matmul_backward), ENTRY(impl, bf16_repack),       \
+        ENTRY(impl, f32_matmul_forward), ENTRY(impl, f32_matmul_backward),                                   \
     }
+/* clang-format on */
 
 static const lp_kernel_table table_ref = TABLE(ref, "ref", "baseline");
 /* One optimized table per ISA level (the CPU backend's op table at that level). */
