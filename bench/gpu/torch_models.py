@@ -1,28 +1,31 @@
 #!/usr/bin/env python3
 """PyTorch's side of bench/gpu's model-level table (issue 19): one training step of a
 DistilBERT-shaped classifier (batch 32 x seq 128) and a Qwen2.5-0.5B-shaped causal LM
-(batch 8 x seq 512), full fine-tuning and LoRA (PEFT: r 8 on q_lin, v_lin for DistilBERT as train_models.sh; r 16 all linears for Qwen), in f32, TF32 or bf16 autocast
-(f32 master weights), AdamW, eager and torch.compile. Random weights (the shapes, not the values,
+(batch 8 x seq 512), full fine-tuning, LoRA (PEFT: r 8 on q_lin, v_lin for DistilBERT as train_models.sh; r 16 all linears for Qwen)
+and QLoRA (the same adapters over bitsandbytes' Linear4bit: NF4 with double quantization, the
+layer Linears only, computing in f32 for f32 / TF32 and in bf16 under bf16), in f32, TF32 or
+bf16 autocast (f32 master weights), AdamW, eager and torch.compile. Random weights (the shapes, not the values,
 set the time). Prints one JSON line per configuration: samples/s over --steps timed steps
 after --warmup, peak allocated and reserved memory, and the step's model FLOPs.
 
   python3 bench/gpu/torch_models.py [--device cuda] [--steps 10] [--warmup 3] [--only distilbert-full-eager-tf32,...]
+                                    [--layers N]   (N layers instead of the shape's: a quick check)
 """
 import argparse, json, sys, time
 
 import torch
 
 
-def distilbert(vocab=30522):
+def distilbert(vocab=30522, layers=6):
     from transformers import DistilBertConfig, DistilBertForSequenceClassification
-    cfg = DistilBertConfig(vocab_size=vocab, dim=768, n_layers=6, n_heads=12, hidden_dim=3072,
+    cfg = DistilBertConfig(vocab_size=vocab, dim=768, n_layers=layers, n_heads=12, hidden_dim=3072,
                            max_position_embeddings=512, num_labels=2, dropout=0.1, attention_dropout=0.1)
     return DistilBertForSequenceClassification(cfg), ["q_lin", "v_lin"], (32, 128)
 
 
-def qwen(vocab=151936):
+def qwen(vocab=151936, layers=24):
     from transformers import Qwen2Config, Qwen2ForCausalLM
-    cfg = Qwen2Config(vocab_size=vocab, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+    cfg = Qwen2Config(vocab_size=vocab, hidden_size=896, intermediate_size=4864, num_hidden_layers=layers,
                       num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=32768,
                       rope_theta=1e6, tie_word_embeddings=True, attn_implementation="sdpa")
     return Qwen2ForCausalLM(cfg), ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"], (8, 512)
@@ -30,6 +33,26 @@ def qwen(vocab=151936):
 
 def linear_params(model):
     return sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
+
+
+HEADS = ("pre_classifier", "classifier", "lm_head", "score")
+
+
+def to_nf4(model, compute_dtype):
+    """Every layer Linear (not the heads) as bitsandbytes' Linear4bit: NF4 blocks of 64 with
+    double quantization, quantized when the model moves to the GPU, as QLoRA loads it."""
+    import bitsandbytes as bnb
+    for mod in list(model.modules()):
+        for cname, child in list(mod.named_children()):
+            if type(child) is torch.nn.Linear and cname not in HEADS:
+                q = bnb.nn.Linear4bit(child.in_features, child.out_features, bias=child.bias is not None,
+                                      compute_dtype=compute_dtype, compress_statistics=True, quant_type="nf4")
+                q.weight = bnb.nn.Params4bit(child.weight.data, requires_grad=False, compress_statistics=True,
+                                             quant_type="nf4")
+                if child.bias is not None:
+                    q.bias = torch.nn.Parameter(child.bias.data, requires_grad=False)
+                setattr(mod, cname, q)
+    return model
 
 
 def step_flops(name, model, method, B, T):
@@ -46,9 +69,12 @@ def step_flops(name, model, method, B, T):
 
 def run(name, method, impl, prec, args):
     torch.manual_seed(0)
-    model, targets, (B, T) = (distilbert() if name == "distilbert" else qwen())
+    model, targets, (B, T) = (distilbert(layers=args.layers or 6) if name == "distilbert"
+                              else qwen(layers=args.layers or 24))
     flops = step_flops(name, model, method, B, T)
-    if method == "lora":
+    if method == "qlora":
+        model = to_nf4(model, torch.bfloat16 if prec == "bf16" else torch.float32)
+    if method in ("lora", "qlora"):
         from peft import LoraConfig, get_peft_model
         # as bench/gpu/train_models.sh runs loupe: DistilBERT r 8 on q_lin, v_lin, dropout 0.1
         r, drop = (8, 0.1) if name == "distilbert" else (16, 0.05)
@@ -109,9 +135,11 @@ def main():
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--layers", type=int, default=0)
     ap.add_argument("--only", default="distilbert-full-eager-tf32,distilbert-lora-eager-tf32,distilbert-full-eager-bf16,"
                     "distilbert-lora-eager-bf16,distilbert-full-compile-tf32,distilbert-lora-compile-tf32,"
-                    "qwen-lora-eager-bf16,qwen-lora-compile-bf16",
+                    "distilbert-qlora-eager-tf32,distilbert-qlora-eager-bf16,qwen-lora-eager-tf32,qwen-lora-compile-tf32,"
+                    "qwen-qlora-eager-tf32,qwen-lora-eager-bf16,qwen-lora-compile-bf16,qwen-qlora-eager-bf16",
                     help="model-method-impl-precision list (precision f32, tf32 or bf16 autocast)")
     args = ap.parse_args()
     for cfg in args.only.split(","):

@@ -407,6 +407,11 @@ void lp_kernels_memset(void *dst, int value, size_t bytes);
 LP_WARN_UNUSED lp_status lp_kernels_qweight_bf16_train(lp_qweight *q, const float *w, int64_t rows,
                                                        int64_t cols, const char *name);
 void lp_kernels_qweight_free(lp_qweight *q);
+/* *d = a copy of the NF4 or int8 weight h in the device's memory (category QUANTIZED_WEIGHT,
+ * read by its qweight_dequantize; release with lp_kernels_qweight_free). On the CPU, and on
+ * the stand-in device whose memory is the host's, *d is zeroed (d->mem NULL): h itself
+ * serves. Errors: UNSUPPORTED (another format), NO_MEMORY. */
+LP_WARN_UNUSED lp_status lp_kernels_qweight_upload(const lp_qweight *h, lp_qweight *d, const char *name);
 /* Waits for the device; the first error kept since the last sync (LP_OK on the CPU). */
 LP_WARN_UNUSED lp_status lp_kernels_sync(void);
 /* CUDA: f32 GEMMs on TF32 tensor cores (inputs rounded to 10 mantissa bits); no-op on the CPU. */

@@ -3,6 +3,7 @@
  * gradients, activations, scratch and the batch live in device blocks of the same memory
  * categories (so the device allocator's per-category figures are the memory plan). The host
  * parameter block stays, as the staging copy lp_model_host_params downloads into for saving. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "models_internal.h"
@@ -24,10 +25,6 @@ void lp_model__blk_free(const lp_model *m, void *p)
 static lp_status refuse(const lp_model *m)
 {
     const char *dev = lp_device_name(lp_kernels_device());
-    if (m->cfg.family != LP_MODEL_FAMILY_BERT)
-        return lp_err(LP_STATUS_UNSUPPORTED,
-                      "%s: --device %s runs the BERT/DistilBERT family only (this is a %s model)", m->dir,
-                      dev, lp_hf_arch_name(m->cfg.arch));
     if (m->exec != LP_EXEC_MODE_FUSED)
         return lp_err(LP_STATUS_UNSUPPORTED, "%s: --device %s has no eager attention: use --exec fused",
                       m->dir, dev);
@@ -41,11 +38,13 @@ static lp_status refuse(const lp_model *m)
     if (m->opt.weights != LP_WEIGHT_FORMAT_F32)
         return lp_err(LP_STATUS_UNSUPPORTED, "%s: --device %s runs f32 weights only (no --quantize %s)",
                       m->dir, dev, lp_weight_format_name(m->opt.weights));
-    for (size_t i = 0; i < m->n_lins; i++)
-        if (m->lins[i].q || m->lins[i].lin->qbase)
+    for (size_t i = 0; i < m->n_lins; i++) {
+        const lp_qweight *q = m->lins[i].q;
+        if (m->lins[i].lin->qbase != q || (q && q->dtype != LP_DTYPE_NF4 && q->dtype != LP_DTYPE_INT8))
             return lp_err(LP_STATUS_UNSUPPORTED,
-                          "%s: --device %s has no quantized or bf16 LoRA base yet (%s): use --base-dtype f32",
-                          m->dir, dev, m->lins[i].module);
+                          "%s: --device %s takes f32, NF4 or int8 LoRA bases only (%s is %s)", m->dir, dev,
+                          m->lins[i].module, lp_dtype_name(q ? q->dtype : LP_DTYPE_F32));
+    }
     return LP_OK;
 }
 
@@ -76,6 +75,22 @@ lp_status lp_model__to_device(lp_model *m)
     // --dtype bf16: the Linears' copies, made from the device's weights
     if ((st = lp_model__bf16_setup(m)) != LP_OK)
         return st;
+    // QLoRA: the frozen NF4 / int8 bases (the host copies stay, for merging and saving)
+    for (size_t i = 0; i < m->n_lins; i++) {
+        lp_model_linear *ml = &m->lins[i];
+        if (!ml->q)
+            continue;
+        if (!(ml->qdev = lp_calloc(1, sizeof *ml->qdev)))
+            return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", m->dir);
+        if ((st = lp_kernels_qweight_upload(ml->q, ml->qdev, ml->module)) != LP_OK)
+            return lp_err_wrap(st, "%s: uploading the base %s", m->dir, ml->module);
+        if (ml->qdev->mem) {
+            ml->lin->qbase = ml->qdev;
+        } else { // the stand-in device reads the host copy
+            free(ml->qdev);
+            ml->qdev = NULL;
+        }
+    }
     // the gradient block again, on the device (lp_model__layout_grads allocates through
     // lp_model__blk_alloc now); what was accumulated on the host (nothing after a load) is lost
     for (size_t i = 0; i < m->n_params; i++)

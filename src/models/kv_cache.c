@@ -44,6 +44,10 @@ lp_status lp_model_kv_init(lp_model *m, int32_t B, int32_t cap, lp_dtype dtype, 
     if (!m->fam->decode_step || m->task != LP_MODEL_TASK_CAUSAL_LM)
         return lp_err(LP_STATUS_UNSUPPORTED, "%s: generation needs a causal LM of the llama family (this is a %s %s)",
                       m->dir, m->fam->name, m->task == LP_MODEL_TASK_CAUSAL_LM ? "causal LM" : "classifier or encoder");
+    if (m->dev)
+        return lp_err(LP_STATUS_UNSUPPORTED,
+                      "%s: KV-cache generation runs on the CPU only (the model is on %s)", m->dir,
+                      lp_device_name(lp_kernels_device()));
     if (c->head_dim > KV_MAX_D || c->num_heads / c->num_kv_heads > KV_MAX_GROUP)
         return lp_err(LP_STATUS_UNSUPPORTED,
                       "%s/config.json: head size %lld (or %lld query heads per kv head) exceeds the decode "

@@ -21,7 +21,8 @@ typedef struct llama_state {
     lp_nn_rmsnorm norm; /* model.norm */
     lp_nn_linear head;  /* lm_head (V,C) or score (L,C); no bias; w = wte when tied */
     bool tied;
-    float *inv_freq; /* (D/2) rotary frequencies (owned, malloc) */
+    float *inv_freq;     /* (D/2) rotary frequencies (owned, malloc) */
+    float *inv_freq_dev; /* their copy on the device (owned, lp_kernels_dev_alloc), or NULL */
     float attn_factor;
     const char *emb_fwd, *emb_bwd, *head_fwd, *head_bwd;
     /* activations for the current batch */
@@ -318,6 +319,7 @@ static void llama_free(lp_model *m)
     free(ls->layers);
     free(ls->lact);
     free(ls->inv_freq);
+    lp_kernels_dev_free(ls->inv_freq_dev);
     free(ls);
     m->fs = NULL;
 }
@@ -416,12 +418,37 @@ static lp_status lookup(lp_model *m, const int32_t *ids, int64_t B, int64_t T)
     return st;
 }
 
+/* The rotary frequencies where the kernels read them: on a device, a copy made once. */
+static lp_status inv_freq_of(lp_model *m, const float **out)
+{
+    llama_state *ls = st_of(m);
+    *out = ls->inv_freq;
+    if (!m->dev)
+        return LP_OK;
+    const size_t bytes = (size_t)(ls->D / 2) * sizeof(float);
+    if (!ls->inv_freq_dev) {
+        if (!(ls->inv_freq_dev =
+                  lp_kernels_dev_alloc(bytes, LP_MEM_CATEGORY_PARAMETER, "rotary frequencies")))
+            return lp_err_wrap(LP_STATUS_NO_MEMORY, "%s: the rotary frequencies on the device", m->dir);
+        lp_status st = lp_kernels_upload(ls->inv_freq_dev, ls->inv_freq, bytes);
+        if (st != LP_OK)
+            return lp_err_wrap(st, "%s: uploading the rotary frequencies", m->dir);
+    }
+    *out = ls->inv_freq_dev;
+    return LP_OK;
+}
+
 static lp_status llama_embed_forward(lp_model *m, const lp_nn_ctx *ctx, int64_t B, int64_t T, const float **x)
 {
     (void)ctx;
     llama_state *ls = st_of(m);
+    // the batch is read and the positions laid out in the host shadow (the block itself on
+    // the CPU), then uploaded to a device
+    const int32_t *types = lp_model__in_host(m, m->types), *mask = lp_model__in_host(m, m->mask);
+    int32_t *pos = lp_model__in_host(m, m->pos);
+    int64_t *last = (int64_t *)(void *)(pos + ((int32_t *)(void *)ls->last - m->pos));
     for (int64_t i = 0; m->has_types && i < B * T; i++) // all-zero type ids (a single sentence) change nothing
-        if (m->types[i] != 0)
+        if (types[i] != 0)
             return lp_err(LP_STATUS_INVALID_ARG, "model forward: %s takes no token type ids (sentence pairs)",
                           m->dir);
     // positions count real tokens only: left padding starts each row at 0, as transformers'
@@ -430,24 +457,29 @@ static lp_status llama_embed_forward(lp_model *m, const lp_nn_ctx *ctx, int64_t 
     // (sample ids in the mask) restarts at 0 with each sample, as if each ran alone
     for (int64_t b = 0; b < B; b++) {
         int32_t p = 0, sample = 0; // real tokens so far (of this sample)
-        int64_t last = b * T;
+        int64_t at = b * T;
         for (int64_t t = 0; t < T; t++) {
             const int64_t i = b * T + t;
-            if (m->mask[i]) {
-                if (m->mask[i] != sample)
-                    p = 0, sample = m->mask[i];
-                m->pos[i] = p++;
-                last = i;
+            if (mask[i]) {
+                if (mask[i] != sample)
+                    p = 0, sample = mask[i];
+                pos[i] = p++;
+                at = i;
             } else { // a padding position: attended by nothing, its value is never used
-                m->pos[i] = p > 0 ? p - 1 : 0;
+                pos[i] = p > 0 ? p - 1 : 0;
             }
         }
-        ls->last[b] = last;
+        last[b] = at;
     }
-    lp_status st = lookup(m, m->ids, B, T);
-    if (st != LP_OK)
+    lp_status st;
+    if (m->dev &&
+        (st = lp_kernels_upload(
+             m->pos, pos, (size_t)((int32_t *)(void *)(ls->last + B) - m->pos) * sizeof(int32_t))) != LP_OK)
+        return lp_err_wrap(st, "model forward: uploading the positions");
+    const float *inv_freq;
+    if ((st = inv_freq_of(m, &inv_freq)) != LP_OK || (st = lookup(m, m->ids, B, T)) != LP_OK)
         return st;
-    lp_rope_cache(ls->cos, ls->sin, m->pos, ls->inv_freq, ls->attn_factor, B * T, ls->D);
+    lp_rope_cache(ls->cos, ls->sin, m->pos, inv_freq, ls->attn_factor, B * T, ls->D);
     *x = ls->emb;
     return LP_OK;
 }
@@ -480,11 +512,11 @@ static void llama_embed_backward(lp_model *m, const float *dout, float *scratch,
     // nn.Embedding(padding_idx): the lookup adds nothing to the padding row's gradient; a tied
     // lm_head's contribution to it stays, so the row is kept rather than zeroed
     const bool pad = ls->pad_id >= 0;
-    if (pad)
-        memcpy(scratch, ls->dwte + (int64_t)ls->pad_id * C, (size_t)C * sizeof(float));
+    if (pad) // (memcpy on the CPU)
+        lp_kernels_copy(scratch, ls->dwte + (int64_t)ls->pad_id * C, (size_t)C * sizeof(float));
     lp_embedding_backward(ls->dwte, NULL, NULL, dout, m->ids, NULL, B, T, C, 0);
     if (pad)
-        memcpy(ls->dwte + (int64_t)ls->pad_id * C, scratch, (size_t)C * sizeof(float));
+        lp_kernels_copy(ls->dwte + (int64_t)ls->pad_id * C, scratch, (size_t)C * sizeof(float));
     lp_model__range_pop(ls->emb_bwd);
 }
 
@@ -526,7 +558,7 @@ static void llama_head_backward(lp_model *m, float *dhidden, const float *dlogit
     } else {
         float *dpooled = scratch + up16(N * C);
         lp_nn_linear_backward(&ls->head, dpooled, dlogits, ls->pooled, B);
-        memset(dhn, 0, (size_t)(N * C) * sizeof(float));
+        lp_kernels_memset(dhn, 0, (size_t)(N * C) * sizeof(float));
         lp_rows_scatter_add(dhn, dpooled, ls->last, B, C);
     }
     lp_nn_rmsnorm_backward(&ls->norm, dhidden, dhn, lp_model_hidden(m, (int32_t)m->L), ls->rstd, N);

@@ -11,7 +11,11 @@
  * GEMMs a step, as an unchunked head); lp_model_backward then starts from it. Otherwise (a
  * trainable head, or a loss forward in eval mode that a backward may still follow) the
  * backward recomputes each chunk's logits, then dh and dW together: one GEMM more, never a
- * gradient added before lp_model_backward is called. */
+ * gradient added before lp_model_backward is called.
+ *
+ * On a device the labels are counted in the batch's host shadow, each chunk's mean loss is
+ * downloaded (a wait per chunk: a few a step) and everything else stays there. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "models_internal.h"
@@ -39,6 +43,12 @@ int64_t lp_model__lm_chunk_rows(const lp_model *m, int64_t rows)
     return c < rows ? c : rows;
 }
 
+/* The targets where the host reads them (lp_model__in_host: the block itself on the CPU). */
+static const int32_t *host_labels(const lp_model *m)
+{
+    return lp_model__in_host(m, m->labels);
+}
+
 static int64_t count_rows(const int32_t *labels, int64_t n)
 {
     int64_t k = 0;
@@ -53,12 +63,12 @@ static void chunk_grad(lp_model *m, float *dh, float *dl, const float *lg, int64
                        int64_t total, bool with_dw)
 {
     const int64_t C = m->lm_head->in, V = m->n_classes;
-    const int64_t k = count_rows(m->labels + r0, n);
+    const int64_t k = count_rows(host_labels(m) + r0, n);
     lp_nn_linear head = *m->lm_head;
     if (!with_dw)
         head.dw = head.db = NULL;
     if (k == 0) { // every row ignored: no gradient flows through this chunk
-        memset(dh + r0 * C, 0, (size_t)(n * C) * sizeof(float));
+        lp_kernels_memset(dh + r0 * C, 0, (size_t)(n * C) * sizeof(float));
         return;
     }
     // the kernel divides by the chunk's count k; the loss is a mean over all `total` rows
@@ -85,7 +95,7 @@ lp_status lp_model__lm_logits(lp_model *m, float *logits)
 lp_status lp_model__lm_loss(lp_model *m, float *logits, float *dh, float *loss)
 {
     const int64_t N = m->B * m->T, V = m->n_classes, R = lp_model__lm_chunk_rows(m, N), C = m->lm_head->in;
-    const int64_t total = count_rows(m->labels, N);
+    const int64_t total = count_rows(host_labels(m), N);
     double sum = 0.0;
     m->lm_dh_ok = false;
     for (int64_t r0 = 0; r0 < N; r0 += R) {
@@ -96,13 +106,16 @@ lp_status lp_model__lm_loss(lp_model *m, float *logits, float *dh, float *loss)
         lp_model__range_push(m->lm_fwd);
         lp_nn_linear_forward(m->lm_head, lg, m->lm_in + r0 * C, n);
         float l;
-        lp_status st = lp_cross_entropy_forward(&l, m->lse + r0, lg, m->labels + r0, n, V, -100);
+        lp_status st =
+            lp_cross_entropy_forward(m->dev ? m->loss_dev : &l, m->lse + r0, lg, m->labels + r0, n, V, -100);
+        if (st == LP_OK && m->dev) // waits for the chunk
+            st = lp_kernels_download(&l, m->loss_dev, sizeof l);
         lp_model__range_pop(m->lm_fwd);
         if (st != LP_OK) // the kernel counts rows from the chunk's first
             return lp_err_wrap(st, "LM head rows %lld..%lld", (long long)r0, (long long)(r0 + n - 1));
         if (m->pass_status != LP_OK)
             return m->pass_status;
-        sum += (double)l * (double)count_rows(m->labels + r0, n);
+        sum += (double)l * (double)count_rows(host_labels(m) + r0, n);
         if (dh)
             chunk_grad(m, dh, m->lm_chunk, lg, r0, n, total, false);
     }
@@ -117,45 +130,67 @@ lp_status lp_model__lm_loss(lp_model *m, float *logits, float *dh, float *loss)
 lp_status lp_model__lm_token_losses(lp_model *m, float *tl)
 {
     const int64_t N = m->B * m->T, V = m->n_classes, R = lp_model__lm_chunk_rows(m, N), C = m->lm_head->in;
-    for (int64_t r0 = 0; r0 < N; r0 += R) {
+    const int32_t *y = host_labels(m);
+    // -log softmax(target) = lse - logit(target): the targets' logits gathered as rows of one
+    // float (index i * V + y) where the chunk's logits are, then read on the host with lse
+    int64_t *h_idx = lp_malloc((size_t)R * sizeof *h_idx);
+    float *h_val = lp_malloc((size_t)R * 2 * sizeof *h_val), *h_lse = h_val + R;
+    int64_t *idx =
+        lp_model__blk_alloc(m, (size_t)R * sizeof *idx, LP_MEM_CATEGORY_TEMPORARY, "LM target index");
+    float *val =
+        lp_model__blk_alloc(m, (size_t)R * sizeof *val, LP_MEM_CATEGORY_TEMPORARY, "LM target logits");
+    lp_status st =
+        h_idx && h_val && idx && val ? LP_OK : lp_err(LP_STATUS_NO_MEMORY, "LM token losses: out of memory");
+    for (int64_t r0 = 0; st == LP_OK && r0 < N; r0 += R) {
         const int64_t n = N - r0 < R ? N - r0 : R;
         lp_model__range_push(m->lm_fwd);
         lp_nn_linear_forward(m->lm_head, m->lm_chunk, m->lm_in + r0 * C, n);
         float l; /* the chunk's mean is not used: its per-row log-sum-exp (m->lse) is */
-        lp_status st = lp_cross_entropy_forward(&l, m->lse + r0, m->lm_chunk, m->labels + r0, n, V, -100);
+        st = lp_cross_entropy_forward(m->dev ? m->loss_dev : &l, m->lse + r0, m->lm_chunk, m->labels + r0, n,
+                                      V, -100);
         lp_model__range_pop(m->lm_fwd);
-        if (st != LP_OK)
-            return lp_err_wrap(st, "LM head rows %lld..%lld", (long long)r0, (long long)(r0 + n - 1));
-        if (m->pass_status != LP_OK)
-            return m->pass_status;
-        for (int64_t i = 0; i < n; i++) { /* -log softmax(target) = lse - logit(target) */
-            const int32_t y = m->labels[r0 + i];
-            tl[r0 + i] = y == -100 ? 0.0f : m->lse[r0 + i] - m->lm_chunk[i * V + y];
+        if (st != LP_OK) {
+            st = lp_err_wrap(st, "LM head rows %lld..%lld", (long long)r0, (long long)(r0 + n - 1));
+            break;
         }
+        for (int64_t i = 0; i < n; i++)
+            h_idx[i] = i * V + (y[r0 + i] == -100 ? 0 : y[r0 + i]);
+        if ((st = lp_kernels_upload(idx, h_idx, (size_t)n * sizeof *idx)) != LP_OK)
+            break;
+        lp_rows_gather(val, m->lm_chunk, idx, n, 1);
+        if ((st = lp_kernels_download(h_val, val, (size_t)n * sizeof *val)) != LP_OK ||
+            (st = lp_kernels_download(h_lse, m->lse + r0, (size_t)n * sizeof *h_lse)) != LP_OK)
+            break;
+        if ((st = m->pass_status) != LP_OK)
+            break;
+        for (int64_t i = 0; i < n; i++)
+            tl[r0 + i] = y[r0 + i] == -100 ? 0.0f : h_lse[i] - h_val[i];
     }
-    return LP_OK;
+    lp_model__blk_free(m, idx);
+    lp_model__blk_free(m, val);
+    free(h_idx);
+    free(h_val);
+    return st;
 }
 
 void lp_model__lm_backward(lp_model *m, float *dh)
 {
     const int64_t N = m->B * m->T, R = lp_model__lm_chunk_rows(m, N), C = m->lm_head->in;
     if (m->lm_dh_ok) { // the loss forward computed it, under the scale of that time
-        if (m->lm_dh_scale != m->dloss_scale) {
-            const float s = m->lm_dh_scale != 0.0f ? m->dloss_scale / m->lm_dh_scale : 0.0f;
-            for (int64_t i = 0; i < N * C; i++)
-                dh[i] *= s;
-        }
+        if (m->lm_dh_scale != m->dloss_scale) // (rare: the loss scale changed in between)
+            lp_kernels_active()->scale(dh, N * C,
+                                       m->lm_dh_scale != 0.0f ? m->dloss_scale / m->lm_dh_scale : 0.0f);
         return;
     }
-    const int64_t total = count_rows(m->labels, N);
+    const int64_t total = count_rows(host_labels(m), N);
     if (total == 0) {
-        memset(dh, 0, (size_t)(N * C) * sizeof(float));
+        lp_kernels_memset(dh, 0, (size_t)(N * C) * sizeof(float));
         return;
     }
     for (int64_t r0 = 0; r0 < N; r0 += R) {
         const int64_t n = N - r0 < R ? N - r0 : R;
-        if (count_rows(m->labels + r0, n) == 0) { // nothing to recompute
-            memset(dh + r0 * C, 0, (size_t)(n * C) * sizeof(float));
+        if (count_rows(host_labels(m) + r0, n) == 0) { // nothing to recompute
+            lp_kernels_memset(dh + r0 * C, 0, (size_t)(n * C) * sizeof(float));
             continue;
         }
         lp_model__range_push(m->lm_bwd);

@@ -415,18 +415,23 @@ static lp_status forward(lp_model *m, const int32_t *ids, const int32_t *mask, c
     return forward_head(m, ids, mask, type_ids, B, T, logits, need_grad, true);
 }
 
-/* m->labels = a causal LM's targets: token t predicts label t+1 (transformers shifts inside) */
-static void shift_labels(lp_model *m, const int32_t *labels, int64_t B, int64_t T)
+/* m->labels = a causal LM's targets: token t predicts label t+1 (transformers shifts inside),
+ * laid out in the host shadow (lm_loss.c counts them there) and uploaded to a device */
+static lp_status shift_labels(lp_model *m, const int32_t *labels, int64_t B, int64_t T)
 {
+    const int32_t *mask = lp_model__in_host(m, m->mask);
+    int32_t *out = lp_model__in_host(m, m->labels);
     for (int64_t b = 0; b < B; b++)
         for (int64_t t = 0; t < T; t++) {
             const int64_t i = b * T + t;
             // a padding position predicts nothing: under left padding transformers counts the
             // last pad (a query that sees no key) as predicting the first real token
             // and under packing the last token of a sample predicts nothing of the next one
-            const bool next = t + 1 < T && m->mask[i] && (!m->segments || m->mask[i + 1] == m->mask[i]);
-            m->labels[i] = next ? labels[i + 1] : -100;
+            const bool next = t + 1 < T && mask[i] && (!m->segments || mask[i + 1] == mask[i]);
+            out[i] = next ? labels[i + 1] : -100;
         }
+    lp_status st = m->dev ? lp_kernels_upload(m->labels, out, (size_t)(B * T) * sizeof *out) : LP_OK;
+    return st == LP_OK ? LP_OK : lp_err_wrap(st, "model loss: uploading the labels");
 }
 
 lp_status lp_model_token_losses(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *labels,
@@ -439,7 +444,8 @@ lp_status lp_model_token_losses(lp_model *m, const int32_t *ids, const int32_t *
     lp_status st = forward_head(m, ids, mask, NULL, B, T, NULL, false, false);
     if (st != LP_OK)
         return st;
-    shift_labels(m, labels, B, T);
+    if ((st = shift_labels(m, labels, B, T)) != LP_OK)
+        return st;
     return lp_model__lm_token_losses(m, token_loss);
 }
 
@@ -458,9 +464,11 @@ lp_status lp_model_loss_forward(lp_model *m, const int32_t *ids, const int32_t *
     if (st != LP_OK)
         return st;
     const int64_t rows = head_rows(m, B, T);
-    if (m->task == LP_MODEL_TASK_CAUSAL_LM)
-        shift_labels(m, labels, B, T);
-    else if ((st = lp_kernels_upload(m->labels, labels, (size_t)B * sizeof *labels)) != LP_OK) // memcpy on the CPU
+    if (m->task == LP_MODEL_TASK_CAUSAL_LM) {
+        if ((st = shift_labels(m, labels, B, T)) != LP_OK)
+            return st;
+    } else if ((st = lp_kernels_upload(m->labels, labels, (size_t)B * sizeof *labels)) !=
+               LP_OK) // memcpy on the CPU
         return lp_err_wrap(st, "model loss: uploading the labels");
     // -100 is ignored, as in transformers
     if (m->task == LP_MODEL_TASK_CAUSAL_LM) {

@@ -45,6 +45,7 @@ typedef struct lp_model_linear {
     size_t wparam;           /* index of its weight in params (SIZE_MAX when quantized) */
     bool adapted;
     lp_qweight *q;           /* quantized base (owned), or NULL */
+    lp_qweight *qdev;        /* its copy on a device (owned, device.c; lin->qbase then), or NULL */
     /* lp_model_options.weights: kept as qdtype (LP_DTYPE_NF4 or LP_DTYPE_GGML of qgtype)
      * when quantized is set (decided by lp_model__quant_setup, filled by _quant_finish) */
     bool quantized;

@@ -704,12 +704,18 @@ lp_status lp_model__peft_bind(lp_model *m, int64_t B, int64_t T)
 
 void lp_model__peft_free(lp_model *m)
 {
-    for (size_t i = 0; m->lins && i < m->n_lins; i++)
+    for (size_t i = 0; m->lins && i < m->n_lins; i++) {
+        if (m->lins[i].qdev) {
+            lp_kernels_qweight_free(m->lins[i].qdev);
+            free(m->lins[i].qdev);
+            m->lins[i].qdev = NULL;
+        }
         if (m->lins[i].q) {
             lp_qweight_free(m->lins[i].q);
             free(m->lins[i].q);
             m->lins[i].q = NULL;
         }
+    }
     lp_st_close(m->adapter_file);
     m->adapter_file = NULL;
     lp_gguf_close(m->qgguf);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The engine on the GPU (issue 19): loupe eval / train --device cuda against --device cpu on
 # the bundled tiny BERT (models/default: 4 x 256, dropout 0.1) and a tiny DistilBERT drawn
-# from a seed (2 x 128, dropout 0.1), data/sst2-mini.
+# from a seed (2 x 128, dropout 0.1), then the decoders: the bundled tiny Llama (models/tiny-llama:
+# causal LM, GQA 4 over 2 heads, rotary) and a Qwen2-shaped classifier drawn from a seed (q/k/v
+# biases, 4 query heads over 1 kv head, tied embeddings), data/sst2-mini.
 #
 # Without a GPU (CI, or a CPU-only build) only the refusal is checked: --device cuda exits 1
 # with "no CUDA GPU is present" (CUDA build) or "built without CUDA" (CPU-only build), writes
@@ -19,7 +21,15 @@
 #     tensor's largest |value| (AdamW's normalized steps carry the ~1e-6 gradient differences
 #     into the weights at the same relative size);
 #   - summary.json names the device and the device allocator's peaks per category;
-#   - --tf32 runs, its logits within 1e-2 of f32's (10-bit mantissas: looser by design).
+#   - --tf32 runs, its logits within 1e-2 of f32's (10-bit mantissas: looser by design);
+#   - decoders, the same bounds: a causal LM's per-row mean token loss (eval) and eval loss
+#     within 1e-4 relative, the classifier's logits as above; 20 steps of full fine-tuning
+#     (causal LM), LoRA on every Linear with dropout (the classifier) and LoRA with gradient
+#     checkpointing (the Llama as a classifier), each step's loss within 1e-4 relative;
+#   - QLoRA (NF4 base, the Llama as a classifier) and LoRA on an int8 base (the causal LM): the
+#     device dequantizes the same codes to the same f32 values (bit for bit, test_cuda_ops) and
+#     multiplies them in f32, the CPU runs its fused dequant-GEMM: summation order again, so
+#     1e-4 relative per step; the bases count as quantized_weight in the device's memory.
 #
 # LP_FAKE_DEVICE=1 (ctest engine_fake_device) runs it all on loupe's stand-in device: host
 # memory apart from the host's, the CPU's op table less the entries CUDA lacks (fused LoRA,
@@ -47,6 +57,18 @@ cat >"$DB/config.json" <<'JSON'
  "activation": "gelu", "initializer_range": 0.02, "pad_token_id": 0,
  "id2label": {"0": "negative", "1": "positive"}, "label2id": {"negative": 0, "positive": 1}, "loupe_init_seed": 7}
 JSON
+QW=$T/qwen2
+mkdir -p "$QW"
+cp models/tiny-llama/tokenizer.json models/tiny-llama/tokenizer_config.json "$QW/"
+cat >"$QW/config.json" <<'JSON'
+{"architectures": ["Qwen2ForSequenceClassification"], "model_type": "qwen2", "vocab_size": 1000,
+ "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2, "num_attention_heads": 4,
+ "num_key_value_heads": 1, "hidden_act": "silu", "max_position_embeddings": 256, "rms_norm_eps": 1e-6,
+ "rope_theta": 1000000.0, "attention_dropout": 0.0, "tie_word_embeddings": true, "initializer_range": 0.02,
+ "pad_token_id": 0, "id2label": {"0": "negative", "1": "positive"}, "label2id": {"negative": 0, "positive": 1},
+ "loupe_init_seed": 11}
+JSON
+LM=models/tiny-llama
 bad() { echo "FAIL: $*"; fail=1; }
 
 # ---- the probe: is there a GPU? ------------------------------------------------------------
@@ -100,7 +122,7 @@ print(f"{what}: {len(a)} rows, worst |cuda - cpu| / row max = {worst:.3e} (toler
 sys.exit(0 if worst <= tol and flips == 0 else 1)
 PY
 }
-for m in "$BERT" "$DB"; do
+for m in "$BERT" "$DB" "$QW"; do
   n=$(basename "$m")
   "$L" eval --model "$m" --data "$DEV" --batch-size 32 --save-predictions "$T/$n.cpu.jsonl" --json >"$T/$n.cpu.json" ||
     bad "eval $n on the cpu"
@@ -120,6 +142,27 @@ print(f"eval tf32: worst |tf32 - f32 cpu| / row max = {w:.3e} (tolerance 1e-2)")
 sys.exit(0 if w <= 1e-2 else 1)
 PY
 done
+
+# a causal LM's eval: each row's mean token loss, and the mean
+"$L" eval --model "$LM" --data "$DEV" --batch-size 32 --save-predictions "$T/lm.cpu.jsonl" --json >"$T/lm.cpu.json" ||
+  bad "eval $LM on the cpu"
+if "$L" eval --model "$LM" --data "$DEV" --batch-size 32 --save-predictions "$T/lm.cuda.jsonl" --json --device "$GD" \
+  >"$T/lm.cuda.json" 2>"$T/lm.cuda.err"; then
+  python3 - "$T/lm.cpu.jsonl" "$T/lm.cuda.jsonl" "$T/lm.cpu.json" "$T/lm.cuda.json" <<'PY' || bad "eval $LM: losses"
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+assert len(a) == len(b) and a, (len(a), len(b))
+w = max(abs(x["mean_loss"] - y["mean_loss"]) / abs(x["mean_loss"]) for x, y in zip(a, b))
+la, lb = json.load(open(sys.argv[3]))["loss"], json.load(open(sys.argv[4]))["loss"]
+same = all(x["predicted_tokens"] == y["predicted_tokens"] for x, y in zip(a, b))
+print(f"eval causal LM: {len(a)} rows, worst relative |cuda - cpu| of a row's mean token loss {w:.3e}, "
+      f"mean loss {la:.6f} / {lb:.6f} (tolerance 1e-4)")
+sys.exit(0 if w <= 1e-4 and abs(la - lb) <= 1e-4 * abs(la) and same else 1)
+PY
+else
+  bad "eval $LM --device cuda: $(cat "$T/lm.cuda.err")"
+fi
 
 # ---- training: 20 steps on each side -------------------------------------------------------
 # run NAME DEVICE MODEL ARGS...: one run in $T/runs/NAME
@@ -144,9 +187,14 @@ print(f"{what}: per-step loss worst relative difference {worst:.3e} (tolerance {
 print(f"  losses cpu {float(a[0]['loss']):.6f} .. {float(a[-1]['loss']):.6f}, cuda {float(b[0]['loss']):.6f} .. {float(b[-1]['loss']):.6f}")
 ok &= worst <= tol
 sa, sb = json.load(open(cpu + "/summary.json")), json.load(open(gpu + "/summary.json"))
-acc_a, acc_b = sa["eval"]["accuracy"], sb["eval"]["accuracy"]
-print(f"  eval accuracy cpu {acc_a}, cuda {acc_b} (" + (f"within {acc_tol:g})" if acc_tol else "must be equal)"))
-ok &= abs(acc_a - acc_b) <= acc_tol + 1e-12
+if "accuracy" in sa["eval"]:
+    acc_a, acc_b = sa["eval"]["accuracy"], sb["eval"]["accuracy"]
+    print(f"  eval accuracy cpu {acc_a}, cuda {acc_b} (" + (f"within {acc_tol:g})" if acc_tol else "must be equal)"))
+    ok &= abs(acc_a - acc_b) <= acc_tol + 1e-12
+else:  # a causal LM: the eval loss, as each step's
+    la, lb = sa["eval"]["loss"], sb["eval"]["loss"]
+    print(f"  eval loss cpu {la:.6f}, cuda {lb:.6f} (tolerance {tol:g} relative)")
+    ok &= abs(la - lb) <= tol * abs(la)
 dm = sb.get("device_memory", {}).get("peak_allocated_by_category", {})
 print(f"  summary: device {sb.get('device')} / {sb.get('device_name')}, device peak allocated {sb.get('device_memory', {}).get('peak_allocated_bytes')} B, by category {dm}")
 if sys.argv[4] == "cpu":  # the dry run
@@ -155,6 +203,8 @@ ok &= sb.get("device") == "cuda" and bool(sb.get("device_name")) and sa.get("dev
 if os.environ.get("LP_FAKE_DEVICE") == "1":  # the stand-in: no device allocator
     sys.exit(0 if ok else 1)
 ok &= dm.get("parameter", 0) > 0 and dm.get("activation", 0) > 0 and dm.get("optimizer_state", 0) > 0 and dm.get("gradient", 0) > 0
+if what in ("nf4", "int8"):  # the frozen bases live on the device, quantized
+    ok &= dm.get("quantized_weight", 0) > 0
 sys.exit(0 if ok else 1)
 PY
 }
@@ -181,7 +231,7 @@ def load(p):
 a, b, tol, what = load(sys.argv[1]), load(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 assert a.keys() == b.keys() and a, (sorted(a)[:5], sorted(b)[:5])
 worst, name = 0.0, ""
-zero_grad = [k for k in a if k.endswith((".key.bias", ".k_lin.bias"))]
+zero_grad = [k for k in a if k.endswith((".key.bias", ".k_lin.bias", ".k_proj.bias"))]
 if len(sys.argv) > 5 and zero_grad:
     lr = json.load(open(sys.argv[5]))["training"]["lr"]
     budget = 2 * 20 * 3.16 * lr
@@ -207,8 +257,17 @@ for dev in cpu cuda; do
     bad "train lora --device $dev: $(tail -n 3 "$T/lora-$dev.err")"
   run "ckpt-$dev" "$dev" "$DB" --gradient-checkpointing || bad "train full --gradient-checkpointing --device $dev: $(tail -n 3 "$T/ckpt-$dev.err")"
   run "bf16-$dev" "$dev" "$BERT" --dtype bf16 || bad "train --dtype bf16 --device $dev: $(tail -n 3 "$T/bf16-$dev.err")"
+  run "lm-$dev" "$dev" "$LM" --save-model "$T/lm-$dev.model" || bad "train causal LM --device $dev: $(tail -n 3 "$T/lm-$dev.err")"
+  run "qwlora-$dev" "$dev" "$QW" --method lora --targets all --rank 8 --lora-dropout 0.1 --save-adapter "$T/qw-$dev.adapter" ||
+    bad "train qwen2 lora --device $dev: $(tail -n 3 "$T/qwlora-$dev.err")"
+  run "lmckpt-$dev" "$dev" "$LM" --task seq-cls --method lora --gradient-checkpointing ||
+    bad "train llama seq-cls lora --gradient-checkpointing --device $dev: $(tail -n 3 "$T/lmckpt-$dev.err")"
+  run "nf4-$dev" "$dev" "$LM" --task seq-cls --method qlora --targets all --rank 8 --save-adapter "$T/nf4-$dev.adapter" ||
+    bad "train qlora --device $dev: $(tail -n 3 "$T/nf4-$dev.err")"
+  run "int8-$dev" "$dev" "$LM" --method lora --base-dtype int8 --rank 8 ||
+    bad "train lora --base-dtype int8 --device $dev: $(tail -n 3 "$T/int8-$dev.err")"
 done
-for name in full lora ckpt; do
+for name in full lora ckpt lm qwlora lmckpt nf4 int8; do
   [ -f "$T/runs/$name-cpu/steps.csv" ] && [ -f "$T/runs/$name-cuda/steps.csv" ] || continue
   cmp_runs "$name" || bad "train $name: cuda against cpu"
 done
@@ -224,6 +283,12 @@ if [ -f "$T/runs/bf16-cpu/steps.csv" ] && [ -f "$T/runs/bf16-cuda/steps.csv" ]; 
 fi
 [ -f "$T/full-cuda.model/model.safetensors" ] && cmp_st "$T/full-cpu.model/model.safetensors" \
   "$T/full-cuda.model/model.safetensors" 1e-4 "saved model (full)" "$T/runs/full-cpu/config.json" || bad "--save-model on cuda"
+[ -f "$T/lm-cuda.model/model.safetensors" ] && cmp_st "$T/lm-cpu.model/model.safetensors" \
+  "$T/lm-cuda.model/model.safetensors" 1e-4 "saved model (causal LM)" || bad "--save-model of a causal LM on cuda"
+[ -f "$T/qw-cuda.adapter/adapter_model.safetensors" ] && cmp_st "$T/qw-cpu.adapter/adapter_model.safetensors" \
+  "$T/qw-cuda.adapter/adapter_model.safetensors" 1e-4 "saved adapter (qwen2 lora)" || bad "--save-adapter of a decoder on cuda"
+[ -f "$T/nf4-cuda.adapter/adapter_model.safetensors" ] && cmp_st "$T/nf4-cpu.adapter/adapter_model.safetensors" \
+  "$T/nf4-cuda.adapter/adapter_model.safetensors" 1e-4 "saved adapter (qlora)" || bad "--save-adapter of QLoRA on cuda"
 [ -f "$T/lora-cuda.adapter/adapter_model.safetensors" ] && cmp_st "$T/lora-cpu.adapter/adapter_model.safetensors" \
   "$T/lora-cuda.adapter/adapter_model.safetensors" 1e-4 "saved adapter (lora)" || bad "--save-adapter on cuda"
 # the saved GPU model evaluates on the CPU as the GPU left it

@@ -206,6 +206,14 @@ lp_status lp_kernels_qweight_bf16_train(lp_qweight *q, const float *w, int64_t r
     return lp_qweight_pack_bf16_train(q, w, rows, cols, name);
 }
 
+lp_status lp_kernels_qweight_upload(const lp_qweight *h, lp_qweight *d, const char *name)
+{
+    if (on_cuda())
+        return lp_cuda_qweight_upload(dev, h, d, name);
+    memset(d, 0, sizeof *d); /* the CPU, or the stand-in whose memory is the host's: h serves */
+    return LP_OK;
+}
+
 void lp_kernels_qweight_free(lp_qweight *q)
 {
     if (on_cuda())

@@ -72,6 +72,8 @@ lp_status lp_qmatmul_forward(float *out, const float *inp, const lp_qweight *w, 
         LP_OP_BEGIN("lp::f32_gemm_forward", fl, by, 3, N, C, OC);
         return K->f32_matmul_forward(out, inp, w, bias, N, C, OC);
     }
+    if (!K->qmatmul_forward) // a device without a quantized GEMM: dequantize, then its f32 GEMM
+        return lp_qmatmul_forward_eager(out, inp, w, bias, N, C, OC);
     if (w->dtype == LP_DTYPE_NF4) {
         LP_OP_BEGIN("lp::nf4_matmul_forward", fl, by, 3, N, C, OC);
         return K->qmatmul_forward(out, inp, w, bias, N, C, OC);
@@ -85,6 +87,8 @@ lp_status lp_qmatmul_backward(float *dinp, const float *dout, const lp_qweight *
                               int64_t OC)
 {
     double fl = 2.0 * N * C * OC, by = 4.0 * (N * C + N * OC) + wbytes(w);
+    if (!K->qmatmul_backward) // a device without a quantized GEMM (as the forward)
+        return lp_qmatmul_backward_eager(dinp, dout, w, N, C, OC);
     if (w->dtype == LP_DTYPE_NF4) {
         LP_OP_BEGIN("lp::nf4_matmul_backward", fl, by, 3, N, C, OC);
         return K->qmatmul_backward(dinp, dout, w, N, C, OC);
@@ -122,10 +126,12 @@ void lp_qweight_repack_bf16(lp_qweight *q, const float *w)
     K->bf16_repack(q, w);
 }
 
-/* The whole weight as f32 in a TEMPORARY buffer (the eager path's cost, by design). */
+/* The whole weight as f32 in a TEMPORARY buffer of the active device (the eager path's cost,
+ * by design; on a device without a quantized GEMM, its path). */
 static float *dequant_full(const lp_qweight *w)
 {
-    float *wf = lp_alloc((size_t)w->n * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "dequantized weight");
+    float *wf =
+        lp_kernels_dev_alloc((size_t)w->n * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "dequantized weight");
     if (wf)
         lp_qweight_dequantize(wf, w, 0, w->n);
     return wf;
@@ -141,7 +147,7 @@ lp_status lp_qmatmul_forward_eager(float *out, const float *inp, const lp_qweigh
     if (!wf)
         return LP_STATUS_NO_MEMORY;
     lp_matmul_forward(out, inp, wf, bias, N, C, OC);
-    lp_free(wf);
+    lp_kernels_dev_free(wf);
     return LP_OK;
 }
 
@@ -155,7 +161,7 @@ lp_status lp_qmatmul_backward_eager(float *dinp, const float *dout, const lp_qwe
     if (!wf)
         return LP_STATUS_NO_MEMORY;
     lp_matmul_backward(dinp, NULL, NULL, dout, NULL, wf, N, C, OC);
-    lp_free(wf);
+    lp_kernels_dev_free(wf);
     return LP_OK;
 }
 
