@@ -389,6 +389,9 @@ const char *lp_kernels_device_label(void);
 /* A zero-filled buffer of the active device under a memory category (NULL and lp_err on
  * failure); release with lp_kernels_dev_free. */
 void *lp_kernels_dev_alloc(size_t bytes, lp_mem_category cat, const char *what);
+/* The same without the zero fill on a device (a memset of its whole size there): for
+ * scratch every byte of which is written before it is read. */
+void *lp_kernels_dev_scratch(size_t bytes, lp_mem_category cat, const char *what);
 void lp_kernels_dev_free(void *p);
 /* Copies host <-> device and inside the device, and memset, ordered with the ops (download
  * waits and returns any error a queued op kept: an id out of range, a failed launch). */

@@ -153,7 +153,7 @@ static void usage(const char *cmd, bool profile)
            "  --weight-decay X (0.01), --max-grad-norm X (1.0; 0 = off), --seed N (42)\n"
            "  --exec eager|fused (fused), --threads N\n"
            "  --device cpu|cuda      where the model trains (cpu). cuda: encoders and decoders, full,\n"
-           "                         LoRA or QLoRA (NF4 / int8 bases), f32 or --dtype bf16 (full),\n"
+           "                         LoRA or QLoRA (NF4 / int8 bases), f32 or --dtype bf16,\n"
            "                         fused attention, one GPU (LP_CUDA_DEVICE, default 0)\n"
            "  --tf32                 with --device cuda: f32 GEMMs (attention's too) on TF32 tensor cores\n"
            "Data-parallel (mpirun -np N loupe train ...; --batch-size stays the global batch):\n"

@@ -28,10 +28,6 @@ static lp_status refuse(const lp_model *m)
     if (m->exec != LP_EXEC_MODE_FUSED)
         return lp_err(LP_STATUS_UNSUPPORTED, "%s: --device %s has no eager attention: use --exec fused",
                       m->dir, dev);
-    if (m->opt.compute == LP_DTYPE_BF16 && m->lora.enabled)
-        return lp_err(LP_STATUS_UNSUPPORTED,
-                      "%s: --device %s runs --dtype bf16 with --method full only (no bf16 LoRA base yet)",
-                      m->dir, dev);
     if (m->opt.compute == LP_DTYPE_BF16 && !lp_kernels_active()->bf16_matmul_forward)
         return lp_err(LP_STATUS_UNSUPPORTED, "%s: --device %s has no bf16 GEMMs (no --dtype bf16)", m->dir,
                       dev);
@@ -40,10 +36,47 @@ static lp_status refuse(const lp_model *m)
                       m->dir, dev, lp_weight_format_name(m->opt.weights));
     for (size_t i = 0; i < m->n_lins; i++) {
         const lp_qweight *q = m->lins[i].q;
-        if (m->lins[i].lin->qbase != q || (q && q->dtype != LP_DTYPE_NF4 && q->dtype != LP_DTYPE_INT8))
+        if (m->lins[i].lin->qbase != q ||
+            (q && q->dtype != LP_DTYPE_NF4 && q->dtype != LP_DTYPE_INT8 && q->dtype != LP_DTYPE_BF16))
             return lp_err(LP_STATUS_UNSUPPORTED,
-                          "%s: --device %s takes f32, NF4 or int8 LoRA bases only (%s is %s)", m->dir, dev,
-                          m->lins[i].module, lp_dtype_name(q ? q->dtype : LP_DTYPE_F32));
+                          "%s: --device %s takes f32, NF4, int8 or bf16 LoRA bases only (%s is %s)", m->dir,
+                          dev, m->lins[i].module, lp_dtype_name(q ? q->dtype : LP_DTYPE_F32));
+    }
+    return LP_OK;
+}
+
+/* ml's frozen LoRA base on the device, where lin->qbase then points: NF4 / int8 copied as they
+ * are; bf16 made again in the device's bf16 layout from its exact f32 values (the host copy
+ * is in the CPU GEMM's panels). The stand-in device reads an NF4 / int8 host copy as it is. */
+static lp_status base_to_device(lp_model *m, lp_model_linear *ml)
+{
+    const lp_qweight *q = ml->q;
+    if (!(ml->qdev = lp_calloc(1, sizeof *ml->qdev)))
+        return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", m->dir);
+    lp_status st = LP_OK;
+    if (q->dtype != LP_DTYPE_BF16) {
+        st = lp_kernels_qweight_upload(q, ml->qdev, ml->module);
+    } else {
+        const size_t bytes = (size_t)q->n * sizeof(float);
+        float *h = lp_malloc(bytes),
+              *d = lp_kernels_dev_scratch(bytes, LP_MEM_CATEGORY_TEMPORARY, "bf16 base");
+        if (!h || !d) {
+            st = lp_err(LP_STATUS_NO_MEMORY, "%s: %s as f32", m->dir, ml->module);
+        } else { // read on the host, with the CPU's own kernel
+            lp_kernels_table(LP_KERNELS_IMPL_OPT)->qweight_dequantize(h, q, 0, q->n);
+            if ((st = lp_kernels_upload(d, h, bytes)) == LP_OK)
+                st = lp_kernels_qweight_bf16_train(ml->qdev, d, q->rows, q->cols, ml->module);
+        }
+        free(h);
+        lp_kernels_dev_free(d);
+    }
+    if (st != LP_OK)
+        return lp_err_wrap(st, "%s: the base %s on the device", m->dir, ml->module);
+    if (ml->qdev->mem) {
+        ml->lin->qbase = ml->qdev;
+    } else {
+        free(ml->qdev);
+        ml->qdev = NULL;
     }
     return LP_OK;
 }
@@ -75,22 +108,10 @@ lp_status lp_model__to_device(lp_model *m)
     // --dtype bf16: the Linears' copies, made from the device's weights
     if ((st = lp_model__bf16_setup(m)) != LP_OK)
         return st;
-    // QLoRA: the frozen NF4 / int8 bases (the host copies stay, for merging and saving)
-    for (size_t i = 0; i < m->n_lins; i++) {
-        lp_model_linear *ml = &m->lins[i];
-        if (!ml->q)
-            continue;
-        if (!(ml->qdev = lp_calloc(1, sizeof *ml->qdev)))
-            return lp_err(LP_STATUS_NO_MEMORY, "%s: out of memory", m->dir);
-        if ((st = lp_kernels_qweight_upload(ml->q, ml->qdev, ml->module)) != LP_OK)
-            return lp_err_wrap(st, "%s: uploading the base %s", m->dir, ml->module);
-        if (ml->qdev->mem) {
-            ml->lin->qbase = ml->qdev;
-        } else { // the stand-in device reads the host copy
-            free(ml->qdev);
-            ml->qdev = NULL;
-        }
-    }
+    // LoRA: the frozen NF4 / int8 / bf16 bases (the host copies stay, for merging and saving)
+    for (size_t i = 0; i < m->n_lins; i++)
+        if (m->lins[i].q && (st = base_to_device(m, &m->lins[i])) != LP_OK)
+            return st;
     // the gradient block again, on the device (lp_model__layout_grads allocates through
     // lp_model__blk_alloc now); what was accumulated on the host (nothing after a load) is lost
     for (size_t i = 0; i < m->n_params; i++)

@@ -84,11 +84,9 @@ static lp_status check_config(const lp_train_config *c)
     if (c->tf32 && c->device != LP_DEVICE_CUDA)
         return lp_err(LP_STATUS_INVALID_ARG, "--tf32 needs --device cuda");
     if (c->device != LP_DEVICE_CPU) { /* what a GPU run does not do yet, said before any work */
-        const char *no = world > 1                 ? "data parallelism (one process, one GPU)"
-                         : c->detect_anomaly       ? "--detect-anomaly"
-                         : c->resume && *c->resume ? "--resume"
-                         : c->dtype != LP_DTYPE_F32 && c->method != LP_TRAIN_METHOD_FULL
-                             ? "--dtype bf16 with LoRA (a bf16 frozen base; --method full runs bf16)"
+        const char *no = world > 1                       ? "data parallelism (one process, one GPU)"
+                         : c->detect_anomaly             ? "--detect-anomaly"
+                         : c->resume && *c->resume       ? "--resume"
                          : c->exec != LP_EXEC_MODE_FUSED ? "--exec eager (the GPU has fused attention only)"
                                                          : NULL;
         if (no)

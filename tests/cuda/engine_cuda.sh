@@ -203,7 +203,7 @@ ok &= sb.get("device") == "cuda" and bool(sb.get("device_name")) and sa.get("dev
 if os.environ.get("LP_FAKE_DEVICE") == "1":  # the stand-in: no device allocator
     sys.exit(0 if ok else 1)
 ok &= dm.get("parameter", 0) > 0 and dm.get("activation", 0) > 0 and dm.get("optimizer_state", 0) > 0 and dm.get("gradient", 0) > 0
-if what in ("nf4", "int8"):  # the frozen bases live on the device, quantized
+if what in ("nf4", "int8", "bf16lora"):  # the frozen bases live on the device, quantized
     ok &= dm.get("quantized_weight", 0) > 0
 sys.exit(0 if ok else 1)
 PY
@@ -257,6 +257,8 @@ for dev in cpu cuda; do
     bad "train lora --device $dev: $(tail -n 3 "$T/lora-$dev.err")"
   run "ckpt-$dev" "$dev" "$DB" --gradient-checkpointing || bad "train full --gradient-checkpointing --device $dev: $(tail -n 3 "$T/ckpt-$dev.err")"
   run "bf16-$dev" "$dev" "$BERT" --dtype bf16 || bad "train --dtype bf16 --device $dev: $(tail -n 3 "$T/bf16-$dev.err")"
+  run "bf16lora-$dev" "$dev" "$DB" --dtype bf16 --method lora --rank 8 --lora-dropout 0.1 ||
+    bad "train --dtype bf16 --method lora --device $dev: $(tail -n 3 "$T/bf16lora-$dev.err")"
   run "lm-$dev" "$dev" "$LM" --save-model "$T/lm-$dev.model" || bad "train causal LM --device $dev: $(tail -n 3 "$T/lm-$dev.err")"
   run "qwlora-$dev" "$dev" "$QW" --method lora --targets all --rank 8 --lora-dropout 0.1 --save-adapter "$T/qw-$dev.adapter" ||
     bad "train qwen2 lora --device $dev: $(tail -n 3 "$T/qwlora-$dev.err")"
@@ -277,10 +279,14 @@ done
 # 2000, off by 2^-8 relative): losses drift apart faster than f32's. Tolerance 3e-3 relative per
 # step, an estimate until a GPU run measures it (the stand-in device runs the CPU's kernels and
 # matches exactly); a dev prediction may flip (accuracy within 2 of 500 rows).
-if [ -f "$T/runs/bf16-cpu/steps.csv" ] && [ -f "$T/runs/bf16-cuda/steps.csv" ]; then
-  cmp_runs bf16 3e-3 0.004 || bad "train --dtype bf16: cuda against cpu"
-  grep -q '"bf16_path"' "$T/runs/bf16-cuda/summary.json" || bad "train --dtype bf16 on cuda: summary.json names no bf16_path"
-fi
+# The same for LoRA over a bf16 frozen base (the DistilBERT): the base's bf16 values are the
+# CPU's (made from them exactly), the adapters f32.
+for name in bf16 bf16lora; do
+  if [ -f "$T/runs/$name-cpu/steps.csv" ] && [ -f "$T/runs/$name-cuda/steps.csv" ]; then
+    cmp_runs $name 3e-3 0.004 || bad "train $name: cuda against cpu"
+    grep -q '"bf16_path"' "$T/runs/$name-cuda/summary.json" || bad "train $name on cuda: summary.json names no bf16_path"
+  fi
+done
 [ -f "$T/full-cuda.model/model.safetensors" ] && cmp_st "$T/full-cpu.model/model.safetensors" \
   "$T/full-cuda.model/model.safetensors" 1e-4 "saved model (full)" "$T/runs/full-cpu/config.json" || bad "--save-model on cuda"
 [ -f "$T/lm-cuda.model/model.safetensors" ] && cmp_st "$T/lm-cpu.model/model.safetensors" \

@@ -169,6 +169,14 @@ static void bf16_train_case(int64_t N, int64_t C, int64_t OC, bool with_bias)
     (void)gst; /* a failure shows as the cases' FAIL */
     CASE("bf16_matmul_backward dinp", shape, got_dx, want_dx, N * C, 2e-6 * sqrt((double)OC), 1e-5, ms);
     CASE("bf16_matmul_backward dw", shape, got_dw, want_dw, OC * C, 2e-6 * sqrt((double)N), 1e-5, 0.0);
+    /* a frozen bf16 base (LoRA): the input gradient only, no input or weight gradient given;
+     * the same products as above, so the same result */
+    float *ddx1 = ct_dnan(N * C), *got_dx1 = kt_nan(N * C);
+    if (ct_be->ops->bf16_matmul_backward(ddx1, NULL, ddy, NULL, &dq, N, C, OC) != LP_OK)
+        printf("    error: %s\n", lp_err_msg());
+    ct_down(got_dx1, ddx1, N * C);
+    CASE("bf16_matmul_backward dinp only", shape, got_dx1, want_dx, N * C, 2e-6 * sqrt((double)OC), 1e-5,
+         0.0);
 
     for (int64_t i = 0; i < OC * C; i++) /* an optimizer step's change, then the repack */
         w[i] = w[i] * 0.75f + 1e-3f;

@@ -154,6 +154,11 @@ void *lp_kernels_dev_alloc(size_t bytes, lp_mem_category cat, const char *what)
     return p;
 }
 
+void *lp_kernels_dev_scratch(size_t bytes, lp_mem_category cat, const char *what)
+{
+    return dev ? dev->alloc_tagged(dev->ctx, bytes, cat, what) : lp_alloc(bytes, cat, what);
+}
+
 void lp_kernels_dev_free(void *p)
 {
     if (!dev)

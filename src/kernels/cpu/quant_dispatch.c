@@ -87,14 +87,16 @@ lp_status lp_qmatmul_backward(float *dinp, const float *dout, const lp_qweight *
                               int64_t OC)
 {
     double fl = 2.0 * N * C * OC, by = 4.0 * (N * C + N * OC) + wbytes(w);
+    if (w->dtype == LP_DTYPE_BF16 && (w->bf16t || !K->qmatmul_backward)) {
+        /* training: bf16 dY @ W on W^T's panels (CPU) or the device's bf16 copy */
+        LP_OP_BEGIN("lp::bf16_gemm_backward_dx", fl, by, 3, N, C, OC);
+        return K->bf16_matmul_backward(dinp, NULL, dout, NULL, w, N, C, OC);
+    }
     if (!K->qmatmul_backward) // a device without a quantized GEMM (as the forward)
         return lp_qmatmul_backward_eager(dinp, dout, w, N, C, OC);
     if (w->dtype == LP_DTYPE_NF4) {
         LP_OP_BEGIN("lp::nf4_matmul_backward", fl, by, 3, N, C, OC);
         return K->qmatmul_backward(dinp, dout, w, N, C, OC);
-    } else if (w->dtype == LP_DTYPE_BF16 && w->bf16t) { /* training: bf16 dY @ W on W^T's panels */
-        LP_OP_BEGIN("lp::bf16_gemm_backward_dx", fl, by, 3, N, C, OC);
-        return K->bf16_matmul_backward(dinp, NULL, dout, NULL, w, N, C, OC);
     } else if (w->dtype == LP_DTYPE_BF16) {
         LP_OP_BEGIN("lp::bf16_matmul_backward", fl, by, 3, N, C, OC);
         return K->qmatmul_backward(dinp, dout, w, N, C, OC);
@@ -131,7 +133,7 @@ void lp_qweight_repack_bf16(lp_qweight *q, const float *w)
 static float *dequant_full(const lp_qweight *w)
 {
     float *wf =
-        lp_kernels_dev_alloc((size_t)w->n * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "dequantized weight");
+        lp_kernels_dev_scratch((size_t)w->n * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "dequantized weight");
     if (wf)
         lp_qweight_dequantize(wf, w, 0, w->n);
     return wf;
@@ -216,13 +218,15 @@ lp_status lp_lora_forward_eager(float *out, float *u, uint8_t *keep, const float
     lp_status st = lp_k_lora_check(base, p, keep, rng, C, OC, r, true);
     if (st || N <= 0)
         return st;
-    // the active device's memory (lp_alloc on the CPU): the eager path also runs LoRA on a GPU
-    float *xd = NULL,
-          *v = lp_kernels_dev_alloc((size_t)(N * OC) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora_B out");
+    // the active device's memory (lp_alloc on the CPU): the eager path also runs LoRA on a GPU;
+    // every scratch buffer here is written whole before it is read
+    float *xd = NULL, *v = lp_kernels_dev_scratch((size_t)(N * OC) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY,
+                                                  "lora_B out");
     if (!v)
         return LP_STATUS_NO_MEMORY;
     if (p > 0.0f) {
-        xd = lp_kernels_dev_alloc((size_t)(N * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora dropout out");
+        xd = lp_kernels_dev_scratch((size_t)(N * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY,
+                                    "lora dropout out");
         if (!xd) {
             lp_kernels_dev_free(v);
             return LP_STATUS_NO_MEMORY;
@@ -234,6 +238,8 @@ lp_status lp_lora_forward_eager(float *out, float *u, uint8_t *keep, const float
     scaled_copy(v, v, N * OC, s);
     if (base->weight)
         lp_matmul_forward(out, inp, base->weight, base->bias, N, C, OC);
+    else if (!K->qmatmul_forward) // a device: its bf16 GEMM, or its own dequantize + f32 GEMM
+        st = lp_qmatmul_forward(out, inp, base->q, base->bias, N, C, OC);
     else
         st = lp_qmatmul_forward_eager(out, inp, base->q, base->bias, N, C, OC);
     if (!st)
@@ -251,11 +257,13 @@ lp_status lp_lora_backward_eager(float *dinp, float *dA, float *dB, const float 
     lp_status st = lp_k_lora_check(base, p, keep, NULL, C, OC, r, false);
     if (st || N <= 0)
         return st;
-    float *dv = lp_kernels_dev_alloc((size_t)(N * OC) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora dv");
-    float *du = lp_kernels_dev_alloc((size_t)(N * r) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora du");
-    float *dxd = lp_kernels_dev_alloc((size_t)(N * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora dx");
-    float *xd = p > 0.0f ? lp_kernels_dev_alloc((size_t)(N * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY,
-                                                "lora dropout out")
+    float *dv =
+        lp_kernels_dev_scratch((size_t)(N * OC) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora dv");
+    float *du = lp_kernels_dev_scratch((size_t)(N * r) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora du");
+    float *dxd =
+        lp_kernels_dev_scratch((size_t)(N * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "lora dx");
+    float *xd = p > 0.0f ? lp_kernels_dev_scratch((size_t)(N * C) * sizeof(float), LP_MEM_CATEGORY_TEMPORARY,
+                                                  "lora dropout out")
                          : NULL;
     if (!dv || !du || !dxd || (p > 0.0f && !xd)) {
         st = LP_STATUS_NO_MEMORY;
@@ -270,6 +278,8 @@ lp_status lp_lora_backward_eager(float *dinp, float *dA, float *dB, const float 
     if (dinp) {
         if (base->weight)
             lp_matmul_backward(dinp, NULL, NULL, dout, inp, base->weight, N, C, OC);
+        else if (!K->qmatmul_backward) // as the forward
+            st = lp_qmatmul_backward(dinp, dout, base->q, N, C, OC);
         else
             st = lp_qmatmul_backward_eager(dinp, dout, base->q, N, C, OC);
         if (!st && p > 0.0f)
