@@ -74,8 +74,9 @@ for t in tests/cuda/*.sh; do
     'FAIL|worst|losses|accuracy|summary:' bash "$t"
 done
 
-# loupe train --device cuda on a DistilBERT-shaped model (bench/gpu/train_models.sh: one JSON
-# line per config in OUT/train_models.jsonl); GPU_CHECK_BENCH=0 skips it
+# loupe train --device cuda on the DistilBERT- and Qwen2.5-0.5B-shaped workloads
+# (bench/gpu/train_models.sh: one JSON line per config in OUT/train_models.jsonl; a failed
+# config's error is in train_models.log); GPU_CHECK_BENCH=0 skips it
 if [ "${GPU_CHECK_BENCH:-1}" != 0 ] && [ -f bench/gpu/train_models.sh ]; then
   say "== bench/gpu/train_models.sh"
   LOUPE="$pack/bin/loupe" timeout "${GPU_CHECK_TIMEOUT:-240}" bash bench/gpu/train_models.sh "$out/train_models.jsonl" \

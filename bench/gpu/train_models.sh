@@ -60,7 +60,7 @@ for path, rows, n in ((sys.argv[2], 32 * 16, 160), (sys.argv[3], 8 * 16, 700)):
 PY
 "$L" peak --device cuda --json --seconds 1 >"$T/peak.json" 2>"$T/peak.err" || {
   echo "train_models: loupe peak --device cuda failed: $(cat "$T/peak.err")" >&2; exit 1; }
-# one MODEL METHOD PREC B T TRAIN ARGS...: a config's run and its JSON line
+# one MODEL METHOD PREC BATCH SEQ TRAIN ARGS...: a config's run and its JSON line
 one() {
   local model=$1 method=$2 prec=$3 B=$4 S=$5 data=$6; shift 6
   local extra=("$@") id=$model-$method-$prec dir=$M
