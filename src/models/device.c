@@ -143,6 +143,15 @@ void lp_model__device_free(lp_model *m)
     m->param_dev = NULL, m->loss_dev = NULL, m->in_host = NULL;
 }
 
+lp_status lp_model__cross_entropy(lp_model *m, float *loss, float *lse, const float *logits,
+                                  const int32_t *labels, int64_t n)
+{
+    if (!m->dev)
+        return lp_cross_entropy_forward(loss, lse, logits, labels, n, m->n_classes, -100);
+    lp_status st = lp_cross_entropy_forward(m->loss_dev, lse, logits, labels, n, m->n_classes, -100);
+    return st == LP_OK ? lp_kernels_download(loss, m->loss_dev, sizeof *loss) : st;
+}
+
 lp_status lp_model_host_params(lp_model *m, bool host)
 {
     if (!m->dev || host == m->host_view)

@@ -446,7 +446,7 @@ static lp_status llama_embed_forward(lp_model *m, const lp_nn_ctx *ctx, int64_t 
     // the CPU), then uploaded to a device
     const int32_t *types = lp_model__in_host(m, m->types), *mask = lp_model__in_host(m, m->mask);
     int32_t *pos = lp_model__in_host(m, m->pos);
-    int64_t *last = (int64_t *)(void *)(pos + ((int32_t *)(void *)ls->last - m->pos));
+    int64_t *last = lp_model__in_host(m, ls->last);
     for (int64_t i = 0; m->has_types && i < B * T; i++) // all-zero type ids (a single sentence) change nothing
         if (types[i] != 0)
             return lp_err(LP_STATUS_INVALID_ARG, "model forward: %s takes no token type ids (sentence pairs)",
@@ -473,8 +473,7 @@ static lp_status llama_embed_forward(lp_model *m, const lp_nn_ctx *ctx, int64_t 
     }
     lp_status st;
     if (m->dev &&
-        (st = lp_kernels_upload(
-             m->pos, pos, (size_t)((int32_t *)(void *)(ls->last + B) - m->pos) * sizeof(int32_t))) != LP_OK)
+        (st = lp_kernels_upload(m->pos, pos, (size_t)((char *)(ls->last + B) - (char *)m->pos))) != LP_OK)
         return lp_err_wrap(st, "model forward: uploading the positions");
     const float *inv_freq;
     if ((st = inv_freq_of(m, &inv_freq)) != LP_OK || (st = lookup(m, m->ids, B, T)) != LP_OK)

@@ -105,11 +105,8 @@ lp_status lp_model__lm_loss(lp_model *m, float *logits, float *dh, float *loss)
         float *lg = logits ? logits + r0 * V : m->lm_chunk;
         lp_model__range_push(m->lm_fwd);
         lp_nn_linear_forward(m->lm_head, lg, m->lm_in + r0 * C, n);
-        float l;
-        lp_status st =
-            lp_cross_entropy_forward(m->dev ? m->loss_dev : &l, m->lse + r0, lg, m->labels + r0, n, V, -100);
-        if (st == LP_OK && m->dev) // waits for the chunk
-            st = lp_kernels_download(&l, m->loss_dev, sizeof l);
+        float l; // on a device, a wait for the chunk
+        lp_status st = lp_model__cross_entropy(m, &l, m->lse + r0, lg, m->labels + r0, n);
         lp_model__range_pop(m->lm_fwd);
         if (st != LP_OK) // the kernel counts rows from the chunk's first
             return lp_err_wrap(st, "LM head rows %lld..%lld", (long long)r0, (long long)(r0 + n - 1));
@@ -146,8 +143,7 @@ lp_status lp_model__lm_token_losses(lp_model *m, float *tl)
         lp_model__range_push(m->lm_fwd);
         lp_nn_linear_forward(m->lm_head, m->lm_chunk, m->lm_in + r0 * C, n);
         float l; /* the chunk's mean is not used: its per-row log-sum-exp (m->lse) is */
-        st = lp_cross_entropy_forward(m->dev ? m->loss_dev : &l, m->lse + r0, m->lm_chunk, m->labels + r0, n,
-                                      V, -100);
+        st = lp_model__cross_entropy(m, &l, m->lse + r0, m->lm_chunk, m->labels + r0, n);
         lp_model__range_pop(m->lm_fwd);
         if (st != LP_OK) {
             st = lp_err_wrap(st, "LM head rows %lld..%lld", (long long)r0, (long long)(r0 + n - 1));

@@ -477,12 +477,8 @@ lp_status lp_model_loss_forward(lp_model *m, const int32_t *ids, const int32_t *
         const bool dh_now = m->training && !m->opt.no_grad && !m->lm_head->dw;
         float *dh = dh_now ? m->tmp_block + 2 * lp_model__up16(rows * m->cfg.hidden_size) : NULL;
         st = lp_model__lm_loss(m, logits, dh, &m->loss);
-    } else if (m->dev) { // the loss lands on the device; reading it waits for the pass
-        st = lp_cross_entropy_forward(m->loss_dev, m->lse, m->logits, m->labels, rows, m->n_classes, -100);
-        if (st == LP_OK)
-            st = lp_kernels_download(&m->loss, m->loss_dev, sizeof m->loss);
     } else {
-        st = lp_cross_entropy_forward(&m->loss, m->lse, m->logits, m->labels, rows, m->n_classes, -100);
+        st = lp_model__cross_entropy(m, &m->loss, m->lse, m->logits, m->labels, rows);
     }
     if (st != LP_OK)
         return lp_err_wrap(st, "model loss");

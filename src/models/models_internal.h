@@ -247,11 +247,15 @@ void *lp_model__blk_alloc(const lp_model *m, size_t bytes, lp_mem_category cat, 
 void lp_model__blk_free(const lp_model *m, void *p);
 lp_status lp_model__to_device(lp_model *m);
 void lp_model__device_free(lp_model *m);
-/* p (inside in_block) -> where the host writes it: the shadow on a device */
-static inline int32_t *lp_model__in_host(const lp_model *m, int32_t *p)
+/* p (inside in_block, of any element type) -> where the host writes it: the shadow on a device */
+static inline void *lp_model__in_host(const lp_model *m, const void *p)
 {
-    return m->dev ? m->in_host + (p - m->in_block) : p;
+    return m->dev ? (char *)m->in_host + ((const char *)p - (const char *)m->in_block) : (void *)p;
 }
+/* *loss (host) = the mean cross-entropy of n rows (lp_cross_entropy_forward; -100 ignored);
+ * on a device it lands in loss_dev and is downloaded, which waits for the pass. */
+lp_status lp_model__cross_entropy(lp_model *m, float *loss, float *lse, const float *logits,
+                                  const int32_t *labels, int64_t n);
 
 lp_status lp_model__run_stack(lp_model *m, const int32_t *ids, const int32_t *mask, const int32_t *type_ids,
                               int32_t B, int32_t T, bool need_grad);
