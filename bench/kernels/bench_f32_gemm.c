@@ -75,9 +75,12 @@ int main(int argc, char **argv)
     static const struct {
         const char *what;
         int64_t C, OC;
-    } sh[] = {{"distilbert qkv/out", 768, 768}, {"distilbert ffn up", 768, 3072}, {"distilbert ffn down", 3072, 768},
-              {"qwen0.5b q/o", 896, 896},       {"qwen0.5b k/v", 896, 128},       {"qwen0.5b mlp up", 896, 4864},
-              {"qwen0.5b mlp down", 4864, 896}};
+    } sh[] = {{"distilbert qkv/out", 768, 768},   {"distilbert ffn up", 768, 3072},
+              {"distilbert ffn down", 3072, 768}, {"qwen0.5b q/o", 896, 896},
+              {"qwen0.5b k/v", 896, 128},         {"qwen0.5b mlp up", 896, 4864},
+              {"qwen0.5b mlp down", 4864, 896},   {"smollm2 q/o", 576, 576},
+              {"smollm2 k/v", 576, 192},          {"smollm2 mlp up", 576, 1536},
+              {"smollm2 mlp down", 1536, 576},    {"smollm2 lm head", 576, 49152}};
     static const lp_isa want[] = {LP_ISA_AVX512BF16, LP_ISA_AVX512, LP_ISA_AVX2};
     lp_isa lv[3];
     int nl = 0;

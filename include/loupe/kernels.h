@@ -227,6 +227,16 @@ typedef struct lp_kv_geom {
     bool f16;       /* keys and values stored as f16 (uint16_t) */
 } lp_kv_geom;
 
+/* One tensor of a multi-tensor AdamW step: its parameter, gradient and two moments, n
+ * elements each, and its weight decay (0 for biases and norms). */
+typedef struct lp_adamw_tensor {
+    float *param;
+    const float *grad;
+    float *m, *v;
+    int64_t n;
+    double weight_decay;
+} lp_adamw_tensor;
+
 typedef struct lp_kernel_table {
     const char *name; /* "ref" or "opt" */
     const char *isa;  /* the ISA level its code was compiled for (lp_isa_name; "baseline" for ref) */
@@ -235,6 +245,11 @@ typedef struct lp_kernel_table {
     void (*bias_add_forward)(float *out, const float *bias, int64_t N, int64_t C);
     void (*bias_broadcast)(float *out, const float *bias, int64_t N, int64_t C);
     void (*bias_backward)(float *dbias, const float *dout, int64_t N, int64_t C);
+    /* out (N,OC) = inp (N,C) @ weight^T + bias, bias not NULL, in one GEMM that adds the bias
+     * in its epilogue; NULL: lp_matmul_forward broadcasts the bias into out and accumulates
+     * the sgemm into it */
+    void (*linear_forward)(float *out, const float *inp, const float *weight, const float *bias, int64_t N,
+                           int64_t C, int64_t OC);
     lp_status (*embedding_forward)(float *out, const int32_t *ids, const int32_t *type_ids, const float *wte,
                                    const float *wpe, const float *wtt, int64_t B, int64_t T, int64_t C, int64_t V,
                                    int64_t P, int64_t TT, int64_t pos_offset);
@@ -269,6 +284,10 @@ typedef struct lp_kernel_table {
                                    int64_t N, int64_t V, int32_t ignore_index, float dloss);
     void (*adamw_step)(float *param, const float *grad, float *m, float *v, int64_t n, double lr, double beta1,
                        double beta2, double eps, double weight_decay, int64_t step);
+    /* count tensors' AdamW steps at once (a GPU's one launch instead of count); NULL: the
+     * dispatcher calls adamw_step per tensor */
+    void (*adamw_multi)(const lp_adamw_tensor *t, int count, double lr, double beta1, double beta2,
+                        double eps, int64_t step);
     double (*sum_squares)(const float *x, int64_t n);
     void (*scale)(float *x, int64_t n, float s);
     /* ---- decoder ops ---- */
@@ -599,6 +618,11 @@ void lp_cross_entropy_backward(float *dlogits, const float *logits, const float 
  * param -= lr/(1-b1^step) * m / (sqrt(v)/sqrt(1-b2^step) + eps). step counts from 1. */
 void lp_adamw_step(float *param, const float *grad, float *m, float *v, int64_t n, double lr, double beta1, double beta2,
                    double eps, double weight_decay, int64_t step);
+
+/* lp_adamw_step on each of count tensors, the same arithmetic bit for bit: on a table with
+ * adamw_multi in one call (CUDA: one launch per 48 tensors), else one lp_adamw_step each. */
+void lp_adamw_multi(const lp_adamw_tensor *t, int count, double lr, double beta1, double beta2, double eps,
+                    int64_t step);
 
 /* Global L2 norm of n_tensors gradient buffers (accumulated in double). */
 double lp_grad_norm(float *const *grads, const int64_t *sizes, int n_tensors);

@@ -52,6 +52,37 @@ static void sgemm_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_
     fails += kt_release(op);
 }
 
+/* ---- linear_forward: a Linear's GEMM with its bias in cuBLASLt's epilogue (or, where it has
+ * none, broadcast and accumulated into): against the reference's broadcast + sgemm (beta 1),
+ * the sgemm tolerances above (the bias adds one rounding). bias_off 1 offsets the bias by one
+ * float (4-byte aligned: the heuristic must pick a kernel for it, or the fallback run). ---- */
+static void linear_case(int64_t N, int64_t C, int64_t OC, bool tf32, int bias_off)
+{
+    if (!ct_be->ops->linear_forward) {
+        printf("%-28s skipped: this backend has no linear_forward\n", "linear_forward");
+        return;
+    }
+    float *x = kt_rand_f(N * C, -1, 1), *w = kt_rand_f(OC * C, -1, 1), *b = kt_rand_f(OC + 1, -1, 1);
+    float *want = kt_nan(N * OC), *got = kt_nan(N * OC);
+    ct_ref->bias_broadcast(want, b + bias_off, N, OC);
+    ct_ref->sgemm(false, true, N, OC, C, 1.0f, x, C, w, C, 1.0f, want, OC);
+    float *dx = ct_up(x, N * C), *dw = ct_up(w, OC * C), *db = ct_up(b, OC + 1), *dout = ct_dnan(N * OC);
+    lp_cuda_set_tf32(ct_be, tf32);
+    ct_be->ops->linear_forward(dout, dx, dw, db + bias_off, N, C, OC);
+    ct_down(got, dout, N * OC);
+    double ms;
+    CT_TIME(ms, ct_be->ops->linear_forward(dout, dx, dw, db + bias_off, N, C, OC));
+    lp_cuda_set_tf32(ct_be, false);
+    char op[40], shape[64];
+    snprintf(op, sizeof op, "linear_forward %s", tf32 ? "tf32" : "f32");
+    snprintf(shape, sizeof shape, "N%lld C%lld OC%lld bias+%d", (long long)N, (long long)C, (long long)OC,
+             bias_off);
+    double rk = sqrt((double)(C > 0 ? C : 1));
+    CASE(op, shape, got, want, N * OC, (tf32 ? 2e-3 : 2e-6) * rk, tf32 ? 1e-3 : 1e-5, ms);
+    ct_free_all();
+    fails += kt_release(op);
+}
+
 static void test_sgemm(void)
 {
     /* every transpose on small and odd shapes; the large ones (the reference's triple loop
@@ -67,6 +98,12 @@ static void test_sgemm(void)
     sgemm_case(true, false, 64, 64, 0, 0, 1.0f, 0.5f, false);     /* K = 0: C scaled by beta */
     sgemm_case(false, true, 128, 768, 768, 0, 1.0f, 0.0f, true);
     sgemm_case(false, true, 512, 3072, 768, 1, 1.0f, 1.0f, true);
+    static const int64_t lin[][3] = {{1, 1, 1}, {7, 13, 5}, {33, 129, 65}, {512, 768, 3072}, {5, 0, 7}};
+    for (size_t s = 0; s < sizeof lin / sizeof lin[0]; s++)
+        for (int off = 0; off < 2; off++)
+            linear_case(lin[s][0], lin[s][1], lin[s][2], false, off);
+    linear_case(4096, 768, 768, true, 0);
+    linear_case(4096, 896, 4864, true, 1);
 }
 
 /* ---- bf16 GEMM (lp_cuda_gemm_bf16: the peak probe's) ----
@@ -420,6 +457,52 @@ static void adamw_case(int64_t n)
     fails += kt_release("adamw");
 }
 
+/* ---- multi-tensor AdamW: the same element arithmetic as adamw_step, so bit for bit with the
+ * reference applied tensor by tensor over three steps. 101 tensors (three launches of up to
+ * 48), sizes from 0 through several chunks, decay on every other one, like a model's
+ * weights, norms and biases; each tensor a slice of one buffer per array with 3 floats
+ * between slices, which must come back untouched. ---- */
+static void adamw_multi_case(void)
+{
+    enum { NT = 101, GAP = 3 };
+    static const int64_t sizes[] = {0, 1, 3, 768, 4095, 4096, 4097, 12289, 65537};
+    int64_t at[NT], total = 0;
+    for (int i = 0; i < NT; i++) {
+        at[i] = total;
+        total += sizes[(i * 7) % (int)(sizeof sizes / sizeof sizes[0])] + GAP;
+    }
+    float *p = kt_rand_f(total, -1, 1), *g = kt_rand_f(total, -1, 1), *m = kt_rand_f(total, -0.1f, 0.1f);
+    float *v = kt_rand_f(total, 0, 0.01f);
+    float *dp = ct_up(p, total), *dg = ct_up(g, total), *dm = ct_up(m, total), *dv = ct_up(v, total);
+    lp_adamw_tensor t[NT];
+    for (int i = 0; i < NT; i++)
+        t[i] = (lp_adamw_tensor){dp + at[i],
+                                 dg + at[i],
+                                 dm + at[i],
+                                 dv + at[i],
+                                 (i + 1 < NT ? at[i + 1] : total) - at[i] - GAP,
+                                 i % 2 ? 0.0 : 0.01};
+    for (int64_t step = 1; step <= 3; step++) {
+        for (int i = 0; i < NT; i++)
+            ct_ref->adamw_step(p + at[i], g + at[i], m + at[i], v + at[i], t[i].n, 1e-3, 0.9, 0.999, 1e-8,
+                               t[i].weight_decay, step);
+        ct_be->ops->adamw_multi(t, NT, 1e-3, 0.9, 0.999, 1e-8, step);
+    }
+    float *gp = kt_nan(total), *gm = kt_nan(total), *gv = kt_nan(total);
+    ct_down(gp, dp, total);
+    ct_down(gm, dm, total);
+    ct_down(gv, dv, total);
+    double ms;
+    CT_TIME(ms, ct_be->ops->adamw_multi(t, NT, 1e-3, 0.9, 0.999, 1e-8, 4));
+    char shape[48];
+    snprintf(shape, sizeof shape, "%d tensors, %lld el, 3 steps", NT, (long long)total);
+    CASE("adamw_multi param", shape, gp, p, total, 0, 0, ms);
+    CASE("adamw_multi m", shape, gm, m, total, 0, 0, -1);
+    CASE("adamw_multi v", shape, gv, v, total, 0, 0, -1);
+    ct_free_all();
+    fails += kt_release("adamw_multi");
+}
+
 /* ---- rows gather / scatter-add: copies, and adds in the reference's order: bit for bit
  * (indices repeat, so the scatter's order matters) ---- */
 static void rows_case(int64_t rows, int64_t n, int64_t C)
@@ -572,6 +655,7 @@ static void test_rest(void)
         adamw_case(ns[i]);
         dropout_case(ns[i], 0.1f, 0);
     }
+    adamw_multi_case();
     dropout_case(4099, 0.0f, 0);
     dropout_case(4099, 0.9f, 0);
     dropout_case(4099, 0.1f, 3);

@@ -175,9 +175,13 @@ void lp_matmul_forward(float *out, const float *inp, const float *weight, const 
     LP_OP_BEGIN("lp::matmul_forward", 2.0 * N * C * OC, 4.0 * (N * C + C * OC + N * OC), 3, N, C, OC);
     // out (N,OC) = bias + inp (N,C) @ weight^T (C,OC): the bias is the C the GEMM accumulates
     // into, which saves OpenBLAS's zeroing pass and a separate bias pass over out
-    if (bias)
-        K->bias_broadcast(out, bias, N, OC);
-    K->sgemm(false, true, N, OC, C, 1.0f, inp, C, weight, C, bias ? 1.0f : 0.0f, out, OC);
+    if (bias && K->linear_forward) {
+        K->linear_forward(out, inp, weight, bias, N, C, OC);
+    } else {
+        if (bias)
+            K->bias_broadcast(out, bias, N, OC);
+        K->sgemm(false, true, N, OC, C, 1.0f, inp, C, weight, C, bias ? 1.0f : 0.0f, out, OC);
+    }
     LP_OP_END();
 }
 
@@ -421,6 +425,23 @@ void lp_adamw_step(float *param, const float *grad, float *m, float *v, int64_t 
 {
     LP_OP_BEGIN("lp::adamw_step", 14.0 * n, 4.0 * 7 * n, 1, n);
     K->adamw_step(param, grad, m, v, n, lr, beta1, beta2, eps, weight_decay, step);
+    LP_OP_END();
+}
+
+void lp_adamw_multi(const lp_adamw_tensor *t, int count, double lr, double beta1, double beta2, double eps,
+                    int64_t step)
+{
+    if (!K->adamw_multi) {
+        for (int i = 0; i < count; i++)
+            lp_adamw_step(t[i].param, t[i].grad, t[i].m, t[i].v, t[i].n, lr, beta1, beta2, eps,
+                          t[i].weight_decay, step);
+        return;
+    }
+    int64_t total = 0;
+    for (int i = 0; i < count; i++)
+        total += t[i].n;
+    LP_OP_BEGIN("lp::adamw_multi", 14.0 * total, 4.0 * 7 * total, 2, (int64_t)count, total);
+    K->adamw_multi(t, count, lr, beta1, beta2, eps, step);
     LP_OP_END();
 }
 

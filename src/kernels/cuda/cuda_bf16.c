@@ -50,10 +50,8 @@ lp_status lp_cu_bf16_matmul_forward(float *out, const float *inp, const lp_qweig
     if (!xb)
         return lp_err_wrap(LP_STATUS_NO_MEMORY, "cuda bf16_matmul_forward: %lld x %lld input", (long long)N,
                            (long long)C);
-    lp_status st = lp_cu_gemm_bf16(false, true, N, OC, C, 1.0f, xb, C, w->bf16, C, 0.0f, out, OC);
+    lp_status st = lp_cu_linear_bf16(out, xb, w->bf16, bias, N, C, OC);
     put(xb);
-    if (st == LP_OK && bias)
-        lp_cu_bias_add_forward(out, bias, N, OC);
     return st;
 }
 

@@ -4,7 +4,10 @@
  * buffers, operands swapped, no copies. Pointer alignments are passed to the heuristic
  * (which otherwise assumes 256-byte aligned operands and may pick a kernel that faults on a
  * view into a buffer). Descriptors and the chosen algorithm are kept per shape (plans
- * below). */
+ * below). A Linear's bias is added by the GEMM's epilogue (CUBLASLT_EPILOGUE_BIAS) instead
+ * of a broadcast into the output that the GEMM then reads back with beta 1: one pass over the
+ * output instead of three. */
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -26,7 +29,8 @@ typedef struct plan_key {
     int32_t ab, compute, ta, tb;
     int64_t M, N, K, lda, ldb, ldc;
     int64_t batch, sa, sb, sc; /* strided batch (1, 0, 0, 0: one GEMM) */
-    uint32_t al_a, al_b, al_c, pad;
+    uint32_t al_a, al_b, al_c;
+    uint32_t al_bias; /* 0: no bias epilogue; else the bias pointer's alignment */
 } plan_key;
 
 typedef struct plan {
@@ -57,7 +61,8 @@ static void plan_clear(plan *p)
 
 /* Fills p for k: descriptors, layouts (column-major view, see the top), and the heuristic's
  * first algorithm. On failure p is cleared and *call names the call that failed. */
-static cublasStatus_t plan_make(plan *p, const plan_key *k, lp_cuda_ctx *x, const char **call)
+static cublasStatus_t plan_make(plan *p, const plan_key *k, const float *bias, lp_cuda_ctx *x,
+                                const char **call)
 {
     /* first cuBLAS operand: our B, stored column-major as (N,K) or, transposed, (K,N) */
     cublasOperation_t ta = k->tb ? CUBLAS_OP_T : CUBLAS_OP_N, tb = k->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -75,6 +80,13 @@ static cublasStatus_t plan_make(plan *p, const plan_key *k, lp_cuda_ctx *x, cons
     LT(lp_lt.MatmulDescCreate(&p->desc, (cublasComputeType_t)k->compute, CUDA_R_32F));
     LT(lp_lt.MatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     LT(lp_lt.MatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    if (k->al_bias) { /* the heuristic reads the pointer's alignment: set before asking */
+        const uint32_t epi = CUBLASLT_EPILOGUE_BIAS;
+        const int32_t bt = CUDA_R_32F;
+        LT(lp_lt.MatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+        LT(lp_lt.MatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+        LT(lp_lt.MatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    }
     LT(lp_lt.MatrixLayoutCreate(&p->la, (cudaDataType_t)k->ab, a_rows, a_cols, k->ldb));
     LT(lp_lt.MatrixLayoutCreate(&p->lb, (cudaDataType_t)k->ab, b_rows, b_cols, k->lda));
     LT(lp_lt.MatrixLayoutCreate(&p->lc, CUDA_R_32F, (uint64_t)k->N, (uint64_t)k->M, k->ldc));
@@ -115,13 +127,14 @@ fail:
     return s;
 }
 
-/* C_i = alpha op(A_i) op(B_i) + beta C_i, i < batch, X_i = X + i sX elements of the operand's
- * type. An error is returned through lp_err and, with pend, also kept as the context's
- * pending error (ops are void); without, the caller decides (attention falls back). */
-static lp_status lt_gemm(const char *op, cudaDataType_t ab, cublasComputeType_t compute, bool trans_a, bool trans_b,
-                         int64_t M, int64_t N, int64_t K, float alpha, const void *A, int64_t lda, int64_t sa,
-                         const void *B, int64_t ldb, int64_t sb, float beta, float *C, int64_t ldc, int64_t sc,
-                         int64_t batch, bool pend)
+/* C_i = alpha op(A_i) op(B_i) + beta C_i (+ bias, length N, broadcast over the M rows: the
+ * epilogue's; NULL for none), i < batch, X_i = X + i sX elements of the operand's type. An
+ * error is returned through lp_err and, with pend, also kept as the context's pending error
+ * (ops are void); without, the caller decides (attention and the bias epilogue fall back). */
+static lp_status lt_gemm(const char *op, cudaDataType_t ab, cublasComputeType_t compute, bool trans_a,
+                         bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const void *A,
+                         int64_t lda, int64_t sa, const void *B, int64_t ldb, int64_t sb, float beta,
+                         float *C, int64_t ldc, int64_t sc, int64_t batch, const float *bias, bool pend)
 {
     lp_cuda_ctx *x = lp_cu_ctx();
     if (!x)
@@ -148,6 +161,7 @@ static lp_status lt_gemm(const char *op, cudaDataType_t ab, cublasComputeType_t 
     k.al_a = align_of((const void *)((uintptr_t)B | (uintptr_t)(k.sb * es)));
     k.al_b = align_of((const void *)((uintptr_t)A | (uintptr_t)(k.sa * es)));
     k.al_c = align_of((const void *)((uintptr_t)C | (uintptr_t)(k.sc * 4)));
+    k.al_bias = bias ? align_of(bias) : 0;
     pthread_mutex_lock(&plans_mu);
     plan *p = NULL, *victim = &plans[0];
     for (int i = 0; i < PLANS && !p; i++) {
@@ -160,14 +174,17 @@ static lp_status lt_gemm(const char *op, cudaDataType_t ab, cublasComputeType_t 
     cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
     if (!p) {
         plan_clear(victim);
-        s = plan_make(victim, &k, x, &call);
+        s = plan_make(victim, &k, bias, x, &call);
         p = s == CUBLAS_STATUS_SUCCESS ? victim : NULL;
     }
     if (p) {
         p->last = ++plan_tick;
         call = "cublasLtMatmul";
-        s = lp_lt.Matmul(x->lt, p->desc, &alpha, B, p->la, A, p->lb, &beta, C, p->lc, C, p->lc, &p->algo,
-                         x->workspace, x->workspace_bytes, x->stream);
+        if (bias) /* the plan is shared by every bias of this shape and alignment */
+            s = lp_lt.MatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+        if (s == CUBLAS_STATUS_SUCCESS)
+            s = lp_lt.Matmul(x->lt, p->desc, &alpha, B, p->la, A, p->lb, &beta, C, p->lc, C, p->lc, &p->algo,
+                             x->workspace, x->workspace_bytes, x->stream);
     }
     pthread_mutex_unlock(&plans_mu);
     if (s != CUBLAS_STATUS_SUCCESS)
@@ -181,21 +198,61 @@ void lp_cu_sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, fl
 {
     lp_cuda_ctx *x = lp_cu_ctx();
     cublasComputeType_t compute = x && x->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    (void)lt_gemm("sgemm", CUDA_R_32F, compute, trans_a, trans_b, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc,
-                  0, 1, true);
+    (void)lt_gemm("sgemm", CUDA_R_32F, compute, trans_a, trans_b, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta,
+                  C, ldc, 0, 1, NULL, true);
 }
 
 lp_status lp_cu_sgemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                               int64_t lda, int64_t sa, const float *B, int64_t ldb, int64_t sb, float beta, float *C,
                               int64_t ldc, int64_t sc, int64_t batch, bool tf32)
 {
-    return lt_gemm("sgemm (batched)", CUDA_R_32F, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, trans_a,
-                   trans_b, M, N, K, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch, false);
+    return lt_gemm("sgemm (batched)", CUDA_R_32F, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+                   trans_a, trans_b, M, N, K, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch, NULL,
+                   false);
 }
 
 lp_status lp_cu_gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
                           int64_t lda, const uint16_t *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
-    return lt_gemm("gemm_bf16", CUDA_R_16BF, CUBLAS_COMPUTE_32F, trans_a, trans_b, M, N, K, alpha, A, lda, 0, B, ldb,
-                   0, beta, C, ldc, 0, 1, true);
+    return lt_gemm("gemm_bf16", CUDA_R_16BF, CUBLAS_COMPUTE_32F, trans_a, trans_b, M, N, K, alpha, A, lda, 0,
+                   B, ldb, 0, beta, C, ldc, 0, 1, NULL, true);
+}
+
+/* Set when an epilogue plan failed once (no algorithm, or a library without the epilogue for
+ * these types): the bias is added by its own kernel from then on, without asking again. A
+ * bias less than 16-byte aligned (a view) always takes that way: cuBLASLt's epilogue kernels
+ * have been seen to need it. */
+static atomic_bool epilogue_off;
+
+/* out (N,OC) = a (N,C) @ w^T + bias, a and w f32 (f32 or TF32 compute as the context says)
+ * or bf16: the bias in the GEMM's epilogue, or, where cuBLASLt offers none, broadcast first
+ * and accumulated into with beta 1. */
+static lp_status linear(const char *op, cudaDataType_t ab, cublasComputeType_t compute, float *out,
+                        const void *a, const void *w, const float *bias, int64_t N, int64_t C, int64_t OC)
+{
+    if (bias && C > 0 && align_of(bias) >= 16 && !atomic_load_explicit(&epilogue_off, memory_order_relaxed)) {
+        if (lt_gemm(op, ab, compute, false, true, N, OC, C, 1.0f, a, C, 0, w, C, 0, 0.0f, out, OC, 0, 1, bias,
+                    false) == LP_OK)
+            return LP_OK;
+        atomic_store(&epilogue_off, true);
+    }
+    if (bias)
+        lp_cu_bias_broadcast(out, bias, N, OC);
+    return lt_gemm(op, ab, compute, false, true, N, OC, C, 1.0f, a, C, 0, w, C, 0, bias ? 1.0f : 0.0f, out,
+                   OC, 0, 1, NULL, true);
+}
+
+void lp_cu_linear_forward(float *out, const float *inp, const float *weight, const float *bias, int64_t N,
+                          int64_t C, int64_t OC)
+{
+    lp_cuda_ctx *x = lp_cu_ctx();
+    (void)linear("linear_forward", CUDA_R_32F,
+                 x && x->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, out, inp, weight, bias, N,
+                 C, OC);
+}
+
+lp_status lp_cu_linear_bf16(float *out, const uint16_t *a, const uint16_t *w, const float *bias, int64_t N,
+                            int64_t C, int64_t OC)
+{
+    return linear("gemm_bf16", CUDA_R_16BF, CUBLAS_COMPUTE_32F, out, a, w, bias, N, C, OC);
 }

@@ -88,6 +88,13 @@ lp_status lp_cu_sgemm_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, 
 /* A, B bf16 bits; C f32; f32 accumulation (lp_cuda_gemm_bf16). */
 lp_status lp_cu_gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
                           int64_t lda, const uint16_t *B, int64_t ldb, float beta, float *C, int64_t ldc);
+/* A Linear: out (N,OC) = inp (N,C) @ weight^T + bias (NULL: none), the bias added by the GEMM's
+ * epilogue where cuBLASLt has one for the shape (else a broadcast the GEMM accumulates into);
+ * f32 or TF32 as the context says (the table's linear_forward), or bf16 a and w. */
+void lp_cu_linear_forward(float *out, const float *inp, const float *weight, const float *bias, int64_t N,
+                          int64_t C, int64_t OC);
+lp_status lp_cu_linear_bf16(float *out, const uint16_t *a, const uint16_t *w, const float *bias, int64_t N,
+                            int64_t C, int64_t OC);
 
 /* ---- --dtype bf16 (bf16.cu: the rounding; cuda_bf16.c: the table's bf16 entries) ----
  * out (n) = x rounded to bf16 bits, nearest even (the CPU's rule) */
@@ -134,6 +141,8 @@ void lp_cu_rows_gather(float *out, const float *x, const int64_t *idx, int64_t n
 void lp_cu_rows_scatter_add(float *dx, const float *dout, const int64_t *idx, int64_t n, int64_t C);
 void lp_cu_adamw_step(float *param, const float *grad, float *m, float *v, int64_t n, double lr, double beta1,
                       double beta2, double eps, double weight_decay, int64_t step);
+void lp_cu_adamw_multi(const lp_adamw_tensor *t, int count, double lr, double beta1, double beta2, double eps,
+                       int64_t step);
 /* w: a host lp_qweight header whose arrays are device pointers (lp_cuda_qweight_upload) */
 void lp_cu_qweight_dequantize(float *out, const lp_qweight *w, int64_t start, int64_t n);
 

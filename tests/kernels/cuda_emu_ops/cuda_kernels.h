@@ -29,12 +29,14 @@ cudaStream_t lp_cu_stream(void);
 lp_status lp_cu_fail(const char *op, const char *call, cudaError_t e);
 lp_status lp_cu_pend(lp_status st);
 /* the launchers cuda_bf16.c calls: the rounding kernel (bf16.cu, emulated), the bias add
- * (elementwise.cu) and the bf16 GEMM (the CPU reference here, emu_backend.cpp) */
+ * (elementwise.cu) and the bf16 GEMM and Linear (the CPU reference here, emu_backend.cpp) */
 void lp_cu_round_bf16(uint16_t *out, const float *x, int64_t n);
 void lp_cu_bias_add_forward(float *out, const float *bias, int64_t N, int64_t C);
 lp_status lp_cu_gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                           const uint16_t *A, int64_t lda, const uint16_t *B, int64_t ldb, float beta,
                           float *C, int64_t ldc);
+lp_status lp_cu_linear_bf16(float *out, const uint16_t *a, const uint16_t *w, const float *bias, int64_t N,
+                            int64_t C, int64_t OC);
 lp_status lp_cu_bf16_matmul_forward(float *out, const float *inp, const lp_qweight *w, const float *bias,
                                     int64_t N, int64_t C, int64_t OC);
 lp_status lp_cu_bf16_matmul_backward(float *dinp, float *dweight, const float *dout, const float *inp,

@@ -30,6 +30,8 @@ void lp_cu_rows_gather(float *out, const float *x, const int64_t *idx, int64_t n
 void lp_cu_rows_scatter_add(float *dx, const float *dout, const int64_t *idx, int64_t n, int64_t C);
 void lp_cu_adamw_step(float *param, const float *grad, float *m, float *v, int64_t n, double lr, double beta1,
                       double beta2, double eps, double weight_decay, int64_t step);
+void lp_cu_adamw_multi(const lp_adamw_tensor *t, int count, double lr, double beta1, double beta2, double eps,
+                       int64_t step);
 void lp_cu_qweight_dequantize(float *out, const lp_qweight *w, int64_t start, int64_t n);
 void lp_cu_dropout_forward(float *out, uint8_t *keep, const float *inp, int64_t n, float p, lp_rng *rng);
 void lp_cu_dropout_backward(float *dinp, const float *dout, const uint8_t *keep, int64_t n, float p);
@@ -134,6 +136,7 @@ extern "C" lp_status lp_backend_cuda(const lp_backend **out)
     table.bias_backward = lp_cu_bias_backward;
     table.sum_squares = lp_cu_sum_squares;
     table.adamw_step = lp_cu_adamw_step;
+    table.adamw_multi = lp_cu_adamw_multi;
     table.rows_gather = lp_cu_rows_gather;
     table.rows_scatter_add = lp_cu_rows_scatter_add;
     table.mean_pool_forward = lp_cu_mean_pool_forward;
@@ -192,6 +195,15 @@ extern "C" lp_status lp_cu_gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int
                                      float beta, float *C, int64_t ldc)
 {
     return lp_cuda_gemm_bf16(&be, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+/* cuBLASLt's bias epilogue is not emulated: the GEMM, then the emulated bias add */
+extern "C" lp_status lp_cu_linear_bf16(float *out, const uint16_t *a, const uint16_t *w, const float *bias,
+                                       int64_t N, int64_t C, int64_t OC)
+{
+    lp_status st = lp_cu_gemm_bf16(false, true, N, OC, C, 1.0f, a, C, w, C, 0.0f, out, OC);
+    if (st == LP_OK && bias)
+        lp_cu_bias_add_forward(out, bias, N, OC);
+    return st;
 }
 extern "C" lp_status lp_cuda_timer_start(const lp_backend *)
 {
