@@ -9,11 +9,13 @@
 #    q_lin, v_lin, as PEFT's default; --lora-dropout 0.1) in f32, TF32 and bf16 (--dtype bf16
 #    --tf32: the layer Linears' GEMMs in bf16 with f32 accumulation, as autocast, over f32
 #    master weights or a bf16 frozen base; attention and the head in TF32), and QLoRA (the same adapters on an NF4 base,
-#    dequantized per GEMM into a TF32 GEMM) in TF32.
+#    dequantized per GEMM into a TF32 GEMM, or under bf16 rounded to a bf16 copy per GEMM: bitsandbytes'
+#    compute dtype) in TF32 and bf16.
 #  - Qwen2.5-0.5B-shaped causal LM (24 layers x 896, 14 query / 2 key-value heads, FFN 4864,
 #    vocabulary 151936, tied embeddings, q/k/v biases; drawn from a seed, the tiny Llama's
 #    tokenizer), batch 8 x seq 512: LoRA and QLoRA, r 16 on every Linear, alpha 32, dropout
-#    0.05 (as torch_models.py's PEFT side), TF32, and LoRA over a bf16 base (--dtype bf16).
+#    0.05 (as torch_models.py's PEFT side), TF32, and LoRA over a bf16 base / QLoRA with bf16
+#    compute (--dtype bf16).
 # Rows of synthetic text longer than the sequence, so every batch is full length.
 # Model FLOPs per step: forward = 2 x (the layer Linears' weights + the head's) per token +
 # attention's 4 T C per token per layer (half of it under the causal mask); full = 3 x
@@ -117,10 +119,10 @@ want=",${TRAIN_MODELS:-distilbert,qwen},"
 if [[ $want == *,distilbert,* ]]; then
   for prec in f32 tf32 bf16; do one distilbert full $prec 32 128 "$T/train.tsv"; done
   for prec in f32 tf32 bf16; do one distilbert lora $prec 32 128 "$T/train.tsv" --method lora --rank 8 --lora-dropout 0.1; done
-  one distilbert qlora tf32 32 128 "$T/train.tsv" --method qlora --rank 8 --lora-dropout 0.1
+  for prec in tf32 bf16; do one distilbert qlora $prec 32 128 "$T/train.tsv" --method qlora --rank 8 --lora-dropout 0.1; done
 fi
 if [[ $want == *,qwen,* ]]; then
-  for cfg in lora/tf32 lora/bf16 qlora/tf32; do
+  for cfg in lora/tf32 lora/bf16 qlora/tf32 qlora/bf16; do
     one qwen "${cfg%/*}" "${cfg#*/}" 8 512 "$T/train_long.tsv" --method "${cfg%/*}" --rank 16 --alpha 32 \
       --lora-dropout 0.05 --targets all
   done

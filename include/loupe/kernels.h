@@ -429,6 +429,12 @@ void lp_kernels_memset(void *dst, int value, size_t bytes);
 LP_WARN_UNUSED lp_status lp_kernels_qweight_bf16_train(lp_qweight *q, const float *w, int64_t rows,
                                                        int64_t cols, const char *name);
 void lp_kernels_qweight_free(lp_qweight *q);
+/* QLoRA under --dtype bf16 (bitsandbytes' compute dtype bf16): *q = the NF4 or int8 weight w
+ * dequantized to f32 and rounded to bf16, laid out as lp_kernels_qweight_bf16_train lays a
+ * weight out, in TEMPORARY memory for one use: what bnb's matmul_4bit multiplies (the f32
+ * dequantization is freed before returning). Release with lp_kernels_qweight_free. Errors:
+ * INVALID_ARG (w not NF4/int8), NO_MEMORY; *q zeroed on error. */
+LP_WARN_UNUSED lp_status lp_kernels_qweight_bf16_of(lp_qweight *q, const lp_qweight *w, const char *name);
 /* *d = a copy of the NF4 or int8 weight h in the device's memory (category QUANTIZED_WEIGHT,
  * read by its qweight_dequantize; release with lp_kernels_qweight_free). On the CPU, and on
  * the stand-in device whose memory is the host's, *d is zeroed (d->mem NULL): h itself

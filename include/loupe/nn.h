@@ -92,6 +92,9 @@ typedef struct lp_nn_linear {
     float *db;  /* (out) or NULL: frozen or no bias */
     lp_nn_lora *lora;                /* NULL: none; else w (or qbase) is the frozen base */
     const struct lp_qweight *qbase;  /* NULL: w is the f32 base; else w is NULL */
+    bool qbase_bf16;                 /* QLoRA under --dtype bf16 (bitsandbytes' compute dtype):
+                                        the NF4/int8 qbase is dequantized and rounded to bf16
+                                        for each use and the bf16 GEMMs multiply that copy */
     const struct lp_qweight *bf16;   /* --dtype bf16 (full fine-tuning): w's bf16 copy in both
                                         orientations (lp_qweight_pack_bf16_train), kept current
                                         by the model, that the GEMMs read; w stays the f32 master

@@ -144,7 +144,9 @@ static void usage(const char *cmd, bool profile)
            "                         outputs; f32 master weights, gradients, AdamW state, norms,\n"
            "                         softmax and loss (vdpbf16ps on AVX512_BF16 CPUs, else the bf16\n"
            "                         values widened to f32; the summary says which). With lora the\n"
-           "                         frozen base is kept in bf16 only; not with qlora / --base-dtype\n"
+           "                         frozen base is kept in bf16 only; with qlora / --base-dtype int8\n"
+           "                         it stays quantized and is rounded to bf16 for each GEMM, as\n"
+           "                         bitsandbytes' compute dtype bf16\n"
            "  --adapter DIR          start from a PEFT adapter; --save-adapter DIR writes one\n"
            "  --merge DIR            write the merged model (HF directory)\n"
            "  --epochs N (default 2), --max-steps N (overrides epochs)\n"
@@ -633,12 +635,6 @@ int lp_cli_train_main(const char *cmd, int argc, char **argv, bool profile)
     const char *lora_flag = c.method == LP_TRAIN_METHOD_FULL ? lora_only_setting(&c) : NULL;
     if (lora_flag) {
         rc = lp_cli_usage_error(cmd, "%s needs --method lora or qlora (full fine-tuning has no adapter)", lora_flag);
-        goto out;
-    }
-    if (c.dtype == LP_DTYPE_BF16 && (c.method == LP_TRAIN_METHOD_QLORA || c.base_dtype != LP_DTYPE_F32)) {
-        /* the frozen base would be NF4/int8 and bf16 at once: one storage per base */
-        rc = lp_cli_usage_error(cmd, "--dtype bf16 keeps a LoRA base in bf16: it does not combine with %s",
-                                c.method == LP_TRAIN_METHOD_QLORA ? "--method qlora (an nf4 base)" : "--base-dtype");
         goto out;
     }
     if (c.overwrite && c.resume && *c.resume) {

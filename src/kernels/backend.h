@@ -128,11 +128,13 @@ LP_WARN_UNUSED lp_status lp_cuda_timer_stop(const lp_backend *b, double *ms);
 LP_WARN_UNUSED lp_status lp_cuda_qweight_upload(const lp_backend *b, const lp_qweight *h, lp_qweight *d,
                                                 const char *name);
 /* --dtype bf16's copy of a trained weight on the device: *q = w (rows, cols, a device f32
- * array) rounded to bf16 into one row-major device array (category QUANTIZED_WEIGHT), the
- * layout the CUDA table's bf16 entries read; its bf16_repack rounds it again. Errors:
- * INVALID_ARG (not CUDA, shape), NO_MEMORY; *q zeroed on error. Free with lp_cuda_qweight_free. */
+ * array) rounded to bf16 into one row-major device array (category cat: QUANTIZED_WEIGHT for
+ * a kept copy, TEMPORARY for one use), the layout the CUDA table's bf16 entries read; its
+ * bf16_repack rounds it again. Errors: INVALID_ARG (not CUDA, shape), NO_MEMORY; *q zeroed
+ * on error. Free with lp_cuda_qweight_free. */
 LP_WARN_UNUSED lp_status lp_cuda_qweight_bf16_train(const lp_backend *b, lp_qweight *q, const float *w,
-                                                    int64_t rows, int64_t cols, const char *name);
+                                                    int64_t rows, int64_t cols, const char *name,
+                                                    lp_mem_category cat);
 void lp_cuda_qweight_free(const lp_backend *b, lp_qweight *d);
 /* The caching allocator's counters (cuda/cuda_alloc.h: lp_cu_alloc_stats, per category),
  * and returning its cached blocks to the device. */

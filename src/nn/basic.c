@@ -40,12 +40,35 @@ void lp_nn__note_status(const lp_nn_linear *l, lp_status st)
         *l->ctx->status = st;
 }
 
+const lp_qweight *lp_nn__base_q(const lp_nn_linear *l, lp_qweight *tmp)
+{
+    if (!l->qbase || !l->qbase_bf16)
+        return l->qbase;
+    lp_status st = lp_kernels_qweight_bf16_of(tmp, l->qbase, "QLoRA base in bf16 (one use)");
+    if (st != LP_OK) {
+        lp_nn__note_status(l, st);
+        return NULL;
+    }
+    return tmp;
+}
+
+void lp_nn__base_q_done(const lp_nn_linear *l, lp_qweight *tmp)
+{
+    if (l->qbase && l->qbase_bf16)
+        lp_kernels_qweight_free(tmp);
+}
+
 void lp_nn__base_forward(const lp_nn_linear *l, float *out, const float *inp, int64_t N)
 {
     if (l->qbase) { // frozen quantized base: dequantized panel by panel (fused) or whole (eager)
+        lp_qweight tmp;
+        const lp_qweight *q = lp_nn__base_q(l, &tmp);
+        if (!q)
+            return;
         lp_status st = exec_of(l) == LP_EXEC_MODE_FUSED
-                           ? lp_qmatmul_forward(out, inp, l->qbase, l->b, N, l->in, l->out)
-                           : lp_qmatmul_forward_eager(out, inp, l->qbase, l->b, N, l->in, l->out);
+                           ? lp_qmatmul_forward(out, inp, q, l->b, N, l->in, l->out)
+                           : lp_qmatmul_forward_eager(out, inp, q, l->b, N, l->in, l->out);
+        lp_nn__base_q_done(l, &tmp);
         lp_nn__note_status(l, st);
         return;
     }
@@ -60,10 +83,13 @@ void lp_nn__base_forward(const lp_nn_linear *l, float *out, const float *inp, in
 void lp_nn__base_backward(const lp_nn_linear *l, float *dinp, const float *dout, const float *inp, int64_t N)
 {
     if (l->qbase) { // frozen: the input gradient only
-        if (dinp) {
+        lp_qweight tmp;
+        const lp_qweight *q = dinp ? lp_nn__base_q(l, &tmp) : NULL;
+        if (q) {
             lp_status st = exec_of(l) == LP_EXEC_MODE_FUSED
-                               ? lp_qmatmul_backward(dinp, dout, l->qbase, N, l->in, l->out)
-                               : lp_qmatmul_backward_eager(dinp, dout, l->qbase, N, l->in, l->out);
+                               ? lp_qmatmul_backward(dinp, dout, q, N, l->in, l->out)
+                               : lp_qmatmul_backward_eager(dinp, dout, q, N, l->in, l->out);
+            lp_nn__base_q_done(l, &tmp);
             lp_nn__note_status(l, st);
         }
         return;

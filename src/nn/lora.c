@@ -22,7 +22,11 @@ static bool fused(const lp_nn_linear *l)
 void lp_nn__lora_forward(const lp_nn_linear *l, float *out, const float *inp, int64_t N)
 {
     lp_nn_lora *a = l->lora;
-    const lp_lora_base base = {.weight = l->qbase ? NULL : l->w, .q = l->qbase, .bias = l->b};
+    lp_qweight tmp;
+    const lp_qweight *q = lp_nn__base_q(l, &tmp);
+    if (l->qbase && !q)
+        return;
+    const lp_lora_base base = {.weight = l->qbase ? NULL : l->w, .q = q, .bias = l->b};
     const bool drop = train_dropout(l); // the adapter's own dropout: the base sees x undropped
     const float p = drop ? a->dropout : 0.0f;
     lp_rng at;
@@ -33,6 +37,7 @@ void lp_nn__lora_forward(const lp_nn_linear *l, float *out, const float *inp, in
                                               l->in, l->out, a->r)
                             : lp_lora_forward_eager(out, a->u, keep, inp, &base, a->A, a->B, a->scale, p, rng,
                                                     N, l->in, l->out, a->r);
+    lp_nn__base_q_done(l, &tmp);
     if (drop)
         lp_rng_skip(l->ctx->rng, global_n);
     a->dropped = drop;
@@ -42,7 +47,11 @@ void lp_nn__lora_forward(const lp_nn_linear *l, float *out, const float *inp, in
 void lp_nn__lora_backward(const lp_nn_linear *l, float *dinp, const float *dout, const float *inp, int64_t N)
 {
     const lp_nn_lora *a = l->lora;
-    const lp_lora_base base = {.weight = l->qbase ? NULL : l->w, .q = l->qbase, .bias = l->b};
+    lp_qweight tmp;
+    const lp_qweight *q = lp_nn__base_q(l, &tmp);
+    if (l->qbase && !q)
+        return;
+    const lp_lora_base base = {.weight = l->qbase ? NULL : l->w, .q = q, .bias = l->b};
     const float p = a->dropped ? a->dropout : 0.0f;
     const uint8_t *keep = a->dropped ? a->keep : NULL;
     // dinp = dout W + s * drop'((dout B) A); dA += s (dout B)^T drop(x); dB += s dout^T u
@@ -50,5 +59,6 @@ void lp_nn__lora_backward(const lp_nn_linear *l, float *dinp, const float *dout,
                                                a->scale, p, N, l->in, l->out, a->r)
                             : lp_lora_backward_eager(dinp, a->dA, a->dB, dout, inp, a->u, keep, &base, a->A,
                                                      a->B, a->scale, p, N, l->in, l->out, a->r);
+    lp_nn__base_q_done(l, &tmp);
     lp_nn__note_status(l, st);
 }

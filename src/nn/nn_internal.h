@@ -21,6 +21,11 @@ static inline void lp_nn__pop(const char *name)
  * (NULL: skipped), dw/db += unless frozen (always frozen under an adapter). */
 void lp_nn__base_forward(const lp_nn_linear *l, float *out, const float *inp, int64_t N);
 void lp_nn__base_backward(const lp_nn_linear *l, float *dinp, const float *dout, const float *inp, int64_t N);
+/* The quantized base the GEMMs read: l->qbase, or with l->qbase_bf16 its bf16 copy for this
+ * use, made in *tmp (lp_kernels_qweight_bf16_of); NULL on error (noted in the pass's status).
+ * lp_nn__base_q_done releases the copy. */
+const lp_qweight *lp_nn__base_q(const lp_nn_linear *l, lp_qweight *tmp);
+void lp_nn__base_q_done(const lp_nn_linear *l, lp_qweight *tmp);
 /* Records a kernel's error in the pass's status (the first one wins). */
 void lp_nn__note_status(const lp_nn_linear *l, lp_status st);
 /* A dropout fill of n elements over the pass's rows: *at is where it draws from (the pass's

@@ -436,12 +436,10 @@ static lp_status setup(run *R, const lp_train_config *c, char *resumed, size_t r
         mo.lora.adapter_dir = c->adapter;
         mo.lora.base_dtype =
             c->method == LP_TRAIN_METHOD_QLORA && c->base_dtype == LP_DTYPE_F32 ? LP_DTYPE_NF4 : c->base_dtype;
-        if (c->dtype == LP_DTYPE_BF16) { // the frozen base's only copy, packed for the bf16 GEMMs
-            if (mo.lora.base_dtype != LP_DTYPE_F32)
-                return lp_err(LP_STATUS_INVALID_ARG, "dtype bf16 with a %s LoRA base: one storage per base",
-                              lp_dtype_name(mo.lora.base_dtype));
+        /* bf16 LoRA: the frozen base's only copy, packed for the bf16 GEMMs; an NF4 / int8 base
+         * (QLoRA) stays quantized and is rounded to bf16 for each use (bitsandbytes' compute dtype) */
+        if (c->dtype == LP_DTYPE_BF16 && mo.lora.base_dtype == LP_DTYPE_F32)
             mo.lora.base_dtype = LP_DTYPE_BF16;
-        }
     }
     mo.compute = c->dtype;
     if ((st = lp_model_load(c->model_dir, &mo, &R->model)) != LP_OK)

@@ -203,7 +203,7 @@ ok &= sb.get("device") == "cuda" and bool(sb.get("device_name")) and sa.get("dev
 if os.environ.get("LP_FAKE_DEVICE") == "1":  # the stand-in: no device allocator
     sys.exit(0 if ok else 1)
 ok &= dm.get("parameter", 0) > 0 and dm.get("activation", 0) > 0 and dm.get("optimizer_state", 0) > 0 and dm.get("gradient", 0) > 0
-if what in ("nf4", "int8", "bf16lora"):  # the frozen bases live on the device, quantized
+if what in ("nf4", "int8", "bf16lora", "bf16nf4"):  # the frozen bases live on the device, quantized
     ok &= dm.get("quantized_weight", 0) > 0
 sys.exit(0 if ok else 1)
 PY
@@ -268,6 +268,8 @@ for dev in cpu cuda; do
     bad "train qlora --device $dev: $(tail -n 3 "$T/nf4-$dev.err")"
   run "int8-$dev" "$dev" "$LM" --method lora --base-dtype int8 --rank 8 ||
     bad "train lora --base-dtype int8 --device $dev: $(tail -n 3 "$T/int8-$dev.err")"
+  run "bf16nf4-$dev" "$dev" "$LM" --task seq-cls --method qlora --targets all --rank 8 --dtype bf16 ||
+    bad "train qlora --dtype bf16 --device $dev: $(tail -n 3 "$T/bf16nf4-$dev.err")"
 done
 for name in full lora ckpt lm qwlora lmckpt nf4 int8; do
   [ -f "$T/runs/$name-cpu/steps.csv" ] && [ -f "$T/runs/$name-cuda/steps.csv" ] || continue
@@ -280,8 +282,9 @@ done
 # step, an estimate until a GPU run measures it (the stand-in device runs the CPU's kernels and
 # matches exactly); a dev prediction may flip (accuracy within 2 of 500 rows).
 # The same for LoRA over a bf16 frozen base (the DistilBERT): the base's bf16 values are the
-# CPU's (made from them exactly), the adapters f32.
-for name in bf16 bf16lora; do
+# CPU's (made from them exactly), the adapters f32; and for QLoRA under --dtype bf16 (the
+# llama): each GEMM's bf16 copy of an NF4 base is made from the same dequantized values.
+for name in bf16 bf16lora bf16nf4; do
   if [ -f "$T/runs/$name-cpu/steps.csv" ] && [ -f "$T/runs/$name-cuda/steps.csv" ]; then
     cmp_runs $name 3e-3 0.004 || bad "train $name: cuda against cpu"
     grep -q '"bf16_path"' "$T/runs/$name-cuda/summary.json" || bad "train $name on cuda: summary.json names no bf16_path"

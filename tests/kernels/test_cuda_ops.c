@@ -177,7 +177,8 @@ static void bf16_train_case(int64_t N, int64_t C, int64_t OC, bool with_bias)
     if (lp_qweight_pack_bf16_train(&hq, w, OC, C, "test weight") != LP_OK)
         ct_die("bf16 pack");
     float *dW = ct_up(w, OC * C);
-    if (lp_cuda_qweight_bf16_train(ct_be, &dq, dW, OC, C, "test weight") != LP_OK)
+    if (lp_cuda_qweight_bf16_train(ct_be, &dq, dW, OC, C, "test weight", LP_MEM_CATEGORY_QUANTIZED_WEIGHT) !=
+        LP_OK)
         ct_die("device bf16 copy");
     bf16_copy_check("bf16 copy", shape, &dq, w, OC * C);
 

@@ -171,12 +171,129 @@ static void test_adamw(void **state)
     lp_st_close(g);
 }
 
+/* QLoRA under --dtype bf16 (bitsandbytes' compute dtype bf16, PyTorch's CPU autocast:
+ * tools/golden/gen_qlora_bf16_llama_lm.py) on tests/golden/qlora_llama_lm's model, quantized
+ * to NF4 at load on both sides, and its PEFT adapter: the right batch's logits at real tokens,
+ * loss and every LoRA gradient. The same run in f32 on both sides agrees to 1e-4 (the f32
+ * goldens' bound): the setup is the same, so what remains is bf16's. As above, autocast also rounds every
+ * Linear's output, attention and the (unquantized) lm_head to bf16 where loupe keeps f32, so both sit within
+ * the bf16 spread of the f32 run; golden.json records torch's (autocast vs f32, normwise per tensor):
+ * loss 4.0e-4, logits 3.0e-2, LoRA gradients up to 4.6e-2; loupe measured 3.8e-4, 2.7e-2 and 4.3e-2 against
+ * autocast (AVX2, converted path). The bounds: QLORA_LOSS_TOL 2e-3 (5x), QLORA_LOGIT_TOL 6e-2 (2x torch's
+ * spread; mostly autocast's bf16 lm_head), QLORA_GRAD_TOL 8e-2 (1.7x torch's spread: the encoder's 5e-2 would
+ * leave loupe's 4.3e-2 no room for another ISA's summation order). And bf16 must have run: loupe's bf16
+ * gradients differ from its f32 QLoRA run's by more than BF16_MIN. */
+#define QLORA_LOSS_TOL 2e-3
+#define QLORA_LOGIT_TOL 6e-2
+#define QLORA_GRAD_TOL 8e-2
+
+static lp_model *load_qlora(lp_dtype compute)
+{
+    lp_model_options o;
+    lp_model_options_init(&o);
+    o.exec = LP_EXEC_MODE_FUSED;
+    o.training = true;
+    o.quiet = true;
+    o.compute = compute;
+    o.lora.enabled = true;
+    o.lora.adapter_dir = "tests/golden/qlora_llama_lm/peft_adapter";
+    o.lora.base_dtype = LP_DTYPE_NF4; /* plain NF4 of the f32 weights, as bitsandbytes 0.50 makes */
+    lp_model *m = NULL;
+    if (lp_model_load("tests/golden/qlora_llama_lm", &o, &m) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    return m;
+}
+
+static void test_qlora_bf16(void **state)
+{
+    (void)state;
+    lp_st_file *g = gold_open("tests/golden/qlora_bf16_llama_lm/golden.safetensors");
+    int64_t n = 0, nm = 0;
+    int32_t *ids = gold_i32(g, "right.input_ids", &n), *mask = gold_i32(g, "right.attention_mask", &nm),
+            *labels = gold_i32(g, "right.labels", NULL);
+    assert_non_null(ids);
+    assert_non_null(mask);
+    assert_non_null(labels);
+    const int32_t B = 3, T = (int32_t)(n / B);
+    lp_model *m = load_qlora(LP_DTYPE_BF16), *m32 = load_qlora(LP_DTYPE_F32);
+    lp_model_info info;
+    lp_model_info_get(m, &info);
+    const int64_t V = info.vocab_size;
+    float *logits = malloc((size_t)(n * V) * sizeof *logits);
+    float loss = 0, loss32 = 0;
+    lp_model_zero_grad(m);
+    lp_model_zero_grad(m32);
+    if (lp_model_loss_forward(m, ids, mask, NULL, labels, B, T, logits, &loss) != LP_OK ||
+        lp_model_backward(m) != LP_OK ||
+        lp_model_loss_forward(m32, ids, mask, NULL, labels, B, T, NULL, &loss32) != LP_OK ||
+        lp_model_backward(m32) != LP_OK)
+        fail_msg("%s", lp_err_msg());
+    const float *ref_loss = gold_f32(g, "right.loss", NULL), *ref_logits = gold_f32(g, "right.logits", NULL);
+    assert_non_null(ref_loss);
+    assert_non_null(ref_logits);
+    const float *ref_loss32 = gold_f32(g, "f32.right.loss", NULL);
+    assert_non_null(ref_loss32);
+    printf("qlora bf16 loss %.6f, autocast + bnb bf16 %.6f; f32: loupe %.6f, torch + bnb %.6f\n", loss,
+           ref_loss[0], loss32, ref_loss32[0]);
+    assert_true(fabs(loss32 - ref_loss32[0]) <= 1e-4 * fabs(ref_loss32[0]));
+    assert_true(fabs(loss - ref_loss[0]) <= QLORA_LOSS_TOL * fabs(ref_loss[0]));
+    /* logits at real tokens (padding positions predict nothing in loupe) */
+    double worst = 0;
+    int64_t real = 0;
+    for (int64_t r = 0; r < n; r++)
+        real += mask[r] != 0;
+    float *a = malloc((size_t)(real * V) * sizeof *a), *b = malloc((size_t)(real * V) * sizeof *b);
+    for (int64_t r = 0, k = 0; r < n; r++)
+        if (mask[r]) {
+            memcpy(a + k * V, logits + r * V, (size_t)V * sizeof *a);
+            memcpy(b + k * V, ref_logits + r * V, (size_t)V * sizeof *b);
+            k++;
+        }
+    gold_check("logits", a, b, real * V, TINY, QLORA_LOGIT_TOL, &worst);
+    size_t np;
+    const lp_model_param *p = lp_model_params(m, &np), *p32 = lp_model_params(m32, NULL);
+    double gworst = 0, off32 = 1e30;
+    int n_grads = 0;
+    for (size_t i = 0; i < np; i++) {
+        if (!p[i].trainable)
+            continue;
+        char k[256];
+        snprintf(k, sizeof k, "right.grad.base_model.model.%s", p[i].name);
+        int64_t ng = 0;
+        const float *ref = gold_f32(g, k, &ng);
+        if (!ref)
+            fail_msg("golden has no %s", k);
+        assert_int_equal(ng, p[i].numel);
+        gold_check(p[i].name, p[i].grad, ref, ng, TINY, QLORA_GRAD_TOL, &gworst);
+        gold_cmp c32 = gold_compare(p[i].grad, p32[i].grad, ng, TINY);
+        off32 = c32.rel < off32 ? c32.rel : off32;
+        n_grads++;
+    }
+    printf(
+        "SUMMARY qlora bf16 vs autocast + bnb: loss rel %.2e (<= %.0e), logits rel %.2e (<= %.0e), grads rel "
+        "%.2e (<= %.0e); vs loupe f32: min rel %.2e (>= %.0e)\n",
+        fabs(loss - ref_loss[0]) / fabs(ref_loss[0]), QLORA_LOSS_TOL, worst, QLORA_LOGIT_TOL, gworst,
+        QLORA_GRAD_TOL, off32, BF16_MIN);
+    assert_int_equal(n_grads, 2 * 7 * info.num_layers); /* lora_A and lora_B on every layer Linear */
+    assert_true(off32 >= BF16_MIN);
+    free(a);
+    free(b);
+    free(logits);
+    free(ids);
+    free(mask);
+    free(labels);
+    lp_model_free(m);
+    lp_model_free(m32);
+    lp_st_close(g);
+}
+
 int main(void)
 {
     lp_threads_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grads),
         cmocka_unit_test(test_adamw),
+        cmocka_unit_test(test_qlora_bf16),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,6 +26,7 @@
 
 static lp_weight_format g_weights; /* full fine-tuning with the layers' Linears kept quantized */
 static int32_t g_chunk;            /* a causal LM's rows of logits at a time (0: the default) */
+static lp_dtype g_compute;         /* --dtype: the Linears' GEMMs (LP_DTYPE_F32 or BF16) */
 
 static void run(const char *dir, lp_train_method method, lp_exec_mode exec, bool ckpt)
 {
@@ -35,6 +36,7 @@ static void run(const char *dir, lp_train_method method, lp_exec_mode exec, bool
     o.exec = exec;
     o.grad_checkpointing = ckpt;
     o.lm_head_chunk = g_chunk;
+    o.compute = g_compute ? g_compute : LP_DTYPE_F32;
     o.training = true;
     o.quiet = true;
     if (!strcmp(dir, "models/default"))
@@ -45,6 +47,8 @@ static void run(const char *dir, lp_train_method method, lp_exec_mode exec, bool
         o.lora.targets = "all-linear";
         o.lora.dropout = 0.1f;
         o.lora.base_dtype = method == LP_TRAIN_METHOD_QLORA ? LP_DTYPE_NF4 : LP_DTYPE_F32;
+        if (g_compute == LP_DTYPE_BF16 && method == LP_TRAIN_METHOD_LORA) /* as loupe train sets it */
+            o.lora.base_dtype = LP_DTYPE_BF16;
     }
     const int threads = lp_threads_get();
     lp_mem_estimate e;
@@ -154,6 +158,17 @@ static void test_lm_chunked(void **state)
     g_chunk = 0;
 }
 
+/* --dtype bf16: full fine-tuning's bf16 copies, LoRA's bf16 base, and QLoRA's NF4 base with a
+ * bf16 copy made for each GEMM (its f32 dequantization, then the copy beside the GEMM's own
+ * scratch): the plan follows each. */
+static void test_bf16(void **state)
+{
+    (void)state;
+    g_compute = LP_DTYPE_BF16;
+    sweep("tests/golden/llama_lm");
+    g_compute = LP_DTYPE_F32;
+}
+
 /* Inference weight formats (lp_model_options.weights): the quantized Linears leave the
  * parameter table for QUANTIZED_WEIGHT, and their kernels' scratch is predicted too. */
 static void test_weight_formats(void **state)
@@ -207,9 +222,11 @@ int main(void)
 {
     lp_threads_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_llama_lm), cmocka_unit_test(test_qwen2_cls), cmocka_unit_test(test_smollm_tied),
-        cmocka_unit_test(test_mistral_window), cmocka_unit_test(test_bert), cmocka_unit_test(test_weight_formats),
-        cmocka_unit_test(test_lm_chunked), cmocka_unit_test(test_lora_packed), cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_llama_lm),    cmocka_unit_test(test_qwen2_cls),
+        cmocka_unit_test(test_smollm_tied), cmocka_unit_test(test_mistral_window),
+        cmocka_unit_test(test_bert),        cmocka_unit_test(test_weight_formats),
+        cmocka_unit_test(test_lm_chunked),  cmocka_unit_test(test_bf16),
+        cmocka_unit_test(test_lora_packed), cmocka_unit_test(test_bad),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

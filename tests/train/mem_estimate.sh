@@ -34,6 +34,8 @@ run qlora-eager-ckpt qlora eager --gradient-checkpointing
 run lora-ckpt lora fused --gradient-checkpointing
 run full-bf16 full fused --dtype bf16   # the bf16 copies (both orientations) and their scratch
 run lora-bf16 lora fused --dtype bf16   # the base in bf16 only
+run qlora-bf16 qlora fused --dtype bf16 # the NF4 base's bf16 copy for each GEMM
+run qlora-bf16-eager qlora eager --dtype bf16
 
 # the check can fail: a prediction 15 % low is rejected
 python3 - "$T/full.json" "$T/low.json" <<'PY'

@@ -36,6 +36,7 @@ GOLDENS = {
     "lora_llama_cls": ["gen_decoder.py", "--arch", "lora_llama_cls"],
     "lora_qwen2_lm": ["gen_decoder.py", "--arch", "lora_qwen2_lm"],
     "qlora_llama_lm": "gen_qlora_llama_lm.py",
+    "qlora_bf16_llama_lm": "gen_qlora_bf16_llama_lm.py",  # bnb compute bf16 + autocast on qlora_llama_lm's files
     "bench_cls": "gen_bench_cls.py",
     # GGUF input: ggml block dequantizers, tiny GGUF copies, the real SmolLM2 GGUF
     "ggml_dequant": "gen_ggml_dequant.py",

@@ -185,9 +185,15 @@ void lp_k_bf16_repack_opt(lp_qweight *q, const float *w)
 lp_status lp_qweight_pack_bf16_train(lp_qweight *q, const float *w, int64_t rows, int64_t cols,
                                      const char *name)
 {
+    return lp_k_qweight_pack_bf16_train_as(q, w, rows, cols, name, LP_MEM_CATEGORY_QUANTIZED_WEIGHT);
+}
+
+lp_status lp_k_qweight_pack_bf16_train_as(lp_qweight *q, const float *w, int64_t rows, int64_t cols,
+                                          const char *name, lp_mem_category cat)
+{
     void *mem;
-    lp_status st =
-        lp_k_qweight_alloc_packed(q, w, rows, cols, lp_qweight_bf16_train_plan_nbytes(rows, cols), "bf16", name, &mem);
+    lp_status st = lp_k_qweight_alloc_packed(q, w, rows, cols, lp_qweight_bf16_train_plan_nbytes(rows, cols),
+                                             "bf16", name, cat, &mem);
     if (st)
         return st;
     uint16_t *m = mem; /* zeroed: padding multiplies as zeros */

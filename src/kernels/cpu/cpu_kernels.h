@@ -127,10 +127,14 @@ int lp_k_fma_bits(void);
 
 /* The start every weight packing shares (lp_qweight_pack_f32, lp_qweight_pack_bf16_train):
  * q zeroed; w non-NULL and rows, cols > 0, else LP_STATUS_INVALID_ARG naming the packing
- * (kind) and the weight (name, "weight" if NULL); then *mem = bytes from lp_alloc as
- * QUANTIZED_WEIGHT (so the memory plan counts it), zeroed: the padding multiplies as zeros. */
+ * (kind) and the weight (name, "weight" if NULL); then *mem = bytes from lp_alloc as cat
+ * (QUANTIZED_WEIGHT for a kept weight, so the memory plan counts it), zeroed: the padding
+ * multiplies as zeros. */
 lp_status lp_k_qweight_alloc_packed(lp_qweight *q, const float *w, int64_t rows, int64_t cols, size_t bytes,
-                                    const char *kind, const char *name, void **mem);
+                                    const char *kind, const char *name, lp_mem_category cat, void **mem);
+/* lp_qweight_pack_bf16_train into memory of category cat (TEMPORARY: a copy for one use). */
+lp_status lp_k_qweight_pack_bf16_train_as(lp_qweight *q, const float *w, int64_t rows, int64_t cols,
+                                          const char *name, lp_mem_category cat);
 
 /* NF4 internals shared by the dequantizer and the fused GEMM (nf4.c, compiled without FP
  * contraction so the reconstructed scales round exactly as bitsandbytes'). */

@@ -230,8 +230,27 @@ lp_status lp_kernels_qweight_bf16_train(lp_qweight *q, const float *w, int64_t r
                                         const char *name)
 {
     if (on_cuda()) /* the stand-in keeps the CPU's panels, in its host memory */
-        return lp_cuda_qweight_bf16_train(dev, q, w, rows, cols, name);
+        return lp_cuda_qweight_bf16_train(dev, q, w, rows, cols, name, LP_MEM_CATEGORY_QUANTIZED_WEIGHT);
     return lp_qweight_pack_bf16_train(q, w, rows, cols, name);
+}
+
+lp_status lp_kernels_qweight_bf16_of(lp_qweight *q, const lp_qweight *w, const char *name)
+{
+    memset(q, 0, sizeof *q);
+    if (!w || (w->dtype != LP_DTYPE_NF4 && w->dtype != LP_DTYPE_INT8))
+        return lp_err(LP_STATUS_INVALID_ARG, "bf16 copy of %s: not an NF4 or int8 weight",
+                      name ? name : "a weight");
+    float *f =
+        lp_kernels_dev_scratch((size_t)w->n * sizeof(float), LP_MEM_CATEGORY_TEMPORARY, "dequantized base");
+    if (!f)
+        return lp_err_wrap(LP_STATUS_NO_MEMORY, "bf16 copy of %s: the dequantized weight",
+                           name ? name : "a weight");
+    lp_qweight_dequantize(f, w, 0, w->n);
+    lp_status st =
+        on_cuda() ? lp_cuda_qweight_bf16_train(dev, q, f, w->rows, w->cols, name, LP_MEM_CATEGORY_TEMPORARY)
+                  : lp_k_qweight_pack_bf16_train_as(q, f, w->rows, w->cols, name, LP_MEM_CATEGORY_TEMPORARY);
+    lp_kernels_dev_free(f);
+    return st;
 }
 
 lp_status lp_kernels_qweight_upload(const lp_qweight *h, lp_qweight *d, const char *name)

@@ -56,8 +56,8 @@ static inline int64_t pidx(int64_t rows, int64_t cols, int64_t o, int64_t k)
 lp_status lp_qweight_pack_f32(lp_qweight *q, const float *w, int64_t rows, int64_t cols, const char *name)
 {
     void *mem;
-    lp_status st = lp_k_qweight_alloc_packed(q, w, rows, cols, lp_qweight_f32_plan_nbytes(rows, cols), "packed f32",
-                                             name, &mem);
+    lp_status st = lp_k_qweight_alloc_packed(q, w, rows, cols, lp_qweight_f32_plan_nbytes(rows, cols),
+                                             "packed f32", name, LP_MEM_CATEGORY_QUANTIZED_WEIGHT, &mem);
     if (st)
         return st;
     float *m = mem; /* zeroed: the last panel's padding rows multiply as zeros */

@@ -96,7 +96,7 @@ lp_status lp_k_qweight_quantize_int8(lp_qweight *q, const float *w, int64_t rows
 }
 
 lp_status lp_k_qweight_alloc_packed(lp_qweight *q, const float *w, int64_t rows, int64_t cols, size_t bytes,
-                                    const char *kind, const char *name, void **mem)
+                                    const char *kind, const char *name, lp_mem_category cat, void **mem)
 {
     memset(q, 0, sizeof *q);
     *mem = NULL;
@@ -104,7 +104,7 @@ lp_status lp_k_qweight_alloc_packed(lp_qweight *q, const float *w, int64_t rows,
     if (rows <= 0 || cols <= 0 || !w)
         return lp_err(LP_STATUS_INVALID_ARG, "%s %s: bad shape [%lld, %lld]", kind, nm, (long long)rows,
                       (long long)cols);
-    void *m = lp_alloc(bytes, LP_MEM_CATEGORY_QUANTIZED_WEIGHT, nm);
+    void *m = lp_alloc(bytes, cat, nm);
     if (!m)
         return LP_STATUS_NO_MEMORY;
     memset(m, 0, bytes);

@@ -73,7 +73,7 @@ lp_status lp_cuda_qweight_upload(const lp_backend *b, const lp_qweight *h, lp_qw
 }
 
 lp_status lp_cuda_qweight_bf16_train(const lp_backend *b, lp_qweight *q, const float *w, int64_t rows,
-                                     int64_t cols, const char *name)
+                                     int64_t cols, const char *name, lp_mem_category cat)
 {
     memset(q, 0, sizeof *q);
     if (!b || strcmp(b->name, "cuda") != 0 || !b->ops->bf16_repack)
@@ -82,8 +82,8 @@ lp_status lp_cuda_qweight_bf16_train(const lp_backend *b, lp_qweight *q, const f
     if (rows <= 0 || cols <= 0 || rows > INT64_MAX / 2 / cols)
         return lp_err(LP_STATUS_INVALID_ARG, "lp_cuda_qweight_bf16_train: %s: bad shape [%lld, %lld]",
                       name ? name : "?", (long long)rows, (long long)cols);
-    uint16_t *mem = b->alloc_tagged(b->ctx, (size_t)(rows * cols) * sizeof(uint16_t),
-                                    LP_MEM_CATEGORY_QUANTIZED_WEIGHT, name ? name : "bf16 weight");
+    uint16_t *mem =
+        b->alloc_tagged(b->ctx, (size_t)(rows * cols) * sizeof(uint16_t), cat, name ? name : "bf16 weight");
     if (!mem)
         return lp_err_wrap(LP_STATUS_NO_MEMORY, "lp_cuda_qweight_bf16_train: %s", name ? name : "?");
     q->dtype = LP_DTYPE_BF16;
