@@ -139,8 +139,6 @@ static int parse_args(int argc, char **argv, args *a)
         return usage("--exec is eager or fused");
     if (strcmp(a->dtype, "f32") && strcmp(a->dtype, "bf16"))
         return usage("--dtype is f32 or bf16");
-    if (!strcmp(a->dtype, "bf16") && !strcmp(a->method, "qlora"))
-        return usage("--dtype bf16 does not combine with --method qlora (as loupe train)");
     return 0;
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """--dtype bf16 training beside f32 and beside PyTorch's CPU autocast (issue 17): a
 DistilBERT-shaped classifier (6 layers, hidden 768, FFN 3072, vocab 30522), full fine-tuning
-and LoRA (r 8 on q,v), one thread by default, seq 128. Each configuration is its own process:
+and LoRA (r 8 on q,v), and QLoRA (--methods qlora: NF4 base, bitsandbytes' compute dtype bf16 on
+the PyTorch side), one thread by default, seq 128. Each configuration is its own process:
 loupe bench_step --dtype f32|bf16 and torch_ref.py --dtype f32|bf16 (autocast around forward
 and loss; PyTorch under both thread settings, the faster kept). Then a loss-curve comparison:
 `loupe train` on the bundled model and data for --curve-steps steps in f32 and in bf16

@@ -102,16 +102,17 @@ def timed(fn, warmup, runs):
     return out
 
 
-def load_qlora_base(shape):
+def load_qlora_base(shape, compute=torch.float32):
     """bitsandbytes quantizes while from_pretrained loads, so the random fp32 model is saved
-    first by a child process (its memory never counts in this process's peak RSS)."""
+    first by a child process (its memory never counts in this process's peak RSS). compute:
+    bnb_4bit_compute_dtype (bf16 with --dtype bf16, as the QLoRA recipe)."""
     from transformers import BitsAndBytesConfig
     tmp = tempfile.mkdtemp(prefix="torch_ref_")
     try:
         subprocess.run([sys.executable, os.path.abspath(__file__), "--save-random", tmp, "--shape", shape],
                        check=True)
         q = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-                               bnb_4bit_compute_dtype=torch.float32,
+                               bnb_4bit_compute_dtype=compute,
                                llm_int8_skip_modules=["pre_classifier", "classifier", "pooler.dense", "lm_head"])
         return model_class(shape).from_pretrained(tmp, quantization_config=q, device_map="cpu",
                                                   dtype=torch.float32)
@@ -166,7 +167,8 @@ def main():
     if args.save_random:
         model_class(args.shape)(cfg).save_pretrained(args.save_random)
         return 0
-    model = load_qlora_base(args.shape) if args.method == "qlora" else model_class(args.shape)(cfg)
+    model = (load_qlora_base(args.shape, torch.bfloat16 if args.dtype == "bf16" else torch.float32)
+             if args.method == "qlora" else model_class(args.shape)(cfg))
     decoder = args.shape in DECODERS
     if args.gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})

@@ -61,6 +61,19 @@ static bool layer_weight(const char *n)
     return strstr(n, ".transformer.layer.") && k >= 7 && !strcmp(n + k - 7, ".weight") && strstr(n, "lin");
 }
 
+/* The golden's gradient of p, <prefix><p's name>, of p's element count. */
+static const float *grad_ref(const lp_st_file *g, const char *prefix, const lp_model_param *p)
+{
+    char k[256];
+    snprintf(k, sizeof k, "%s%s", prefix, p->name);
+    int64_t n = 0;
+    const float *ref = gold_f32(g, k, &n);
+    if (!ref)
+        fail_msg("golden has no %s", k);
+    assert_int_equal(n, p->numel);
+    return ref;
+}
+
 static void test_grads(void **state)
 {
     (void)state;
@@ -87,13 +100,8 @@ static void test_grads(void **state)
     double worst = 0, off32 = 1e30;
     int n_layer = 0;
     for (size_t i = 0; i < np; i++) {
-        char k[200];
-        snprintf(k, sizeof k, "grad.%s", p[i].name);
-        int64_t n = 0;
-        const float *ref = gold_f32(g, k, &n);
-        if (!ref)
-            fail_msg("golden has no %s", k);
-        assert_int_equal(n, p[i].numel);
+        const float *ref = grad_ref(g, "grad.", &p[i]);
+        const int64_t n = p[i].numel;
         if (key_bias(p[i].name)) { /* zero in exact arithmetic: noise either side */
             gold_cmp c = gold_compare(p[i].grad, ref, n, TINY);
             printf("  %-60s max|d| %.3e (analytically zero: abs <= 1e-3)\n", p[i].name, c.max_abs);
@@ -257,13 +265,8 @@ static void test_qlora_bf16(void **state)
     for (size_t i = 0; i < np; i++) {
         if (!p[i].trainable)
             continue;
-        char k[256];
-        snprintf(k, sizeof k, "right.grad.base_model.model.%s", p[i].name);
-        int64_t ng = 0;
-        const float *ref = gold_f32(g, k, &ng);
-        if (!ref)
-            fail_msg("golden has no %s", k);
-        assert_int_equal(ng, p[i].numel);
+        const float *ref = grad_ref(g, "right.grad.base_model.model.", &p[i]);
+        const int64_t ng = p[i].numel;
         gold_check(p[i].name, p[i].grad, ref, ng, TINY, QLORA_GRAD_TOL, &gworst);
         gold_cmp c32 = gold_compare(p[i].grad, p32[i].grad, ng, TINY);
         off32 = c32.rel < off32 ? c32.rel : off32;

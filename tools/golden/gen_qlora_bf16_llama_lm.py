@@ -20,9 +20,11 @@ SRC = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "golden", "ql
 def load(src, compute, w32):
     """The float32 model of src loaded 4-bit as the qlora_llama_lm golden loads it, with compute
     dtype compute, and the golden's PEFT adapter on it, trainable. Each NF4 weight is checked
-    to be plain quantize_4bit of the float32 one (blocks of 64 over the flattened weight): the
-    NF4 loupe makes by default. (That golden's dequant.* for down_proj came from an older
-    bitsandbytes CPU kernel, which loupe's bnb_cpu_dequant reproduces; not used here.)"""
+    to dequantize as plain quantize_4bit of the float32 one (blocks of 64 over the flattened
+    weight): the NF4 loupe makes by default. That holds on a CPU without AVX512_BF16 (this
+    golden was made on Zen 3); on one with it, bitsandbytes 0.50.2's CPU kernel reads
+    down_proj's scales per row (in_features 160 is not a multiple of 64: qlora_llama_lm's
+    dequant.*, made there, and loupe's bnb_cpu_dequant), and the check stops the script."""
     import bitsandbytes as bnb
     import bitsandbytes.functional as F
     from peft import PeftModel
@@ -78,7 +80,7 @@ def main():
     from safetensors.torch import save_file
     save_file({k: v.contiguous() for k, v in t.items()}, os.path.join(out, "golden.safetensors"))
     meta = {
-        "golden": "qlora_bf16_llama_lm", "source": "tests/golden/qlora_llama_lm (config.json, "
+        "golden": "qlora_bf16_llama_lm", "cpu_flags_avx512_bf16": "avx512_bf16" in open("/proc/cpuinfo").read(), "source": "tests/golden/qlora_llama_lm (config.json, "
                                                      "model.safetensors, peft_adapter/)", "versions": gc.versions(), "seed": gc.SEED,
         "how": "the float32 model here loaded 4-bit (BitsAndBytesConfig nf4, double quant, blocksize 64, "
                "lm_head skipped; each weight plain quantize_4bit of the float32 one) with bnb_4bit_compute_dtype = "
