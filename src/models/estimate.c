@@ -43,26 +43,8 @@ static uint64_t max2(uint64_t a, uint64_t b)
     return a > b ? a : b;
 }
 
-static uint64_t linear_scratch_of(const lp_model *m, const lp_model_linear *ml, uint64_t N, uint64_t th,
-                                  bool bf16_base);
-
-/* Floats of the largest kernel scratch one call on a Linear allocates. QLoRA under --dtype
- * bf16 (lp_nn_linear.qbase_bf16): the base's bf16 copy for the call (both packings) is made
- * from its f32 dequantization (freed before the GEMM) and lives through the bf16 path's own
- * scratch. */
-static uint64_t linear_scratch(const lp_model *m, const lp_model_linear *ml, uint64_t N, uint64_t th)
-{
-    const bool qbf16 = m->lora.enabled && m->opt.compute == LP_DTYPE_BF16 &&
-                       (m->lora.base_dtype == LP_DTYPE_NF4 || m->lora.base_dtype == LP_DTYPE_INT8);
-    const bool bf16_base = m->lora.enabled && (m->lora.base_dtype == LP_DTYPE_BF16 || qbf16);
-    const uint64_t s = linear_scratch_of(m, ml, N, th, bf16_base);
-    if (!qbf16)
-        return s;
-    const uint64_t out = (uint64_t)ml->lin->out, in = (uint64_t)ml->lin->in;
-    const uint64_t copy = (lp_qweight_bf16_train_plan_nbytes((int64_t)out, (int64_t)in) + 3) / 4;
-    return copy + max2(out * in, s);
-}
-
+/* linear_scratch below, bf16_base: the base's GEMMs are the bf16 ones (a bf16 LoRA base, or
+ * QLoRA's per-GEMM bf16 copy) */
 static uint64_t linear_scratch_of(const lp_model *m, const lp_model_linear *ml, uint64_t N, uint64_t th,
                                   bool bf16_base)
 {
@@ -107,6 +89,22 @@ static uint64_t linear_scratch_of(const lp_model *m, const lp_model_linear *ml, 
                                    : 0,
                         drop ? max2(256 * in, th * 32 * in) : 0);
     return max2(fwd, bwd + (adapted ? N * r : 0));
+}
+
+/* Floats of the largest kernel scratch one call on a Linear allocates. QLoRA under --dtype
+ * bf16 (lp_nn_linear.qbase_bf16): the base's bf16 copy for the call (both packings) is made
+ * from its f32 dequantization (freed before the GEMM) and lives through the bf16 path's own
+ * scratch. */
+static uint64_t linear_scratch(const lp_model *m, const lp_model_linear *ml, uint64_t N, uint64_t th)
+{
+    const bool qbf16 = lp_model__qbase_bf16(m);
+    const bool bf16_base = m->lora.enabled && (m->lora.base_dtype == LP_DTYPE_BF16 || qbf16);
+    const uint64_t s = linear_scratch_of(m, ml, N, th, bf16_base);
+    if (!qbf16)
+        return s;
+    const uint64_t out = (uint64_t)ml->lin->out, in = (uint64_t)ml->lin->in;
+    const uint64_t copy = (lp_qweight_bf16_train_plan_nbytes((int64_t)out, (int64_t)in) + 3) / 4;
+    return copy + max2(out * in, s);
 }
 
 /* A GGML weight's bytes: its blocks, plus the prefill tiles, which replace the blocks where

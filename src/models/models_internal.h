@@ -382,5 +382,12 @@ lp_status lp_model__bf16_setup(lp_model *m);
 void lp_model__bf16_refresh(lp_model *m);
 void lp_model__bf16_free(lp_model *m);
 uint64_t lp_model__bf16_cache_nbytes(const lp_model *m, const lp_model_linear *ml);
+/* QLoRA under --dtype bf16: the frozen NF4 / int8 bases are rounded to a bf16 copy for each
+ * GEMM (lp_nn_linear.qbase_bf16, set by lp_model__peft_finish; the memory plan reads it here) */
+static inline bool lp_model__qbase_bf16(const lp_model *m)
+{
+    return m->lora.enabled && m->opt.compute == LP_DTYPE_BF16 &&
+           (m->lora.base_dtype == LP_DTYPE_NF4 || m->lora.base_dtype == LP_DTYPE_INT8);
+}
 
 #endif

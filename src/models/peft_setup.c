@@ -639,7 +639,7 @@ lp_status lp_model__peft_finish(lp_model *m)
         ml->lin->dw = NULL;
         ml->lin->qbase = ml->q;
         /* QLoRA under --dtype bf16: the NF4 / int8 base rounded to bf16 for each use */
-        ml->lin->qbase_bf16 = m->opt.compute == LP_DTYPE_BF16 && m->lora.base_dtype != LP_DTYPE_BF16;
+        ml->lin->qbase_bf16 = lp_model__qbase_bf16(m);
         ml->lin->ctx = &m->pass_ctx;
     }
     return LP_OK;

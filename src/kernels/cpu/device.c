@@ -67,27 +67,6 @@ static void fake_attention_backward(float *dq, float *dk, float *dv, const float
                                                                          drop);
 }
 
-/* The CUDA table's multi-tensor AdamW, as the stand-in's entry: so the optimizer's batched
- * call (train/optim.c) takes the device's path here too */
-static void fake_adamw_multi(const lp_adamw_tensor *t, int count, double lr, double beta1, double beta2,
-                             double eps, int64_t step)
-{
-    const lp_kernel_table *k = lp_kernels_table(LP_KERNELS_IMPL_OPT);
-    for (int i = 0; i < count; i++)
-        k->adamw_step(t[i].param, t[i].grad, t[i].m, t[i].v, t[i].n, lr, beta1, beta2, eps, t[i].weight_decay,
-                      step);
-}
-
-/* The CUDA table's Linear with its bias (its GEMM's epilogue there): here the composition
- * lp_matmul_forward makes without the entry, so the stand-in's results stay the CPU's */
-static void fake_linear_forward(float *out, const float *inp, const float *weight, const float *bias,
-                                int64_t N, int64_t C, int64_t OC)
-{
-    const lp_kernel_table *k = lp_kernels_table(LP_KERNELS_IMPL_OPT);
-    k->bias_broadcast(out, bias, N, OC);
-    k->sgemm(false, true, N, OC, C, 1.0f, inp, C, weight, C, 1.0f, out, OC);
-}
-
 /* host memory: the CPU backend's functions (lp_alloc, memmove, memset), also the stand-in's */
 /* Whether the wrappers run on the CUDA backend itself (not the CPU, not the stand-in). */
 static bool on_cuda(void)
@@ -111,8 +90,6 @@ static const lp_backend *fake_device(void)
         fake_attn_mode = LP_CUDA_ATTN_AUTO;
     fake_table.attention_fused_forward = fake_attention_forward;
     fake_table.attention_fused_backward = fake_attention_backward;
-    fake_table.adamw_multi = fake_adamw_multi;
-    fake_table.linear_forward = fake_linear_forward;
     /* what src/kernels/cuda/cuda_backend.c's table leaves NULL */
     fake_table.attention_eager_forward = NULL;
     fake_table.attention_eager_backward = NULL;
@@ -226,12 +203,19 @@ void lp_kernels_memset(void *dst, int value, size_t bytes)
         (void)dev->memset(dev->ctx, dst, value, bytes); /* kept for the next sync */
 }
 
+/* A bf16 copy of w in the active device's layout, its memory of category cat. */
+static lp_status bf16_train_as(lp_qweight *q, const float *w, int64_t rows, int64_t cols, const char *name,
+                               lp_mem_category cat)
+{
+    if (on_cuda()) /* the stand-in keeps the CPU's panels, in its host memory */
+        return lp_cuda_qweight_bf16_train(dev, q, w, rows, cols, name, cat);
+    return lp_k_qweight_pack_bf16_train_as(q, w, rows, cols, name, cat);
+}
+
 lp_status lp_kernels_qweight_bf16_train(lp_qweight *q, const float *w, int64_t rows, int64_t cols,
                                         const char *name)
 {
-    if (on_cuda()) /* the stand-in keeps the CPU's panels, in its host memory */
-        return lp_cuda_qweight_bf16_train(dev, q, w, rows, cols, name, LP_MEM_CATEGORY_QUANTIZED_WEIGHT);
-    return lp_qweight_pack_bf16_train(q, w, rows, cols, name);
+    return bf16_train_as(q, w, rows, cols, name, LP_MEM_CATEGORY_QUANTIZED_WEIGHT);
 }
 
 lp_status lp_kernels_qweight_bf16_of(lp_qweight *q, const lp_qweight *w, const char *name)
@@ -246,9 +230,7 @@ lp_status lp_kernels_qweight_bf16_of(lp_qweight *q, const lp_qweight *w, const c
         return lp_err_wrap(LP_STATUS_NO_MEMORY, "bf16 copy of %s: the dequantized weight",
                            name ? name : "a weight");
     lp_qweight_dequantize(f, w, 0, w->n);
-    lp_status st =
-        on_cuda() ? lp_cuda_qweight_bf16_train(dev, q, f, w->rows, w->cols, name, LP_MEM_CATEGORY_TEMPORARY)
-                  : lp_k_qweight_pack_bf16_train_as(q, f, w->rows, w->cols, name, LP_MEM_CATEGORY_TEMPORARY);
+    lp_status st = bf16_train_as(q, f, w->rows, w->cols, name, LP_MEM_CATEGORY_TEMPORARY);
     lp_kernels_dev_free(f);
     return st;
 }

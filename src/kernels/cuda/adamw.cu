@@ -99,11 +99,12 @@ extern "C" void lp_cu_adamw_multi(const lp_adamw_tensor *t, int count, double lr
     adamw_list l;
     memset(&l, 0, sizeof l);
     int64_t blocks = 0;
+    /* int32 block indices: a launch's tensors, 16 bytes an element with their gradient and
+     * moments, would need 2^31 chunks x 4096 x 16 = 128 TiB of device memory to overflow them */
     for (int i = 0; i <= count; i++) {
-        /* launch what is gathered when the list is full, a tensor would take the grid past
-         * int32 blocks, or the tensors are done */
+        /* launch what is gathered when the list is full or the tensors are done */
         const int64_t nb = i < count ? (t[i].n + MT_CHUNK - 1) / MT_CHUNK : 0;
-        if (l.count && (i == count || l.count == MT_TENSORS || blocks + nb > INT32_MAX)) {
+        if (l.count && (i == count || l.count == MT_TENSORS)) {
             l.first[l.count] = (int32_t)blocks;
             adamw_multi_k<<<(unsigned)blocks, MT_THREADS, 0, lp_cu_stream()>>>(l, s);
             if (lp_cu_check("adamw_multi") != LP_OK)
@@ -113,11 +114,6 @@ extern "C" void lp_cu_adamw_multi(const lp_adamw_tensor *t, int count, double lr
         }
         if (i == count || nb == 0)
             continue;
-        if (nb > INT32_MAX) { /* one tensor of more than 2^31 chunks (8 T elements): alone */
-            lp_cu_adamw_step(t[i].param, t[i].grad, t[i].m, t[i].v, t[i].n, lr, beta1, beta2, eps,
-                             t[i].weight_decay, step);
-            continue;
-        }
         const int c = l.count++;
         l.param[c] = t[i].param, l.grad[c] = t[i].grad, l.m[c] = t[i].m, l.v[c] = t[i].v, l.n[c] = t[i].n;
         l.decay[c] = (float)(1.0 - lr * t[i].weight_decay);
