@@ -238,7 +238,7 @@ static int cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* One step as src/train/loop.c's train_step with grad_accum 1: zero grad, loss forward,
+/* One step as src/train/loop.c's train_step with grad_accum 1 on one rank: zero grad, loss forward,
  * backward, clip_grad_norm 1.0, AdamW (lr 1e-5 as torch_ref.py; lp_train_config's defaults:
  * betas 0.9/0.999, eps 1e-8, weight decay 0.01 except biases and LayerNorm). */
 static int train_step(lp_model *m, lp_optim *opt, const lp_train_config *tc, const int32_t *ids,
@@ -247,6 +247,7 @@ static int train_step(lp_model *m, lp_optim *opt, const lp_train_config *tc, con
     float loss;
     lp_model_zero_grad(m);
     lp_model_set_dloss_scale(m, 1.0f);
+    lp_model_set_head_grad_in_loss(m, true); /* as the trainer on one rank */
     if (lp_model_loss_forward(m, ids, NULL, NULL, labels, B, T, NULL, &loss) != LP_OK)
         return die("loss forward");
     if (!isfinite(loss)) {

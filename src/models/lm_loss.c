@@ -8,9 +8,11 @@
  *
  * When dh is computed. In training mode with a frozen head (LoRA, QLoRA) the loss forward
  * computes dh right after each chunk's loss, while the chunk's logits are at hand (two head
- * GEMMs a step, as an unchunked head); lp_model_backward then starts from it. Otherwise (a
- * trainable head, or a loss forward in eval mode that a backward may still follow) the
- * backward recomputes each chunk's logits, then dh and dW together: one GEMM more, never a
+ * GEMMs a step, as an unchunked head); lp_model_backward then starts from it. So does a
+ * trainable head's loss forward, dW included (three GEMMs), when the caller promised the
+ * backward at the same scale (lp_model_set_head_grad_in_loss). Otherwise (a trainable head
+ * without that promise, or a loss forward in eval mode that a backward may still follow)
+ * the backward recomputes each chunk's logits, then dh and dW together: one GEMM more, no
  * gradient added before lp_model_backward is called.
  *
  * On a device the labels are counted in the batch's host shadow, each chunk's mean loss is
@@ -97,7 +99,8 @@ lp_status lp_model__lm_loss(lp_model *m, float *logits, float *dh, float *loss)
     const int64_t N = m->B * m->T, V = m->n_classes, R = lp_model__lm_chunk_rows(m, N), C = m->lm_head->in;
     const int64_t total = count_rows(host_labels(m), N);
     double sum = 0.0;
-    m->lm_dh_ok = false;
+    const bool with_dw = dh && m->lm_head->dw != NULL; // only under the caller's promise
+    m->lm_dh_ok = m->lm_dw_done = false;
     for (int64_t r0 = 0; r0 < N; r0 += R) {
         const int64_t n = N - r0 < R ? N - r0 : R;
         // logits straight into the caller's buffer when it wants them (the gradient then goes
@@ -114,10 +117,11 @@ lp_status lp_model__lm_loss(lp_model *m, float *logits, float *dh, float *loss)
             return m->pass_status;
         sum += (double)l * (double)count_rows(host_labels(m) + r0, n);
         if (dh)
-            chunk_grad(m, dh, m->lm_chunk, lg, r0, n, total, false);
+            chunk_grad(m, dh, m->lm_chunk, lg, r0, n, total, with_dw);
     }
     if (dh) {
         m->lm_dh_ok = true;
+        m->lm_dw_done = with_dw;
         m->lm_dh_scale = m->dloss_scale;
     }
     *loss = total ? (float)(sum / (double)total) : 0.0f;

@@ -262,6 +262,10 @@ void lp_model_set_dloss_scale(lp_model *m, float scale)
 {
     m->dloss_scale = scale;
 }
+void lp_model_set_head_grad_in_loss(lp_model *m, bool on)
+{
+    m->lm_dw_early = on;
+}
 
 /* ---- passes ------------------------------------------------------------------------------ */
 
@@ -397,7 +401,7 @@ static lp_status forward_head(lp_model *m, const int32_t *ids, const int32_t *ma
     if (st != LP_OK)
         return st;
     lp_nn_ctx ctx = run_ctx(m, &m->rng, B);
-    m->lm_dh_ok = false;
+    m->lm_dh_ok = m->lm_dw_done = false;
     m->fam->head_forward(m, &ctx, lp_model_hidden(m, (int32_t)m->L), B, T);
     if (m->dev && m->pass_status != LP_OK) // a device's error, taken by the head's host round trip
         return lp_err_wrap(m->pass_status, "model forward");
@@ -472,9 +476,10 @@ lp_status lp_model_loss_forward(lp_model *m, const int32_t *ids, const int32_t *
         return lp_err_wrap(st, "model loss: uploading the labels");
     // -100 is ignored, as in transformers
     if (m->task == LP_MODEL_TASK_CAUSAL_LM) {
-        // a training step with a frozen head takes d(head input) while each chunk's logits
-        // are at hand, into the backward's scratch (see lm_loss.c)
-        const bool dh_now = m->training && !m->opt.no_grad && !m->lm_head->dw;
+        // a training step with a frozen head (or one whose caller promised the backward:
+        // lp_model_set_head_grad_in_loss) takes the head's gradients while each chunk's
+        // logits are at hand, d(head input) into the backward's scratch (see lm_loss.c)
+        const bool dh_now = m->training && !m->opt.no_grad && (!m->lm_head->dw || m->lm_dw_early);
         float *dh = dh_now ? m->tmp_block + 2 * lp_model__up16(rows * m->cfg.hidden_size) : NULL;
         st = lp_model__lm_loss(m, logits, dh, &m->loss);
     } else {
@@ -494,6 +499,13 @@ lp_status lp_model_backward(lp_model *m)
     if (!m->loss_ok)
         return lp_err(LP_STATUS_INVALID_ARG, "model backward: no loss forward to back-propagate (call "
                                              "lp_model_loss_forward first; a backward consumes it)");
+    if (m->lm_dw_done && m->lm_dh_scale != m->dloss_scale) {
+        m->loss_ok = false; // the head's gradient is in, under the other scale: nothing to mend
+        return lp_err(LP_STATUS_INVALID_ARG,
+                      "model backward: dloss_scale changed from %g to %g after a loss forward that took the "
+                      "head's weight gradient (lp_model_set_head_grad_in_loss promises the same scale)",
+                      (double)m->lm_dh_scale, (double)m->dloss_scale);
+    }
     LP_PROF_SCOPE(m->prof_backward);
     const int64_t B = m->B, T = m->T, N = B * T, C = m->cfg.hidden_size, rows = head_rows(m, B, T);
     // the backward's scratch: two (N,C) gradient buffers, the family's scratch, dlogits last
@@ -545,7 +557,7 @@ lp_status lp_model_backward(lp_model *m)
     }
     if (emb_grad)
         m->fam->embed_backward(m, dA, scratch, B, T);
-    m->loss_ok = false;
+    m->loss_ok = m->lm_dw_done = false;
     if (m->pass_status != LP_OK)
         return lp_err_wrap(m->pass_status, "model backward");
     return LP_OK;
@@ -554,6 +566,8 @@ lp_status lp_model_backward(lp_model *m)
 void lp_model_zero_grad(lp_model *m)
 {
     LP_PROF_SCOPE(LP_PROF_NAME_OPTIMIZER_ZERO_GRAD);
+    if (m->lm_dw_done) // that forward's head gradient is gone: its backward would miss it
+        m->loss_ok = m->lm_dw_done = false;
     if (m->n_grad_floats) // memset on the CPU
         lp_kernels_memset(m->grad_block, 0, (size_t)m->n_grad_floats * sizeof(float));
 }

@@ -229,6 +229,8 @@ struct lp_model {
     float *lm_chunk;     /* a causal LM: (lp_model__lm_chunk_rows, V) one chunk's logits */
     bool lm_dh_ok;       /* the loss forward left d(lm_in) in the backward's scratch ... */
     float lm_dh_scale;   /* ... under this dloss_scale */
+    bool lm_dw_early;    /* lp_model_set_head_grad_in_loss: a trained head's dW in the loss too */
+    bool lm_dw_done;     /* the loss forward added the head's dW (under lm_dh_scale) */
     int32_t *ids, *mask, *types, *labels, *pos; /* (B,T) each; labels (rows) */
     bool has_types;
     int64_t B, T; /* of the last forward */

@@ -274,6 +274,11 @@ static lp_status train_step(run *R, lp_data_pos *pos, int64_t step, lp_step_rec 
     rec->epoch = pos->epoch;
     lp_model_zero_grad(R->model);
     const int32_t world = R->dp.world;
+    /* one rank knows its loss scale (1/k) before the forward, so a causal LM's trained head can
+     * take its gradient in the loss forward; ranks learn theirs from the all-reduced counts */
+    lp_model_set_head_grad_in_loss(R->model, world == 1);
+    if (world == 1)
+        lp_model_set_dloss_scale(R->model, (float)(1.0 / (double)k));
     double loss = 0;
     for (int32_t a = 0; a < k; a++) {
         int64_t first = pos->batch * c->batch_size;

@@ -5,7 +5,10 @@
  * frozen head: d(head input) taken during the loss forward), in training and eval mode, with a
  * chunk size (5) that does not divide B*T (24) and a whole chunk of ignored tokens. Then the
  * memory: the chunked model's activation block is smaller by exactly the logits it no longer
- * holds, and its temporary peak holds no (B*T, V) gradient.
+ * holds, and its temporary peak holds no (B*T, V) gradient. And a trained head's gradient
+ * taken in the loss forward (lp_model_set_head_grad_in_loss, as the trainer does on one rank)
+ * against the backward's recompute: bit for bit, chunked or whole, over two accumulated
+ * micro-batches; the broken promises (a scale changed, a zero_grad in between) refused.
  *
  * Tolerance: 1e-5 relative to each tensor's largest magnitude (absolute 1e-7 floor). Chunked
  * and whole run the same kernels over the same rows; what differs is the GEMM's row blocking
@@ -38,6 +41,8 @@ typedef struct result {
     uint64_t act_peak, tmp_peak;
 } result;
 
+static bool early; /* lp_model_set_head_grad_in_loss for the models step() loads */
+
 static lp_model *load(const char *dir, bool lora, int32_t chunk)
 {
     lp_model_options o;
@@ -54,6 +59,7 @@ static lp_model *load(const char *dir, bool lora, int32_t chunk)
     lp_model *m = NULL;
     if (lp_model_load(dir, &o, &m) != LP_OK)
         fail_msg("%s", lp_err_msg());
+    lp_model_set_head_grad_in_loss(m, early);
     // LoRA's B starts at zero: give the adapters weights so the gradients reach every layer
     size_t np;
     const lp_model_param *p = lp_model_params(m, &np);
@@ -66,8 +72,10 @@ static lp_model *load(const char *dir, bool lora, int32_t chunk)
 
 /* One loss forward (+ backward) on a batch with right padding, a row of one token (it predicts
  * nothing: rows 8..15 are all ignored, so the chunk 10..14 is entirely ignored) and a label
- * -100 inside a row. dscale_after: dloss_scale set between the forward and the backward. */
-static result step(const char *dir, bool lora, int32_t chunk, bool training, float dscale_after)
+ * -100 inside a row; `micro` such passes into the same gradients (the later ones on shifted
+ * ids), the loss returned the last's. dscale_after: dloss_scale set between the forward and
+ * the backward. */
+static result step_n(const char *dir, bool lora, int32_t chunk, bool training, float dscale_after, int micro)
 {
     lp_model *m = load(dir, lora, chunk);
     lp_model_info info;
@@ -75,13 +83,6 @@ static result step(const char *dir, bool lora, int32_t chunk, bool training, flo
     const int64_t V = info.vocab_size;
     int32_t ids[N], mask[N], labels[N];
     static const int len[B] = {8, 1, 6};
-    for (int i = 0; i < N; i++) {
-        const int b = i / T, t = i % T;
-        ids[i] = 3 + (i * 11) % (int32_t)(V - 3);
-        mask[i] = t < len[b];
-        labels[i] = mask[i] ? ids[i] : -100;
-    }
-    labels[2 * T + 3] = -100;
     lp_model_set_training(m, training);
     result r = {0};
     r.logits = malloc((size_t)(N * V) * sizeof(float));
@@ -90,12 +91,21 @@ static result step(const char *dir, bool lora, int32_t chunk, bool training, flo
     lp_alloc_stats_get(&before);
     lp_alloc_stats_reset_peak();
     lp_model_zero_grad(m);
-    if (lp_model_loss_forward(m, ids, mask, NULL, labels, B, T, r.logits, &r.loss) != LP_OK)
-        fail_msg("%s", lp_err_msg());
-    if (dscale_after > 0)
-        lp_model_set_dloss_scale(m, dscale_after);
-    if (lp_model_backward(m) != LP_OK)
-        fail_msg("%s", lp_err_msg());
+    for (int a = 0; a < micro; a++) {
+        for (int i = 0; i < N; i++) {
+            const int b = i / T, t = i % T;
+            ids[i] = 3 + (i * 11 + a * 5) % (int32_t)(V - 3);
+            mask[i] = t < len[b];
+            labels[i] = mask[i] ? ids[i] : -100;
+        }
+        labels[2 * T + 3] = -100;
+        if (lp_model_loss_forward(m, ids, mask, NULL, labels, B, T, r.logits, &r.loss) != LP_OK)
+            fail_msg("%s", lp_err_msg());
+        if (dscale_after > 0)
+            lp_model_set_dloss_scale(m, dscale_after);
+        if (lp_model_backward(m) != LP_OK)
+            fail_msg("%s", lp_err_msg());
+    }
     lp_alloc_stats_get(&after);
     r.act_peak = after.peak[LP_MEM_CATEGORY_ACTIVATION] - before.live[LP_MEM_CATEGORY_ACTIVATION];
     r.tmp_peak = after.peak[LP_MEM_CATEGORY_TEMPORARY] - before.live[LP_MEM_CATEGORY_TEMPORARY];
@@ -114,6 +124,11 @@ static result step(const char *dir, bool lora, int32_t chunk, bool training, flo
         }
     lp_model_free(m);
     return r;
+}
+
+static result step(const char *dir, bool lora, int32_t chunk, bool training, float dscale_after)
+{
+    return step_n(dir, lora, chunk, training, dscale_after, 1);
 }
 
 static void free_result(result *r)
@@ -185,6 +200,72 @@ static void test_scale_after_forward(void **state)
     free_result(&w);
 }
 
+/* The head's gradient taken in the loss forward equals the backward's recompute bit for bit
+ * (the same GEMMs on the same rows, the gradients added in the same order), for an untied
+ * and a tied head, chunked and whole, over two micro-batches accumulated; LoRA (a frozen head)
+ * is unchanged by the promise. */
+static void test_head_grad_in_loss(void **state)
+{
+    (void)state;
+    static const char *const dirs[] = {"tests/golden/llama_lm", "tests/golden/smollm_lm"};
+    static const int32_t chunks[] = {CHUNK, 1 << 20};
+    for (int d = 0; d < 2; d++)
+        for (int c = 0; c < 2; c++)
+            for (int lora = 0; lora < 2; lora++) {
+                early = false;
+                result r = step_n(dirs[d], lora, chunks[c], true, 0, 2);
+                early = true;
+                result e = step_n(dirs[d], lora, chunks[c], true, 0, 2);
+                early = false;
+                printf("%s %s chunk %d: loss %.9g / %.9g, %lld gradients\n", dirs[d], lora ? "lora" : "full",
+                       chunks[c], r.loss, e.loss, (long long)r.n_grads);
+                assert_int_equal(r.n_grads, e.n_grads);
+                assert_memory_equal(&r.loss, &e.loss, sizeof r.loss);
+                assert_memory_equal(r.grads, e.grads, (size_t)r.n_grads * sizeof(float));
+                double s = 0;
+                for (int64_t i = 0; i < r.n_grads; i++)
+                    s += fabs(r.grads[i]);
+                assert_true(s > 0);
+                free_result(&r);
+                free_result(&e);
+            }
+}
+
+/* The promise broken: a dloss_scale changed after such a forward, or a zero_grad between it
+ * and its backward, and the backward refuses (the head's gradient went in under the old scale,
+ * or was wiped) instead of returning wrong gradients. Without the promise both are fine. */
+static void test_head_grad_in_loss_refusals(void **state)
+{
+    (void)state;
+    for (int prom = 0; prom < 2; prom++)
+        for (int how = 0; how < 2; how++) {
+            early = prom;
+            lp_model *m = load("tests/golden/llama_lm", false, CHUNK);
+            early = false;
+            int32_t ids[N], labels[N];
+            for (int i = 0; i < N; i++)
+                ids[i] = labels[i] = 3 + (i * 11) % 100;
+            float loss;
+            lp_model_zero_grad(m);
+            if (lp_model_loss_forward(m, ids, NULL, NULL, labels, B, T, NULL, &loss) != LP_OK)
+                fail_msg("%s", lp_err_msg());
+            if (how == 0)
+                lp_model_set_dloss_scale(m, 0.5f);
+            else
+                lp_model_zero_grad(m);
+            lp_status st = lp_model_backward(m);
+            printf("promise %d, %s: %s\n", prom, how == 0 ? "scale changed" : "zero_grad between",
+                   st == LP_OK ? "ok" : lp_err_msg());
+            if (prom) {
+                assert_int_equal(st, LP_STATUS_INVALID_ARG);
+                assert_non_null(strstr(lp_err_msg(), how == 0 ? "dloss_scale changed" : "no loss forward"));
+            } else {
+                assert_int_equal(st, LP_OK);
+            }
+            lp_model_free(m);
+        }
+}
+
 /* The logits are no longer held: the activation block of the chunked model is smaller by
  * exactly (N - CHUNK) rows of V floats (each tensor padded to 16 floats), and the temporary
  * peak of the whole-logits model is no larger than the chunked one's (neither holds a
@@ -219,6 +300,8 @@ int main(void)
         cmocka_unit_test(test_tied),
         cmocka_unit_test(test_scale_after_forward),
         cmocka_unit_test(test_memory),
+        cmocka_unit_test(test_head_grad_in_loss),
+        cmocka_unit_test(test_head_grad_in_loss_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
