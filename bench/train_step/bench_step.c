@@ -28,6 +28,7 @@ typedef struct args {
     /* shape overrides (a tiny model for the smoke test); 0 = the shape's */
     int layers, hidden, heads, ffn, vocab;
     bool ckpt; /* --gradient-checkpointing */
+    bool head_recompute; /* --head-grad-recompute: a trained LM head's gradient in the backward */
 } args;
 
 static double now_s(void)
@@ -47,11 +48,14 @@ static int usage(const char *msg)
 {
     if (msg)
         fprintf(stderr, "bench_step: %s\n", msg);
-    fprintf(msg ? stderr : stdout,
-            "usage: bench_step [--shape distilbert|minilm|qwen2.5-0.5b|smollm2-135m] [--mode train|infer|peak]\n"
-            "                  [--method full|lora|qlora] [--gradient-checkpointing]\n"
-            "                  [--exec eager|fused] [--dtype f32|bf16] [--batch B] [--seq T] [--threads N] [--warmup N] [--runs N]\n"
-            "                  [--peak-gflops G] [--ops N] [--layers N --hidden N --heads N --ffn N --vocab N]\n");
+    fprintf(
+        msg ? stderr : stdout,
+        "usage: bench_step [--shape distilbert|minilm|qwen2.5-0.5b|smollm2-135m] [--mode train|infer|peak]\n"
+        "                  [--method full|lora|qlora] [--gradient-checkpointing] [--head-grad-recompute]\n"
+        "                  [--exec eager|fused] [--dtype f32|bf16] [--batch B] [--seq T] [--threads N] "
+        "[--warmup N] [--runs N]\n"
+        "                  [--peak-gflops G] [--ops N] [--layers N --hidden N --heads N --ffn N --vocab "
+        "N]\n");
     return msg ? 2 : 0;
 }
 
@@ -78,6 +82,10 @@ static int parse_args(int argc, char **argv, args *a)
             return usage(NULL) - 1; /* -1: print and exit 0 */
         if (!strcmp(f, "--gradient-checkpointing")) {
             a->ckpt = true;
+            continue;
+        }
+        if (!strcmp(f, "--head-grad-recompute")) { /* as before lp_model_set_head_grad_in_loss */
+            a->head_recompute = true;
             continue;
         }
         if (i + 1 >= argc)
@@ -241,13 +249,15 @@ static int cmp_double(const void *x, const void *y)
 /* One step as src/train/loop.c's train_step with grad_accum 1 on one rank: zero grad, loss forward,
  * backward, clip_grad_norm 1.0, AdamW (lr 1e-5 as torch_ref.py; lp_train_config's defaults:
  * betas 0.9/0.999, eps 1e-8, weight decay 0.01 except biases and LayerNorm). */
+static bool head_grad_in_loss = true; /* --head-grad-recompute turns it off */
+
 static int train_step(lp_model *m, lp_optim *opt, const lp_train_config *tc, const int32_t *ids,
                       const int32_t *labels, int B, int T)
 {
     float loss;
     lp_model_zero_grad(m);
     lp_model_set_dloss_scale(m, 1.0f);
-    lp_model_set_head_grad_in_loss(m, true); /* as the trainer on one rank */
+    lp_model_set_head_grad_in_loss(m, head_grad_in_loss); /* as the trainer on one rank */
     if (lp_model_loss_forward(m, ids, NULL, NULL, labels, B, T, NULL, &loss) != LP_OK)
         return die("loss forward");
     if (!isfinite(loss)) {
@@ -337,7 +347,8 @@ static void print_json(const args *a, lp_model *m, const double *ms, int n, doub
     printf(" \"layers\": %lld, \"hidden\": %lld, \"heads\": %lld, \"ffn\": %lld, \"vocab\": %lld,\n",
            (long long)mi.num_layers, (long long)mi.hidden_size, (long long)mi.num_heads,
            (long long)mi.intermediate_size, (long long)mi.vocab_size);
-    printf(" \"dropout\": 0.0, \"warmup\": %d, \"runs\": %d,\n", a->warmup, n);
+    printf(" \"dropout\": 0.0, \"head_grad\": \"%s\", \"warmup\": %d, \"runs\": %d,\n",
+           head_grad_in_loss ? "loss" : "recompute", a->warmup, n);
     printf(" \"step_ms_median\": %.4f, \"step_ms_min\": %.4f, \"runs_ms\": [", med, sorted[0]);
     for (int i = 0; i < n; i++)
         printf("%s%.4f", i ? ", " : "", ms[i]);
@@ -399,6 +410,7 @@ int main(int argc, char **argv)
     o.task = lm ? LP_MODEL_TASK_CAUSAL_LM : LP_MODEL_TASK_SEQ_CLS;
     o.num_labels = lm ? 0 : 2;
     o.grad_checkpointing = a.ckpt;
+    head_grad_in_loss = !a.head_recompute;
     o.exec = !strcmp(a.exec, "fused") ? LP_EXEC_MODE_FUSED : LP_EXEC_MODE_EAGER;
     o.training = train;
     o.seed = 42;
