@@ -46,10 +46,10 @@ def meta(w):
 def tensors(w):
     w.add_tensor("f32", rng.normal(size=(2, 8)).astype(np.float32))
     w.add_tensor("f16", rng.normal(size=(8,)).astype(np.float16))
-    for t in [T.Q8_0, T.Q4_0, T.Q4_1, T.Q4_K, T.Q6_K, T.BF16]:
-        if t in (T.Q4_K, T.Q6_K):  # the package has no K-quantizer: random blocks, sane f16 scales
+    for t in [T.Q8_0, T.Q4_0, T.Q4_1, T.Q4_K, T.Q6_K, T.BF16, T.Q5_0, T.Q5_1, T.Q5_K]:
+        if t in (T.Q4_K, T.Q5_K, T.Q6_K):  # the package has no K-quantizer: random blocks, sane f16 scales
             q = rng.integers(0, 256, size=(1, gguf.GGML_QUANT_SIZES[t][1]), dtype=np.uint8)
-            off = 0 if t == T.Q4_K else 208
+            off = 208 if t == T.Q6_K else 0
             q[0, off:off + 2] = np.frombuffer(np.float16(0.01).tobytes(), dtype=np.uint8)
         else:
             q = gguf.quants.quantize(rng.normal(size=(64,)).astype(np.float32), t)

@@ -116,7 +116,7 @@ typedef struct lp_qweight {
                            * into tiles for the integer GEMM (lp_qweight_quantize_int8_tiles) */
     float *scale;         /* (rows) absmax_row / 127; NULL when packed */
     /* GGML: each row is cols / block whole blocks of gtype, exactly as a GGUF file stores
-     * the tensor (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K, F16 or BF16) */
+     * the tensor (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, F16 or BF16) */
     lp_ggml_type gtype;
     uint8_t *blocks;      /* (rows * row_bytes); NULL once tiles replace them (below) */
     int64_t row_bytes;    /* cols / block * block bytes */
@@ -856,7 +856,8 @@ float lp_qweight_nf4_block_absmax(const lp_qweight *q, int64_t b);
  * dot products, the block scales applied in f32, as llama.cpp does; its error against
  * f32 arithmetic on the dequantized weight is bounded by sum_blocks (d_a / 2) sum |w|
  * (d_a = a block's max|x| / 127). The backward dequantizes (exact). */
-/* True for the types a weight can be kept in: Q8_0, Q4_0, Q4_1, Q4_K, Q6_K, F16, BF16. */
+/* True for the types a weight can be kept in: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K,
+ * F16, BF16. */
 bool lp_ggml_type_runnable(lp_ggml_type t);
 /* True for the types lp_ggml_quantize writes: Q8_0, Q4_0, F16, BF16. */
 bool lp_ggml_can_quantize(lp_ggml_type t);

@@ -27,7 +27,7 @@ static const char usage[] =
     "then renamed).\n"
     "\n"
     "  --model FILE.gguf   the source model (any type loupe dequantizes: F32, F16, BF16,\n"
-    "                      Q8_0, Q4_0, Q4_1, Q4_K, Q6_K)\n"
+    "                      Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)\n"
     "  --model DIR         a Hugging Face directory (config.json, safetensors, tokenizer.json)\n"
     "  --type T            f32, q8_0 or q4_0\n"
     "  --output OUT.gguf   the file to write\n"

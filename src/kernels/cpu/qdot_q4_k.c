@@ -3,17 +3,6 @@
  * sum = d d_a sum_s scale_s sum(q q_a) - dmin d_a sum_s min_s bsum_s, all sums integer. */
 #include "qdot.h"
 
-/* The 6-bit scale and min of each of the 8 sub-blocks (ggml's get_scale_min_k4 packing). */
-static void scales_mins(const uint8_t *sc, uint8_t *scale, uint8_t *min)
-{
-    for (int s = 0; s < 4; s++) {
-        scale[s] = sc[s] & 63;
-        min[s] = sc[s + 4] & 63;
-        scale[s + 4] = (uint8_t)((sc[s + 8] & 0xF) | ((sc[s] >> 6) << 4));
-        min[s + 4] = (uint8_t)((sc[s + 8] >> 4) | ((sc[s + 4] >> 6) << 4));
-    }
-}
-
 float lp_k_dot_q4_k(int64_t nb, const uint8_t *w, const lp_q8k *a)
 {
     float acc = 0.0f;
@@ -23,7 +12,7 @@ float lp_k_dot_q4_k(int64_t nb, const uint8_t *w, const lp_q8k *a)
 #endif
     for (int64_t b = 0; b < nb; b++, w += 144) {
         uint8_t scale[8], min[8];
-        scales_mins(w + 4, scale, min);
+        lp_qd_k4_scales_mins(w + 4, scale, min);
         const uint8_t *qs = w + 16;
         const int8_t *qa = a[b].q;
         int32_t msum = 0;

@@ -16,7 +16,7 @@ enum { RB = 16 }; /* weight rows per tile: 16 rows of a 4096-wide Q8_0 weight ar
 
 static bool kquant(lp_ggml_type t)
 {
-    return t == LP_GGML_TYPE_Q4_K || t == LP_GGML_TYPE_Q6_K;
+    return t == LP_GGML_TYPE_Q4_K || t == LP_GGML_TYPE_Q5_K || t == LP_GGML_TYPE_Q6_K;
 }
 
 static bool half(lp_ggml_type t)
@@ -49,8 +49,14 @@ static float row_dot(const lp_qweight *w, int64_t o, const void *act)
         return lp_k_dot_q4_0(w->cols / 32, r, act);
     case LP_GGML_TYPE_Q4_1:
         return lp_k_dot_q4_1(w->cols / 32, r, act);
+    case LP_GGML_TYPE_Q5_0:
+        return lp_k_dot_q5_0(w->cols / 32, r, act);
+    case LP_GGML_TYPE_Q5_1:
+        return lp_k_dot_q5_1(w->cols / 32, r, act);
     case LP_GGML_TYPE_Q4_K:
         return lp_k_dot_q4_k(w->cols / 256, r, act);
+    case LP_GGML_TYPE_Q5_K:
+        return lp_k_dot_q5_k(w->cols / 256, r, act);
     default:
         return lp_k_dot_q6_k(w->cols / 256, r, act);
     }

@@ -12,7 +12,10 @@ bool lp_ggml_type_runnable(lp_ggml_type t)
     case LP_GGML_TYPE_Q8_0:
     case LP_GGML_TYPE_Q4_0:
     case LP_GGML_TYPE_Q4_1:
+    case LP_GGML_TYPE_Q5_0:
+    case LP_GGML_TYPE_Q5_1:
     case LP_GGML_TYPE_Q4_K:
+    case LP_GGML_TYPE_Q5_K:
     case LP_GGML_TYPE_Q6_K:
     case LP_GGML_TYPE_F16:
     case LP_GGML_TYPE_BF16:
@@ -38,7 +41,8 @@ static lp_status alloc_ggml(lp_qweight *q, lp_ggml_type t, int64_t rows, int64_t
     const lp_ggml_type_traits *tt = lp_ggml_type_traits_get((uint32_t)t);
     if (!tt || !lp_ggml_type_runnable(t))
         return lp_err(LP_STATUS_UNSUPPORTED,
-                      "%s: GGML type %s cannot be kept at run time (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K, F16, BF16)",
+                      "%s: GGML type %s cannot be kept at run time (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, "
+                      "Q5_K, Q6_K, F16, BF16)",
                       nm, tt ? tt->name : "?");
     if (rows <= 0 || cols <= 0 || cols % tt->block)
         return lp_err(LP_STATUS_INVALID_ARG, "%s: shape [%lld, %lld] is not rows of whole %s blocks of %d", nm,
