@@ -778,6 +778,22 @@ void lp_l2_normalize(float *x, int64_t N, int64_t C);
  * blocks when rows are block-aligned), evened out over the slabs. 256 is about OpenBLAS's
  * own K-blocking, so slabbing costs little more than one extra pass over the output per
  * slab. (The memory estimate sizes the TEMPORARY slab with it.) */
+/* Prefill of a GGML weight that has no tiled integer GEMM (the K-quants, Q5_0, Q5_1, F16):
+ * from this many rows on, its forward dequantizes W to f32 a slab at a time and runs sgemm
+ * (lp_qmatmul_slab_width; no activation rounding) instead of one integer dot product per row
+ * pair, which reads each weight block once per activation row and keeps no partial sums in
+ * registers across rows: SmolLM2-135M Q4_K_M's pp512 ran at 0.6x llama.cpp that way. The
+ * whole weight is dequantized per call, so short prompts keep the dot products: on Zen 3 at
+ * 2 threads the slabs lose below 64 rows (166 vs 244 tokens/s), break even near 96 and win
+ * 1.1x at 128, 1.7x at 256, 2.1x at 512. Q8_0, Q4_0 and Q4_1 keep their tiled integer GEMM.
+ * (The memory estimate sizes the slab too.) */
+#define LP_GGML_SLAB_MIN_ROWS 96
+static inline bool lp_ggml_forward_by_slabs(lp_ggml_type t, int64_t N)
+{
+    return N >= LP_GGML_SLAB_MIN_ROWS && t != LP_GGML_TYPE_Q8_0 && t != LP_GGML_TYPE_Q4_0 &&
+           t != LP_GGML_TYPE_Q4_1;
+}
+
 static inline int64_t lp_qmatmul_slab_width(int64_t other, int64_t total)
 {
     int64_t w = ((int64_t)(1 << 20) / (other > 0 ? other : 1)) & ~(int64_t)63;

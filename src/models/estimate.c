@@ -19,7 +19,9 @@
  *   fused quantized base: one dequantized slab of W at a time (lp_qmatmul_slab_width),
  *                        none for packed f32 (its forward and backward GEMMs read the panels);
  *                        kept GGML formats forward with the activations quantized (N rows
- *                        of 40 bytes per 32, or 292 per 256) or per-thread f32 tiles of 16
+ *                        of 40 bytes per 32, or 292 per 256; the types without a tiled
+ *                        GEMM from LP_GGML_SLAB_MIN_ROWS rows on: one f32 slab (out, kc))
+ *                        or per-thread f32 tiles of 16
  *                        rows (F16/BF16); NF4 for N <= 8 through the fused GEMV (none);
  *                        packed bf16 weights: the activations rounded to bf16 (N, even in);
  *                        packed int8 weights (--quantize int8): the activations as bytes
@@ -67,12 +69,16 @@ static uint64_t linear_scratch_of(const lp_model *m, const lp_model_linear *ml, 
      * (beside g) the dropped input for dA, the slab (ob, in), the masked LoRA rows */
     uint64_t fwd = max2(quant ? out * (uint64_t)lp_qmatmul_slab_width((int64_t)out, (int64_t)in) : 0,
                         drop ? th * 64 * in : 0);
-    if (ml->quantized && ml->qdtype == LP_DTYPE_GGML) /* the integer kernels: N quantized rows, or f16 tiles */
+    const bool kblocks = ml->quantized && ml->qdtype == LP_DTYPE_GGML &&
+                         lp_ggml_type_traits_get((uint32_t)ml->qgtype)->block == 256;
+    if (ml->quantized && ml->qdtype == LP_DTYPE_GGML && lp_ggml_forward_by_slabs(ml->qgtype, (int64_t)N))
+        fwd =
+            out * (uint64_t)lp_qmatmul_slab_width((int64_t)out, (int64_t)in); /* a long prefill: f32 slabs */
+    else if (ml->quantized &&
+             ml->qdtype == LP_DTYPE_GGML) /* the integer kernels: N quantized rows, or f16 tiles */
         fwd = ml->qgtype == LP_GGML_TYPE_F16 || ml->qgtype == LP_GGML_TYPE_BF16
                   ? th * 16 * in
-                  : (N * (in / (ml->qgtype == LP_GGML_TYPE_Q4_K || ml->qgtype == LP_GGML_TYPE_Q6_K ? 256 : 32)) *
-                         (ml->qgtype == LP_GGML_TYPE_Q4_K || ml->qgtype == LP_GGML_TYPE_Q6_K ? 292 : 40) +
-                     3) / 4;
+                  : (N * (in / (kblocks ? 256 : 32)) * (kblocks ? 292 : 40) + 3) / 4;
     else if ((ml->quantized && ml->qdtype == LP_DTYPE_BF16) || bf16_base) /* the activations rounded to bf16, even width */
         fwd = max2((N * (in + (in & 1)) * 2 + 3) / 4, drop ? th * 64 * in : 0);
     else if (ml->quantized && ml->qdtype == LP_DTYPE_INT8) /* the int8 GEMM: N rows of in bytes + N scales */

@@ -242,10 +242,12 @@ static int run_gemm(lp_ggml_type t, int64_t N, int64_t C, int64_t OC)
 static void test_gemm_table(void **state)
 {
     (void)state;
-    /* N: decode (1), a few rows, prefill-sized; OC odd and not a multiple of the 16-row tile
-     * or of the thread split; C several blocks, up to 8 K-quant super-blocks */
-    static const int64_t shapes[][3] = {{1, 256, 1},   {1, 512, 37},  {2, 256, 129}, {3, 768, 100},
-                                        {7, 1024, 33}, {1, 2048, 300}, {33, 512, 70}, {64, 256, 257}};
+    /* N: decode (1), a few rows, prefill-sized, and past LP_GGML_SLAB_MIN_ROWS (the types
+     * without a tiled GEMM then multiply f32 slabs); OC odd and not a multiple of the 16-row
+     * tile or of the thread split; C several blocks, up to 8 K-quant super-blocks */
+    static const int64_t shapes[][3] = {{1, 256, 1},   {1, 512, 37},   {2, 256, 129}, {3, 768, 100},
+                                        {7, 1024, 33}, {1, 2048, 300}, {33, 512, 70}, {64, 256, 257},
+                                        {96, 512, 45}, {130, 1536, 67}};
     int f = 0;
     for (size_t i = 0; i < NTYPES; i++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)

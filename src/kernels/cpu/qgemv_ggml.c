@@ -3,10 +3,11 @@
  * into one contiguous range per thread (each thread streams its own part of the weight,
  * nothing to synchronise until the end), and each block of RB weight rows is multiplied
  * with every activation row while it sits in L1: a GEMV for decode (N = 1, every weight
- * byte read once per token) and a GEMM for prefill from the same loop; Q8_0 / Q4_0 / Q4_1
- * go to the tiled integer GEMM (qgemm_ggml.c) at any N when repacked at load, else at
- * N >= LP_QGEMM_MIN_ROWS. F16 / BF16 rows are
- * converted to f32 a tile of RB rows at a time inside the loop, never at load. */
+ * byte read once per token) and a GEMM for short prefills from the same loop; Q8_0 / Q4_0 /
+ * Q4_1 go to the tiled integer GEMM (qgemm_ggml.c) at any N when repacked at load, else at
+ * N >= LP_QGEMM_MIN_ROWS; the other types from LP_GGML_SLAB_MIN_ROWS rows on to f32 slabs and
+ * sgemm (lp_k_linear_slabs_forward). F16 / BF16 rows are converted to f32 a tile of RB rows
+ * at a time inside the loop, never at load. */
 #include <math.h>
 #include <omp.h>
 
@@ -128,6 +129,8 @@ float lp_qweight_ggml_row_dot(const lp_qweight *w, int64_t row, const float *x)
 lp_status lp_k_ggml_matmul_forward(float *out, const float *inp, const lp_qweight *w, const float *bias, int64_t N,
                                    int64_t C, int64_t OC)
 {
+    if (lp_ggml_forward_by_slabs(w->gtype, N)) /* long prefill without a tiled GEMM: f32 slabs, sgemm */
+        return lp_k_linear_slabs_forward(out, inp, NULL, w, bias, NULL, NULL, 0.0f, N, C, OC, 0);
     const bool h = half(w->gtype);
     const size_t ab = act_bytes(w);
     const int nth = omp_get_max_threads();
