@@ -107,12 +107,13 @@ static void q5_1_block(const uint8_t *b, float *y)
     }
 }
 
-/* 256 elements: d, dmin (f16), 12 bytes packing eight 6-bit (scale, min) pairs, 128
- * bytes of nibbles. Sub-block s (32 elements) uses byte column s/2, nibble s%2. */
-static void q4_k_block(const uint8_t *b, float *y)
+/* A Q4_K / Q5_K block of 256 elements at b: d, dmin (f16), 12 bytes packing eight 6-bit
+ * (scale, min) pairs, then (Q5_K only: qh, 32 bytes of fifth bits, bit s of byte j being
+ * element j of sub-block s) 128 bytes of nibbles at qs. Sub-block s (32 elements) uses byte
+ * column s/2, nibble s%2: y = d * scale_s * q - dmin * min_s. */
+static inline void k45_block(const uint8_t *b, const uint8_t *qh, const uint8_t *qs, float *y)
 {
     const float d = f16_at(b), dmin = f16_at(b + 2);
-    const uint8_t *qs = b + 16;
     uint8_t scale[8], min[8];
     lp_qd_k4_scales_mins(b + 4, scale, min);
     for (int s = 0; s < 8; s++) {
@@ -120,25 +121,18 @@ static void q4_k_block(const uint8_t *b, float *y)
         const uint8_t *q = qs + 32 * (s / 2);
         const int shift = 4 * (s % 2);
         for (int j = 0; j < 32; j++)
-            y[32 * s + j] = d1 * (float)((q[j] >> shift) & 0xF) - m1;
+            y[32 * s + j] = d1 * (float)(((q[j] >> shift) & 0xF) | (qh ? ((qh[j] >> s) & 1) << 4 : 0)) - m1;
     }
 }
 
-/* 256 elements: Q4_K's d, dmin and scales, then 32 bytes of fifth bits (bit s of byte j is
- * element j of sub-block s), then Q4_K's 128 bytes of nibbles. */
+static void q4_k_block(const uint8_t *b, float *y)
+{
+    k45_block(b, NULL, b + 16, y);
+}
+
 static void q5_k_block(const uint8_t *b, float *y)
 {
-    const float d = f16_at(b), dmin = f16_at(b + 2);
-    const uint8_t *qh = b + 16, *qs = b + 48;
-    uint8_t scale[8], min[8];
-    lp_qd_k4_scales_mins(b + 4, scale, min);
-    for (int s = 0; s < 8; s++) {
-        const float d1 = d * (float)scale[s], m1 = dmin * (float)min[s];
-        const uint8_t *q = qs + 32 * (s / 2);
-        const int shift = 4 * (s % 2);
-        for (int j = 0; j < 32; j++)
-            y[32 * s + j] = d1 * (float)(((q[j] >> shift) & 0xF) | ((qh[j] >> s) & 1) << 4) - m1;
-    }
+    k45_block(b, b + 16, b + 48, y);
 }
 
 /* 256 elements: 128 bytes of low nibbles, 64 bytes of 2-bit highs, 16 int8 scales (one
