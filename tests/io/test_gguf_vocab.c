@@ -46,11 +46,19 @@ static void write_vocab(const char *path, int64_t n, void (*spell)(int64_t, char
     free(text);
 }
 
-static cJSON *vocab_of(const char *path, cJSON **root)
+/* The model.vocab object of the tokenizer.json loupe makes of such a file (in *root, the
+ * caller's to delete). */
+static cJSON *vocab_of(int64_t n, void (*spell)(int64_t, char *), cJSON **root)
 {
+    char path[] = "/tmp/lp_gguf_vocab_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    write_vocab(path, n, spell);
     char *js = NULL;
     if (lp_gguf_tokenizer_json(path, &js) != LP_OK)
         fail_msg("%s", lp_err_msg());
+    unlink(path);
     *root = cJSON_Parse(js);
     free(js);
     assert_non_null(*root);
@@ -69,12 +77,7 @@ static void small(int64_t i, char *out)
 static void test_duplicates(void **state)
 {
     (void)state;
-    char path[] = "/tmp/lp_gguf_vocab_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    write_vocab(path, 6, small);
-    cJSON *root, *v = vocab_of(path, &root);
+    cJSON *root, *v = vocab_of(6, small, &root);
     assert_int_equal(cJSON_GetArraySize(v), 3);
     static const char *const keys[] = {"a", "b", "c"};
     static const int ids[] = {2, 5, 3};
@@ -84,7 +87,6 @@ static void test_duplicates(void **state)
         assert_int_equal((int)e->valuedouble, ids[k]);
     }
     cJSON_Delete(root);
-    unlink(path);
 }
 
 /* 151,936 spellings "t<i>" plus every 1000th one repeated at the end (the later id wins) */
@@ -97,12 +99,7 @@ static void big(int64_t i, char *out)
 static void test_qwen_sized(void **state)
 {
     (void)state;
-    char path[] = "/tmp/lp_gguf_vocab_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    write_vocab(path, BIG, big);
-    cJSON *root, *v = vocab_of(path, &root);
+    cJSON *root, *v = vocab_of(BIG, big, &root);
     assert_int_equal(cJSON_GetArraySize(v), BIG - REPEATS);
     int64_t i = 0, bad = 0;
     for (const cJSON *e = v->child; e; e = e->next, i++) {
@@ -113,7 +110,6 @@ static void test_qwen_sized(void **state)
     }
     assert_int_equal(bad, 0);
     cJSON_Delete(root);
-    unlink(path);
 }
 
 int main(void)
