@@ -67,19 +67,18 @@ static uint64_t linear_scratch_of(const lp_model *m, const lp_model_linear *ml, 
     }
     /* each freed before the next: forward dropped rows, then the slab (out, kc); backward
      * (beside g) the dropped input for dA, the slab (ob, in), the masked LoRA rows */
-    uint64_t fwd = max2(quant ? out * (uint64_t)lp_qmatmul_slab_width((int64_t)out, (int64_t)in) : 0,
-                        drop ? th * 64 * in : 0);
-    const bool kblocks = ml->quantized && ml->qdtype == LP_DTYPE_GGML &&
-                         lp_ggml_type_traits_get((uint32_t)ml->qgtype)->block == 256;
-    if (ml->quantized && ml->qdtype == LP_DTYPE_GGML && lp_ggml_forward_by_slabs(ml->qgtype, (int64_t)N))
-        fwd =
-            out * (uint64_t)lp_qmatmul_slab_width((int64_t)out, (int64_t)in); /* a long prefill: f32 slabs */
-    else if (ml->quantized &&
-             ml->qdtype == LP_DTYPE_GGML) /* the integer kernels: N quantized rows, or f16 tiles */
-        fwd = ml->qgtype == LP_GGML_TYPE_F16 || ml->qgtype == LP_GGML_TYPE_BF16
+    const uint64_t slab = out * (uint64_t)lp_qmatmul_slab_width((int64_t)out, (int64_t)in);
+    uint64_t fwd = max2(quant ? slab : 0, drop ? th * 64 * in : 0);
+    if (ml->quantized && ml->qdtype == LP_DTYPE_GGML) {
+        /* a long prefill of a type without the tiled GEMM: one f32 slab; else the integer
+         * kernels' N quantized rows (blocks of 32: 40 bytes, of 256: 292), or f16 tiles */
+        const uint64_t blk = (uint64_t)lp_ggml_type_traits_get((uint32_t)ml->qgtype)->block;
+        fwd = lp_ggml_forward_by_slabs(ml->qgtype, (int64_t)N) ? slab
+              : ml->qgtype == LP_GGML_TYPE_F16 || ml->qgtype == LP_GGML_TYPE_BF16
                   ? th * 16 * in
-                  : (N * (in / (kblocks ? 256 : 32)) * (kblocks ? 292 : 40) + 3) / 4;
-    else if ((ml->quantized && ml->qdtype == LP_DTYPE_BF16) || bf16_base) /* the activations rounded to bf16, even width */
+                  : (N * (in / blk) * (blk == 256 ? 292 : 40) + 3) / 4;
+    } else if ((ml->quantized && ml->qdtype == LP_DTYPE_BF16) ||
+               bf16_base) /* the activations rounded to bf16, even width */
         fwd = max2((N * (in + (in & 1)) * 2 + 3) / 4, drop ? th * 64 * in : 0);
     else if (ml->quantized && ml->qdtype == LP_DTYPE_INT8) /* the int8 GEMM: N rows of in bytes + N scales */
         fwd = (N * in + 4 * N + 3) / 4;

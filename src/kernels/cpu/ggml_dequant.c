@@ -89,7 +89,7 @@ static void q4_1_block(const uint8_t *b, float *y)
 static void q5_0_block(const uint8_t *b, float *y)
 {
     const float d = f16_at(b);
-    const uint32_t qh = (uint32_t)b[2] | (uint32_t)b[3] << 8 | (uint32_t)b[4] << 16 | (uint32_t)b[5] << 24;
+    const uint32_t qh = lp_qd_le32(b + 2);
     for (int j = 0; j < 16; j++) {
         y[j] = d * (float)((int)((b[6 + j] & 0xF) | ((qh >> j) & 1) << 4) - 16);
         y[j + 16] = d * (float)((int)((b[6 + j] >> 4) | ((qh >> (j + 16)) & 1) << 4) - 16);
@@ -100,7 +100,7 @@ static void q5_0_block(const uint8_t *b, float *y)
 static void q5_1_block(const uint8_t *b, float *y)
 {
     const float d = f16_at(b), m = f16_at(b + 2);
-    const uint32_t qh = (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 | (uint32_t)b[7] << 24;
+    const uint32_t qh = lp_qd_le32(b + 4);
     for (int j = 0; j < 16; j++) {
         y[j] = d * (float)((b[8 + j] & 0xF) | ((qh >> j) & 1) << 4) + m;
         y[j + 16] = d * (float)((b[8 + j] >> 4) | ((qh >> (j + 16)) & 1) << 4) + m;

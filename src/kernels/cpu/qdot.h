@@ -25,6 +25,12 @@ static inline float lp_qd_f16(const uint8_t *p)
 #endif
 }
 
+/* The little-endian 32-bit word at p (any alignment): Q5_0 / Q5_1's fifth bits. */
+static inline uint32_t lp_qd_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 /* The 6-bit scale and min of each of a K-quant block's 8 sub-blocks (Q4_K, Q5_K) from its
  * 12 packed bytes: sub-blocks 0-3 in the low 6 bits of bytes s and s+4, 4-7 in the nibbles
  * of bytes 8-11 with the top 2 bits of bytes 0-7 above them. */

@@ -7,12 +7,6 @@
  * and Q5_K_M files of those models hold them. */
 #include "qdot.h"
 
-/* The little-endian 32-bit word at p. */
-static inline uint32_t le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 #if defined(__AVX2__)
 /* 32 bytes: 0x10 where bit j of bits is set (byte j), else 0: each byte picks its source
  * byte j/8 of the word (a shuffle within each 128-bit lane, where the word repeats), then
@@ -29,14 +23,14 @@ static inline __m256i fifth_bits(uint32_t bits)
 /* A Q5_0 / Q5_1 block's 32 values q in [0, 31] as bytes, in element order. */
 static inline __m256i q5_bytes(const uint8_t *qh, const uint8_t *qs)
 {
-    return _mm256_or_si256(lp_qd_nibbles16(qs), fifth_bits(le32(qh)));
+    return _mm256_or_si256(lp_qd_nibbles16(qs), fifth_bits(lp_qd_le32(qh)));
 }
 #else
 /* Element j (< 32) of a Q5_0 / Q5_1 block's q. */
 static inline int q5_at(const uint8_t *qh, const uint8_t *qs, int j)
 {
     const int nib = j < 16 ? qs[j] & 0xF : qs[j - 16] >> 4;
-    return nib | (int)((le32(qh) >> j) & 1) << 4;
+    return nib | (int)((lp_qd_le32(qh) >> j) & 1) << 4;
 }
 #endif
 
